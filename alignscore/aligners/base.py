@@ -1,0 +1,51 @@
+"""The aligner stage: a padded batch of (reference, candidate) token sets -> scores per pair."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+
+@dataclass
+class PairBatch:
+    """``B`` pairs, right-padded. Vectors are unit-normalised (0 at padding).
+
+    ``*_mass`` are the unnormalised token masses (0 for padding, filtered tokens and, under the
+    ``match-only`` policy, special tokens); ``*_match`` marks the tokens that may be aligned to
+    (False at padding). A token with mass is always matchable.
+    """
+
+    ref: torch.Tensor  # [B, Tr, D]
+    cand: torch.Tensor  # [B, Tc, D]
+    ref_mass: torch.Tensor  # [B, Tr]
+    cand_mass: torch.Tensor  # [B, Tc]
+    ref_match: torch.Tensor  # [B, Tr] bool
+    cand_match: torch.Tensor  # [B, Tc] bool
+
+
+class Aligner(ABC):
+    """Scores pairs. ``metrics`` names the outputs; ``primary`` picks the best reference."""
+
+    metrics: ClassVar[tuple[str, ...]]
+    primary: ClassVar[str]
+
+    @abstractmethod
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        """``{metric: [B]}``; finite for every pair. A pair where either side carries no mass
+        (an empty text, or every token filtered out) scores 0 on every metric."""
+
+    @abstractmethod
+    def signature(self) -> str:
+        """What pins this aligner's numbers (cost, score form, ...)."""
+
+
+def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
+    """``sum_i m_i v_i / sum_i m_i`` over the last axis; 0 where the masses sum to 0.
+    Values where ``m_i = 0`` never contribute (they may be infinite)."""
+    total = mass.sum(-1)
+    v = torch.where(mass > 0, values, torch.zeros((), dtype=values.dtype, device=values.device))
+    return torch.where(total > 0, (v * mass).sum(-1) / total.clamp_min(torch.finfo(mass.dtype).tiny),
+                       torch.zeros((), dtype=values.dtype, device=values.device))

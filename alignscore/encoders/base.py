@@ -1,0 +1,73 @@
+"""The encoder stage: texts -> token ids -> hidden states of the layers asked for."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+
+@dataclass
+class Tokenized:
+    """Token ids of a list of texts, special tokens included, one list per text.
+
+    ``special[i][t]`` marks the tokens the tokenizer added ([CLS], [SEP], <s>, </s>, ...);
+    ``word_start[i][t]`` marks the first sub-token of each word (False for special tokens), taken
+    from the tokenizer's word ids, so it is right for WordPiece, BPE and SentencePiece alike;
+    ``truncated`` counts the texts that were cut to the model's limit.
+    """
+
+    ids: list[list[int]]
+    special: list[list[bool]]
+    word_start: list[list[bool]]
+    tokens: list[list[str]]
+    truncated: int = 0
+
+
+class Encoder(ABC):
+    """A contextual encoder. Implementations load their model lazily (never at import)."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The model's name as the user gave it (hub id or directory); goes into signatures."""
+
+    @property
+    @abstractmethod
+    def num_layers(self) -> int:
+        """Number of transformer blocks; valid layers are 0 (embeddings) .. num_layers."""
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Upper bound (exclusive) of the token ids the tokenizer produces."""
+
+    @property
+    @abstractmethod
+    def pad_id(self) -> int:
+        """The id that pads a batch (masked out by the attention mask)."""
+
+    @abstractmethod
+    def default_layer(self) -> int:
+        """The layer BERTScore uses for this model when the user names none."""
+
+    @abstractmethod
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        """Tokenize texts (stripped; truncated to the model's limit, counting how many were)."""
+
+    @abstractmethod
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                layers: Sequence[int]) -> torch.Tensor:
+        """Hidden states ``[len(layers), B, T, D]`` of a right-padded batch, float32, on CPU or
+        the encoder's device. Layer k is the output of the k-th block (0: embeddings)."""
+
+    @property
+    @abstractmethod
+    def device(self) -> torch.device:
+        """Where :meth:`forward` runs."""
+
+    @abstractmethod
+    def signature(self) -> str:
+        """What pins this encoder's numbers (name, revision)."""

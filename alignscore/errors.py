@@ -1,0 +1,30 @@
+"""Errors that mean "the input or the configuration is wrong", as opposed to a bug.
+
+The CLI turns every :class:`AlignScoreError` into one line on stderr and a non-zero exit; the
+Python API lets them propagate so that callers can catch them.
+"""
+
+from __future__ import annotations
+
+
+class AlignScoreError(Exception):
+    """Base class: a user-facing problem with input, configuration or environment."""
+
+
+class InputError(AlignScoreError):
+    """Bad input data, optionally located at ``path`` and ``line`` (1-based)."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path, self.line = path, line
+
+
+class ConfigError(AlignScoreError):
+    """An impossible composition or option (unknown part, layer out of range, ...)."""
+
+
+class ModelLoadError(AlignScoreError):
+    """The encoder's model or tokenizer could not be loaded."""

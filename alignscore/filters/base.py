@@ -1,0 +1,55 @@
+"""The token-filter stage: which tokens take part in the alignment.
+
+Two decisions are made per token. Special tokens ([CLS]/[SEP], <s>/</s>, ...) follow a policy:
+
+- ``match-only`` (bert_score): mass 0, but they stay match targets (a candidate token may match
+  [SEP]). The BERTScore default.
+- ``drop``: mass 0 and never a match target; the text is its words alone.
+- ``keep`` (moverscore_v2): they take part like any token, with the weighting's mass (1 under
+  uniform weights; under idf they occur in every sentence, so idf = 0).
+
+Every other token takes part unless a :class:`TokenFilter` removes it (mass 0, no match target).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+
+from ..errors import ConfigError
+from ..tokens import TokenTable
+
+SPECIAL_POLICIES = ("match-only", "drop", "keep")
+
+
+def check_special_policy(policy: str) -> str:
+    if policy not in SPECIAL_POLICIES:
+        raise ConfigError(f"unknown special-token policy {policy!r}; choose one of: {', '.join(SPECIAL_POLICIES)}")
+    return policy
+
+
+class TokenFilter(ABC):
+    """Removes ordinary (non-special) tokens from the alignment."""
+
+    @abstractmethod
+    def keep(self, table: TokenTable) -> torch.Tensor:
+        """``[N]`` bool over the packed tokens: True where the token stays."""
+
+    @abstractmethod
+    def signature(self) -> str:
+        """What pins this filter's numbers."""
+
+
+def token_roles(table: TokenTable, filters: tuple[TokenFilter, ...], special_policy: str
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(carries_mass, matchable)``, both ``[N]`` bool, for the packed tokens of ``table``."""
+    kept = torch.ones_like(table.special)
+    for f in filters:
+        kept &= f.keep(table)
+    ordinary = ~table.special & kept
+    if special_policy == "keep":
+        return ordinary | table.special, ordinary | table.special
+    if special_policy == "match-only":
+        return ordinary, ordinary | table.special
+    return ordinary, ordinary

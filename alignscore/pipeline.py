@@ -1,0 +1,128 @@
+"""The pipeline's steps as plain functions over packed tokens and padded batches.
+
+``Scorer`` strings them together; the baseline computation and the ablation grid reuse them
+with other compositions, so each step takes arrays and returns arrays.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from .aligners.base import Aligner, PairBatch
+from .encoders.base import Encoder
+from .tokens import TokenTable, pad_gather
+
+
+def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
+    """Unique texts (first-seen order) and, for each input, its index among them. Texts are
+    compared after stripping, as the tokenizer sees them."""
+    index: dict[str, int] = {}
+    inverse = [index.setdefault(t.strip(), len(index)) for t in texts]
+    return list(index), torch.tensor(inverse, dtype=torch.long)
+
+
+def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
+          aggregate: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 64,
+          progress: bool = False, desc: str = "encoding") -> torch.Tensor:
+    """Token vectors ``[N, D]`` for every token of ``table``, packed in the same order.
+
+    Texts are encoded in batches of ``batch_size``, longest first (so a batch pads little);
+    ``aggregate`` maps the ``[L, B, T, D]`` hidden states of ``layers`` to ``[B, T, D']``. The
+    result does not depend on the batching: padding is masked out of attention.
+    """
+    order = torch.argsort(table.lengths, descending=True, stable=True)
+    out: torch.Tensor | None = None
+    pad = encoder.pad_id
+    batches = range(0, len(order), batch_size)
+    for start in tqdm(batches, desc=desc, disable=not progress, file=sys.stderr, leave=False):
+        texts = order[start:start + batch_size]
+        index, valid = pad_gather(table.offsets, texts)
+        ids = torch.where(valid, table.ids[index], torch.full((), pad, dtype=torch.long))
+        vectors = aggregate(encoder.forward(ids, valid.long(), layers))
+        if out is None:
+            out = torch.empty(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
+                              device=vectors.device)
+        out[index[valid].to(vectors.device)] = vectors[valid.to(vectors.device)]
+    if out is None:
+        out = torch.empty(0, 0)
+    return out
+
+
+def unit(vectors: torch.Tensor) -> torch.Tensor:
+    """``v / ||v||`` along the last axis (a zero vector stays zero)."""
+    return vectors / vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def align_pairs(aligner: Aligner, vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
+                cand_mass: torch.Tensor, matchable: torch.Tensor, pair_ref: torch.Tensor,
+                pair_cand: torch.Tensor, batch_size: int = 256, progress: bool = False
+                ) -> dict[str, torch.Tensor]:
+    """Score pairs ``(pair_ref[k], pair_cand[k])`` of unique-text indices.
+
+    ``vectors [N, D]`` are the packed unit token vectors; ``ref_mass`` / ``cand_mass [N]`` each
+    token's mass when its text is the reference / candidate; ``matchable [N]`` who may be
+    aligned to. Pairs are processed in batches of similar length; every output is ``[P]`` in
+    the order of the pairs.
+    """
+    device = vectors.device
+    lengths = table.lengths
+    order = torch.argsort(lengths[pair_ref] + lengths[pair_cand], descending=True, stable=True)
+    results: dict[str, torch.Tensor] = {}
+    batches = range(0, len(order), batch_size)
+    for start in tqdm(batches, desc="aligning", disable=not progress, file=sys.stderr, leave=False):
+        sel = order[start:start + batch_size]
+        r_idx, r_ok = pad_gather(table.offsets, pair_ref[sel])
+        c_idx, c_ok = pad_gather(table.offsets, pair_cand[sel])
+        r_idx, r_ok, c_idx, c_ok = (t.to(device) for t in (r_idx, r_ok, c_idx, c_ok))
+        batch = PairBatch(
+            ref=vectors[r_idx] * r_ok.unsqueeze(-1),
+            cand=vectors[c_idx] * c_ok.unsqueeze(-1),
+            ref_mass=ref_mass[r_idx] * r_ok,
+            cand_mass=cand_mass[c_idx] * c_ok,
+            ref_match=matchable[r_idx] & r_ok,
+            cand_match=matchable[c_idx] & c_ok,
+        )
+        for name, value in aligner(batch).items():
+            if name not in results:
+                results[name] = torch.empty(len(order), dtype=value.dtype)
+            results[name][sel] = value.detach().cpu()
+    return results
+
+
+def empty_pairs(table: TokenTable, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
+                pair_ref: torch.Tensor, pair_cand: torch.Tensor) -> torch.Tensor:
+    """``[P]`` bool: pairs where either side carries no mass (empty or wholly filtered text)."""
+    text = table.text_index().to(ref_mass.device)
+    n = len(table)
+    ref_total = torch.zeros(n, dtype=ref_mass.dtype, device=ref_mass.device).index_add_(0, text, ref_mass)
+    cand_total = torch.zeros(n, dtype=cand_mass.dtype, device=cand_mass.device).index_add_(0, text, cand_mass)
+    return ((ref_total[pair_ref.to(text.device)] <= 0) | (cand_total[pair_cand.to(text.device)] <= 0)).cpu()
+
+
+def reduce_groups(values: dict[str, torch.Tensor], group_offsets: torch.Tensor, primary: str,
+                  how: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Reduce per-reference scores to per-candidate scores.
+
+    ``group_offsets [N+1]``: candidate i's pairs are ``group_offsets[i]:group_offsets[i+1]``.
+    ``how = "max"`` takes each metric's maximum independently (bert_score); ``"mean"`` the
+    average (MoverScore's examples). Also returns the index, within its group, of the reference
+    with the best ``primary`` score.
+    """
+    sizes = group_offsets[1:] - group_offsets[:-1]
+    width = int(sizes.max()) if len(sizes) else 0
+    ar = torch.arange(width)
+    valid = ar.unsqueeze(0) < sizes.unsqueeze(1)
+    index = torch.where(valid, group_offsets[:-1].unsqueeze(1) + ar, torch.zeros((), dtype=torch.long))
+    out = {}
+    for name, v in values.items():
+        grid = v[index]
+        if how == "max":
+            out[name] = grid.masked_fill(~valid, float("-inf")).amax(dim=1)
+        else:
+            out[name] = (grid * valid).sum(dim=1) / sizes
+    best = values[primary][index].masked_fill(~valid, float("-inf")).argmax(dim=1)
+    return out, best

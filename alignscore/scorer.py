@@ -1,0 +1,205 @@
+"""The scorer: encoder -> aggregator -> token filter -> weighting -> aligner, composed."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from . import __version__
+from .aggregators.base import Aggregator
+from .aggregators.single import SingleLayer
+from .aligners.base import Aligner
+from .aligners.greedy import Greedy
+from .encoders.base import Encoder
+from .errors import ConfigError, InputError
+from .filters.base import TokenFilter, check_special_policy, token_roles
+from .pipeline import align_pairs, embed, empty_pairs, reduce_groups, unique_texts, unit
+from .rescale import Baseline, rescale
+from .tokens import TokenTable
+from .weighting.base import WeightContext, Weighting
+from .weighting.schemes import Uniform
+
+MULTI_REF = ("max", "mean")
+
+
+@dataclass
+class Scores:
+    """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``).
+
+    ``best_reference[i]`` is the index, among candidate i's references, of the one with the best
+    primary score (F1 for greedy); ``empty`` marks candidates scored against an empty text;
+    ``signature`` pins every setting that changes a number.
+    """
+
+    metrics: dict[str, torch.Tensor]
+    best_reference: torch.Tensor
+    empty: torch.Tensor
+    signature: str
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.metrics[name]
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(name)
+
+    def __len__(self) -> int:
+        return len(self.best_reference)
+
+    def means(self) -> dict[str, float]:
+        return {k: float(v.double().mean()) if len(v) else float("nan") for k, v in self.metrics.items()}
+
+
+def _reference_groups(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
+    if isinstance(cands, str) or isinstance(refs, str):
+        raise InputError("candidates and references must be lists of texts, not a single string")
+    if len(refs) != len(cands):
+        raise InputError(f"{len(cands)} candidates but {len(refs)} references (or reference groups)")
+    groups = [[r] if isinstance(r, str) else list(r) for r in refs]
+    for i, g in enumerate(groups):
+        if not g:
+            raise InputError(f"candidate {i} has no reference")
+        if not all(isinstance(t, str) for t in g):
+            raise InputError(f"reference group {i} holds something that is not a text")
+    return groups
+
+
+@dataclass
+class Scorer:
+    """A metric composed of parts. BERTScore is the default composition.
+
+    Args:
+        encoder: the contextual encoder (e.g. ``HFEncoder("roberta-large")``).
+        aggregator: layers -> token vectors (``SingleLayer()`` takes the model's default layer).
+        filters: token filters applied to ordinary tokens, in addition to the special policy.
+        special_tokens: ``"match-only"`` (bert_score), ``"drop"`` or ``"keep"`` (moverscore_v2).
+        weighting: token masses (``Uniform()``, ``idf_s()``, ``idf_l(corpus)``).
+        aligner: ``Greedy()`` or an optimal-transport aligner.
+        multi_ref: ``"max"`` (per metric, as bert_score) or ``"mean"`` over a candidate's refs.
+        baseline: rescale with this per-layer baseline (single-layer compositions only).
+        batch_size: texts per encoder batch; never changes a score.
+        progress: show progress bars on stderr.
+    """
+
+    encoder: Encoder
+    aggregator: Aggregator = field(default_factory=SingleLayer)
+    filters: tuple[TokenFilter, ...] = ()
+    special_tokens: str = "match-only"
+    weighting: Weighting = field(default_factory=Uniform)
+    aligner: Aligner = field(default_factory=Greedy)
+    multi_ref: str = "max"
+    baseline: Baseline | None = None
+    batch_size: int = 64
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        check_special_policy(self.special_tokens)
+        self.filters = tuple(self.filters)
+        if self.multi_ref not in MULTI_REF:
+            raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
+        if self.batch_size < 1:
+            raise ConfigError("batch size must be at least 1")
+
+    # -- configuration ---------------------------------------------------------------------------
+    def _default_layer(self) -> int | None:
+        try:
+            return self.encoder.default_layer()
+        except ConfigError:
+            return None
+
+    def layers(self) -> list[int]:
+        """The encoder layers this composition reads."""
+        return self.aggregator.layers(self.encoder.num_layers, self._default_layer())
+
+    def _baseline_values(self) -> dict[str, float] | None:
+        if self.baseline is None:
+            return None
+        if not isinstance(self.aggregator, SingleLayer):
+            raise ConfigError("baseline rescaling reads one row per layer: it needs a single-layer aggregator")
+        values = self.baseline.values(self.layers()[0])
+        if not set(values) & set(self.aligner.metrics):
+            raise ConfigError(f"the baseline has no value for the metrics {self.aligner.metrics}")
+        return values
+
+    def signature(self) -> str:
+        """Everything that changes a number, sacreBLEU-style, e.g.
+        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
+        enc = self.encoder
+        parts = [
+            f"model:{enc.signature()}",
+            f"layers:{self.aggregator.signature(enc.num_layers, self._default_layer())}",
+            "tokens:special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters),
+            f"w:{self.weighting.signature()}",
+            f"align:{self.aligner.signature()}",
+            f"refs:{self.multi_ref}",
+            f"rescale:{self.baseline.name if self.baseline else 'no'}",
+            f"v:alignscore-{__version__},torch-{torch.__version__},transformers-{_transformers_version()}",
+        ]
+        return "|".join(parts)
+
+    # -- scoring -----------------------------------------------------------------------------
+    def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Scores:
+        """Score each candidate against its reference(s).
+
+        ``refs`` is one text per candidate, or one list of texts per candidate (several
+        references). Empty or whitespace-only texts are valid: a pair with an empty side scores
+        0 on every metric (bert_score's convention), with a warning; never NaN.
+        """
+        groups = _reference_groups(cands, refs)
+        values = self._baseline_values()
+        sizes = torch.tensor([len(g) for g in groups], dtype=torch.long)
+        group_offsets = torch.zeros(len(groups) + 1, dtype=torch.long)
+        group_offsets[1:] = sizes.cumsum(0)
+        flat_refs = [t for g in groups for t in g]
+        pair_cand_of = torch.repeat_interleave(torch.arange(len(cands)), sizes)
+
+        texts, inverse = unique_texts(list(flat_refs) + list(cands))
+        ref_text, cand_text = inverse[: len(flat_refs)], inverse[len(flat_refs):]
+        pair_ref, pair_cand = ref_text, cand_text[pair_cand_of]
+
+        table = TokenTable.from_tokenized(self.encoder.tokenize(texts))
+        n = len(texts)
+        ctx = WeightContext(
+            table=table,
+            ref_counts=torch.bincount(ref_text, minlength=n).double(),
+            cand_counts=torch.bincount(cand_text, minlength=n).double(),
+            vocab_size=self.encoder.vocab_size,
+            tokenize=self.encoder.tokenize,
+        )
+        ref_w, cand_w = self.weighting.fit(ctx)
+        carries, matchable = token_roles(table, self.filters, self.special_tokens)
+
+        vectors = unit(embed(self.encoder, table, self.layers(), self.aggregator,
+                             batch_size=self.batch_size, progress=self.progress))
+        device = vectors.device
+        ref_mass = (ref_w[table.ids] * carries).to(device)
+        cand_mass = (cand_w[table.ids] * carries).to(device)
+        matchable = matchable.to(device)
+
+        per_pair = align_pairs(self.aligner, vectors, table, ref_mass, cand_mass, matchable,
+                               pair_ref, pair_cand, progress=self.progress)
+        empty = empty_pairs(table, ref_mass, cand_mass, pair_ref, pair_cand)
+        if bool(empty.any()):
+            warnings.warn(f"{int(empty.sum())} pair(s) have an empty text (nothing left to align); "
+                          f"they score 0", stacklevel=2)
+        metrics, best = reduce_groups(per_pair, group_offsets, self.aligner.primary, self.multi_ref)
+        empty_any = reduce_groups({"e": empty.float()}, group_offsets, "e", "max")[0]["e"] > 0
+        if values is not None:
+            metrics = rescale(metrics, values)
+        return Scores(metrics, best, empty_any, self.signature())
+
+
+def _transformers_version() -> str:
+    try:
+        import transformers
+
+        return transformers.__version__
+    except ImportError:  # pragma: no cover
+        return "none"
+
+

@@ -1,0 +1,65 @@
+"""Packed token tables: every token of a list of texts in one flat tensor, plus offsets.
+
+Texts of different lengths are stored back to back (``offsets[i]:offsets[i+1]`` is text i), and
+:func:`pad_gather` builds right-padded ``[B, T]`` index batches from them without Python loops
+over tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .encoders.base import Tokenized
+
+
+@dataclass
+class TokenTable:
+    """The tokens of ``U`` texts, packed: ``ids``, ``special`` and ``word_start`` are ``[N]``."""
+
+    ids: torch.Tensor
+    special: torch.Tensor
+    word_start: torch.Tensor
+    offsets: torch.Tensor
+    tokens: list[str]
+
+    @classmethod
+    def from_tokenized(cls, tok: Tokenized) -> "TokenTable":
+        lengths = torch.tensor([len(x) for x in tok.ids], dtype=torch.long)
+        offsets = torch.zeros(len(tok.ids) + 1, dtype=torch.long)
+        offsets[1:] = lengths.cumsum(0)
+        flat = lambda rows, dtype: torch.tensor([v for row in rows for v in row], dtype=dtype)  # noqa: E731
+        return cls(
+            ids=flat(tok.ids, torch.long),
+            special=flat(tok.special, torch.bool),
+            word_start=flat(tok.word_start, torch.bool),
+            offsets=offsets,
+            tokens=[t for row in tok.tokens for t in row],
+        )
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def text_index(self) -> torch.Tensor:
+        """``[N]``: which text each token belongs to."""
+        return torch.repeat_interleave(torch.arange(len(self)), self.lengths)
+
+
+def pad_gather(offsets: torch.Tensor, texts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Index and validity of a right-padded batch of the given texts.
+
+    Returns ``index [B, T]`` into the packed token axis (0 where padded) and ``valid [B, T]``,
+    ``T`` the longest of the texts.
+    """
+    starts = offsets[texts]
+    lengths = offsets[texts + 1] - starts
+    width = int(lengths.max()) if len(texts) else 0
+    ar = torch.arange(width)
+    valid = ar.unsqueeze(0) < lengths.unsqueeze(1)
+    index = torch.where(valid, starts.unsqueeze(1) + ar, torch.zeros((), dtype=torch.long))
+    return index, valid
