@@ -26,9 +26,33 @@ class PairBatch:
     cand_match: torch.Tensor  # [B, Tc] bool
 
 
-class Aligner(ABC):
-    """Scores pairs. ``metrics`` names the outputs; ``primary`` picks the best reference."""
+@dataclass
+class Alignment:
+    """What an aligner did for a batch of pairs, for inspection (``alignscore show``).
 
+    ``matrix [B, Tr, Tc]`` is between the aligned units on each side: token similarities for
+    greedy, transport costs for OT. Units are tokens, or n-gram windows for n-gram OT, in which
+    case ``ref_units`` / ``cand_units`` (``[B, U, T]`` 0/1) say which tokens form each unit.
+    ``flows`` holds named ``[B, Tr, Tc]`` matrices: for greedy ``"recall"`` (each reference
+    token's best match, weighted by its normalised mass) and ``"precision"`` (the same for
+    candidate tokens); for OT ``"transport"``, the optimal plan. ``contributions`` maps each
+    metric to ``(ref [B, Tr], cand [B, Tc])`` per-unit shares that sum exactly to the metric.
+    """
+
+    kind: str  # "similarity" or "cost"
+    matrix: torch.Tensor
+    flows: dict[str, torch.Tensor]
+    contributions: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    scores: dict[str, torch.Tensor]
+    ref_units: torch.Tensor | None = None
+    cand_units: torch.Tensor | None = None
+
+
+class Aligner(ABC):
+    """Scores pairs. ``name`` is its registry name; ``metrics`` names the outputs; ``primary``
+    picks the best reference."""
+
+    name: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
     primary: ClassVar[str]
 
@@ -40,6 +64,10 @@ class Aligner(ABC):
     @abstractmethod
     def signature(self) -> str:
         """What pins this aligner's numbers (cost, score form, ...)."""
+
+    def alignment(self, batch: PairBatch) -> Alignment:
+        """The matrix, flows and per-unit contributions behind :meth:`__call__`'s scores."""
+        raise NotImplementedError(f"{type(self).__name__} does not explain its alignments")
 
 
 def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Aligner, PairBatch, weighted_mean
+from ..errors import ConfigError
+from .base import Aligner, Alignment, PairBatch, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -44,13 +45,52 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
 class Greedy(Aligner):
     """Each token is matched to its most similar token on the other side (cosine similarity)."""
 
+    name = "greedy"
     metrics = ("precision", "recall", "f1")
     primary = "f1"
+
+    def __init__(self, n_gram: int | str | None = None) -> None:
+        if n_gram is not None:
+            raise ConfigError("n-grams apply to the optimal-transport aligners, not greedy")
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                   batch.ref_match, batch.cand_match)
         return {"precision": p, "recall": r, "f1": f}
+
+    def alignment(self, batch: PairBatch) -> Alignment:
+        """Matches and contributions. With normalised masses ``w``, candidate token j adds
+        ``w_j max_i s_ij`` to P and reference token i adds ``w_i max_j s_ij`` to R; F is split as
+        ``F = F/(2P) * P + F/(2R) * R``, so each side's shares scale its P or R shares."""
+        p, r, f, sim = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
+                                    batch.ref_match, batch.cand_match)
+        sim_rc = sim.transpose(1, 2)  # [B, Tr, Tc]
+        zero = torch.zeros((), dtype=sim.dtype, device=sim.device)
+        empty = (p == 0) & (r == 0)
+
+        def share(best: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
+            w = mass / mass.sum(-1, keepdim=True).clamp_min(torch.finfo(mass.dtype).tiny)
+            out = torch.where(mass > 0, best, zero) * w
+            return torch.where(empty.unsqueeze(-1), zero, out)
+
+        r_best, r_arg = sim_rc.max(dim=2)  # each reference token's best candidate token
+        c_best, c_arg = sim_rc.max(dim=1)
+        r_share, c_share = share(r_best, batch.ref_mass), share(c_best, batch.cand_mass)
+        recall_flow = torch.zeros_like(sim_rc).scatter_(2, r_arg.unsqueeze(2), r_share.unsqueeze(2))
+        precision_flow = torch.zeros_like(sim_rc).scatter_(1, c_arg.unsqueeze(1), c_share.unsqueeze(1))
+        half_p = torch.where(p != 0, f / (2 * torch.where(p != 0, p, torch.ones_like(p))), zero)
+        half_r = torch.where(r != 0, f / (2 * torch.where(r != 0, r, torch.ones_like(r))), zero)
+        return Alignment(
+            kind="similarity",
+            matrix=sim_rc.masked_fill(~torch.isfinite(sim_rc), float("nan")),
+            flows={"recall": recall_flow, "precision": precision_flow},
+            contributions={
+                "precision": (torch.zeros_like(r_share), c_share),
+                "recall": (r_share, torch.zeros_like(c_share)),
+                "f1": (r_share * half_r.unsqueeze(-1), c_share * half_p.unsqueeze(-1)),
+            },
+            scores={"precision": p, "recall": r, "f1": f},
+        )
 
     def signature(self) -> str:
         return "greedy(cos)"

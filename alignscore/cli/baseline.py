@@ -1,0 +1,36 @@
+"""``alignscore baseline``: a rescaling baseline for any model, in bert_score's file format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..encoders.huggingface import HFEncoder
+from ..rescale import compute_baseline
+from ..textio import read_lines
+from . import main
+
+
+@main.command()
+@click.option("--model", required=True, help="Hugging Face hub id or local directory.")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False),
+              help="Text corpus, one sentence per line; random pairs of its lines are scored.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+              help="Where to write the baseline (CSV: LAYER,P,R,F, one row per layer).")
+@click.option("--pairs", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="How many random pairs to average.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--device", default=None)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def baseline(model: str, corpus: str, output: str, pairs: int, seed: int, batch_size: int,
+             device: str | None, quiet: bool) -> None:
+    """Compute BERTScore's rescaling baseline b for every layer of MODEL: the mean P, R and F of
+    random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are."""
+    encoder = HFEncoder(model, device_name=device)
+    result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed,
+                              batch_size=batch_size, progress=not quiet)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    result.write(output)
+    click.echo(f"wrote {output}: layers 0..{max(result.rows)}, {pairs} random pairs of {corpus}", err=True)

@@ -1,0 +1,78 @@
+"""``alignscore score``: score a file of candidates against one or more files of references."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from ..errors import InputError
+from ..scorer import Scores
+from ..textio import read_lines
+from . import main
+from .options import build_scorer, scorer_options, scorer_opts
+
+
+def read_aligned(cands_path: str, refs_paths: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
+    """Candidates and, per candidate, its references (one per reference file); the files
+    must have the same number of lines."""
+    cands = read_lines(cands_path)
+    ref_files = [read_lines(p) for p in refs_paths]
+    for path, refs in zip(refs_paths, ref_files):
+        if len(refs) != len(cands):
+            raise InputError(f"{path} has {len(refs)} lines but {cands_path} has {len(cands)}: "
+                             "every candidate needs exactly one line in each reference file")
+    return cands, [list(group) for group in zip(*ref_files)]
+
+
+def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
+    names = list(scores.metrics)
+    columns = {k: v.tolist() for k, v in scores.metrics.items()}
+    best = scores.best_reference.tolist()
+    if fmt == "jsonl":
+        for i in range(len(scores)):
+            row: dict[str, Any] = {k: columns[k][i] for k in names}
+            if multi:
+                row["best_ref"] = best[i]
+            out.write(json.dumps(row) + "\n")
+        return
+    means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
+    out.write(f"# {scores.signature}\n# mean {means}\n")
+    out.write("\t".join(names + (["best_ref"] if multi else [])) + "\n")
+    for i in range(len(scores)):
+        cells = [repr(columns[k][i]) for k in names] + ([str(best[i])] if multi else [])
+        out.write("\t".join(cells) + "\n")
+
+
+@main.command()
+@click.option("-r", "--refs", "refs", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="Reference file, one text per line; repeat for several references per candidate.")
+@click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
+              help="Candidate file, one text per line.")
+@scorer_options
+@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
+              help="tsv: a header comment with the signature and means, then one row per candidate; "
+                   "jsonl: one JSON object per candidate.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Output file (default: stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, **kwargs: Any) -> None:
+    """Score each line of CANDS against the same line of REFS.
+
+    The corpus means and the signature go to stderr; per-candidate scores go to OUT.
+    """
+    cand_texts, ref_groups = read_aligned(cands, refs)
+    scorer = build_scorer(scorer_opts(kwargs), progress=not quiet)
+    scores = scorer.score(cand_texts, ref_groups)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        with open(output, "w", encoding="utf-8") as fh:
+            write_scores(scores, fh, fmt, len(refs) > 1)
+    else:
+        write_scores(scores, sys.stdout, fmt, len(refs) > 1)
+    means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
+    click.echo(f"{len(scores)} candidates: {means}", err=True)
+    click.echo(f"signature: {scores.signature}", err=True)

