@@ -57,6 +57,25 @@ def unit(vectors: torch.Tensor) -> torch.Tensor:
     return vectors / vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
+def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
+               matchable: torch.Tensor, pair_ref: torch.Tensor, pair_cand: torch.Tensor) -> PairBatch:
+    """The right-padded :class:`PairBatch` of pairs ``(pair_ref[k], pair_cand[k])`` (unique-text
+    indices), gathered from the packed ``vectors [N, D]``, masses and ``matchable [N]``; padding
+    gets vector 0, mass 0 and is not matchable."""
+    device = vectors.device
+    r_idx, r_ok = pad_gather(table.offsets, pair_ref)
+    c_idx, c_ok = pad_gather(table.offsets, pair_cand)
+    r_idx, r_ok, c_idx, c_ok = (t.to(device) for t in (r_idx, r_ok, c_idx, c_ok))
+    return PairBatch(
+        ref=vectors[r_idx] * r_ok.unsqueeze(-1),
+        cand=vectors[c_idx] * c_ok.unsqueeze(-1),
+        ref_mass=ref_mass[r_idx] * r_ok,
+        cand_mass=cand_mass[c_idx] * c_ok,
+        ref_match=matchable[r_idx] & r_ok,
+        cand_match=matchable[c_idx] & c_ok,
+    )
+
+
 def align_pairs(aligner: Aligner, vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
                 cand_mass: torch.Tensor, matchable: torch.Tensor, pair_ref: torch.Tensor,
                 pair_cand: torch.Tensor, batch_size: int = 256, progress: bool = False
@@ -68,24 +87,13 @@ def align_pairs(aligner: Aligner, vectors: torch.Tensor, table: TokenTable, ref_
     aligned to. Pairs are processed in batches of similar length; every output is ``[P]`` in
     the order of the pairs.
     """
-    device = vectors.device
     lengths = table.lengths
     order = torch.argsort(lengths[pair_ref] + lengths[pair_cand], descending=True, stable=True)
     results: dict[str, torch.Tensor] = {}
     batches = range(0, len(order), batch_size)
     for start in tqdm(batches, desc="aligning", disable=not progress, file=sys.stderr, leave=False):
         sel = order[start:start + batch_size]
-        r_idx, r_ok = pad_gather(table.offsets, pair_ref[sel])
-        c_idx, c_ok = pad_gather(table.offsets, pair_cand[sel])
-        r_idx, r_ok, c_idx, c_ok = (t.to(device) for t in (r_idx, r_ok, c_idx, c_ok))
-        batch = PairBatch(
-            ref=vectors[r_idx] * r_ok.unsqueeze(-1),
-            cand=vectors[c_idx] * c_ok.unsqueeze(-1),
-            ref_mass=ref_mass[r_idx] * r_ok,
-            cand_mass=cand_mass[c_idx] * c_ok,
-            ref_match=matchable[r_idx] & r_ok,
-            cand_match=matchable[c_idx] & c_ok,
-        )
+        batch = pair_batch(vectors, table, ref_mass, cand_mass, matchable, pair_ref[sel], pair_cand[sel])
         for name, value in aligner(batch).items():
             if name not in results:
                 results[name] = torch.empty(len(order), dtype=value.dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
@@ -21,6 +21,9 @@ from .rescale import Baseline, rescale
 from .tokens import TokenTable
 from .weighting.base import WeightContext, Weighting
 from .weighting.schemes import Uniform
+
+if TYPE_CHECKING:
+    from .explain import Explanation
 
 MULTI_REF = ("max", "mean")
 
@@ -107,10 +110,11 @@ class Scorer:
 
     # -- configuration ---------------------------------------------------------------------------
     def _default_layer(self) -> int | None:
-        try:
+        """The model's default layer, asked for only when the aggregator needs it (so an unknown
+        model raises the encoder's own error, which says to give a layer)."""
+        if isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None:
             return self.encoder.default_layer()
-        except ConfigError:
-            return None
+        return None
 
     def layers(self) -> list[int]:
         """The encoder layers this composition reads."""
@@ -150,8 +154,18 @@ class Scorer:
         references). Empty or whitespace-only texts are valid: a pair with an empty side scores
         0 on every metric (bert_score's convention), with a warning; never NaN.
         """
+        prepared = self.prepare(cands, refs)
+        per_pair = align_pairs(self.aligner, prepared.vectors, prepared.table, prepared.ref_mass,
+                               prepared.cand_mass, prepared.matchable, prepared.pair_ref,
+                               prepared.pair_cand, progress=self.progress)
+        return self.reduce(prepared, per_pair)
+
+    def prepare(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Prepared:
+        """Every step before the aligner: check the input, tokenize the unique texts, fit the
+        weights, apply the token roles and embed. :meth:`score` aligns the result; ``explain``
+        reuses it to inspect single pairs."""
         groups = _reference_groups(cands, refs)
-        values = self._baseline_values()
+        self._baseline_values()  # a composition that cannot be rescaled fails before encoding
         sizes = torch.tensor([len(g) for g in groups], dtype=torch.long)
         group_offsets = torch.zeros(len(groups) + 1, dtype=torch.long)
         group_offsets[1:] = sizes.cumsum(0)
@@ -177,21 +191,58 @@ class Scorer:
         vectors = unit(embed(self.encoder, table, self.layers(), self.aggregator,
                              batch_size=self.batch_size, progress=self.progress))
         device = vectors.device
-        ref_mass = (ref_w[table.ids] * carries).to(device)
-        cand_mass = (cand_w[table.ids] * carries).to(device)
-        matchable = matchable.to(device)
+        return Prepared(
+            texts=texts, table=table, vectors=vectors,
+            ref_mass=(ref_w[table.ids] * carries).to(device),
+            cand_mass=(cand_w[table.ids] * carries).to(device),
+            matchable=matchable.to(device),
+            pair_ref=pair_ref, pair_cand=pair_cand, group_offsets=group_offsets,
+        )
 
-        per_pair = align_pairs(self.aligner, vectors, table, ref_mass, cand_mass, matchable,
-                               pair_ref, pair_cand, progress=self.progress)
-        empty = empty_pairs(table, ref_mass, cand_mass, pair_ref, pair_cand)
+    def reduce(self, prepared: Prepared, per_pair: dict[str, torch.Tensor]) -> Scores:
+        """Per-pair scores ``{metric: [P]}`` -> per-candidate :class:`Scores`: warn about empty
+        pairs, reduce several references (``multi_ref``), name the best one, rescale."""
+        values = self._baseline_values()
+        empty = empty_pairs(prepared.table, prepared.ref_mass, prepared.cand_mass,
+                            prepared.pair_ref, prepared.pair_cand)
         if bool(empty.any()):
             warnings.warn(f"{int(empty.sum())} pair(s) have an empty text (nothing left to align); "
-                          f"they score 0", stacklevel=2)
-        metrics, best = reduce_groups(per_pair, group_offsets, self.aligner.primary, self.multi_ref)
-        empty_any = reduce_groups({"e": empty.float()}, group_offsets, "e", "max")[0]["e"] > 0
+                          f"they score 0", stacklevel=3)
+        offsets = prepared.group_offsets
+        metrics, best = reduce_groups(per_pair, offsets, self.aligner.primary, self.multi_ref)
+        empty_any = reduce_groups({"e": empty.float()}, offsets, "e", "max")[0]["e"] > 0
         if values is not None:
             metrics = rescale(metrics, values)
         return Scores(metrics, best, empty_any, self.signature())
+
+    def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
+        """Why one candidate scores what it does against its reference(s): tokens, masses, the
+        similarity or cost matrix, matches or transport plan and per-token contributions (see
+        :func:`alignscore.explain.explain`)."""
+        from .explain import explain
+
+        return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
+
+
+@dataclass
+class Prepared:
+    """What :meth:`Scorer.prepare` computes for a list of candidates and reference groups.
+
+    The unique ``texts`` are packed in ``table`` with unit token ``vectors [N, D]``; a token's
+    mass is ``ref_mass`` / ``cand_mass [N]`` when its text is the reference / candidate, and
+    ``matchable [N]`` says who may be aligned to. Pair k aligns text ``pair_ref[k]`` with text
+    ``pair_cand[k]``; candidate i's pairs are ``group_offsets[i]:group_offsets[i+1]``.
+    """
+
+    texts: list[str]
+    table: TokenTable
+    vectors: torch.Tensor
+    ref_mass: torch.Tensor
+    cand_mass: torch.Tensor
+    matchable: torch.Tensor
+    pair_ref: torch.Tensor
+    pair_cand: torch.Tensor
+    group_offsets: torch.Tensor
 
 
 def _transformers_version() -> str:

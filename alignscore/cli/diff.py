@@ -1,0 +1,179 @@
+"""``alignscore diff``: two compositions on the same pairs, and the pairs where they disagree most."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+import torch
+from click.core import ParameterSource
+
+from ..errors import ConfigError
+from ..explain import Explanation, explain
+from ..presets import PRESETS
+from ..render import text_report, write
+from ..scorer import Scorer
+from . import main
+from .options import build_scorer, scorer_options, scorer_opts
+from .score import read_aligned
+
+
+def _spec_command() -> click.Command:
+    @click.command(add_help_option=False)
+    @scorer_options
+    def spec(**kwargs: Any) -> None:  # pragma: no cover - parsed only, never invoked
+        pass
+
+    return spec
+
+
+def parse_spec(spec: str, flag: str) -> dict[str, Any]:
+    """The scorer options a ``--a``/``--b`` string sets: a preset name (``moverscore-v2``) or
+    options as on the command line (``"--aligner wmd --n-gram 2"``). Only the options the
+    string names are returned, so they override the options shared by both sides."""
+    args = shlex.split(spec)
+    if len(args) == 1 and not args[0].startswith("-"):
+        if args[0] not in PRESETS.names():
+            raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
+                              "nor a list of options")
+        args = ["--preset", args[0]]
+    cmd = _spec_command()
+    try:
+        ctx = cmd.make_context(flag, args, resilient_parsing=False)
+    except click.ClickException as exc:
+        raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
+    return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+
+
+def average_ranks(x: torch.Tensor) -> torch.Tensor:
+    """Rank 1 for the highest value, ``n`` for the lowest; ties share their average rank."""
+    order = torch.argsort(x, descending=True, stable=True)
+    values, inverse, counts = torch.unique_consecutive(x[order], return_inverse=True, return_counts=True)
+    ends = counts.cumsum(0).double()
+    mean_rank = ends - (counts.double() - 1) / 2  # ranks start..end of each tie group, averaged
+    ranks = torch.empty_like(ends[inverse])
+    ranks[order] = mean_rank[inverse]
+    return ranks
+
+
+def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman's rho: Pearson's r of the average ranks."""
+    ra, rb = average_ranks(a.double()), average_ranks(b.double())
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = (ra.norm() * rb.norm()).item()
+    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
+
+
+def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(ranks_a, ranks_b, order)``: each pair's rank under each composition (1 = best) and the
+    pairs ordered by ``|rank_a - rank_b|``, largest first (ties: input order)."""
+    ra, rb = average_ranks(a.double()), average_ranks(b.double())
+    order = torch.argsort((ra - rb).abs(), descending=True, stable=True)
+    return ra, rb, order
+
+
+def _share_encoder(a: Scorer, b: Scorer) -> None:
+    """Let both compositions use one loaded model when they name the same one."""
+    ea, eb = a.encoder, b.encoder
+    same = all(getattr(ea, k, None) == getattr(eb, k, None) for k in ("model", "device_name", "max_length", "revision"))
+    if same and type(ea) is type(eb):
+        b.encoder = ea
+
+
+@main.command()
+@click.option("-r", "--refs", "refs", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="Reference file, one text per line; repeat for several references per candidate.")
+@click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
+              help="Candidate file, one text per line.")
+@click.option("--a", "spec_a", required=True,
+              help="Composition A: a preset name or scorer options in quotes, e.g. \"--aligner greedy\".")
+@click.option("--b", "spec_b", required=True, help="Composition B, as --a.")
+@scorer_options
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many of the most disputed pairs to list and explain.")
+@click.option("--format", "fmt", type=click.Choice(["text", "png", "svg", "html"]), default="text",
+              show_default=True, help="How the alignments are shown: text tables on stdout (or in -o DIR), "
+                                     "or png/svg/html files in -o DIR.")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for diff.tsv (every pair) and the alignments (line<N>-a.<fmt>, line<N>-b.<fmt>).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, fmt: str,
+         out_dir: str | None, quiet: bool, **kwargs: Any) -> None:
+    """Score the same pairs with two compositions, A and B, and list the pairs where they
+    disagree most, with both alignments, to see what changing one part does.
+
+    Scales differ between compositions, so pairs are compared by rank: each composition ranks
+    the pairs by its primary score (1 = best; F1 for greedy, the score for OT) and pairs are
+    ordered by |rank A - rank B|. Options outside --a/--b apply to both sides; --a/--b override.
+
+    \b
+    alignscore diff -r refs.txt -c cands.txt --model all-MiniLM-L6-v2 \\
+        --a "--aligner greedy --layer 4" --b "--aligner wmd --layer 4" --top 5
+    """
+    if fmt in ("png", "svg", "html") and out_dir is None:
+        raise ConfigError(f"--format {fmt} writes files: give a folder with -o DIR")
+    cand_texts, ref_groups = read_aligned(cands, refs)
+    common = scorer_opts(kwargs)
+    scorer_a = build_scorer({**common, **parse_spec(spec_a, "--a")}, progress=not quiet)
+    scorer_b = build_scorer({**common, **parse_spec(spec_b, "--b")}, progress=not quiet)
+    _share_encoder(scorer_a, scorer_b)
+    metric_a, metric_b = scorer_a.aligner.primary, scorer_b.aligner.primary
+    if not cand_texts:
+        raise ConfigError(f"{cands} has no lines: nothing to compare")
+    sa = scorer_a.score(cand_texts, ref_groups)
+    sb = scorer_b.score(cand_texts, ref_groups)
+    va, vb = sa[metric_a], sb[metric_b]
+    ra, rb, order = disagreements(va, vb)
+    rho = spearman(va, vb)
+    head = [f"# A: {sa.signature}", f"# B: {sb.signature}",
+            f"# {len(cand_texts)} pairs; Spearman rho(A {metric_a}, B {metric_b}) = {rho:.4f}; "
+            f"rank 1 = best; shift = rank B - rank A"]
+    columns = ["line", f"A.{metric_a}", "A.rank", f"B.{metric_b}", "B.rank", "shift", "candidate", "reference"]
+
+    def row(i: int) -> list[str]:
+        ref = ref_groups[i][0] if len(ref_groups[i]) == 1 else " || ".join(ref_groups[i])
+        return [str(i + 1), f"{float(va[i]):.4f}", f"{float(ra[i]):g}", f"{float(vb[i]):.4f}", f"{float(rb[i]):g}",
+                f"{float(rb[i] - ra[i]):+g}", cand_texts[i], ref]
+
+    shown = order[:top].tolist()
+    if out_dir is not None:
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "diff.tsv", "w", encoding="utf-8") as fh:
+            fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
+            for i in order.tolist():
+                fh.write("\t".join(c.replace("\t", " ") for c in row(i)) + "\n")
+    _echo_table(head, columns, [row(i) for i in shown], click.get_text_stream("stdout"))
+    if not shown:
+        return
+    expl_a = explain(scorer_a, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])
+    expl_b = explain(scorer_b, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])
+    for rank, (i, ea, eb) in enumerate(zip(shown, expl_a, expl_b), start=1):
+        if out_dir is None:
+            click.echo(f"\n=== #{rank}: line {i + 1}: A ranks it {float(ra[i]):g}, B ranks it "
+                       f"{float(rb[i]):g} of {len(cand_texts)} ===")
+            click.echo("--- A ---\n" + text_report(ea, matrix=False), nl=False)
+            click.echo("--- B ---\n" + text_report(eb, matrix=False), nl=False)
+        else:
+            _write_pair(Path(out_dir), i + 1, ea, eb, fmt)
+    if out_dir is not None:
+        click.echo(f"wrote {Path(out_dir) / 'diff.tsv'} and the alignments of {len(shown)} pair(s)", err=True)
+
+
+def _write_pair(folder: Path, line: int, ea: Explanation, eb: Explanation, fmt: str) -> None:
+    suffix = "txt" if fmt == "text" else fmt
+    for name, expl in (("a", ea), ("b", eb)):
+        write(expl, folder / f"line{line}-{name}.{suffix}", fmt)
+
+
+def _echo_table(head: list[str], columns: list[str], rows: list[list[str]], out: TextIO) -> None:
+    """The ranked pairs, columns aligned (texts cut to 50 characters)."""
+    cut = lambda s: s if len(s) <= 50 else s[:49] + "…"  # noqa: E731
+    rows = [[cut(c) for c in r] for r in rows]
+    widths = [max(len(r[k]) for r in rows + [columns]) for k in range(len(columns))]
+    out.write("\n".join(head) + "\n")
+    for r in [columns] + rows:
+        out.write("  ".join(c.ljust(w) if k >= 6 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+                  + "\n")

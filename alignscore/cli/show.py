@@ -1,0 +1,80 @@
+"""``alignscore show``: the alignment behind one candidate's score, as a figure, HTML page or table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import InputError
+from ..explain import explain
+from ..render import FORMATS, format_for, write
+from ..textio import read_lines
+from . import main
+from .options import build_scorer, scorer_options, scorer_opts
+
+
+def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
+               line: int | None) -> tuple[str, list[str]]:
+    """The candidate and its references from texts given directly and/or line ``line``
+    (1-based) of files."""
+    if (refs_files or cands_file) and line is None:
+        raise InputError("--refs-file/--cands-file need --line N (1-based) to pick the pair")
+    if line is not None and not (refs_files or cands_file):
+        raise InputError("--line picks a line of --refs-file/--cands-file; give one of them")
+
+    def at(path: str) -> str:
+        lines = read_lines(path)
+        if not 1 <= line <= len(lines):  # type: ignore[operator]
+            raise InputError(f"no line {line}: the file has {len(lines)} line(s)", path)
+        return lines[line - 1]  # type: ignore[operator]
+
+    if cand is not None and cands_file:
+        raise InputError("give the candidate once: -c TEXT or --cands-file FILE --line N")
+    if cand is None and not cands_file:
+        raise InputError("no candidate: give -c TEXT (or --cands-file FILE --line N)")
+    candidate = cand if cand is not None else at(cands_file)  # type: ignore[arg-type]
+    references = list(refs) + [at(p) for p in refs_files]
+    if not references:
+        raise InputError("no reference: give -r TEXT (or --refs-file FILE --line N)")
+    return candidate, references
+
+
+@main.command()
+@click.option("-r", "--ref", "refs", multiple=True, help="Reference text; repeat for several references.")
+@click.option("-c", "--cand", default=None, help="Candidate text.")
+@click.option("--refs-file", multiple=True, type=click.Path(dir_okay=False),
+              help="Take a reference from line --line of this file (repeatable; adds to -r).")
+@click.option("--cands-file", type=click.Path(dir_okay=False), default=None,
+              help="Take the candidate from line --line of this file.")
+@click.option("--line", type=click.IntRange(min=1), default=None, help="Line number (1-based) in the files.")
+@scorer_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="text (a table on stdout), png, svg or html. Default: from -o's suffix, text without -o.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Output file: FILE.png, FILE.svg, FILE.html (or .txt).")
+@click.option("--ref-index", type=click.IntRange(min=0), default=None,
+              help="With several references, the one a PNG/SVG draws (0-based; default: the best). "
+                   "Text and HTML show every reference.")
+def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], cands_file: str | None,
+         line: int | None, fmt: str | None, output: str | None, ref_index: int | None, **kwargs: Any) -> None:
+    """Show why CAND scores what it does against REF: each side's tokens and masses, the
+    similarity (greedy) or cost (optimal transport) matrix, the matches or the transport plan,
+    and each token's contribution to each score (they sum to the score).
+
+    \b
+    alignscore show -r "people like foreign cars" -c "consumers prefer imported cars" \\
+        --model all-MiniLM-L6-v2 --layer 4 -o docs/show-greedy.png
+    """
+    candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
+    fmt = format_for(output, fmt)
+    scorer = build_scorer(scorer_opts(kwargs), progress=False)
+    expl = explain(scorer, [candidate], [references])[0]
+    text = write(expl, output, fmt, ref_index)
+    if text is not None:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"wrote {output}", err=True)
+    click.echo(f"scores: {'  '.join(f'{k}={v:.6f}' for k, v in expl.scores.items())}", err=True)
+    if len(references) > 1:
+        click.echo(f"best reference: [{expl.best_reference}] {expl.references[expl.best_reference]}", err=True)
