@@ -1,0 +1,162 @@
+"""The command line: output formats, and one clear line (no traceback) for every bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from alignscore.cli import main
+
+
+def run(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def files(tmp_path):
+    def make(name: str, lines: list[str] | bytes) -> str:
+        path = tmp_path / name
+        if isinstance(lines, bytes):
+            path.write_bytes(lines)
+        else:
+            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return str(path)
+
+    return make
+
+
+def _assert_one_line_error(code: int, stderr: str, *needles: str) -> None:
+    assert code != 0
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("alignscore: error:")]
+    assert len(errors) == 1, stderr
+    assert "Traceback" not in stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def test_tsv_and_jsonl(files, tiny_bert_dir):
+    refs = files("refs.txt", ["the cat sat on the mat", "hello world"])
+    cands = files("cands.txt", ["a cat sat on a mat", "hello there"])
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "2", "-q")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# model:") and lines[1].startswith("# mean precision=")
+    assert lines[2].split("\t") == ["precision", "recall", "f1"] and len(lines) == 5
+    assert "signature: model:" in err and "2 candidates:" in err
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "2", "-q",
+                         "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [sorted(r) for r in rows] == [["f1", "precision", "recall"]] * 2
+    tsv_f1 = float(lines[3].split("\t")[2])
+    assert rows[0]["f1"] == pytest.approx(tsv_f1, abs=0)
+
+
+def test_two_reference_files_write_best_ref(files, tiny_bert_dir):
+    cands = files("c.txt", ["the cat sat", "a dog ran"])
+    r1 = files("r1.txt", ["the cat sat", "birds fly south"])
+    r2 = files("r2.txt", ["completely different", "a dog ran"])
+    code, out, err = run("score", "-r", r1, "-r", r2, "-c", cands, "--model", tiny_bert_dir, "--layer", "2",
+                         "-q", "--format", "jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["best_ref"] for r in rows] == [0, 1]
+    assert rows[0]["f1"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_count_mismatch_names_both_files(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a", "b", "c"])
+    cands = files("cands.txt", ["a", "b"])
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "1")
+    _assert_one_line_error(code, err, "refs.txt has 3 lines", "cands.txt has 2")
+
+
+def test_empty_and_whitespace_lines_score_zero(files, tiny_bert_dir):
+    refs = files("refs.txt", ["", "a real sentence", "   \t", "same text"])
+    cands = files("cands.txt", ["something", "", "also blank?", "same text"])
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "2", "-q",
+                         "--format", "jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 4
+    for row in rows[:3]:
+        assert row == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    assert rows[3]["f1"] == pytest.approx(1.0, abs=1e-5)
+    assert all(math.isfinite(v) for row in rows for v in row.values())
+    assert "3 pair(s) have an empty text" in err
+
+
+def test_not_utf8_names_file_and_line(files, tiny_bert_dir):
+    refs = files("refs.txt", ["ok", "fine", "good"])
+    cands = files("cands.txt", b"ok\nfine\nbad \xff byte\n")
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "1")
+    _assert_one_line_error(code, err, "cands.txt:3:", "not valid UTF-8")
+
+
+def test_layer_out_of_range(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "9")
+    _assert_one_line_error(code, err, "layer 9 does not exist", "0..4")
+
+
+def test_model_that_cannot_be_loaded(files, tmp_path):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", str(tmp_path / "no-such-model"),
+                         "--layer", "1")
+    _assert_one_line_error(code, err, "cannot load model", "no-such-model")
+
+
+def test_unknown_model_without_layer(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir)
+    _assert_one_line_error(code, err, "no default layer", "--layer")
+
+
+def test_idf_l_needs_a_corpus(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1",
+                         "--weighting", "idf-L")
+    _assert_one_line_error(code, err, "idf-L needs --idf-corpus")
+    empty = files("empty.txt", ["", "  "])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1",
+                         "--weighting", "idf-L", "--idf-corpus", empty)
+    _assert_one_line_error(code, err, "empty.txt is empty")
+
+
+def test_idf_l_uses_the_corpus(files, tiny_bert_dir):
+    refs = files("refs.txt", ["the cat sat on the mat", "the dog ran"])
+    cands = files("cands.txt", ["the cat sat", "a dog ran fast"])
+    corpus = files("corpus.txt", ["the cat", "the dog", "the end", "a mat"])
+    outs = []
+    for extra in ([], ["--weighting", "idf-L", "--idf-corpus", corpus], ["--weighting", "idf-S"]):
+        code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "2", "-q",
+                             "--format", "jsonl", *extra)
+        assert code == 0, err
+        outs.append([json.loads(line)["f1"] for line in out.splitlines()])
+    assert outs[0] != outs[1] != outs[2]
+
+
+def test_rescale_needs_a_baseline(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--rescale")
+    _assert_one_line_error(code, err, "--rescale needs --baseline")
+
+
+def test_sep_needs_idf(files, tiny_bert_dir):
+    refs = files("refs.txt", ["a b"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--sep")
+    _assert_one_line_error(code, err, "SEP")
+
+
+def test_long_text_is_truncated_with_a_warning(files, tiny_bert_dir):
+    long_text = " ".join(["word"] * 200)  # the tiny model's limit is 64 tokens
+    refs = files("refs.txt", [long_text, "short"])
+    code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "-q",
+                         "--format", "jsonl")
+    assert code == 0, err
+    assert "alignscore: warning: 1 text(s) longer than 64 tokens were truncated" in err
+    assert json.loads(out.splitlines()[0])["f1"] == pytest.approx(1.0, abs=1e-5)
