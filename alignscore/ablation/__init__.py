@@ -1,0 +1,15 @@
+"""Ablation grids: run a table of metric compositions over data with human judgments.
+
+``load_grid`` reads a grid (TOML, see ``ablations/README.md``), ``run_grid`` scores every cell
+(each unique sentence encoded once per model), ``evaluate`` correlates the cells with the human
+scores (Williams test, bootstrap intervals) and ``write_outputs`` writes the table, CSV, chart
+and signatures.
+"""
+
+from .grid import Column, Grid, ModelSpec, PartSpec, Row, load_grid, parse_grid
+from .report import CellStat, evaluate, markdown, write_outputs
+from .runner import CellRun, GridRun, Skip, build_scorer, model_available, run_grid
+
+__all__ = ["CellRun", "CellStat", "Column", "Grid", "GridRun", "ModelSpec", "PartSpec", "Row", "Skip",
+           "build_scorer", "evaluate", "load_grid", "markdown", "model_available", "parse_grid", "run_grid",
+           "write_outputs"]

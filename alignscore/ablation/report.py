@@ -1,0 +1,223 @@
+"""Meta-evaluating a grid run and writing its outputs: a Markdown table in the layout of BERTScore
+Table 9, a long-form CSV, a chart (PNG) and every cell's signature."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
+                                not_beaten)
+from .runner import GridRun
+
+
+@dataclass
+class CellStat:
+    """The meta-evaluation of one cell on one language pair with one correlation."""
+
+    row: str
+    column: str
+    lang_pair: str
+    method: str
+    row_index: int = 0
+    column_index: int = 0
+    r: float | None = None
+    p_value: float | None = None
+    n: int = 0
+    ci_low: float | None = None
+    ci_high: float | None = None
+    not_beaten: bool | None = None
+    skipped: str | None = None
+
+
+def evaluate(run: GridRun, methods: Sequence[str] = ("pearson",), alpha: float = 0.05, bootstrap: int = 1000,
+             confidence: float = 0.95, seed: int = 0) -> list[CellStat]:
+    """Correlate every cell with the human scores, per language pair.
+
+    For Pearson, cells that no other cell of the same language pair significantly beats
+    (Williams' test, one-sided, level ``alpha``) get ``not_beaten=True``, and, with
+    ``bootstrap > 0``, a percentile interval of ``|r|`` from ``bootstrap`` resamples of the
+    segments (seeded, the same resamples for every cell of a language pair).
+    """
+    for m in methods:
+        if m not in CORRELATIONS:
+            raise ConfigError(f"unknown correlation {m!r}; choose from {', '.join(CORRELATIONS)}")
+    out: list[CellStat] = []
+    for k, lp in enumerate(run.lang_pairs):
+        cells = [c for c in run.cells if c.lang_pair == lp.name]
+        scored = [c for c in cells if c.scores is not None]
+        human = lp.human
+        best: dict[int, bool] = {}
+        if scored and "pearson" in methods:
+            flags = not_beaten(np.stack([c.scores for c in scored]), human, alpha)
+            best = {id(c): bool(f) for c, f in zip(scored, flags)}
+        indices = bootstrap_indices(len(human), bootstrap, seed + k) if bootstrap > 0 else None
+        for method in methods:
+            for c in cells:
+                stat = CellStat(run.row_names[c.row], run.grid.columns[c.column].name, lp.name, method,
+                                c.row, c.column, n=len(human), skipped=c.skipped)
+                if c.scores is not None:
+                    stat.r, stat.p_value = correlation(c.scores, human, method)
+                    if method == "pearson":
+                        stat.not_beaten = best.get(id(c))
+                        if indices is not None:
+                            ci = bootstrap_ci(abs_pearson, c.scores, human, confidence=confidence,
+                                              indices=indices)
+                            stat.ci_low, stat.ci_high = ci.low, ci.high
+                out.append(stat)
+    return out
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def markdown(run: GridRun, stats: list[CellStat], method: str = "pearson", alpha: float = 0.05,
+             command: str | None = None) -> str:
+    """The Table 9 layout: one block of lines per row (one line per column), language pairs across,
+    then the average of the absolute correlations. Skipped cells say why in a note."""
+    lps = [lp.name for lp in run.lang_pairs]
+    cols = [c.name for c in run.grid.columns]
+    by_key = {(s.row_index, s.column_index, s.lang_pair): s for s in stats if s.method == method}
+    notes: dict[str, int] = {}
+
+    def note(reason: str) -> str:
+        notes.setdefault(reason, len(notes) + 1)
+        return f"[{notes[reason]}]"
+
+    label = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall": "Kendall tau"}[method]
+    n = sorted({len(lp) for lp in run.lang_pairs})
+    lines = [f"## {run.grid.title}", ""]
+    desc = (f"Absolute {label} with the human DA scores, segment level "
+            f"(n = {', '.join(map(str, n))} per language pair); Avg: mean over the language pairs.")
+    if method == "pearson":
+        desc += (f" **Bold**: not significantly outperformed by any other cell of its language pair "
+                 f"(Williams test, one-sided, p < {alpha:g}).")
+    lines += [desc, ""]
+    lines.append("| Ablation | Metric | " + " | ".join(lps) + " | Avg |")
+    lines.append("|---|---|" + "---:|" * (len(lps) + 1))
+    for i, row in enumerate(run.row_names):
+        row_stats = [[by_key.get((i, j, lp)) for lp in lps] for j in range(len(cols))]
+        reasons = {s.skipped for cs in row_stats for s in cs if s is not None and s.skipped}
+        if all(s is None or s.skipped for cs in row_stats for s in cs) and len(reasons) == 1:
+            mark = note(reasons.pop())
+            lines.append(f"| {row} | (all) | " + " | ".join(["—"] * len(lps)) + f" | skipped {mark} |")
+            continue
+        for j, col in enumerate(cols):
+            cells = []
+            values = []
+            for s in row_stats[j]:
+                if s is None or s.r is None or math.isnan(s.r):
+                    cells.append("—" + (" " + note(s.skipped) if s is not None and s.skipped else ""))
+                    continue
+                v = abs(s.r)
+                values.append(v)
+                text = f"{v:.3f}"
+                cells.append(f"**{text}**" if s.not_beaten else text)
+            avg = f"{np.mean(values):.3f}" if len(values) == len(lps) and values else "—"
+            lines.append(f"| {row if j == 0 else ''} | {col} | " + " | ".join(cells) + f" | {avg} |")
+    lines.append("")
+    if notes:
+        for reason, k in notes.items():
+            lines.append(f"[{k}] {reason}  ")
+        lines.append("")
+    lines += _describe(run, command)
+    return "\n".join(lines) + "\n"
+
+
+def _describe(run: GridRun, command: str | None) -> list[str]:
+    out = []
+    if command:
+        out += ["Command:", "", "```", command, "```", ""]
+    roles = ", ".join(f"{k} = {v}" for k, v in run.models.items())
+    out.append(f"Models: {roles}.  ")
+    corp = []
+    for lp in run.lang_pairs:
+        if lp.idf_corpus is not None:
+            name = lp.idf_corpus_path.name if lp.idf_corpus_path else "corpus"
+            corp.append(f"{lp.name}: {name} ({len([t for t in lp.idf_corpus if t.strip()])} sentences)")
+    out.append("idf-L corpora: " + ("; ".join(corp) if corp else "none") + ".  ")
+    empties = sum(c.empty for c in run.cells if c.scores is not None)
+    if empties:
+        out.append(f"Pairs with an empty side (scored 0), summed over cells: {empties}.  ")
+    timing = ", ".join(f"{k} {v:.1f} s" for k, v in run.seconds.items())
+    out.append(f"Time: {timing}.  ")
+    out.append("Every cell's signature: signatures.tsv; every number: results.csv.")
+    return out
+
+
+def write_csv(path: str | Path, stats: list[CellStat]) -> None:
+    """Long form: one line per (row, aligner column, language pair, correlation)."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "aligner", "lang_pair", "correlation", "r", "p_value", "n", "ci_low", "ci_high",
+                    "not_beaten", "status"])
+        for s in stats:
+            w.writerow([s.row, s.column, s.lang_pair, s.method,
+                        "" if s.r is None else repr(s.r), "" if s.p_value is None else repr(s.p_value), s.n,
+                        "" if s.ci_low is None else repr(s.ci_low), "" if s.ci_high is None else repr(s.ci_high),
+                        "" if s.not_beaten is None else str(s.not_beaten).lower(),
+                        "ok" if s.skipped is None else f"skipped: {s.skipped}"])
+
+
+def write_signatures(path: str | Path, run: GridRun) -> None:
+    """``row<TAB>aligner<TAB>lang_pair<TAB>signature`` for every cell that ran."""
+    lines = ["row\taligner\tlang_pair\tsignature"]
+    for c in run.cells:
+        if c.signature is not None:
+            lines.append(f"{run.row_names[c.row]}\t{run.grid.columns[c.column].name}\t{c.lang_pair}\t{c.signature}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_chart(path: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson") -> None:
+    """Grouped bars: the average absolute correlation of each row (groups) and column (bars), with
+    each language pair's value as a dot; skipped cells are left out."""
+    from matplotlib.figure import Figure  # no pyplot: no global backend state; PNG via Agg
+
+    lps = [lp.name for lp in run.lang_pairs]
+    cols = [c.name for c in run.grid.columns]
+    by_key = {(s.row_index, s.column_index, s.lang_pair): s for s in stats if s.method == method}
+    rows = run.row_names
+    width = 0.8 / len(cols)
+    fig = Figure(figsize=(max(6.0, 1.1 * len(rows) * max(1, len(cols)) ** 0.5 + 2), 4.5))
+    ax = fig.subplots()
+    for j, col in enumerate(cols):
+        xs, avgs = [], []
+        for i, row in enumerate(rows):
+            vals = [abs(s.r) for lp in lps if (s := by_key.get((i, j, lp))) is not None
+                    and s.r is not None and not math.isnan(s.r)]
+            x = i + (j - (len(cols) - 1) / 2) * width
+            if vals:
+                ax.scatter([x] * len(vals), vals, s=8, color="black", zorder=3)
+            if len(vals) == len(lps):
+                xs.append(x)
+                avgs.append(float(np.mean(vals)))
+        ax.bar(xs, avgs, width=width * 0.95, label=col, zorder=2)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(rows, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"|{method}| with human DA (bars: average; dots: language pairs)")
+    ax.set_title(run.grid.title, fontsize=9)
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_outputs(out_dir: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson",
+                  alpha: float = 0.05, command: str | None = None) -> dict[str, Path]:
+    """Write ``table.md``, ``results.csv``, ``chart.png`` and ``signatures.tsv`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"table": out / "table.md", "csv": out / "results.csv", "chart": out / "chart.png",
+             "signatures": out / "signatures.tsv"}
+    paths["table"].write_text(markdown(run, stats, method, alpha, command), encoding="utf-8")
+    write_csv(paths["csv"], stats)
+    write_chart(paths["chart"], run, stats, method)
+    write_signatures(paths["signatures"], run)
+    return paths

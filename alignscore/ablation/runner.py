@@ -1,0 +1,357 @@
+"""Running an ablation grid: every cell's scores, encoding each unique sentence once per model.
+
+The grid's cells (row x column x language pair) are each a :class:`~alignscore.scorer.Scorer`;
+running them one by one would encode the same sentences again for every cell. Here, per model:
+
+1. tokenize the unique texts of every language pair once;
+2. one forward pass per batch produces every layer any cell of that model reads, and every
+   distinct aggregator (single layer, power means, routing) is applied to those states in the
+   same pass; the results are kept, unit-normalised, per aggregator;
+3. per language pair, each cell's weighting, token filter and aligner run on the stored vectors
+   (weights, token roles and identical alignments are computed once and shared).
+
+The numbers are those of the cell's ``Scorer`` run alone (same pipeline functions); only the
+encoder batches differ, which changes nothing beyond float rounding.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..aggregators import AGGREGATORS
+from ..aggregators.base import Aggregator
+from ..aggregators.single import SingleLayer
+from ..aligners import ALIGNERS
+from ..encoders.huggingface import HFEncoder
+from ..encoders.layers import packaged_model_dir
+from ..errors import AlignScoreError, ConfigError, ModelLoadError
+from ..evaluation.wmt import LangPair
+from ..filters import FILTERS, token_roles
+from ..filters.base import TokenFilter
+from ..pipeline import align_pairs, embed, empty_pairs, unique_texts, unit
+from ..scorer import Scorer
+from ..textio import read_lines
+from ..tokens import TokenTable
+from ..weighting import WEIGHTINGS
+from ..weighting.base import WeightContext
+from .grid import CellSpec, Grid, PartSpec
+
+
+class Skip(Exception):
+    """A cell that cannot run here (model not on this machine, no idf-L corpus, a layer the
+    model does not have); the table shows the reason instead of a number."""
+
+
+@dataclass
+class CellRun:
+    """One cell for one language pair: its per-segment scores, or why it was skipped."""
+
+    row: int
+    column: int
+    lang_pair: str
+    scores: np.ndarray | None = None
+    signature: str | None = None
+    skipped: str | None = None
+    empty: int = 0
+
+
+@dataclass
+class GridRun:
+    """The outcome of :func:`run_grid`: cells in row, column, language-pair order."""
+
+    grid: Grid
+    lang_pairs: list[LangPair]
+    row_names: list[str]
+    cells: list[CellRun]
+    models: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def cell(self, row: int, column: int, lang_pair: str) -> CellRun:
+        for c in self.cells:
+            if (c.row, c.column, c.lang_pair) == (row, column, lang_pair):
+                return c
+        raise KeyError((row, column, lang_pair))
+
+
+def model_available(name: str) -> bool:
+    """True when the model is on this machine: a local directory, the packaged MiniLM, or in
+    the Hugging Face cache. Never touches the network."""
+    if packaged_model_dir(name) is not None or Path(name).is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an unusual cache or hub version: treat as absent
+        return False
+
+
+def _kwargs(part: PartSpec) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in part.args}
+
+
+def _build(registry: Any, part: PartSpec, **extra: Any) -> Any:
+    try:
+        return registry.build(part.name, **_kwargs(part), **extra)
+    except TypeError as exc:
+        raise ConfigError(f"{registry.stage} {part}: {exc}") from None
+
+
+def build_aggregator(spec: CellSpec, grid: Grid, encoder: HFEncoder) -> Aggregator:
+    """The cell's aggregator; a single layer comes from the row (``layer``), else from the
+    model role (``[models.<role>].layer`` or ``--layer``), else the model's tuned default."""
+    if spec.aggregator.name == "single":
+        kwargs = _kwargs(spec.aggregator)
+        layer = spec.layer if spec.layer is not None else kwargs.get("layer", grid.models[spec.model].layer)
+        aggregator: Aggregator = SingleLayer(layer)
+    else:
+        aggregator = _build(AGGREGATORS, spec.aggregator)
+    default = encoder.default_layer() if isinstance(aggregator, SingleLayer) and aggregator.layer is None else None
+    try:
+        aggregator.layers(encoder.num_layers, default)
+    except ConfigError as exc:
+        raise Skip(f"{exc} ({encoder.name})") from None
+    return aggregator
+
+
+def build_filter(part: PartSpec, base_dir: Path) -> TokenFilter:
+    """A token filter; a ``file`` argument (relative to the grid file) is read as a word list and
+    passed as ``words``, with the file name as ``name`` (for the stop-word filter)."""
+    kwargs = _kwargs(part)
+    if "file" in kwargs:
+        path = base_dir / str(kwargs.pop("file"))
+        kwargs.update(words=read_lines(path), name=path.name)
+    try:
+        return FILTERS.build(part.name, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"token filter {part}: {exc}") from None
+
+
+def build_scorer(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair: LangPair,
+                 batch_size: int = 64) -> Scorer:
+    """The :class:`Scorer` of one cell for one language pair (idf-L reads that pair's corpus).
+
+    Raises:
+        Skip: the cell cannot run here.
+        ConfigError: the grid composes parts that do not fit.
+    """
+    aggregator = build_aggregator(spec, grid, encoder)
+    kwargs: dict[str, Any] = {"sep": spec.sep}
+    if spec.weighting == "idf-L":
+        if lang_pair.idf_corpus is None:
+            raise Skip(f"no idf-L corpus for {lang_pair.name} (put newstest{lang_pair.year}-"
+                       f"{lang_pair.src}{lang_pair.tgt}-ref.{lang_pair.tgt} next to the data, or pass --idf-corpus)")
+        path = lang_pair.idf_corpus_path
+        kwargs.update(corpus=lang_pair.idf_corpus, corpus_name=path.name if path else None)
+    weighting = WEIGHTINGS.build(spec.weighting, **kwargs)
+    filters = tuple(build_filter(f, grid.base_dir) for f in spec.filters)
+    aligner = _build(ALIGNERS, spec.aligner)
+    metric = spec.metric or aligner.primary
+    if metric not in aligner.metrics:
+        raise ConfigError(f"aligner {spec.aligner} has no metric {metric!r} ({', '.join(aligner.metrics)})")
+    return Scorer(encoder=encoder, aggregator=aggregator, filters=filters, special_tokens=spec.special_tokens,
+                  weighting=weighting, aligner=aligner, batch_size=batch_size)
+
+
+def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: HFEncoder | None) -> str:
+    """A row name with ``{layer}`` (the resolved single layer) and ``{model}`` filled in."""
+    if "{" not in template:
+        return template
+    layer: Any = spec.layer if spec.layer is not None else grid.models[spec.model].layer
+    if encoder is not None and spec.aggregator.name == "single":
+        try:
+            layer = SingleLayer(layer).resolve(encoder.num_layers,
+                                               encoder.default_layer() if layer is None else None)
+        except AlignScoreError:
+            pass
+    try:
+        return template.format(layer=layer, model=grid.models[spec.model].model)
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(f"row name {template!r}: only {{layer}} and {{model}} can be filled in") from None
+
+
+@dataclass
+class _Job:
+    cell: CellRun
+    scorer: Scorer
+    metric: str
+
+
+class _Stacked:
+    """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
+    layers (``positions[a]`` into the stacked states); remembers the output widths ``D_a``."""
+
+    def __init__(self, aggregators: list[Aggregator], positions: list[list[int]]) -> None:
+        self.aggregators, self.positions = aggregators, positions
+        self.widths: list[int] = []
+
+    def __call__(self, states: torch.Tensor) -> torch.Tensor:
+        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
+        self.widths = [o.shape[-1] for o in outs]
+        return torch.cat(outs, dim=-1)
+
+
+def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None = None, batch_size: int = 64,
+             download: bool = False, progress: bool = False,
+             log: Callable[[str], None] | None = None) -> GridRun:
+    """Score every cell of ``grid`` on every language pair.
+
+    Args:
+        grid: the grid, with its models already overridden as wanted (:meth:`Grid.with_models`).
+        lang_pairs: the data (:func:`~alignscore.evaluation.wmt.load_daseg`).
+        device: where the encoders run.
+        batch_size: texts per encoder batch (never changes a score).
+        download: allow models that are not on this machine to be downloaded; otherwise cells
+            of such models are skipped with a note.
+        progress: progress bars on stderr; ``log`` receives one line per stage.
+    """
+    say = log or (lambda _msg: None)
+    lang_pairs = list(lang_pairs)
+    t_start = time.perf_counter()
+    encoders: dict[str, HFEncoder] = {}
+    model_problem: dict[str, str] = {}
+    for spec in grid.models.values():
+        name = spec.model
+        if name in encoders or name in model_problem:
+            continue
+        if not download and not model_available(name):
+            model_problem[name] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
+            continue
+        enc = HFEncoder(name, device_name=device)
+        try:
+            enc.num_layers  # loads the tokenizer and config (never the weights yet)
+        except ModelLoadError as exc:
+            model_problem[name] = str(exc)
+            continue
+        encoders[name] = enc
+
+    cells: list[CellRun] = []
+    jobs: dict[str, list[_Job]] = {}
+    row_names: list[str] = []
+    for i, row in enumerate(grid.rows):
+        display = None
+        for j, col in enumerate(grid.columns):
+            spec = grid.cell(row, col)
+            model = grid.models[spec.model].model
+            enc = encoders.get(model)
+            if display is None:
+                display = row_display_name(row.name, spec, grid, enc)
+            for lp in lang_pairs:
+                cell = CellRun(i, j, lp.name)
+                cells.append(cell)
+                if enc is None:
+                    cell.skipped = model_problem[model]
+                    continue
+                try:
+                    scorer = build_scorer(spec, grid, enc, lp, batch_size)
+                except Skip as exc:
+                    cell.skipped = str(exc)
+                    continue
+                cell.signature = scorer.signature()
+                jobs.setdefault(model, []).append(_Job(cell, scorer, spec.metric or scorer.aligner.primary))
+        row_names.append(display or row.name)
+    seconds = {"plan": time.perf_counter() - t_start}
+
+    by_name = {lp.name: lp for lp in lang_pairs}
+    for model, model_jobs in jobs.items():
+        try:
+            _run_model(encoders[model], model_jobs, by_name, batch_size, progress, say, seconds)
+        except ModelLoadError as exc:
+            for job in model_jobs:
+                job.cell.skipped, job.cell.scores = str(exc), None
+    seconds["total"] = time.perf_counter() - t_start
+    models = {key: spec.model for key, spec in grid.models.items()}
+    return GridRun(grid, lang_pairs, row_names, cells, models, seconds)
+
+
+def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangPair], batch_size: int,
+               progress: bool, say: Callable[[str], None], seconds: dict[str, float]) -> None:
+    used = [lp for lp in lang_pairs if any(j.cell.lang_pair == lp for j in jobs)]
+    flat: list[str] = []
+    spans: dict[str, tuple[int, int]] = {}
+    for lp in used:
+        data = lang_pairs[lp]
+        spans[lp] = (len(flat), len(data))
+        flat += data.references + data.candidates
+    texts, inverse = unique_texts(flat)
+
+    t = time.perf_counter()
+    say(f"tokenizing {len(texts)} unique texts of {len(used)} language pair(s) with {encoder.name}")
+    table = TokenTable.from_tokenized(encoder.tokenize(texts))
+    seconds[f"tokenize {encoder.name}"] = time.perf_counter() - t
+
+    num_layers = encoder.num_layers
+    aggregators: dict[str, Aggregator] = {}
+    for job in jobs:
+        agg = job.scorer.aggregator
+        aggregators.setdefault(agg.signature(num_layers, _default(encoder, agg)), agg)
+    agg_layers = {sig: agg.layers(num_layers, _default(encoder, agg)) for sig, agg in aggregators.items()}
+    union = sorted({k for ls in agg_layers.values() for k in ls})
+    positions = [[union.index(k) for k in agg_layers[sig]] for sig in aggregators]
+
+    t = time.perf_counter()
+    say(f"encoding with {encoder.name}: layers {','.join(map(str, union))} in one pass, "
+        f"{len(aggregators)} aggregator(s): {', '.join(aggregators)}")
+    stacked = _Stacked(list(aggregators.values()), positions)
+    packed = embed(encoder, table, union, stacked, batch_size=batch_size, progress=progress,
+                   desc=f"encoding ({encoder.name})")
+    vectors: dict[str, torch.Tensor] = {}
+    start = 0
+    for sig, width in zip(aggregators, stacked.widths):
+        vectors[sig] = unit(packed[:, start:start + width])
+        start += width
+    seconds[f"encode {encoder.name}"] = time.perf_counter() - t
+
+    device = packed.device
+    n = len(texts)
+    contexts: dict[str, WeightContext] = {}
+    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    for lp, (offset, size) in spans.items():
+        ref_text = inverse[offset:offset + size]
+        cand_text = inverse[offset + size:offset + 2 * size]
+        pairs[lp] = (ref_text, cand_text)
+        contexts[lp] = WeightContext(table=table, ref_counts=torch.bincount(ref_text, minlength=n).double(),
+                                     cand_counts=torch.bincount(cand_text, minlength=n).double(),
+                                     vocab_size=encoder.vocab_size, tokenize=encoder.tokenize)
+
+    t = time.perf_counter()
+    weights: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = {}
+    roles: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+    done: dict[tuple[str, ...], dict[str, torch.Tensor]] = {}
+    bar = tqdm(jobs, desc=f"aligning ({encoder.name})", disable=not progress, file=sys.stderr, leave=False)
+    for job in bar:
+        sc, lp = job.scorer, job.cell.lang_pair
+        agg_sig = sc.aggregator.signature(num_layers, _default(encoder, sc.aggregator))
+        wkey = (lp, sc.weighting.signature())
+        if wkey not in weights:
+            weights[wkey] = sc.weighting.fit(contexts[lp])
+        rkey = (sc.special_tokens,) + tuple(f.signature() for f in sc.filters)
+        if rkey not in roles:
+            roles[rkey] = token_roles(table, sc.filters, sc.special_tokens)
+        ref_w, cand_w = weights[wkey]
+        carries, matchable = roles[rkey]
+        ref_mass = (ref_w[table.ids] * carries).to(device)
+        cand_mass = (cand_w[table.ids] * carries).to(device)
+        pair_ref, pair_cand = pairs[lp]
+        key = (lp, agg_sig) + rkey + (wkey[1], sc.aligner.signature())
+        if key not in done:
+            bar.set_postfix_str(f"{lp} {sc.aligner.signature()}", refresh=False)
+            done[key] = align_pairs(sc.aligner, vectors[agg_sig], table, ref_mass, cand_mass,
+                                    matchable.to(device), pair_ref, pair_cand)
+        job.cell.scores = done[key][job.metric].double().numpy()
+        job.cell.empty = int(empty_pairs(table, ref_mass, cand_mass, pair_ref, pair_cand).sum())
+    seconds[f"weigh+align {encoder.name}"] = time.perf_counter() - t
+
+
+def _default(encoder: HFEncoder, agg: Aggregator) -> int | None:
+    if isinstance(agg, SingleLayer) and agg.layer is None:
+        return encoder.default_layer()
+    return None

@@ -1,0 +1,126 @@
+"""Routing aggregation across layers (MoverScore appendix A.2): KDE clustering by mean shift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import ConfigError
+from .base import Aggregator
+
+KERNELS = ("gaussian", "epanechnikov")
+
+
+def _kernel(x: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(k(x), -k'(x))`` of a kernel profile: Gaussian ``k(x) = exp(-x / 2)`` (so ``-k' = k / 2``)
+    or Epanechnikov ``k(x) = 1 - x`` on ``[0, 1)``, 0 beyond (so ``-k' = 1[x < 1]``)."""
+    if kind == "gaussian":
+        k = torch.exp(-x / 2)
+        return k, k / 2
+    inside = (x < 1).to(x.dtype)
+    return (1 - x).clamp_min(0), inside
+
+
+def route(z: torch.Tensor, kernel: str = "gaussian", bandwidth: float = 1.0, alpha: float = 1.0,
+          max_iter: int = 20, tol: float = 1e-4) -> torch.Tensor:
+    """Aggregate ``z [L, ..., D]`` (one vector per layer) into ``v [..., D]`` by routing.
+
+    For every token independently, with routing weights ``g_l`` over the layers (initially 0),
+    distances ``d_l = ||v - z_l||^2 / h^2``, a kernel profile ``k`` and ``v`` starting at the layer
+    mean, repeat (MoverScore appendix A.2, Algorithm 1)::
+
+        c_l  = softmax_l(g)                                 (line 4: g <- softmax(g))
+        v   <- sum_l c_l s(d_l) z_l / sum_l c_l s(d_l)      (line 6: mean shift, s = -k')
+        g_l <- c_l + alpha * k(d_l)                         (line 7, d_l at the new v)
+        loss = log sum_l c_l k(d_l)                         (line 8)
+
+    until ``|loss - previous loss| < tol`` for that token (it is then frozen) or ``max_iter``
+    rounds. Made well-defined where the algorithm is loose: the mean-shift denominator carries
+    ``c`` too, so ``v`` is a convex combination of the layers; ``v`` starts at the mean. Because
+    line 4 squashes ``g`` every round, ``g`` stays in ``[0, 1 + alpha]`` and the iteration
+    settles. Tokens never interact, so the result does not depend on batching. A token whose
+    mean-shift weights are all 0 (Epanechnikov, every layer further than ``h``) keeps its ``v``.
+    """
+    if kernel not in KERNELS:
+        raise ConfigError(f"unknown routing kernel {kernel!r}; choose one of: {', '.join(KERNELS)}")
+    scale = 1.0 / (bandwidth * bandwidth)
+    z_sq = (z * z).sum(-1)
+
+    def dist(v: torch.Tensor) -> torch.Tensor:  # ||v - z_l||^2 / h^2 via dot products: [L, ...]
+        d = (v * v).sum(-1) + z_sq - 2 * torch.einsum("...d,l...d->l...", v, z)
+        return d.clamp_min(0) * scale
+
+    v = z.mean(dim=0)
+    g = torch.zeros(z.shape[:-1], dtype=z.dtype, device=z.device)
+    active = torch.ones(z.shape[1:-1], dtype=torch.bool, device=z.device)
+    prev = torch.full(z.shape[1:-1], float("inf"), dtype=z.dtype, device=z.device)
+    for _ in range(max_iter):
+        c = torch.softmax(g, dim=0)
+        _, s = _kernel(dist(v), kernel)
+        w = c * s
+        total = w.sum(dim=0)
+        shifted = torch.einsum("l...,l...d->...d", w, z) / total.clamp_min(1e-30).unsqueeze(-1)
+        keep = ~active | (total <= 0)
+        v = torch.where(keep.unsqueeze(-1), v, shifted)
+        k, _ = _kernel(dist(v), kernel)
+        g = torch.where(active, c + alpha * k, g)
+        loss = torch.log((c * k).sum(dim=0).clamp_min(1e-30))
+        active = active & ((loss - prev).abs() >= tol)
+        prev = torch.where(active, loss, prev)
+        if not bool(active.any()):
+            break
+    return v
+
+
+@dataclass(frozen=True)
+class Routing(Aggregator):
+    """Routing over a set of layers (MoverScore appendix A.2): each token's vector is the
+    mode that mean-shift KDE clustering finds among its layer vectors (see :func:`route`).
+
+    Args:
+        layers_spec: layers to aggregate; negative numbers count from the top, so the default is
+            "the last five layers" of any model (as for MoverScore's power means).
+        kernel: ``"gaussian"`` or ``"epanechnikov"``.
+        bandwidth: ``h``; distances are divided by ``h^2``.
+        alpha: step size of the logit update.
+        max_iter, tol: stopping rule (per token).
+        normalize: L2-normalise each layer's token vectors first, so that layers of different
+            scales are comparable (as MoverScore does before power means).
+    """
+
+    layers_spec: tuple[int, ...] = (-5, -4, -3, -2, -1)
+    kernel: str = "gaussian"
+    bandwidth: float = 1.0
+    alpha: float = 1.0
+    max_iter: int = 20
+    tol: float = 1e-4
+    normalize: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers_spec", tuple(self.layers_spec))
+        if self.kernel not in KERNELS:
+            raise ConfigError(f"unknown routing kernel {self.kernel!r}; choose one of: {', '.join(KERNELS)}")
+        if self.bandwidth <= 0 or self.max_iter < 1 or self.tol < 0:
+            raise ConfigError("routing needs bandwidth > 0, max_iter >= 1 and tol >= 0")
+        if not self.layers_spec:
+            raise ConfigError("routing needs at least one layer")
+
+    def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
+        out = []
+        for k in self.layers_spec:
+            r = k + num_layers + 1 if k < 0 else k
+            if not 0 <= r <= num_layers:
+                raise ConfigError(f"layer {k} does not exist: the model has layers 0..{num_layers}")
+            out.append(r)
+        return out
+
+    def __call__(self, states: torch.Tensor) -> torch.Tensor:
+        if self.normalize:
+            states = states / states.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        return route(states, self.kernel, self.bandwidth, self.alpha, self.max_iter, self.tol)
+
+    def signature(self, num_layers: int, default_layer: int | None = None) -> str:
+        ls = ",".join(map(str, self.layers(num_layers)))
+        return (f"routing(L{ls};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
+                f"it={self.max_iter},tol={self.tol:g}{';norm' if self.normalize else ''})")

@@ -1,0 +1,150 @@
+"""Loading WMT segment-level direct-assessment data in the DAseg layout (any year).
+
+One folder holds, per language pair ``<src>-<tgt>``, four files with one line per segment::
+
+    DAseg.newstest{YEAR}.reference.<src>-<tgt>   the human reference translation
+    DAseg.newstest{YEAR}.mt-system.<src>-<tgt>   the machine translation being judged
+    DAseg.newstest{YEAR}.human.<src>-<tgt>       the standardised human DA score
+    DAseg.newstest{YEAR}.source.<src>-<tgt>      the source sentence (optional here)
+
+Language pairs are discovered from the file names. The idf-L corpus of a language pair (BERTScore
+Table 9's IDF-L: all references of the full test set) is the official full reference file
+``newstest{YEAR}-{src}{tgt}-ref.{tgt}`` when it is in the same folder, or a file the user names
+(a path, or a template with ``{year}``, ``{src}``, ``{tgt}``, ``{lp}`` placeholders).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from ..textio import read_lines
+
+_FILE = re.compile(r"^DAseg\.newstest(?P<year>\d{4})\.(?P<kind>reference|mt-system|human|source)"
+                   r"\.(?P<src>[a-z]{2,3})-(?P<tgt>[a-z]{2,3})$")
+REQUIRED = ("reference", "mt-system", "human")
+
+
+@dataclass
+class LangPair:
+    """The judged segments of one language pair, and where its idf-L corpus comes from.
+
+    ``idf_corpus`` is ``None`` when no corpus was found (rows that need idf-L cannot run).
+    """
+
+    year: str
+    src: str
+    tgt: str
+    references: list[str]
+    candidates: list[str]
+    human: np.ndarray
+    sources: list[str] | None = None
+    idf_corpus: list[str] | None = field(default=None, repr=False)
+    idf_corpus_path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}-{self.tgt}"
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+
+def discover(folder: str | Path) -> dict[str, dict[tuple[str, str], dict[str, Path]]]:
+    """``{year: {(src, tgt): {kind: path}}}`` for every DAseg file in ``folder``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("not a folder of WMT DAseg files", str(folder))
+    found: dict[str, dict[tuple[str, str], dict[str, Path]]] = {}
+    for path in sorted(folder.iterdir()):
+        m = _FILE.match(path.name)
+        if m and path.is_file():
+            found.setdefault(m["year"], {}).setdefault((m["src"], m["tgt"]), {})[m["kind"]] = path
+    if not found:
+        raise InputError("no DAseg.newstest{YEAR}.{reference,mt-system,human}.<src>-<tgt> files here",
+                         str(folder))
+    return found
+
+
+def _read_scores(path: Path) -> np.ndarray:
+    values = []
+    for n, line in enumerate(read_lines(path), start=1):
+        try:
+            values.append(float(line))
+        except ValueError:
+            raise InputError(f"not a number: {line[:40]!r}", str(path), n) from None
+    return np.asarray(values, dtype=np.float64)
+
+
+def _corpus_path(folder: Path, year: str, src: str, tgt: str, idf_corpus: str | Path | None) -> Path | None:
+    if idf_corpus is not None:
+        text = str(idf_corpus)
+        try:
+            path = Path(text.format(year=year, src=src, tgt=tgt, lp=f"{src}-{tgt}"))
+        except (KeyError, IndexError, ValueError):
+            raise ConfigError(f"cannot fill the idf corpus template {text!r}: use only "
+                              "{year}, {src}, {tgt}, {lp}") from None
+        if not path.is_file():
+            raise InputError("idf-L corpus file not found", str(path))
+        return path
+    official = folder / f"newstest{year}-{src}{tgt}-ref.{tgt}"
+    return official if official.is_file() else None
+
+
+def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year: str | None = None,
+               idf_corpus: str | Path | None = None) -> list[LangPair]:
+    """Load the language pairs of a DAseg folder (all of them, or those named, in that order).
+
+    Args:
+        folder: the folder holding the ``DAseg.newstest{YEAR}.*`` files.
+        lang_pairs: e.g. ``["cs-en", "de-en"]``; default: every pair found, sorted.
+        year: which year, when the folder holds several.
+        idf_corpus: the idf-L corpus: a file, or a template such as
+            ``"refs/newstest{year}-{src}{tgt}-ref.{tgt}"``; default: the official full reference
+            file next to the DAseg files, when it is there.
+
+    Raises:
+        InputError: missing files, files of different lengths, scores that are not numbers.
+        ConfigError: an unknown language pair or year, or several years and none chosen.
+    """
+    folder = Path(folder)
+    found = discover(folder)
+    if year is None:
+        if len(found) > 1:
+            raise ConfigError(f"{folder} holds several years ({', '.join(sorted(found))}); choose one")
+        year = next(iter(found))
+    elif year not in found:
+        raise ConfigError(f"no DAseg files of year {year} in {folder} (found {', '.join(sorted(found))})")
+    pairs = found[year]
+    names = {f"{s}-{t}": (s, t) for s, t in pairs}
+    if lang_pairs is None:
+        wanted = sorted(names)
+    else:
+        wanted = list(dict.fromkeys(lang_pairs))
+        unknown = [lp for lp in wanted if lp not in names]
+        if unknown:
+            raise ConfigError(f"language pair(s) {', '.join(unknown)} not in {folder}; "
+                              f"found: {', '.join(sorted(names))}")
+    out = []
+    for lp in wanted:
+        src, tgt = names[lp]
+        files = pairs[(src, tgt)]
+        missing = [k for k in REQUIRED if k not in files]
+        if missing:
+            raise InputError(f"{lp}: missing DAseg.newstest{year}.{{{','.join(missing)}}}.{lp}", str(folder))
+        refs, cands = read_lines(files["reference"]), read_lines(files["mt-system"])
+        human = _read_scores(files["human"])
+        sources = read_lines(files["source"]) if "source" in files else None
+        for kind, n in (("mt-system", len(cands)), ("human", len(human)),
+                        ("source", len(sources) if sources is not None else len(refs))):
+            if n != len(refs):
+                raise InputError(f"{n} lines but the reference file has {len(refs)}", str(files[kind]))
+        corpus_path = _corpus_path(folder, year, src, tgt, idf_corpus)
+        corpus = read_lines(corpus_path) if corpus_path is not None else None
+        out.append(LangPair(year, src, tgt, refs, cands, human, sources, corpus, corpus_path))
+    return out
