@@ -75,7 +75,7 @@ def text_report(expl: Explanation, digits: int = 3, matrix: bool = True, width: 
             lines.append(f"before rescaling: {_fmt_scores(pair.raw_scores)}")
         lines += _side_table(pair, 0, digits) + _side_table(pair, 1, digits)
         if matrix:
-            lines += _matrix_table(pair, digits, width)
+            lines += _matrix_table(pair, digits, width if pair.ref_units is None else width + 6)
     return "\n".join(lines) + "\n"
 
 
@@ -144,12 +144,14 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
 
     m = pair.matrix.double().numpy()
     n_r, n_c = m.shape
-    cell = 0.5
+    cell = max(0.16, min(0.5, 16.0 / max(n_r, n_c, 1)))  # inches: long texts get smaller cells
+    tick = 9 if cell >= 0.3 else 6
     label_w = 0.075 * _longest(pair.ref_labels)
     label_h = 0.06 * _longest(pair.cand_labels)
     fig = Figure(figsize=(1.6 + label_w + cell * max(n_c, 4) + 1.3, 2.3 + label_h + cell * max(n_r, 2) + 1.1),
                  dpi=100, layout="constrained")
-    grid = fig.add_gridspec(4, 2, width_ratios=[max(n_c, 1), 2.2], height_ratios=[0.5, 1.6, max(n_r, 1), 1.0])
+    grid = fig.add_gridspec(4, 2, width_ratios=[cell * max(n_c, 1), 1.1],  # in inches
+                            height_ratios=[0.3, 0.8, cell * max(n_r, 1), 0.5])
     header = fig.add_subplot(grid[0, :])
     ax = fig.add_subplot(grid[2, 0])
     top = fig.add_subplot(grid[1, 0], sharex=ax)
@@ -159,8 +161,7 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
     footer.axis("off")
 
     similarity = pair.kind == "similarity"
-    cmap = matplotlib.colormaps["Blues" if similarity else "Blues_r"].copy()
-    cmap.set_bad("#e6e6e6")
+    cmap = matplotlib.colormaps["Blues" if similarity else "Blues_r"].with_extremes(bad="#e6e6e6")
     finite = pair.matrix[torch.isfinite(pair.matrix)]
     lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
     ax.imshow(m, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1, aspect="auto", interpolation="nearest")
@@ -195,9 +196,9 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
                                        fill=False, edgecolor=colour, linestyle=ls, linewidth=1.8, zorder=3))
             handles.append(Patch(fill=False, edgecolor=colour, linestyle=ls, linewidth=1.8, label=what))
     ax.set_xticks(range(n_c))
-    ax.set_xticklabels(pair.cand_labels, rotation=45, ha="right", rotation_mode="anchor", fontsize=9)
+    ax.set_xticklabels(pair.cand_labels, rotation=45, ha="right", rotation_mode="anchor", fontsize=tick)
     ax.set_yticks(range(n_r))
-    ax.set_yticklabels(pair.ref_labels, fontsize=9)
+    ax.set_yticklabels(pair.ref_labels, fontsize=tick)
     ax.set_xlabel("candidate: " + _short(pair.candidate), fontsize=9)
     ax.set_ylabel("reference: " + _short(pair.reference), fontsize=9)
     _grey_unmatchable(ax, pair)
@@ -205,13 +206,13 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
     top.bar(range(n_c), pair.cand_mass.double().numpy(), color="#6b8fb5", width=0.7)
     top.set_ylabel("mass", fontsize=8)
     top.tick_params(labelbottom=False, labelsize=7)
-    for j, v in enumerate(pair.cand_mass.tolist()):
+    for j, v in enumerate(pair.cand_mass.tolist() if cell >= 0.3 else []):
         top.text(j, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6)
     top.set_ylim(0, max(float(pair.cand_mass.max()) if n_c else 0.0, 1e-9) * 1.35)
     side.barh(range(n_r), pair.ref_mass.double().numpy(), color="#6b8fb5", height=0.7)
     side.set_xlabel("mass", fontsize=8)
     side.tick_params(labelleft=False, labelsize=7)
-    for i, v in enumerate(pair.ref_mass.tolist()):
+    for i, v in enumerate(pair.ref_mass.tolist() if cell >= 0.3 else []):
         side.text(v, i, f" {v:.2f}", ha="left", va="center", fontsize=6)
     side.set_xlim(0, max(float(pair.ref_mass.max()) if n_r else 0.0, 1e-9) * 1.6)
     for a in (top, side):
