@@ -23,7 +23,7 @@ def _kernel(x: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def route(z: torch.Tensor, kernel: str = "gaussian", bandwidth: float = 1.0, alpha: float = 1.0,
-          max_iter: int = 20, tol: float = 1e-4) -> torch.Tensor:
+          max_iter: int = 50, tol: float = 1e-6) -> torch.Tensor:
     """Aggregate ``z [L, ..., D]`` (one vector per layer) into ``v [..., D]`` by routing.
 
     For every token independently, with routing weights ``g_l`` over the layers (initially 0),
@@ -93,8 +93,8 @@ class Routing(Aggregator):
     kernel: str = "gaussian"
     bandwidth: float = 1.0
     alpha: float = 1.0
-    max_iter: int = 20
-    tol: float = 1e-4
+    max_iter: int = 50
+    tol: float = 1e-6
     normalize: bool = True
 
     def __post_init__(self) -> None:

@@ -1,0 +1,297 @@
+"""Ablation grids: parsing, running (each cell equals its Scorer run alone; one encoding per model),
+skipping what cannot run, outputs and the ``ablate`` command. Tiny local models, a WMT16 subset."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from alignscore.ablation import evaluate, load_grid, parse_grid, run_grid, write_outputs
+from alignscore.ablation.runner import build_scorer
+from alignscore.cli import main
+from alignscore.encoders.huggingface import HFEncoder
+from alignscore.errors import ConfigError
+from alignscore.evaluation.wmt import load_daseg
+from tests.conftest import wmt16
+
+N = 40  # segments per language pair: enough to correlate, small enough to be quick
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DAseg folder with the first N segments of de-en and ru-en, and an official-style full
+    reference file for de-en only (so ru-en has no idf-L corpus)."""
+    out = tmp_path_factory.mktemp("daseg")
+    for lp in ("de-en", "ru-en"):
+        files = wmt16(lp)
+        for kind in ("reference", "mt-system", "human", "source"):
+            (out / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n",
+                                                                  encoding="utf-8")
+    (out / "newstest2016-deen-ref.en").write_text("\n".join(wmt16("de-en")["reference"]) + "\n", encoding="utf-8")
+    return out
+
+
+def _grid_text(base: str, mnli: str) -> str:
+    return f"""
+title = "tiny"
+[models.base]
+model = "{base}"
+layer = 3
+[models.mnli]
+model = "{mnli}"
+layer = 2
+[defaults]
+special_tokens = "match-only"
+[[columns]]
+name = "WMD1"
+aligner = "wmd"
+n_gram = 1
+cost = "sqeuclidean"
+special_tokens = "keep"
+[[columns]]
+name = "WMD2"
+aligner = "wmd"
+n_gram = 2
+special_tokens = "keep"
+[[columns]]
+name = "F"
+aligner = "greedy"
+metric = "f1"
+[[rows]]
+name = "Vanilla"
+[[rows]]
+name = "IDF-S"
+weighting = "idf-S"
+[[rows]]
+name = "IDF-L + SEP + RM"
+weighting = "idf-L"
+sep = true
+filters = ["rm"]
+[[rows]]
+name = "PMEANS"
+aggregator = {{ name = "pmeans", layers_spec = [-3, -2, -1] }}
+[[rows]]
+name = "Routing"
+aggregator = "routing"
+[[rows]]
+name = "Layer {{layer}}"
+layer = -1
+[[rows]]
+name = "Too deep"
+layer = 9
+[[rows]]
+name = "MNLI + IDF-S"
+model = "mnli"
+weighting = "idf-S"
+"""
+
+
+@pytest.fixture(scope="module")
+def grid_file(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: str, tiny_roberta_dir: str) -> Path:
+    path = tmp_path_factory.mktemp("grid") / "tiny.toml"
+    path.write_text(_grid_text(tiny_bert_dir, tiny_roberta_dir), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def counted_run(grid_file: Path, data_dir: Path):
+    """The tiny grid run once, counting encoder forward passes per model."""
+    calls: dict[str, int] = {}
+    original = HFEncoder.forward
+
+    def counting(self, input_ids, attention_mask, layers):
+        calls[self.name] = calls.get(self.name, 0) + 1
+        return original(self, input_ids, attention_mask, layers)
+
+    HFEncoder.forward = counting  # type: ignore[method-assign]
+    try:
+        run = run_grid(load_grid(grid_file), load_daseg(data_dir), batch_size=16)
+    finally:
+        HFEncoder.forward = original  # type: ignore[method-assign]
+    return run, calls
+
+
+# -- parsing -----------------------------------------------------------------------------------
+def _minimal(**extra: object) -> dict:
+    data = {"models": {"base": {"model": "m"}}, "columns": [{"name": "F", "aligner": "greedy"}],
+            "rows": [{"name": "Vanilla"}]}
+    data.update(extra)
+    return data
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"rows": [{"name": "x", "weighting": "tfidf"}]}, "unknown weighting 'tfidf'"),
+    ({"rows": [{"name": "x", "colour": "red"}]}, "unknown key 'colour'"),
+    ({"rows": [{"name": "x", "aggregator": "pmeans", "layer": 3}]}, "`layer` selects the single-layer"),
+    ({"rows": [{"name": "x", "model": "mnli"}]}, "no model role 'mnli'"),
+    ({"rows": [{"name": "x"}, {"name": "x"}]}, "unique"),
+    ({"columns": [{"name": "F", "aligner": "beam"}]}, "unknown aligner 'beam'"),
+    ({"columns": [{"name": "F", "aligner": "greedy", "metric": "bleu"}]}, "no metric 'bleu'"),
+    ({"columns": []}, "at least one"),
+    ({"models": {}}, "models"),
+    ({"rows": [{"name": "x", "filters": ["rm", "nonsense"]}]}, "unknown token filter 'nonsense'"),
+    ({"rows": [{"name": "x", "special_tokens": "maybe"}]}, "special-token policy"),
+    ({"colums": []}, "unknown top-level"),
+])
+def test_grid_errors_are_config_errors(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_grid(_minimal(**bad))
+
+
+def test_cells_merge_defaults_then_column_then_row_and_models_override():
+    grid = parse_grid(_minimal(
+        models={"base": {"model": "b", "layer": 9}, "mnli": {"model": "m", "layer": 9}},
+        defaults={"weighting": "idf-S", "filters": ["rm"]},
+        columns=[{"name": "W", "aligner": "wmd", "n_gram": 2, "special_tokens": "keep", "filters": ["stopwords"]}],
+        rows=[{"name": "A"}, {"name": "B", "special_tokens": "drop", "weighting": "none", "model": "mnli"}]))
+    a, b = (grid.cell(r, grid.columns[0]) for r in grid.rows)
+    assert (a.model, a.weighting, a.special_tokens) == ("base", "idf-S", "keep")
+    assert [f.name for f in a.filters] == ["rm", "stopwords"]
+    assert dict(a.aligner.args) == {"n_gram": 2}
+    assert (b.model, b.weighting, b.special_tokens) == ("mnli", "none", "drop")  # the row wins
+    over = grid.with_models(model="x", layer=4)
+    assert (over.models["base"].model, over.models["base"].layer) == ("x", 4)
+    assert (over.models["mnli"].model, over.models["mnli"].layer) == ("m", 4)  # only --mnli-model moves it
+    over = grid.with_models(model="x", mnli_model="y")
+    assert over.models["base"].layer is None  # another model: its own default layer, not 9
+    assert over.models["mnli"].model == "y"
+
+
+def test_shipped_grids_parse():
+    t9 = load_grid(REPO / "ablations" / "table9.toml")
+    assert [r.name for r in t9.rows] == [
+        "Vanilla", "IDF-S", "IDF-L", "IDF-L + SEP", "IDF-L + SEP + RM", "IDF-L + SEP + PMEANS",
+        "IDF-L + SEP + MNLI", "IDF-L + SEP + PMEANS + MNLI", "IDF-L + SEP + PMEANS + MNLI + RM"]
+    assert [c.name for c in t9.columns] == ["WMD1", "WMD2", "BERTScore F"]
+    t6 = load_grid(REPO / "ablations" / "table6.toml")
+    assert [c.name for c in t6.columns] == ["WMD-1"] and len(t6.rows) == 7
+
+
+# -- running -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_every_cell_equals_its_scorer_run_alone(counted_run, data_dir):
+    run, _ = counted_run
+    pairs = {lp.name: lp for lp in load_daseg(data_dir)}
+    checked = 0
+    for cell in run.cells:
+        if cell.scores is None:
+            continue
+        row, col = run.grid.rows[cell.row], run.grid.columns[cell.column]
+        spec = run.grid.cell(row, col)
+        name = run.grid.models[spec.model].model
+        enc = HFEncoder(name)  # a fresh encoder per cell: truly "alone"
+        lp = pairs[cell.lang_pair]
+        scorer = build_scorer(spec, run.grid, enc, lp)
+        alone = scorer.score(lp.candidates, lp.references)
+        metric = spec.metric or scorer.aligner.primary
+        # tolerance 1e-5 per segment: only the encoder batches differ (float32 rounding)
+        np.testing.assert_allclose(cell.scores, alone[metric].double().numpy(), atol=1e-5, rtol=0)
+        assert cell.signature == alone.signature
+        checked += 1
+    assert checked == 8 * 3 * 2 - 3 * 2 - 3  # all but "Too deep" and IDF-L on ru-en (no corpus)
+
+
+def test_each_unique_text_is_encoded_once_per_model(counted_run, data_dir):
+    run, calls = counted_run
+    texts = set()
+    for lp in load_daseg(data_dir):
+        texts |= {t.strip() for t in lp.references + lp.candidates}
+    batches = math.ceil(len(texts) / 16)
+    base, mnli = run.models["base"], run.models["mnli"]
+    assert calls == {base: batches, mnli: batches}  # one pass per batch, for every layer and row
+
+
+def test_what_cannot_run_is_skipped_with_a_reason(counted_run):
+    run, _ = counted_run
+    assert "Layer 4" in run.row_names  # {layer} resolved: the last layer of the 4-layer model
+    reasons = {(run.row_names[c.row], c.lang_pair): c.skipped for c in run.cells if c.skipped}
+    assert "layer 9 does not exist" in reasons[("Too deep", "de-en")]
+    assert "no idf-L corpus for ru-en" in reasons[("IDF-L + SEP + RM", "ru-en")]
+    assert ("IDF-L + SEP + RM", "de-en") not in reasons
+
+
+def test_a_model_that_is_not_here_is_skipped_not_downloaded(grid_file, data_dir, tiny_bert_dir):
+    grid = load_grid(grid_file).with_models(mnli_model="no-such-org/no-such-model-xyz")
+    pairs = load_daseg(data_dir, ["de-en"])
+    trimmed = type(grid)(grid.title, grid.models, grid.columns[2:], (grid.rows[0], grid.rows[-1]),
+                         grid.defaults, grid.base_dir, grid.name)
+    run = run_grid(trimmed, pairs)
+    vanilla, mnli = run.cells
+    assert vanilla.scores is not None
+    assert mnli.scores is None and "not on this machine" in mnli.skipped
+
+
+def test_outputs(counted_run, tmp_path):
+    run, _ = counted_run
+    stats = evaluate(run, ["pearson", "kendall"], bootstrap=200, seed=0)
+    paths = write_outputs(tmp_path / "out", run, stats, "pearson", command="alignscore ablate tiny.toml")
+    table = paths["table"].read_text(encoding="utf-8")
+    assert "| Ablation | Metric | de-en | ru-en | Avg |" in table
+    assert "| Too deep | (all) |" in table and "layer 9 does not exist" in table
+    assert "alignscore ablate tiny.toml" in table
+    with open(paths["csv"], encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 * len(run.cells)  # long form: one line per cell, language pair, correlation
+    assert set(rows[0]) >= {"row", "aligner", "lang_pair", "r", "p_value"}
+    ok = [r for r in rows if r["status"] == "ok" and r["correlation"] == "pearson"]
+    assert all(float(r["ci_low"]) <= abs(float(r["r"])) <= float(r["ci_high"]) for r in ok)
+    assert any(r["not_beaten"] == "true" for r in ok)
+    # the Markdown cell is |r| of the CSV, bold where not beaten
+    first = ok[0]
+    cell = f"{abs(float(first['r'])):.3f}"
+    assert (f"**{cell}**" if first["not_beaten"] == "true" else cell) in table
+    assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sigs = paths["signatures"].read_text(encoding="utf-8").splitlines()
+    assert len(sigs) - 1 == sum(c.signature is not None for c in run.cells)
+    assert all("align:" in line for line in sigs[1:])
+
+
+def test_pearson_r_of_a_cell_is_its_correlation_with_human(counted_run):
+    run, _ = counted_run
+    stats = evaluate(run, ["pearson"], bootstrap=0)
+    cell = next(c for c in run.cells if c.scores is not None)
+    lp = next(lp for lp in run.lang_pairs if lp.name == cell.lang_pair)
+    stat = next(s for s in stats if (s.row_index, s.column_index, s.lang_pair) == (cell.row, cell.column, cell.lang_pair))
+    assert stat.r == pytest.approx(np.corrcoef(cell.scores, lp.human)[0, 1], abs=1e-12)
+
+
+# -- the command ---------------------------------------------------------------------------------
+def test_ablate_command(grid_file, data_dir, tmp_path, tiny_bert_dir):
+    out = tmp_path / "res"
+    result = CliRunner().invoke(main, ["ablate", str(grid_file), "--data", str(data_dir), "--lang-pairs", "de-en",
+                                       "--model", tiny_bert_dir, "--layer", "2", "--bootstrap", "50", "-o", str(out),
+                                       "-q"])
+    assert result.exit_code == 0, result.output
+    assert "| Vanilla | WMD1 |" in result.output
+    assert {p.name for p in out.iterdir()} == {"table.md", "results.csv", "chart.png", "signatures.tsv"}
+    sig = (out / "signatures.tsv").read_text(encoding="utf-8")
+    assert "layers:L2|" in sig  # --layer reached the single-layer rows
+
+
+def test_ablate_command_errors_are_one_line(tmp_path, data_dir):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models.base]\nmodel = "m"\n[[columns]]\nname = "F"\naligner = "beam"\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir)])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("alignscore: error:") and "unknown aligner 'beam'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    (tmp_path / "broken.toml").write_text("title = \n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["ablate", str(tmp_path / "broken.toml"), "--data", str(data_dir)])
+    assert result.exit_code == 1 and "not valid TOML" in result.output
+    result = CliRunner().invoke(main, ["ablate", str(REPO / "ablations" / "table9.toml"), "--data",
+                                       str(data_dir), "--lang-pairs", "xx-en"])
+    assert result.exit_code == 1 and "xx-en" in result.output
+
+
+def test_the_device_of_a_run_holds_the_vectors(counted_run):
+    run, _ = counted_run
+    assert all(isinstance(c.scores, np.ndarray) and c.scores.dtype == np.float64
+               for c in run.cells if c.scores is not None)
+    assert torch.get_default_dtype() == torch.float32

@@ -1,0 +1,74 @@
+"""The routing aggregator (MoverScore appendix A.2)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from alignscore import AGGREGATORS
+from alignscore.aggregators import Routing, route
+from alignscore.errors import ConfigError
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+def test_identical_layers_route_to_that_vector():
+    x = _unit(torch.randn(3, 7, 16))
+    out = route(x.unsqueeze(0).expand(5, -1, -1, -1))
+    torch.testing.assert_close(out, x, atol=1e-6, rtol=0)
+
+
+def test_the_outlier_layer_gets_less_weight_than_in_the_mean():
+    torch.manual_seed(0)
+    a = _unit(torch.randn(32))
+    b = _unit(torch.randn(32))
+    z = torch.stack([a, a, a, a, b]).view(5, 1, 1, 32)
+    v = route(z).view(32)
+    mean = z.mean(0).view(32)
+    assert (v - a).norm() < (mean - a).norm()  # pulled towards the mode of the four agreeing layers
+    # a convex combination of a and b: the residual orthogonal to span(a, b) vanishes
+    basis, _ = torch.linalg.qr(torch.stack([a, b], dim=1))
+    assert (v - basis @ (basis.T @ v)).norm() < 1e-5
+
+
+def test_routing_is_per_token_so_batching_does_not_matter():
+    torch.manual_seed(1)
+    z = torch.randn(4, 6, 9, 8)
+    whole = route(z)
+    parts = torch.cat([route(z[:, :2]), route(z[:, 2:])], dim=0)
+    torch.testing.assert_close(whole, parts, atol=1e-6, rtol=0)
+    torch.testing.assert_close(route(z[:, 3:4, 5:6]), whole[3:4, 5:6], atol=1e-6, rtol=0)
+
+
+def test_routing_converges():
+    torch.manual_seed(2)
+    z = _unit(torch.randn(5, 3, 10, 24))
+    torch.testing.assert_close(route(z, tol=0, max_iter=400), route(z, tol=0, max_iter=200), atol=1e-6, rtol=0)
+    # the default stopping rule lands close to the fixed point
+    assert (route(z) - route(z, tol=0, max_iter=400)).abs().max() < 1e-4
+
+
+def test_epanechnikov_kernel_and_far_layers():
+    z = _unit(torch.randn(5, 2, 3, 8))
+    out = route(z, kernel="epanechnikov", bandwidth=0.5)
+    assert torch.isfinite(out).all()
+    with pytest.raises(ConfigError):
+        route(z, kernel="cosine")
+
+
+def test_routing_aggregator_layers_signature_registry():
+    agg = AGGREGATORS.build("routing")
+    assert isinstance(agg, Routing)
+    assert agg.layers(12) == [8, 9, 10, 11, 12]  # "the last five layers" of BERT-base
+    assert agg.layers(6) == [2, 3, 4, 5, 6]
+    assert agg.signature(12).startswith("routing(L8,9,10,11,12;gaussian")
+    with pytest.raises(ConfigError):
+        Routing(layers_spec=(-8,)).layers(6)
+    with pytest.raises(ConfigError):
+        Routing(bandwidth=0)
+    states = torch.randn(5, 2, 4, 16) * torch.tensor([1.0, 10.0, 100.0, 1.0, 1.0]).view(5, 1, 1, 1)
+    out = agg(states)  # layers are normalised first, so the scale of a layer does not dominate
+    assert out.shape == (2, 4, 16)
+    assert torch.allclose(out, agg(states * 3.0), atol=1e-5)
