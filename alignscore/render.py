@@ -108,7 +108,8 @@ def _matrix_table(pair: PairAlignment, digits: int, width: int) -> list[str]:
     lw = max([len(s) for s in rows_l] + [4])
     cw = max([len(s) for s in cols_l] + [digits + 3])
     out = ["", f"  {kind} matrix (rows: reference, columns: candidate; * = "
-               f"{'transport flow > 0' if 'transport' in pair.flows else 'greedy match'}; . = cannot match)",
+               f"{'transport flow >= 1/1000 of the largest' if 'transport' in pair.flows else 'greedy match'}; "
+               f". = cannot match)",
            "  " + " " * lw + " " + " ".join(c.rjust(cw) for c in cols_l)]
     marked = _marks(pair)
     for i, label in enumerate(rows_l):
@@ -122,10 +123,15 @@ def _matrix_table(pair: PairAlignment, digits: int, width: int) -> list[str]:
 
 
 def _marks(pair: PairAlignment) -> list[list[bool]]:
-    """Which matrix cells carry a match (greedy, either direction) or a transport flow."""
+    """Which matrix cells carry a match (greedy, either direction) or a transport flow of at
+    least 1/1000 of the largest flow (an entropic plan is nowhere exactly 0)."""
     on = torch.zeros_like(pair.matrix, dtype=torch.bool)
-    for f in pair.flows.values():
-        on |= f != 0
+    for name, f in pair.flows.items():
+        if name == "transport":
+            peak = float(f.max()) if f.numel() else 0.0
+            on |= (f > peak * 1e-3) if peak > 0 else torch.zeros_like(on)
+        else:
+            on |= f != 0
     return on.tolist()
 
 
@@ -341,7 +347,8 @@ def _html_matrix(pair: PairAlignment, digits: int) -> str:
     marks = _marks(pair)
     caption = ("cosine similarity; outlined: greedy matches (each reference unit's best candidate unit and "
                "each candidate unit's best reference unit)" if similarity else
-               "transport cost; outlined: cells the optimal plan moves mass through (flow after the arrow)")
+               "transport cost; outlined: cells the plan moves mass through, at least 1/1000 of its largest "
+               "flow (flow after the arrow)")
     rows = [f'<table class="m"><caption>{e(caption)}</caption>',
             "<tr><th>reference \\ candidate</th><th>mass</th>"
             + "".join(f'<th class="{"nomass" if w <= 0 else ""}">{e(lab)}</th>'

@@ -228,6 +228,18 @@ def test_ot_rendering_shows_flows(encoder, tmp_path):
     assert {"people", "consumers", "cars"} <= _svg_texts(svg)
 
 
+def test_sinkhorn_marks_only_the_real_flows(encoder):
+    """An entropic plan is positive everywhere: the renderings mark flows of at least 1/1000 of
+    the largest, here the four word-to-word moves, not every cell."""
+    scorer = Scorer(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build("sinkhorn"))
+    e = scorer.explain(PAPER_CAND, PAPER_REF)
+    plan = e.best.flows["transport"]
+    assert bool((plan[1:-1, 1:-1] > 0).all())  # every word pair gets some flow...
+    matrix_rows = text_report(e).split("cost matrix")[1].splitlines()[2:]
+    assert sum(row.count("*") for row in matrix_rows) == 4  # ...but four of them carry the mass
+    assert html_report(e).count('class="hit"') == 4
+
+
 # -- rendering -----------------------------------------------------------------------------------------
 def _svg_texts(path) -> set[str]:
     root = ET.parse(path).getroot()
