@@ -364,7 +364,9 @@ def _html_matrix(pair: PairAlignment, digits: int) -> str:
                 continue
             t = (v - lo) / ((hi - lo) or 1.0)
             t = t if similarity else 1 - t
-            text = f"{v:.{digits}f}" + (f" → {float(plan[i, j]):.{digits}f}" if plan is not None and marks[i][j] else "")
+            text = f"{v:.{digits}f}"
+            if plan is not None and marks[i][j]:
+                text += f" → {float(plan[i, j]):.{digits}f}"
             cls = ' class="hit"' if marks[i][j] else ""
             colour = "#fff" if t > 0.6 else "#222"
             cells.append(f'<td{cls} style="background:{_colour(t)};color:{colour}">{e(text)}</td>')

@@ -13,8 +13,8 @@ import torch
 
 import alignscore
 from alignscore import ALIGNERS, Scorer
-from alignscore.encoders import HFEncoder
 from alignscore.aggregators import SingleLayer
+from alignscore.encoders import HFEncoder
 from alignscore.explain import explain, rescale_contributions, unit_masses
 from alignscore.filters import FILTERS
 from alignscore.render import format_for, html_report, save_figure, text_report
