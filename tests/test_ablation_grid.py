@@ -295,3 +295,20 @@ def test_the_device_of_a_run_holds_the_vectors(counted_run):
     assert all(isinstance(c.scores, np.ndarray) and c.scores.dtype == np.float64
                for c in run.cells if c.scores is not None)
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_a_stop_word_file_is_read_relative_to_the_grid(tmp_path):
+    from alignscore.ablation.runner import build_filter
+    from alignscore.tokens import TokenTable
+    from alignscore.encoders.base import Tokenized
+
+    (tmp_path / "stop.txt").write_text("the\nof\n", encoding="utf-8")
+    grid = parse_grid(_minimal(rows=[{"name": "x", "filters": [{"name": "stopwords", "file": "stop.txt"}]}]),
+                      base_dir=tmp_path)
+    part = grid.cell(grid.rows[0], grid.columns[0]).filters[0]
+    filt = build_filter(part, grid.base_dir)
+    assert "stop.txt" in filt.signature()
+    table = TokenTable.from_tokenized(Tokenized(
+        ids=[[1, 2, 3, 4]], special=[[True, False, False, True]], word_start=[[False, True, True, False]],
+        tokens=[["[CLS]", "the", "cat", "[SEP]"]]))
+    assert filt.keep(table).tolist()[1:3] == [False, True]

@@ -142,7 +142,9 @@ def _describe(run: GridRun, command: str | None) -> list[str]:
         if lp.idf_corpus is not None:
             name = lp.idf_corpus_path.name if lp.idf_corpus_path else "corpus"
             corp.append(f"{lp.name}: {name} ({len([t for t in lp.idf_corpus if t.strip()])} sentences)")
-    out.append("idf-L corpora: " + ("; ".join(corp) if corp else "none") + ".  ")
+    grid = run.grid
+    if any(grid.cell(r, c).weighting == "idf-L" for r in grid.rows for c in grid.columns):
+        out.append("idf-L corpora: " + ("; ".join(corp) if corp else "none") + ".  ")
     empties = sum(c.empty for c in run.cells if c.scores is not None)
     if empties:
         out.append(f"Pairs with an empty side (scored 0), summed over cells: {empties}.  ")
@@ -176,34 +178,42 @@ def write_signatures(path: str | Path, run: GridRun) -> None:
 
 
 def write_chart(path: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson") -> None:
-    """Grouped bars: the average absolute correlation of each row (groups) and column (bars), with
-    each language pair's value as a dot; skipped cells are left out."""
+    """One line per column through the rows' average absolute correlation (markers), with each
+    language pair's value as a faint dot; rows that did not run are marked "skipped"."""
     from matplotlib.figure import Figure  # no pyplot: no global backend state; PNG via Agg
 
     lps = [lp.name for lp in run.lang_pairs]
     cols = [c.name for c in run.grid.columns]
     by_key = {(s.row_index, s.column_index, s.lang_pair): s for s in stats if s.method == method}
     rows = run.row_names
-    width = 0.8 / len(cols)
-    fig = Figure(figsize=(max(6.0, 1.1 * len(rows) * max(1, len(cols)) ** 0.5 + 2), 4.5))
+    fig = Figure(figsize=(min(14.0, 3.0 + 0.9 * len(rows)), 4.8))
     ax = fig.subplots()
+    colours = [f"C{j % 10}" for j in range(len(cols))]
+    shift = 0.08
+    ran = set()
     for j, col in enumerate(cols):
         xs, avgs = [], []
-        for i, row in enumerate(rows):
+        for i in range(len(rows)):
             vals = [abs(s.r) for lp in lps if (s := by_key.get((i, j, lp))) is not None
                     and s.r is not None and not math.isnan(s.r)]
-            x = i + (j - (len(cols) - 1) / 2) * width
+            x = i + (j - (len(cols) - 1) / 2) * shift
             if vals:
-                ax.scatter([x] * len(vals), vals, s=8, color="black", zorder=3)
-            if len(vals) == len(lps):
-                xs.append(x)
-                avgs.append(float(np.mean(vals)))
-        ax.bar(xs, avgs, width=width * 0.95, label=col, zorder=2)
+                ran.add(i)
+                ax.scatter([x] * len(vals), vals, s=10, color=colours[j], alpha=0.35, linewidths=0)
+            xs.append(x)  # NaN where a language pair is missing: the line breaks there
+            avgs.append(float(np.mean(vals)) if vals and len(vals) == len(lps) else float("nan"))
+        ax.plot(xs, avgs, marker="o", color=colours[j], label=f"{col} (average)", linewidth=1.4)
+    for i in range(len(rows)):
+        if i not in ran:
+            ax.annotate("skipped", (i, 0.5), xycoords=("data", "axes fraction"), ha="center", va="center",
+                        rotation=90, fontsize=8, color="gray")
+    label = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall": "Kendall tau"}[method]
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(rows, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(f"|{method}| with human DA (bars: average; dots: language pairs)")
-    ax.set_title(run.grid.title, fontsize=9)
-    ax.grid(axis="y", alpha=0.3, zorder=0)
+    ax.set_xlim(-0.5, len(rows) - 0.5)
+    ax.set_ylabel(f"|{label}| with human scores")
+    ax.set_title(f"{run.grid.title}\n(dots: the {len(lps)} language pairs)", fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

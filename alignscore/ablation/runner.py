@@ -36,7 +36,7 @@ from ..errors import AlignScoreError, ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..filters import FILTERS, token_roles
 from ..filters.base import TokenFilter
-from ..pipeline import align_pairs, embed, empty_pairs, unique_texts, unit
+from ..pipeline import align_pairs, embed, empty_pairs, unique_texts
 from ..scorer import Scorer
 from ..textio import read_lines
 from ..tokens import TokenTable
@@ -306,11 +306,15 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
     vectors: dict[str, torch.Tensor] = {}
     start = 0
     for sig, width in zip(aggregators, stacked.widths):
-        vectors[sig] = unit(packed[:, start:start + width])
+        block = packed[:, start:start + width]
+        # unit() in place (v / max(||v||, 1e-12)): each aggregator's vectors stay a view of
+        # the one packed tensor, so memory is one copy of all token vectors
+        block.div_(block.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+        vectors[sig] = block
         start += width
+    device = packed.device
     seconds[f"encode {encoder.name}"] = time.perf_counter() - t
 
-    device = packed.device
     n = len(texts)
     contexts: dict[str, WeightContext] = {}
     pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
