@@ -7,7 +7,7 @@ with other compositions, so each step takes arrays and returns arrays.
 from __future__ import annotations
 
 import sys
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -15,6 +15,10 @@ from tqdm.auto import tqdm
 from .aligners.base import Aligner, PairBatch
 from .encoders.base import Encoder
 from .tokens import TokenTable, pad_gather
+
+if TYPE_CHECKING:
+    from .cache import EmbeddingCache
+    from .distributed import Shard
 
 
 def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
@@ -27,29 +31,65 @@ def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
 
 def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
           aggregate: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 64,
-          progress: bool = False, desc: str = "encoding") -> torch.Tensor:
+          progress: bool = False, desc: str = "encoding", cache: EmbeddingCache | None = None,
+          shard: Shard | None = None, token_budget: int | None = None) -> torch.Tensor:
     """Token vectors ``[N, D]`` for every token of ``table``, packed in the same order.
 
-    Texts are encoded in batches of ``batch_size``, longest first (so a batch pads little);
+    Texts are encoded in batches of ``batch_size``, longest first (so a batch pads little),
+    and, with a ``token_budget``, of at most that many padded tokens (see :func:`plan_batches`);
     ``aggregate`` maps the ``[L, B, T, D]`` hidden states of ``layers`` to ``[B, T, D']``. The
     result does not depend on the batching: padding is masked out of attention.
+    With a ``cache``, texts whose states are stored skip the encoder and new states are stored
+    (see :mod:`alignscore.cache`). With a ``shard``, this rank encodes its share of the batches
+    and receives the other ranks' vectors (see :mod:`alignscore.distributed`).
     """
     order = torch.argsort(table.lengths, descending=True, stable=True)
     out: torch.Tensor | None = None
     pad = encoder.pad_id
-    batches = range(0, len(order), batch_size)
-    for start in tqdm(batches, desc=desc, disable=not progress, file=sys.stderr, leave=False):
-        texts = order[start:start + batch_size]
+    bounds = plan_batches(table.lengths[order], batch_size, token_budget)
+    mine = shard.mine(len(bounds)) if shard is not None else range(len(bounds))
+    fingerprint = encoder.fingerprint(cache.digests) if cache is not None else ""
+    filled = []
+    for b in tqdm(mine, desc=desc, disable=not progress, file=sys.stderr, leave=False):
+        texts = order[bounds[b][0]:bounds[b][1]]
         index, valid = pad_gather(table.offsets, texts)
         ids = torch.where(valid, table.ids[index], torch.full((), pad, dtype=torch.long))
-        vectors = aggregate(encoder.forward(ids, valid.long(), layers))
+        if cache is None:
+            states = encoder.forward(ids, valid.long(), layers)
+        else:
+            from .cache import forward_cached
+
+            states = forward_cached(cache, encoder, fingerprint, ids, valid, layers)
+        vectors = aggregate(states)
         if out is None:
             out = torch.empty(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
                               device=vectors.device)
-        out[index[valid].to(vectors.device)] = vectors[valid.to(vectors.device)]
+        out[index[valid].to(out.device)] = vectors[valid.to(vectors.device)].to(out.device)
+        filled.append(index[valid])
+    if shard is not None:
+        rows = torch.cat(filled) if filled else torch.empty(0, dtype=torch.long)
+        mine_out = out[rows.to(out.device)] if out is not None else torch.empty(0, 0)
+        return shard.gather(mine_out, rows, int(table.offsets[-1]))
     if out is None:
         out = torch.empty(0, 0)
     return out
+
+
+def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | None = None
+                 ) -> list[tuple[int, int]]:
+    """``[start, end)`` bounds of consecutive batches over texts of ``lengths``, sorted longest
+    first: at most ``batch_size`` texts each and, with a ``token_budget``, at most that many
+    padded tokens (``texts x longest length``; a single longer text forms a batch of its own).
+    The budget bounds the encoder's activations (attention grows with ``B T^2``) for long texts."""
+    if token_budget is None:
+        return [(s, min(s + batch_size, len(lengths))) for s in range(0, len(lengths), batch_size)]
+    bounds, start, n = [], 0, len(lengths)
+    longest = lengths.tolist()
+    while start < n:
+        size = max(1, min(batch_size, token_budget // max(longest[start], 1), n - start))
+        bounds.append((start, start + size))
+        start += size
+    return bounds
 
 
 def unit(vectors: torch.Tensor) -> torch.Tensor:
@@ -67,8 +107,8 @@ def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
     c_idx, c_ok = pad_gather(table.offsets, pair_cand)
     r_idx, r_ok, c_idx, c_ok = (t.to(device) for t in (r_idx, r_ok, c_idx, c_ok))
     return PairBatch(
-        ref=vectors[r_idx] * r_ok.unsqueeze(-1),
-        cand=vectors[c_idx] * c_ok.unsqueeze(-1),
+        ref=vectors[r_idx].masked_fill_(~r_ok.unsqueeze(-1), 0),
+        cand=vectors[c_idx].masked_fill_(~c_ok.unsqueeze(-1), 0),
         ref_mass=ref_mass[r_idx] * r_ok,
         cand_mass=cand_mass[c_idx] * c_ok,
         ref_match=matchable[r_idx] & r_ok,
@@ -78,26 +118,34 @@ def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
 
 def align_pairs(aligner: Aligner, vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
                 cand_mass: torch.Tensor, matchable: torch.Tensor, pair_ref: torch.Tensor,
-                pair_cand: torch.Tensor, batch_size: int = 256, progress: bool = False
-                ) -> dict[str, torch.Tensor]:
+                pair_cand: torch.Tensor, batch_size: int = 256, progress: bool = False,
+                shard: Shard | None = None) -> dict[str, torch.Tensor]:
     """Score pairs ``(pair_ref[k], pair_cand[k])`` of unique-text indices.
 
     ``vectors [N, D]`` are the packed unit token vectors; ``ref_mass`` / ``cand_mass [N]`` each
     token's mass when its text is the reference / candidate; ``matchable [N]`` who may be
     aligned to. Pairs are processed in batches of similar length; every output is ``[P]`` in
-    the order of the pairs.
+    the order of the pairs. With a ``shard``, this rank aligns its share of the batches and
+    every rank receives all the scores.
     """
     lengths = table.lengths
     order = torch.argsort(lengths[pair_ref] + lengths[pair_cand], descending=True, stable=True)
     results: dict[str, torch.Tensor] = {}
-    batches = range(0, len(order), batch_size)
-    for start in tqdm(batches, desc="aligning", disable=not progress, file=sys.stderr, leave=False):
-        sel = order[start:start + batch_size]
+    starts = range(0, len(order), batch_size)
+    mine = shard.mine(len(starts)) if shard is not None else range(len(starts))
+    done = []
+    for b in tqdm(mine, desc="aligning", disable=not progress, file=sys.stderr, leave=False):
+        sel = order[starts[b]:starts[b] + batch_size]
         batch = pair_batch(vectors, table, ref_mass, cand_mass, matchable, pair_ref[sel], pair_cand[sel])
         for name, value in aligner(batch).items():
             if name not in results:
                 results[name] = torch.empty(len(order), dtype=value.dtype)
             results[name][sel] = value.detach().cpu()
+        done.append(sel)
+    if shard is not None:
+        rows = torch.cat(done) if done else torch.empty(0, dtype=torch.long)
+        results = {name: shard.gather(results[name][rows] if name in results else torch.empty(0),
+                                      rows, len(order)) for name in aligner.metrics}
     return results
 
 

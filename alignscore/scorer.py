@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
@@ -23,6 +24,8 @@ from .weighting.base import WeightContext, Weighting
 from .weighting.schemes import Uniform
 
 if TYPE_CHECKING:
+    from .cache import EmbeddingCache
+    from .distributed import Shard
     from .explain import Explanation
 
 MULTI_REF = ("max", "mean")
@@ -86,7 +89,13 @@ class Scorer:
         multi_ref: ``"max"`` (per metric, as bert_score) or ``"mean"`` over a candidate's refs.
         baseline: rescale with this per-layer baseline (single-layer compositions only).
         batch_size: texts per encoder batch; never changes a score.
+        token_budget: also at most this many padded tokens per encoder batch (bounds the
+            encoder's memory on long texts); ``None``: batches of ``batch_size`` texts.
         progress: show progress bars on stderr.
+        cache: a persistent :class:`~alignscore.cache.EmbeddingCache` of hidden states (or its
+            directory): texts already encoded by this model skip the encoder.
+        shard: this process's :class:`~alignscore.distributed.Shard` of a torch.distributed
+            group: the ranks split the encoding and the alignment and all get every score.
     """
 
     encoder: Encoder
@@ -99,14 +108,23 @@ class Scorer:
     baseline: Baseline | None = None
     batch_size: int = 64
     progress: bool = False
+    cache: EmbeddingCache | str | None = None
+    shard: Shard | None = None
+    token_budget: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.cache, (str, os.PathLike)):
+            from .cache import EmbeddingCache
+
+            self.cache = EmbeddingCache(self.cache)
         check_special_policy(self.special_tokens)
         self.filters = tuple(self.filters)
         if self.multi_ref not in MULTI_REF:
             raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
         if self.batch_size < 1:
             raise ConfigError("batch size must be at least 1")
+        if self.token_budget is not None and self.token_budget < 1:
+            raise ConfigError("the token budget must be at least 1")
 
     # -- configuration ---------------------------------------------------------------------------
     def _default_layer(self) -> int | None:
@@ -157,7 +175,7 @@ class Scorer:
         prepared = self.prepare(cands, refs)
         per_pair = align_pairs(self.aligner, prepared.vectors, prepared.table, prepared.ref_mass,
                                prepared.cand_mass, prepared.matchable, prepared.pair_ref,
-                               prepared.pair_cand, progress=self.progress)
+                               prepared.pair_cand, progress=self.progress, shard=self.shard)
         return self.reduce(prepared, per_pair)
 
     def prepare(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Prepared:
@@ -189,7 +207,8 @@ class Scorer:
         carries, matchable = token_roles(table, self.filters, self.special_tokens)
 
         vectors = unit(embed(self.encoder, table, self.layers(), self.aggregator,
-                             batch_size=self.batch_size, progress=self.progress))
+                             batch_size=self.batch_size, progress=self.progress,
+                             cache=self.cache, shard=self.shard, token_budget=self.token_budget))
         device = vectors.device
         return Prepared(
             texts=texts, table=table, vectors=vectors,

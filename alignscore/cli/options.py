@@ -10,7 +10,8 @@ import click
 
 from ..aggregators import AGGREGATORS
 from ..aligners import ALIGNERS
-from ..encoders.huggingface import HFEncoder
+from ..cache import EmbeddingCache, parse_size
+from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 from ..filters import FILTERS, SPECIAL_POLICIES
@@ -73,7 +74,21 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."),
     click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
                  help="Texts per encoder batch (never changes a score)."),
+    click.option("--token-budget", type=click.IntRange(min=1), default=None,
+                 help="Also at most this many padded tokens per encoder batch (bounds memory on long "
+                      "texts; never changes a score)."),
     click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available."),
+    click.option("--backend", type=click.Choice(BACKENDS), default="torch", show_default=True,
+                 help="Encoder runtime: torch, or onnx (ONNX Runtime, float32; needs alignscore[onnx]; "
+                      "the fastest on CPU, same scores to 1e-6)."),
+    click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
+                 help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly."),
+    click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+                 envvar="ALIGNSCORE_CACHE", show_envvar=True,
+                 help="Directory of a persistent cache of hidden states: texts encoded before by the "
+                      "same model skip the encoder."),
+    click.option("--cache-size", default="4G", show_default=True,
+                 help="Bound on the cache's size (e.g. 500M, 4G); least recently used states go first."),
 ]
 
 
@@ -89,7 +104,8 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     if opts.get("preset"):
         base = vars(PRESETS.build(opts["preset"], model=opts.get("model") or DEFAULT_MODEL)).copy()
     model = opts.get("model") or (base["encoder"].model if "encoder" in base else DEFAULT_MODEL)
-    encoder = HFEncoder(model, device_name=opts.get("device"))
+    encoder = HFEncoder(model, device_name=opts.get("device"), backend=opts.get("backend") or "torch",
+                        dtype=opts.get("dtype") or "float32")
 
     agg_name = opts.get("aggregator") or ("pmeans" if opts.get("layers") or opts.get("powers") else None)
     if agg_name == "pmeans":
@@ -146,6 +162,9 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
         weighting=weighting, aligner=aligner,
         multi_ref=opts.get("multi_ref") or base.get("multi_ref", "max"),
         baseline=baseline, batch_size=opts.get("batch_size") or 64, progress=progress,
+        token_budget=opts.get("token_budget"),
+        cache=EmbeddingCache(opts["cache_dir"], max_bytes=parse_size(opts.get("cache_size") or "4G"))
+        if opts.get("cache_dir") else None,
     )
 
 
@@ -160,7 +179,8 @@ def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
     names = {"preset", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
              "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "multi_ref", "rescale",
-             "baseline", "batch_size", "device"}
+             "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
+             "token_budget"}
     return {k: v for k, v in kwargs.items() if k in names}
 
 

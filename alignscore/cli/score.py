@@ -9,8 +9,10 @@ from typing import Any, TextIO
 
 import click
 
+from ..distributed import init_from_env
 from ..errors import InputError
 from ..scorer import Scores
+from ..stream import score_stream
 from ..textio import read_lines
 from . import main
 from .options import build_scorer, scorer_options, scorer_opts
@@ -59,14 +61,38 @@ def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Output file (default: stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, **kwargs: Any) -> None:
+@click.option("--stream", is_flag=True, help="Score in chunks with bounded memory, appending rows to "
+              "OUT as they are done (needs -o; same rows as without).")
+@click.option("--resume", is_flag=True, help="Keep the complete rows already in OUT and score the rest "
+              "(implies --stream).")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Candidates per chunk with --stream.")
+def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
+          resume: bool, chunk_size: int, **kwargs: Any) -> None:
     """Score each line of CANDS against the same line of REFS.
 
-    The corpus means and the signature go to stderr; per-candidate scores go to OUT.
+    The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
+    torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT.
     """
+    opts = scorer_opts(kwargs)
+    shard, opts["device"] = init_from_env(opts.get("device"))
+    scorer = build_scorer(opts, progress=not quiet and (shard is None or shard.rank == 0))
+    scorer.shard = shard
+    writer = shard is None or shard.rank == 0
+    if stream or resume:
+        if not output:
+            raise InputError("--stream and --resume write to a file: give -o OUT")
+        if shard is not None:
+            raise InputError("--stream does not run under torchrun yet: shard the input files instead")
+        result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, chunk_size=chunk_size)
+        means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
+        click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)
+        click.echo(f"signature: {result.signature}", err=True)
+        return
     cand_texts, ref_groups = read_aligned(cands, refs)
-    scorer = build_scorer(scorer_opts(kwargs), progress=not quiet)
     scores = scorer.score(cand_texts, ref_groups)
+    if not writer:
+        return
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         with open(output, "w", encoding="utf-8") as fh:

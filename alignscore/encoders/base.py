@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import MutableMapping, Sequence
 
 import torch
+
+from ..errors import ConfigError
 
 
 @dataclass
@@ -71,3 +73,9 @@ class Encoder(ABC):
     @abstractmethod
     def signature(self) -> str:
         """What pins this encoder's numbers (name, revision)."""
+
+    def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
+        """A digest that changes whenever :meth:`forward`'s numbers could (the model's weights,
+        config and tokenizer, the backend, the dtype): the embedding cache's key. ``memo`` may
+        remember file digests between runs. An encoder without one cannot be cached."""
+        raise ConfigError(f"{type(self).__name__} has no fingerprint, so its states cannot be cached")

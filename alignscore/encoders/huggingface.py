@@ -6,17 +6,22 @@ import contextlib
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Iterator, MutableMapping, Sequence
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
 from .base import Encoder, Tokenized
+from .fingerprint import fingerprint as model_fingerprint
 from .layers import default_layer, packaged_model_dir
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
 _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mbart"}
+
+BACKENDS = ("torch", "onnx")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass(eq=False)
@@ -34,16 +39,36 @@ class HFEncoder(Encoder):
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
         revision: hub revision, recorded in the signature.
+        backend: ``"torch"`` (PyTorch eager) or ``"onnx"`` (ONNX Runtime, float32 only; the
+            graph is exported once per model and layer set into ``export_dir``, see
+            :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
+        dtype: the model's weights and activations: ``"float32"`` (default), or
+            ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
+            returned as float32; scores drift, see benchmarks/RESULTS.md).
+        export_dir: where the onnx backend keeps its exported graphs.
     """
 
     model: str
     device_name: str | None = None
     max_length: int | None = None
     revision: str | None = None
+    backend: str = "torch"
+    dtype: str = "float32"
+    export_dir: str | None = None
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _limit: int = field(default=0, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
+    _onnx: Any = field(default=None, init=False, repr=False)
+    _fingerprint: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
+        if self.backend == "onnx" and self.dtype != "float32":
+            raise ConfigError("backend 'onnx' runs in float32 only")
 
     # -- loading -------------------------------------------------------------------------------
     @property
@@ -88,7 +113,7 @@ class HFEncoder(Encoder):
                 model = model.get_encoder()
             device = self.device_name or ("cuda" if torch.cuda.is_available() else "cpu")
             try:
-                self._model = model.eval().to(device)
+                self._model = model.eval().to(device=device, dtype=DTYPES[self.dtype])
             except Exception as exc:
                 raise ConfigError(f"cannot use device {device!r}: {_first_line(exc)}") from None
         return self._model
@@ -114,7 +139,12 @@ class HFEncoder(Encoder):
 
     @property
     def device(self) -> torch.device:
-        return next(self._load_model().parameters()).device
+        """Where the hidden states come out (known without loading the model)."""
+        if self.backend == "onnx":  # ONNX Runtime returns its outputs on the CPU
+            return torch.device(self.device_name or "cpu")
+        if self._model is not None:
+            return next(self._model.parameters()).device
+        return torch.device(self.device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
 
     @property
     def model_max_length(self) -> int:
@@ -131,7 +161,19 @@ class HFEncoder(Encoder):
         return layer
 
     def signature(self) -> str:
-        return self.model + (f"@{self.revision}" if self.revision else "")
+        """``name[@revision][+onnx][+bfloat16]``: the backend and dtype only when not the
+        defaults (torch, float32)."""
+        extras = ("+onnx" if self.backend == "onnx" else "") + ("" if self.dtype == "float32" else f"+{self.dtype}")
+        return self.model + (f"@{self.revision}" if self.revision else "") + extras
+
+    def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
+        """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
+        backend and dtype: what the embedding cache keys on."""
+        if self._fingerprint is None:
+            self._load_tokenizer()  # downloads the model when it comes from the hub
+            files = model_fingerprint(self._source(), self.revision, memo)
+            self._fingerprint = f"{files}|{self.backend}|{self.dtype}"
+        return self._fingerprint
 
     # -- tokenization ----------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
@@ -172,24 +214,46 @@ class HFEncoder(Encoder):
     # -- forward -------------------------------------------------------------------------------
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 layers: Sequence[int]) -> torch.Tensor:
-        model = self._load_model()
         n = self.num_layers
         bad = [k for k in layers if not 0 <= k <= n]
         if bad:
             raise ConfigError(f"layer {bad[0]} does not exist: model {self.model!r} has layers 0..{n}")
-        top = max(layers)
+        if self.backend == "onnx":
+            return self._onnx_forward(input_ids, attention_mask, layers)
+        model = self._load_model()
         device = self.device
-        with torch.inference_mode(), _first_blocks(model, top) as final_norm:
-            out = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                        output_hidden_states=True, return_dict=True)
-            hidden = out.hidden_states
-            states = []
-            for k in layers:
-                h = hidden[k]
-                if final_norm is not None and k < len(hidden) - 1:
-                    h = final_norm(h)
-                states.append(h.float())
-        return torch.stack(states)
+        with torch.inference_mode():
+            return layer_states(model, input_ids.to(device), attention_mask.to(device), layers)
+
+    def _onnx_forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                      layers: Sequence[int]) -> torch.Tensor:
+        """The onnx backend: the PyTorch model is loaded only to export (and check) a graph
+        that is not on disk yet."""
+        from .onnx import OnnxForward
+
+        if self._onnx is None:
+            self._onnx = OnnxForward(Path(self.export_dir)) if self.export_dir else OnnxForward()
+        sess = self._onnx.session(self._load_model, self._load_tokenizer(), self.fingerprint(), layers,
+                                  layer_states, self.device)
+        return self._onnx.run(sess, input_ids, attention_mask)
+
+
+def layer_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 layers: Sequence[int]) -> torch.Tensor:
+    """``[len(layers), B, T, D]`` float32: layer k is the output of the model's k-th block,
+    running only the blocks up to ``max(layers)`` (the final layer norm of a T5-like stack is
+    applied to every layer, as a k-block encoder would)."""
+    with _first_blocks(model, max(layers)) as final_norm:
+        out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
+                    return_dict=True)
+        hidden = out.hidden_states
+        states = []
+        for k in layers:
+            h = hidden[k]
+            if final_norm is not None and k < len(hidden) - 1:
+                h = final_norm(h)
+            states.append(h.float())
+    return torch.stack(states)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,297 @@
+"""A persistent, size-bounded cache of encoder hidden states, shared safely between processes.
+
+Re-scoring the same texts (another aggregation, weighting or aligner, a grid of compositions, a
+second run) then skips the encoder. An entry is one layer's hidden states ``[T, D]`` of one
+text, keyed by ``sha256(model fingerprint | layer | token ids)``:
+
+- the model fingerprint digests every file of the model directory, the backend and the dtype
+  (:meth:`~alignscore.encoders.base.Encoder.fingerprint`), so another model, even one saved
+  into the same directory, another backend or dtype never reads these states;
+- the token ids are what the text becomes under that model's tokenizer (truncation included),
+  so the same text always finds its entry and nothing else does;
+- a layer set reads one entry per layer, so compositions over overlapping layers share entries.
+
+Storage is one SQLite database in write-ahead-log mode: readers never block, writers queue
+(``timeout_s``), and a transaction either lands whole or not at all, so processes may read and
+write the same cache concurrently. The payload is bounded by ``max_bytes``: when an insertion
+goes over it, the least recently used entries are evicted down to 90% of the bound and their
+pages returned to the file system. Values are stored bit for bit (float32 stays float32), so a
+hit gives exactly the states that were computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, MutableMapping, Sequence
+
+import numpy as np
+import torch
+
+from .errors import ConfigError
+
+DB_NAME = "states.sqlite"
+ENV_VAR = "ALIGNSCORE_CACHE"
+DEFAULT_MAX_BYTES = 4 << 30
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS states (
+    key BLOB PRIMARY KEY, rows INTEGER NOT NULL, cols INTEGER NOT NULL, dtype TEXT NOT NULL,
+    data BLOB NOT NULL, nbytes INTEGER NOT NULL, atime INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS states_atime ON states (atime);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('bytes', 0);
+CREATE TABLE IF NOT EXISTS digests (ident TEXT PRIMARY KEY, digest TEXT NOT NULL);
+"""
+_CHUNK = 500  # keys per SQL statement (SQLite's bound on host parameters is 32766)
+
+
+def state_key(fingerprint: str, layer: int, ids: Sequence[int] | torch.Tensor) -> bytes:
+    """``sha256(fingerprint | layer | ids as int64)``: the key of one layer of one text."""
+    ids = torch.as_tensor(ids, dtype=torch.int64)
+    h = hashlib.sha256(f"{fingerprint}|{layer}|".encode("utf-8"))
+    h.update(ids.numpy().astype("<i8").tobytes())
+    return h.digest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    bytes: int
+
+
+@dataclass(eq=False)
+class EmbeddingCache:
+    """Hidden states on disk under ``directory`` (created if needed).
+
+    Args:
+        directory: where the database lives; several processes may share it.
+        max_bytes: bound on the stored states' bytes (least recently used are evicted).
+        timeout_s: how long a writer waits for another process's transaction.
+    """
+
+    directory: str | Path
+    max_bytes: int = DEFAULT_MAX_BYTES
+    timeout_s: float = 120.0
+    _conn: sqlite3.Connection | None = field(default=None, init=False, repr=False)
+    _pid: int = field(default=-1, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 1:
+            raise ConfigError("the cache's max_bytes must be positive")
+        self.directory = Path(self.directory)
+
+    @classmethod
+    def from_env(cls) -> "EmbeddingCache | None":
+        """The cache at ``$ALIGNSCORE_CACHE``, if set (``$ALIGNSCORE_CACHE_MAX_BYTES`` bounds it)."""
+        path = os.environ.get(ENV_VAR)
+        if not path:
+            return None
+        limit = os.environ.get(ENV_VAR + "_MAX_BYTES")
+        return cls(path, max_bytes=parse_size(limit) if limit else DEFAULT_MAX_BYTES)
+
+    # -- connection ------------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return Path(self.directory) / DB_NAME
+
+    def _db(self) -> sqlite3.Connection:
+        """This process's connection (a forked child opens its own)."""
+        if self._conn is None or self._pid != os.getpid():
+            Path(self.directory).mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            with _transaction(conn):
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+    def __getstate__(self) -> dict[str, Any]:  # picklable for worker processes: no connection
+        state = dict(self.__dict__)
+        state["_conn"], state["_pid"] = None, -1
+        return state
+
+    # -- entries ---------------------------------------------------------------------------------
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, torch.Tensor]:
+        """The stored states of those ``keys`` that are present (and marks them recently used)."""
+        return {k: torch.from_numpy(v.copy()) for k, v in self.get_arrays(keys).items()}
+
+    def get_arrays(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Like :meth:`get`, as read-only arrays over the stored bytes (no copy)."""
+        db = self._db()
+        found: dict[bytes, np.ndarray] = {}
+        for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(f"SELECT key, rows, cols, dtype, data FROM states WHERE key IN ({marks})",
+                              chunk).fetchall()
+            for key, n, d, dtype, data in rows:
+                found[key] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(n, d)
+        if found:
+            now = time.time_ns()
+            with _transaction(db):
+                db.executemany("UPDATE states SET atime = ? WHERE key = ?", [(now, k) for k in found])
+        return found
+
+    def put(self, items: dict[bytes, torch.Tensor]) -> None:
+        """Store ``[T, D]`` states (entries already present are kept as they are), then evict
+        the least recently used entries if the payload went over ``max_bytes``."""
+        if not items:
+            return
+        db = self._db()
+        now = time.time_ns()
+        with _transaction(db):
+            added = 0
+            for key, value in items.items():
+                array = value.detach().cpu().contiguous().numpy()
+                array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+                data = array.tobytes()
+                if len(data) > self.max_bytes:
+                    continue
+                cur = db.execute("INSERT OR IGNORE INTO states VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 (key, array.shape[0], array.shape[1], array.dtype.str, data, len(data), now))
+                added += len(data) if cur.rowcount == 1 else 0
+            total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
+                               (added,)).fetchone()[0]
+            if total > self.max_bytes:
+                self._evict(db, total, int(self.max_bytes * 0.9))
+        if total > self.max_bytes:
+            db.execute("PRAGMA incremental_vacuum")
+
+    def _evict(self, db: sqlite3.Connection, total: int, target: int) -> None:
+        """Delete the least recently used entries until the payload is at most ``target``."""
+        victims: list[bytes] = []
+        freed = 0
+        for key, nbytes in db.execute("SELECT key, nbytes FROM states ORDER BY atime, key"):
+            if total - freed <= target:
+                break
+            victims.append(key)
+            freed += nbytes
+        for chunk in _chunks(victims, _CHUNK):
+            db.execute(f"DELETE FROM states WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+        db.execute("UPDATE meta SET value = value - ? WHERE name = 'bytes'", (freed,))
+
+    def stats(self) -> CacheStats:
+        db = self._db()
+        entries, total = db.execute("SELECT COUNT(*), COALESCE(SUM(nbytes), 0) FROM states").fetchone()
+        return CacheStats(int(entries), int(total))
+
+    def clear(self) -> None:
+        db = self._db()
+        with _transaction(db):
+            db.execute("DELETE FROM states")
+            db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
+        db.execute("PRAGMA incremental_vacuum")
+
+    @property
+    def digests(self) -> MutableMapping[str, str]:
+        """A persistent memo of model-file digests (see :mod:`alignscore.encoders.fingerprint`)."""
+        return _DigestMemo(self)
+
+
+class _DigestMemo(MutableMapping[str, str]):
+    """``file identity -> sha256`` kept in the cache's database."""
+
+    def __init__(self, cache: EmbeddingCache) -> None:
+        self._cache = cache
+
+    def __getitem__(self, ident: str) -> str:
+        row = self._cache._db().execute("SELECT digest FROM digests WHERE ident = ?", (ident,)).fetchone()
+        if row is None:
+            raise KeyError(ident)
+        return row[0]
+
+    def __setitem__(self, ident: str, digest: str) -> None:
+        db = self._cache._db()
+        with _transaction(db):
+            db.execute("INSERT OR REPLACE INTO digests VALUES (?, ?)", (ident, digest))
+
+    def __delitem__(self, ident: str) -> None:
+        db = self._cache._db()
+        with _transaction(db):
+            db.execute("DELETE FROM digests WHERE ident = ?", (ident,))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([r[0] for r in self._cache._db().execute("SELECT ident FROM digests")])
+
+    def __len__(self) -> int:
+        return int(self._cache._db().execute("SELECT COUNT(*) FROM digests").fetchone()[0])
+
+
+class _transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): takes the write lock up
+    front, so two writers queue instead of failing on a lock upgrade."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def parse_size(text: str) -> int:
+    """``"500M"``, ``"4G"``, ``"1048576"`` -> bytes (K/M/G/T are powers of 1024)."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+    try:
+        value = float(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise ConfigError(f"cannot read the size {text!r} (e.g. 500M, 4G)") from None
+    if value < 1:
+        raise ConfigError("a cache size must be positive")
+    return int(value)
+
+
+def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: torch.Tensor,
+                   valid: torch.Tensor, layers: Sequence[int]) -> torch.Tensor:
+    """``encoder.forward`` of a right-padded batch through the cache: ``[L, B, T, D]``.
+
+    Texts whose every layer is stored are read from the cache; the others are encoded together
+    (cut to their own longest length) and stored. Padding positions hold 0 for cached texts
+    (they are masked out downstream either way).
+    """
+    lengths = valid.sum(1).tolist()
+    keys = [[state_key(fingerprint, k, ids[b, :n]) for k in layers] for b, n in enumerate(lengths)]
+    found = cache.get_arrays([k for row in keys for k in row])
+    miss = [b for b, row in enumerate(keys) if not all(k in found for k in row)]
+    computed = None
+    if miss:
+        rows = torch.tensor(miss)
+        width = max(lengths[b] for b in miss)
+        computed = encoder.forward(ids[rows, :width], valid[rows, :width].long(), layers)
+        cache.put({keys[b][j]: computed[j, i, :lengths[b]]
+                   for i, b in enumerate(miss) for j in range(len(layers))})
+        if len(miss) == len(lengths):
+            return computed
+    # the hits, copied once from the stored bytes into a padded buffer
+    missing = set(miss)
+    sample = next(iter(found.values()))
+    buffer = np.zeros((len(layers), len(lengths), ids.shape[1], sample.shape[-1]), dtype=sample.dtype)
+    for b, row in enumerate(keys):
+        if b not in missing:
+            for j, key in enumerate(row):
+                buffer[j, b, :lengths[b]] = found[key]
+    states = torch.from_numpy(buffer).to(encoder.device)  # hits go where computed states would
+    if computed is not None:
+        states[:, torch.tensor(miss, device=states.device), :computed.shape[2]] = computed.to(states.device)
+    return states

@@ -1,0 +1,82 @@
+"""Model fingerprints: a digest of the files a model is loaded from.
+
+The embedding cache and the exported ONNX graphs are keyed by it, so that a different model in
+the same directory (another checkpoint copied over it, a fine-tuned model saved in its place)
+never reuses what the old one computed. Every top-level file of the model directory takes part
+(config, tokenizer files, weights), hashed in full with SHA-256; a read-me or ``.gitattributes``
+does not. Hashing a large checkpoint takes a second or two, so a ``memo`` may remember a file's
+digest under its path, inode, size, modification and change times: any write to the file, or
+another file put at the same path, changes one of them and makes it hash again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import MutableMapping
+
+# Files that never change what a model computes.
+_IGNORED_SUFFIXES = (".md", ".txt.lock", ".lock")
+_IGNORED_NAMES = {".gitattributes", "README", "LICENSE"}
+_BLOCK = 1 << 20
+
+
+def model_directory(source: str, revision: str | None = None) -> Path | None:
+    """The local directory a model is loaded from: ``source`` itself when it is a directory,
+    else the hub cache's snapshot of ``source`` at ``revision`` (found offline); ``None`` when
+    neither exists (the model was never downloaded)."""
+    path = Path(source)
+    if path.is_dir():
+        return path.resolve()
+    try:
+        from transformers.utils import cached_file
+
+        config = cached_file(source, "config.json", revision=revision, local_files_only=True,
+                             _raise_exceptions_for_missing_entries=False)
+    except Exception:  # noqa: BLE001 - any failure to resolve means "not available offline"
+        return None
+    return Path(config).resolve().parent if config else None
+
+
+def file_digest(path: Path, memo: MutableMapping[str, str] | None = None) -> str:
+    """SHA-256 of a file's bytes, remembered in ``memo`` under the file's identity
+    ``path|inode|size|mtime_ns|ctime_ns`` (so a changed or replaced file is hashed again)."""
+    st = path.stat()
+    ident = f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+    if memo is not None and ident in memo:
+        return memo[ident]
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(_BLOCK):
+            h.update(block)
+    digest = h.hexdigest()
+    if memo is not None:
+        memo[ident] = digest
+    return digest
+
+
+def directory_fingerprint(directory: Path, memo: MutableMapping[str, str] | None = None) -> str:
+    """SHA-256 over ``(name, file digest)`` of every top-level file of a model directory,
+    sorted by name (symbolic links, as in the hub cache, are followed)."""
+    h = hashlib.sha256()
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        name = entry.name
+        if name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES) or not entry.is_file():
+            continue
+        h.update(name.encode("utf-8") + b"\0" + file_digest(entry.resolve(), memo).encode("ascii") + b"\0")
+    return h.hexdigest()
+
+
+def fingerprint(source: str, revision: str | None = None, memo: MutableMapping[str, str] | None = None) -> str:
+    """The fingerprint of the model ``source`` (a directory or a hub id) at ``revision``.
+
+    A hub id that is not in the local cache cannot be fingerprinted offline; it falls back to
+    ``name@revision``, which is only as safe as the revision is pinned (a commit hash is).
+    """
+    directory = model_directory(source, revision)
+    if directory is None:
+        return hashlib.sha256(f"hub:{source}@{revision or 'main'}".encode("utf-8")).hexdigest()
+    return directory_fingerprint(directory, memo)
+
+
+__all__ = ["directory_fingerprint", "file_digest", "fingerprint", "model_directory"]

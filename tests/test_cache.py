@@ -1,0 +1,192 @@
+"""The persistent embedding cache: hits give identical scores, another model or layer never
+hits, the size bound holds, and processes can share it."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import shutil
+import sqlite3
+
+import pytest
+import torch
+
+import alignscore
+from alignscore.cache import EmbeddingCache, parse_size, state_key
+from alignscore.encoders.fingerprint import directory_fingerprint
+
+
+def _pairs(wmt_data, n=60):
+    return wmt_data["de-en"]["mt-system"][:n], wmt_data["de-en"]["reference"][:n]
+
+
+class _Counting:
+    """Wraps an encoder's forward to count the texts it encodes."""
+
+    def __init__(self, encoder):
+        self.texts = 0
+        self._forward = encoder.forward
+        encoder.forward = self
+
+    def __call__(self, ids, mask, layers):
+        self.texts += ids.shape[0]
+        return self._forward(ids, mask, layers)
+
+
+def test_hit_gives_identical_scores_without_encoding(wmt_data, tiny_bert_dir, tmp_path):
+    cands, refs = _pairs(wmt_data)
+    plain = alignscore.bertscore(tiny_bert_dir, layer=3).score(cands, refs)
+    first = alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path / "c")
+    counter = _Counting(first.encoder)
+    cold = first.score(cands, refs)
+    assert counter.texts == len(set(t.strip() for t in cands + refs))
+
+    second = alignscore.bertscore(tiny_bert_dir, layer=3, cache=EmbeddingCache(tmp_path / "c"))
+    counter = _Counting(second.encoder)
+    warm = second.score(cands, refs)
+    assert counter.texts == 0  # every text came from the cache
+    assert second.encoder._model is None  # the model was not even loaded
+    for name in ("precision", "recall", "f1"):
+        assert torch.equal(cold[name], plain[name])
+        assert torch.equal(warm[name], cold[name])
+
+
+def test_partial_hits_and_other_compositions_share_states(wmt_data, tiny_bert_dir, tmp_path):
+    cands, refs = _pairs(wmt_data)
+    alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path).score(cands[:30], refs[:30])
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=3, idf=True, cache=tmp_path)
+    counter = _Counting(scorer.encoder)
+    got = scorer.score(cands, refs)
+    assert 0 < counter.texts <= len(set(cands[30:] + refs[30:]))
+    want = alignscore.bertscore(tiny_bert_dir, layer=3, idf=True).score(cands, refs)
+    assert (got.f1 - want.f1).abs().max() < 1e-6  # mixed batches: summation order only
+
+
+def test_other_layers_miss(wmt_data, tiny_bert_dir, tmp_path):
+    cands, refs = _pairs(wmt_data, 20)
+    alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path).score(cands, refs)
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=2, cache=tmp_path)
+    counter = _Counting(scorer.encoder)
+    got = scorer.score(cands, refs)
+    assert counter.texts == len(set(t.strip() for t in cands + refs))
+    assert torch.equal(got.f1, alignscore.bertscore(tiny_bert_dir, layer=2).score(cands, refs).f1)
+
+
+def test_another_model_in_the_same_directory_misses(wmt_data, tiny_bert_dir, tmp_path):
+    """Weights replaced in place (same path, same config, same size): never the old states."""
+    from transformers import BertConfig, BertModel
+
+    cands, refs = _pairs(wmt_data, 20)
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, model_dir)
+    before = alignscore.bertscore(str(model_dir), layer=3, cache=tmp_path / "c").score(cands, refs)
+
+    torch.manual_seed(1)
+    BertModel(BertConfig.from_pretrained(model_dir)).eval().save_pretrained(model_dir)
+    scorer = alignscore.bertscore(str(model_dir), layer=3, cache=tmp_path / "c")
+    counter = _Counting(scorer.encoder)
+    after = scorer.score(cands, refs)
+    assert counter.texts > 0
+    assert not torch.allclose(after.f1, before.f1)
+    assert torch.equal(after.f1, alignscore.bertscore(str(model_dir), layer=3).score(cands, refs).f1)
+
+
+def test_backend_and_dtype_are_part_of_the_key(tiny_bert_dir):
+    prints = {alignscore.HFEncoder(tiny_bert_dir, dtype=d).fingerprint() for d in ("float32", "bfloat16")}
+    prints.add(alignscore.HFEncoder(tiny_bert_dir, backend="onnx").fingerprint())
+    assert len(prints) == 3
+
+
+def test_fingerprint_follows_file_contents_and_memo(tiny_bert_dir, tmp_path):
+    model_dir = tmp_path / "m"
+    shutil.copytree(tiny_bert_dir, model_dir)
+    memo: dict[str, str] = {}
+    first = directory_fingerprint(model_dir, memo)
+    assert len(memo) >= 3 and directory_fingerprint(model_dir, memo) == first
+    (model_dir / "README.md").write_text("notes do not change the model")
+    assert directory_fingerprint(model_dir, memo) == first
+    config = model_dir / "config.json"
+    config.write_text(config.read_text() + " ")
+    assert directory_fingerprint(model_dir, memo) != first
+
+
+def test_size_bound_and_lru_eviction(tmp_path):
+    entry = torch.zeros(10, 25)  # 1,000 bytes
+    cache = EmbeddingCache(tmp_path, max_bytes=5_000)
+    keys = [state_key("m", 1, [i]) for i in range(12)]
+    for i, k in enumerate(keys[:4]):
+        cache.put({k: entry + i})
+    cache.get([keys[0]])  # 0 is now the most recently used
+    cache.put({keys[4]: entry + 4, keys[5]: entry + 5})  # 6,000 > 5,000: evict down to 4,500
+    stats = cache.stats()
+    assert stats.bytes <= 5_000 and stats.entries == 4
+    left = cache.get(keys[:6])
+    assert set(left) == {keys[0], keys[3], keys[4], keys[5]}  # 1 and 2 were least recently used
+    assert torch.equal(left[keys[5]], entry + 5)
+    for i, k in enumerate(keys):
+        cache.put({k: entry + i})
+        assert cache.stats().bytes <= 5_000
+    assert cache.stats().entries > 0
+
+
+def test_a_scorer_stays_within_the_bound(wmt_data, tiny_bert_dir, tmp_path):
+    cands, refs = _pairs(wmt_data)
+    cache = EmbeddingCache(tmp_path, max_bytes=200_000)
+    got = alignscore.bertscore(tiny_bert_dir, layer=3, cache=cache).score(cands, refs)
+    assert 0 < cache.stats().bytes <= 200_000
+    assert torch.equal(got.f1, alignscore.bertscore(tiny_bert_dir, layer=3).score(cands, refs).f1)
+
+
+def _writer(path: str, seed: int, rounds: int) -> None:
+    cache = EmbeddingCache(path, max_bytes=20_000, timeout_s=60)
+    for r in range(rounds):
+        # both processes write overlapping keys; values depend on the key only
+        items = {state_key("m", 0, [(seed * 7 + r + i) % 40]): torch.full((5, 50), float((seed * 7 + r + i) % 40))
+                 for i in range(8)}
+        cache.put(items)
+        for key, value in cache.get(list(items)).items():
+            assert torch.equal(value, items[key])
+
+
+def test_two_processes_writing_concurrently(tmp_path):
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), seed, 60)) for seed in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    cache = EmbeddingCache(tmp_path, max_bytes=20_000)
+    db = sqlite3.connect(cache.path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    total = db.execute("SELECT value FROM meta WHERE name = 'bytes'").fetchone()[0]
+    assert total == cache.stats().bytes <= 20_000
+    for key_id in range(40):
+        key = state_key("m", 0, [key_id])
+        for value in cache.get([key]).values():
+            assert torch.equal(value, torch.full((5, 50), float(key_id)))
+
+
+def test_parse_size():
+    assert parse_size("500M") == 500 << 20 and parse_size("4G") == 4 << 30 and parse_size("1000") == 1000
+    assert parse_size("2GiB") == 2 << 30
+    with pytest.raises(alignscore.ConfigError):
+        parse_size("lots")
+
+
+def test_cli_cache_option(wmt_data, tiny_bert_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from alignscore.cli import main
+
+    (tmp_path / "c.txt").write_text("\n".join(wmt_data["de-en"]["mt-system"][:10]) + "\n")
+    (tmp_path / "r.txt").write_text("\n".join(wmt_data["de-en"]["reference"][:10]) + "\n")
+    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "--model", tiny_bert_dir,
+            "--layer", "3", "-q", "--cache", str(tmp_path / "cache"), "--cache-size", "10M"]
+    outs = []
+    for _ in range(2):
+        result = CliRunner().invoke(main, args + ["-o", str(tmp_path / f"out{len(outs)}.tsv")])
+        assert result.exit_code == 0, result.output
+        outs.append((tmp_path / f"out{len(outs)}.tsv").read_text())
+    assert outs[0] == outs[1]
+    texts = wmt_data["de-en"]["mt-system"][:10] + wmt_data["de-en"]["reference"][:10]
+    assert EmbeddingCache(tmp_path / "cache").stats().entries == len({t.strip() for t in texts})

@@ -1,0 +1,72 @@
+"""Scale-out: ``torchrun`` with two CPU processes (gloo) gives the single process's scores, to
+the bit, whichever rank encoded or aligned what."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+
+
+def _run(args, env):
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.parametrize("weighting", ["none", "idf-S"])
+def test_two_ranks_give_the_single_process_scores(wmt_data, tiny_bert_dir, tmp_path, weighting):
+    files = {}
+    for name, lines in (("c", wmt_data["de-en"]["mt-system"][:150] + [""]),
+                        ("r", wmt_data["de-en"]["reference"][:150] + ["x"]),
+                        ("r2", wmt_data["cs-en"]["reference"][:151])):
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # threads pinned alike in both runs (torchrun gives each rank one thread by default)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    args = ["score", "-c", str(files["c"]), "-r", str(files["r"]), "-r", str(files["r2"]), "--model",
+            tiny_bert_dir, "--layer", "3", "--weighting", weighting, "--batch-size", "16", "-q", "--device", "cpu"]
+    _run([str(BIN / "alignscore"), *args, "-o", str(tmp_path / "single.tsv")], env)
+    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--no-python",
+                 str(BIN / "alignscore"), *args, "-o", str(tmp_path / "dist.tsv")], env)
+    single = (tmp_path / "single.tsv").read_text()
+    assert (tmp_path / "dist.tsv").read_text() == single
+    assert len(single.splitlines()) == 3 + 151
+    assert proc.stderr.count("candidates:") == 1  # rank 0 alone reports
+
+
+def _gather_worker(rank: int, world: int, init: str, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from alignscore.distributed import Shard
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    shard = Shard.current()
+    assert shard == Shard(rank, world)
+    # rank 0 holds rows 0, 2, 4; rank 1 holds rows 1 and 3; a 1-D gather where rank 1 has none
+    mine = torch.tensor(list(shard.mine(5)))
+    rows = shard.gather(mine.double().unsqueeze(1).repeat(1, 3) * 10, mine, 5)
+    flat = shard.gather(torch.tensor([7.0, 8.0]) if rank == 0 else torch.empty(0),
+                        torch.tensor([3, 1]) if rank == 0 else torch.empty(0, dtype=torch.long), 4)
+    torch.save({"rows": rows, "flat": flat}, f"{out}.{rank}")
+    dist.destroy_process_group()
+
+
+def test_gather_puts_every_rank_rows_in_place(tmp_path):
+    import torch
+    import torch.multiprocessing as mp
+
+    init = f"file://{tmp_path / 'store'}"
+    mp.start_processes(_gather_worker, args=(2, init, str(tmp_path / "out")), nprocs=2, start_method="spawn")
+    for rank in (0, 1):
+        got = torch.load(tmp_path / f"out.{rank}")
+        assert torch.equal(got["rows"], torch.arange(5).double().unsqueeze(1).repeat(1, 3) * 10)
+        assert torch.equal(got["flat"], torch.tensor([0.0, 8.0, 0.0, 7.0]))
