@@ -37,7 +37,7 @@ class Registry(Generic[T]):
                 f"unknown {self.stage} {name!r}; choose one of: {', '.join(self.names())}"
             ) from None
 
-    def build(self, name: str, **kwargs: Any) -> T:
+    def build(self, name: str, /, **kwargs: Any) -> T:
         return self.get(name)(**kwargs)
 
     def __contains__(self, name: object) -> bool:

@@ -7,7 +7,7 @@ over tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -16,13 +16,15 @@ from .encoders.base import Tokenized
 
 @dataclass
 class TokenTable:
-    """The tokens of ``U`` texts, packed: ``ids``, ``special`` and ``word_start`` are ``[N]``."""
+    """The tokens of ``U`` texts, packed: ``ids``, ``special`` and ``word_start`` are ``[N]``;
+    ``tokens`` and ``surface`` (see :class:`Tokenized`; may be empty) are lists of ``N`` strings."""
 
     ids: torch.Tensor
     special: torch.Tensor
     word_start: torch.Tensor
     offsets: torch.Tensor
     tokens: list[str]
+    surface: list[str] = field(default_factory=list)
 
     @classmethod
     def from_tokenized(cls, tok: Tokenized) -> "TokenTable":
@@ -36,6 +38,7 @@ class TokenTable:
             word_start=flat(tok.word_start, torch.bool),
             offsets=offsets,
             tokens=[t for row in tok.tokens for t in row],
+            surface=[s for row in tok.surface for s in row],
         )
 
     @property

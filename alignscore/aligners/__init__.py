@@ -3,8 +3,12 @@
 from ..registry import Registry
 from .base import Aligner, Alignment, PairBatch, weighted_mean
 from .greedy import Greedy, greedy_match
+from .optimal import SCORE_FORMS, WMD, Sinkhorn, TransportAligner
 
 ALIGNERS: Registry[Aligner] = Registry("aligner")
 ALIGNERS.register("greedy")(Greedy)
+ALIGNERS.register("wmd")(WMD)
+ALIGNERS.register("sinkhorn")(Sinkhorn)
 
-__all__ = ["ALIGNERS", "Aligner", "Alignment", "Greedy", "PairBatch", "greedy_match", "weighted_mean"]
+__all__ = ["ALIGNERS", "SCORE_FORMS", "WMD", "Aligner", "Alignment", "Greedy", "PairBatch", "Sinkhorn",
+           "TransportAligner", "greedy_match", "weighted_mean"]

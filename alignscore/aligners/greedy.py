@@ -31,6 +31,9 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
     sim = torch.bmm(cand, ref.transpose(1, 2))
     allowed = cand_match.unsqueeze(2) & ref_match.unsqueeze(1)
     sim = sim.masked_fill(~allowed, float("-inf"))
+    if sim.shape[1] == 0 or sim.shape[2] == 0:  # a batch of token-less texts: nothing to take a max over
+        zero = sim.new_zeros(sim.shape[0])
+        return zero, zero.clone(), zero.clone(), sim
     p = weighted_mean(sim.amax(dim=2), cand_mass)
     r = weighted_mean(sim.amax(dim=1), ref_mass)
     empty = (cand_mass.sum(-1) <= 0) | (ref_mass.sum(-1) <= 0)

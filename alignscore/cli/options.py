@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -9,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from ..aggregators import AGGREGATORS
-from ..aligners import ALIGNERS
+from ..aligners import ALIGNERS, TransportAligner
 from ..cache import EmbeddingCache, parse_size
 from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
 from ..encoders.layers import DEFAULT_MODEL
@@ -54,8 +55,10 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--powers", default=None, help="Power-mean exponents, e.g. '-inf,1,inf'."),
     click.option("--special-tokens", type=click.Choice(SPECIAL_POLICIES), default=None,
                  help="Special tokens: match-only (bert_score), drop, or keep (moverscore_v2)."),
-    click.option("--filter", "filters", multiple=True, type=click.Choice(FILTERS.names() or ["-"]),
-                 help="Token filter(s) on ordinary tokens, e.g. rm."),
+    click.option("--filter", "filters", multiple=True,
+                 type=click.Choice([n for n in FILTERS.names() if n != "stopwords"] or ["-"]),
+                 help="Token filter(s) on ordinary tokens: rm (punctuation and non-first subwords), "
+                      "ms2-punct (moverscore_v2's string test). Stop words: --stopwords FILE."),
     click.option("--stopwords", type=click.Path(dir_okay=False), default=None,
                  help="File of stop words, one per line: they take no part."),
     click.option("--weighting", type=click.Choice(WEIGHTINGS.names()), default=None,
@@ -102,7 +105,8 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     """A :class:`Scorer` from the parsed scorer options (a preset first, then overrides)."""
     base: dict[str, Any] = {}
     if opts.get("preset"):
-        base = vars(PRESETS.build(opts["preset"], model=opts.get("model") or DEFAULT_MODEL)).copy()
+        preset_kwargs = {"model": opts["model"]} if opts.get("model") else {}  # else the preset's own model
+        base = vars(PRESETS.build(opts["preset"], **preset_kwargs)).copy()
     model = opts.get("model") or (base["encoder"].model if "encoder" in base else DEFAULT_MODEL)
     encoder = HFEncoder(model, device_name=opts.get("device"), backend=opts.get("backend") or "torch",
                         dtype=opts.get("dtype") or "float32")
@@ -140,7 +144,11 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     if opts.get("n_gram"):
         kwargs["n_gram"] = opts["n_gram"] if opts["n_gram"] == "sentence" else _parse(int, opts["n_gram"], "--n-gram")
     if opts.get("aligner") or aligner is None:
-        aligner = ALIGNERS.build(opts.get("aligner") or "greedy", **kwargs)
+        name = opts.get("aligner") or "greedy"
+        if isinstance(aligner, TransportAligner) and issubclass(ALIGNERS.get(name), TransportAligner):
+            # switching between OT aligners keeps the preset's cost, score form and n-gram size
+            kwargs = {"cost": aligner.cost, "score": aligner.score, "n_gram": aligner.n_gram, **kwargs}
+        aligner = ALIGNERS.build(name, **kwargs)
     elif kwargs:
         aligner = dataclasses.replace(aligner, **kwargs)
 

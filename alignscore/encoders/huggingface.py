@@ -180,13 +180,15 @@ class HFEncoder(Encoder):
         """Tokenize stripped texts with special tokens; texts over the limit keep their first
         tokens and their closing special tokens (the tokenizer's own truncation)."""
         tok = self._load_tokenizer()
-        enc = tok([t.strip() for t in texts], add_special_tokens=True, truncation=False,
-                  return_special_tokens_mask=True, return_attention_mask=False, verbose=False)
+        stripped = [t.strip() for t in texts]
+        enc = tok(stripped, add_special_tokens=True, truncation=False, return_special_tokens_mask=True,
+                  return_attention_mask=False, return_offsets_mapping=True, verbose=False)
         out = Tokenized([], [], [], [])
         limit = self._limit
         for i, ids in enumerate(enc["input_ids"]):
             special = [bool(s) for s in enc["special_tokens_mask"][i]]
             words = enc.word_ids(i)
+            spans = enc["offset_mapping"][i]
             keep = list(range(len(ids)))
             if len(ids) > limit:
                 tail = 0
@@ -196,13 +198,22 @@ class HFEncoder(Encoder):
                 out.truncated += 1
             prev = None
             starts = []
+            surface = []
+            covered = 0  # characters of the text already covered by earlier tokens
             for k in keep:
                 w = words[k]
                 starts.append(w is not None and not special[k] and w != prev)
                 prev = w
+                begin, end = spans[k]
+                if special[k] or end <= max(begin, covered):
+                    surface.append("")
+                else:
+                    surface.append(stripped[i][max(begin, covered):end])
+                    covered = end
             out.ids.append([ids[k] for k in keep])
             out.special.append([special[k] for k in keep])
             out.word_start.append(starts)
+            out.surface.append(surface)
         for ids in out.ids:
             out.tokens.append(tok.convert_ids_to_tokens(ids))
         if out.truncated:

@@ -2,7 +2,12 @@
 
 from ..registry import Registry
 from .base import SPECIAL_POLICIES, TokenFilter, check_special_policy, token_roles
+from .lexical import MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, is_punctuation, stopwords
 
 FILTERS: Registry[TokenFilter] = Registry("token filter")
+FILTERS.register("rm")(RemoveSubwordsPunct)
+FILTERS.register("ms2-punct")(MoverScoreV2Strings)
+FILTERS.register("stopwords")(stopwords)
 
-__all__ = ["FILTERS", "SPECIAL_POLICIES", "TokenFilter", "check_special_policy", "token_roles"]
+__all__ = ["FILTERS", "SPECIAL_POLICIES", "MoverScoreV2Strings", "RemoveSubwordsPunct", "StopWords",
+           "TokenFilter", "check_special_policy", "is_punctuation", "stopwords", "token_roles"]

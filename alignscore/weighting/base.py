@@ -47,5 +47,6 @@ def document_frequency(table: TokenTable, counts: torch.Tensor, vocab_size: int)
 
 
 def idf_from_df(df: torch.Tensor, num_docs: float) -> torch.Tensor:
-    """``idf(w) = log((M + 1) / (df(w) + 1))``; a token never seen gets ``log(M + 1)``."""
-    return torch.log((num_docs + 1.0) / (df + 1.0)).float()
+    """``idf(w) = log((M + 1) / (df(w) + 1))``; a token never seen gets ``log(M + 1)``. Never
+    negative: a token in every sentence gets exactly 0 (a rounding -1e-16 would be a negative mass)."""
+    return torch.log((num_docs + 1.0) / (df + 1.0)).clamp_min(0.0).float()

@@ -1,0 +1,199 @@
+"""Optimal-transport aligners: the word mover's distance (exact) and its entropic (Sinkhorn)
+approximation, over tokens or n-gram windows (MoverScore)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import ConfigError
+from .base import Aligner, Alignment, PairBatch
+from .ngrams import check_n_gram, ngram_units, pool_units
+from .transport import COSTS, exact_distances, exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+
+SCORE_FORMS = ("1-d", "1/(1+d)")
+
+
+def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
+    """``1 - WMD`` (moverscore 1.0.3) or ``1 / (1 + WMD)`` (later MoverScore code)."""
+    if form == "1-d":
+        return 1.0 - wmd
+    if form == "1/(1+d)":
+        return 1.0 / (1.0 + wmd)
+    raise ValueError(f"unknown score form {form!r}")
+
+
+@dataclass
+class _Units:
+    """The units one OT problem runs over: tokens (n = 1) or n-gram windows."""
+
+    ref: torch.Tensor  # [B, Ur, D] unit vectors
+    cand: torch.Tensor  # [B, Uc, D]
+    ref_mass: torch.Tensor  # [B, Ur] unnormalised
+    cand_mass: torch.Tensor  # [B, Uc]
+    ref_units: torch.Tensor | None  # [B, Ur, Tr] or None for tokens
+    cand_units: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class TransportAligner(Aligner):
+    """Shared by the OT aligners: units, cost, score form, scores and alignment details.
+
+    For one pair with unit vectors ``x`` (reference), ``y`` (candidate), masses normalised to
+    ``a``, ``b`` and cost ``C`` (Euclidean or squared Euclidean distance), a plan ``T`` from
+    :meth:`plans` gives ``WMD = <C, T> = sum_ij T_ij C_ij`` and ``score = 1 - WMD`` or
+    ``1 / (1 + WMD)``. Only units with mass carry flow; a pair where either side has no mass
+    scores 0. Units are tokens (``n_gram=1``) or sliding windows of ``n_gram`` consecutive
+    tokens among those that take part (``"sentence"``: one unit per text, SMD), each window
+    weighted by its tokens' masses; see :mod:`alignscore.aligners.ngrams`.
+    """
+
+    cost: str = "euclidean"
+    score: str = "1-d"
+    n_gram: int | str = 1
+
+    metrics = ("score",)
+    primary = "score"
+
+    def __post_init__(self) -> None:
+        if self.cost not in COSTS:
+            raise ConfigError(f"unknown cost {self.cost!r}; choose one of: {', '.join(COSTS)}")
+        if self.score not in SCORE_FORMS:
+            raise ConfigError(f"unknown score form {self.score!r}; choose one of: {', '.join(SCORE_FORMS)}")
+        check_n_gram(self.n_gram)
+
+    @abstractmethod
+    def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Transport plans ``[B, Ur, Uc]`` for normalised masses ``a``, ``b`` (0 for empty pairs)."""
+
+    def distances(self, u: _Units, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """``WMD [B] = <C, T>`` for the units ``u`` and normalised masses ``a``, ``b``."""
+        cost = pairwise_cost(u.ref, u.cand, self.cost)
+        return (self.plans(cost, a, b).to(cost.dtype) * cost).sum((1, 2))
+
+    def _units(self, batch: PairBatch) -> _Units:
+        if self.n_gram == 1:
+            return _Units(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass, None, None)
+        ur = ngram_units(batch.ref_match, self.n_gram)
+        uc = ngram_units(batch.cand_match, self.n_gram)
+        ref, ref_mass = pool_units(batch.ref, batch.ref_mass, ur)
+        cand, cand_mass = pool_units(batch.cand, batch.cand_mass, uc)
+        return _Units(ref, cand, ref_mass, cand_mass, ur, uc)
+
+    def _solve(self, batch: PairBatch) -> tuple[_Units, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                 torch.Tensor, torch.Tensor, torch.Tensor]:
+        u = self._units(batch)
+        cost = pairwise_cost(u.ref, u.cand, self.cost)
+        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
+        plan = self.plans(cost, a, b).to(cost.dtype)
+        empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
+        wmd = (plan * cost).sum((1, 2))
+        score = torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score))
+        return u, cost, a, b, plan, wmd, score
+
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        u = self._units(batch)
+        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
+        wmd = self.distances(u, a, b).to(a.device)
+        empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
+        return {"score": torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score))}
+
+    def alignment(self, batch: PairBatch) -> Alignment:
+        """Costs, the plan and per-unit contributions to the score.
+
+        With ``c_i = sum_j T_ij C_ij`` (the cost of what reference unit i ships) and
+        ``c'_j = sum_i T_ij C_ij`` (the cost of what candidate unit j receives), both sum to WMD.
+        Writing the score as ``1 - k * WMD`` (``k = 1`` for ``1 - d``, ``k = 1 / (1 + WMD)`` for
+        ``1 / (1 + d)``), reference unit i contributes ``(a_i - k c_i) / 2`` and candidate unit j
+        ``(b_j - k c'_j) / 2``; as the masses each sum to 1, all shares add up to the score
+        exactly. Units without mass contribute 0 (and have cost NaN in ``matrix``); so does
+        every unit of an empty pair.
+        """
+        u, cost, a, b, plan, wmd, score = self._solve(batch)
+        empty = ((a.sum(-1) <= 0) | (b.sum(-1) <= 0)).unsqueeze(-1)
+        k = torch.ones_like(wmd) if self.score == "1-d" else 1.0 / (1.0 + wmd)
+        ref_share = (a - k.unsqueeze(-1) * (plan * cost).sum(2)) / 2
+        cand_share = (b - k.unsqueeze(-1) * (plan * cost).sum(1)) / 2
+        zero = torch.zeros((), dtype=cost.dtype, device=cost.device)
+        ref_share = torch.where(empty, zero, ref_share)
+        cand_share = torch.where(empty, zero, cand_share)
+        takes_part = (u.ref_mass > 0).unsqueeze(2) & (u.cand_mass > 0).unsqueeze(1)
+        return Alignment(
+            kind="cost",
+            matrix=cost.masked_fill(~takes_part, float("nan")),
+            flows={"transport": plan},
+            contributions={"score": (ref_share, cand_share)},
+            scores={"score": score},
+            ref_units=u.ref_units,
+            cand_units=u.cand_units,
+        )
+
+    def _signature_parts(self) -> str:
+        return f"{self.cost},{self.score},n={self.n_gram}"
+
+
+@dataclass(frozen=True)
+class WMD(TransportAligner):
+    """The word mover's distance, solved exactly (POT's network simplex, one problem per pair).
+
+    Args:
+        cost: ``"euclidean"`` (moverscore_v2) or ``"sqeuclidean"`` (MoverScore v1) between unit
+            vectors.
+        score: ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
+        n_gram: 1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+    """
+
+    name = "wmd"
+
+    def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return exact_plans(cost, a, b)
+
+    def distances(self, u: _Units, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return exact_distances(u.ref, u.cand, a, b, self.cost)
+
+    def signature(self) -> str:
+        return f"wmd({self._signature_parts()})"
+
+
+@dataclass(frozen=True)
+class Sinkhorn(TransportAligner):
+    """Entropic OT (log-domain Sinkhorn) over all pairs of a batch as one tensor problem, on
+    the device of the vectors (GPU when they are there).
+
+    The plan minimises ``<C, T> - reg * H(T)``; the score is computed from its transport cost
+    ``<C, T>`` like :class:`WMD`'s (it is never below the exact WMD, up to the marginal error).
+
+    Args:
+        cost, score, n_gram: as for :class:`WMD`.
+        reg: entropic regularisation, in the units of the cost. Smaller is closer to the exact
+            value and needs more iterations.
+        max_iter: iteration cap; tol: stop when every pair's row-marginal error (L1) is below it.
+        dtype: ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
+    """
+
+    reg: float = 0.02
+    max_iter: int = 1000
+    tol: float = 1e-6
+    dtype: str = "float64"
+
+    name = "sinkhorn"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.reg > 0:
+            raise ConfigError(f"the Sinkhorn regularisation must be > 0, not {self.reg!r}")
+        if self.max_iter < 1:
+            raise ConfigError("max_iter must be at least 1")
+        if self.dtype not in ("float64", "float32"):
+            raise ConfigError(f"dtype must be float64 or float32, not {self.dtype!r}")
+
+    def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        dt = getattr(torch, self.dtype)
+        plan, _ = sinkhorn_plans(cost.to(dt), a.to(dt), b.to(dt), self.reg, self.max_iter, self.tol)
+        return plan
+
+    def signature(self) -> str:
+        return (f"sinkhorn({self._signature_parts()},reg={self.reg:g},iter<={self.max_iter},"
+                f"tol={self.tol:g},{self.dtype})")

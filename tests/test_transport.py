@@ -1,0 +1,330 @@
+"""Optimal-transport aligners on synthetic batches: exactness, n-gram units, Sinkhorn, the
+alignment contract, and properties (hypothesis) that hold for every input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import ot
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, greedy_match
+from alignscore.aligners.ngrams import ngram_units, pool_units
+from alignscore.aligners.transport import exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+from alignscore.errors import ConfigError
+
+DIM = 6
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def make_batch(ref: list[torch.Tensor], cand: list[torch.Tensor], ref_mass: list[torch.Tensor],
+               cand_mass: list[torch.Tensor], ref_match: list[torch.Tensor] | None = None,
+               cand_match: list[torch.Tensor] | None = None) -> PairBatch:
+    """Right-pad per-pair tensors into a PairBatch (match defaults to mass > 0)."""
+    def pad(rows: list[torch.Tensor], width: int, fill: float | bool = 0) -> torch.Tensor:
+        out = []
+        for r in rows:
+            shape = (width - r.shape[0],) + tuple(r.shape[1:])
+            out.append(torch.cat([r, torch.full(shape, fill, dtype=r.dtype)]))
+        return torch.stack(out)
+
+    tr = max([r.shape[0] for r in ref] + [0])
+    tc = max([c.shape[0] for c in cand] + [0])
+    ref_match = ref_match or [m > 0 for m in ref_mass]
+    cand_match = cand_match or [m > 0 for m in cand_mass]
+    return PairBatch(pad(ref, tr), pad(cand, tc), pad(ref_mass, tr), pad(cand_mass, tc),
+                     pad(ref_match, tr, False), pad(cand_match, tc, False))
+
+
+@st.composite
+def texts(draw: st.DrawFn, min_len: int = 0, max_len: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
+    """A text: unit vectors (from a few distinct directions, so ties happen) and masses, some 0."""
+    n = draw(st.integers(min_len, max_len))
+    seeds = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+    gen = torch.Generator().manual_seed(7)
+    basis = unit_rows(torch.randn(6, DIM, generator=gen))
+    noise = draw(st.lists(st.floats(-0.3, 0.3), min_size=n * DIM, max_size=n * DIM))
+    vec = basis[seeds] + torch.tensor(noise, dtype=torch.float32).reshape(n, DIM) if n else torch.zeros(0, DIM)
+    mass = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.7]), min_size=n, max_size=n))
+    return unit_rows(vec), torch.tensor(mass, dtype=torch.float32)
+
+
+# -- exactness ---------------------------------------------------------------------------------
+def square_union_wmd(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, squared: bool) -> float:
+    """MoverScore's construction: one square problem over [ref units; cand units], the
+    reference masses on the first block, the candidate masses on the second."""
+    z = np.concatenate([x, y]).astype(np.float64)
+    d = ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1)
+    d = d if squared else np.sqrt(d)
+    c1 = np.concatenate([a, np.zeros(len(y))]) / a.sum()
+    c2 = np.concatenate([np.zeros(len(x)), b]) / b.sum()
+    return float(ot.emd2(c1, c2, d))
+
+
+@pytest.mark.parametrize("cost", ["euclidean", "sqeuclidean"])
+def test_exact_wmd_equals_the_square_union_problem(cost: str) -> None:
+    gen = torch.Generator().manual_seed(1)
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (5, 3, 8)]
+    cands = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (4, 6, 2)]
+    rmass = [torch.rand(r.shape[0], generator=gen) + 0.1 for r in refs]
+    cmass = [torch.rand(c.shape[0], generator=gen) + 0.1 for c in cands]
+    rmass[0][1] = 0.0  # a filtered token
+    got = WMD(cost=cost)(make_batch(refs, cands, rmass, cmass))["score"]
+    for k in range(3):
+        keep_r, keep_c = rmass[k] > 0, cmass[k] > 0
+        want = 1 - square_union_wmd(refs[k][keep_r].numpy(), cands[k][keep_c].numpy(),
+                                    rmass[k][keep_r].double().numpy(), cmass[k][keep_c].double().numpy(),
+                                    squared=cost == "sqeuclidean")
+        assert got[k].item() == pytest.approx(want, abs=1e-9)  # both exact LPs in float64
+
+
+def test_score_forms_and_signature() -> None:
+    gen = torch.Generator().manual_seed(2)
+    batch = make_batch([unit_rows(torch.randn(4, DIM, generator=gen))],
+                       [unit_rows(torch.randn(3, DIM, generator=gen))], [torch.ones(4)], [torch.ones(3)])
+    one_minus = WMD(score="1-d")(batch)["score"]
+    inverse = WMD(score="1/(1+d)")(batch)["score"]
+    wmd = 1 - one_minus
+    assert inverse.item() == pytest.approx(1 / (1 + wmd.item()), abs=1e-12)
+    assert "1-d" in WMD().signature() and "euclidean" in WMD().signature()
+    assert "1/(1+d)" in WMD(score="1/(1+d)").signature() and "sqeuclidean" in WMD(cost="sqeuclidean").signature()
+    assert "reg=0.05" in Sinkhorn(reg=0.05).signature()
+
+
+def test_bad_configurations_are_config_errors() -> None:
+    for bad in (dict(cost="cosine"), dict(score="exp(-d)"), dict(n_gram=0), dict(n_gram="2"), dict(n_gram=True)):
+        with pytest.raises(ConfigError):
+            WMD(**bad)
+    with pytest.raises(ConfigError):
+        Sinkhorn(reg=0.0)
+    with pytest.raises(ConfigError):
+        Greedy(n_gram=2)
+    assert {"greedy", "wmd", "sinkhorn"} <= set(ALIGNERS.names())
+    assert ALIGNERS.build("wmd", n_gram="sentence").n_gram == "sentence"
+
+
+# -- n-gram units --------------------------------------------------------------------------------
+def test_ngram_windows_slide_over_members_only() -> None:
+    members = torch.tensor([[True, False, True, True, True], [True, True, False, False, False],
+                            [False] * 5])
+    u = ngram_units(members, 2)
+    assert u.shape == (3, 4, 5)
+    assert u[0].tolist()[:3] == [[1, 0, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]]
+    assert u[0, 3].sum() == 0
+    assert u[1].tolist()[0] == [1, 1, 0, 0, 0] and u[1, 1:].sum() == 0  # m = n: one window
+    assert u[2].sum() == 0  # no members, no window
+    short = ngram_units(torch.tensor([[True, True, False]]), 5)  # shorter than n: one window
+    assert short.tolist() == [[[1, 1, 0]]]
+    sentence = ngram_units(members, "sentence")
+    assert sentence.shape[1] == 1 and torch.equal(sentence[:, 0], members.float())
+
+
+def test_sentence_level_is_the_distance_between_mean_vectors() -> None:
+    """SMD: one unit per text, so WMD is the cost between the two mass-weighted mean vectors."""
+    gen = torch.Generator().manual_seed(3)
+    x, y = unit_rows(torch.randn(5, DIM, generator=gen)), unit_rows(torch.randn(4, DIM, generator=gen))
+    mx, my = torch.rand(5, generator=gen) + 0.1, torch.rand(4, generator=gen) + 0.1
+    got = WMD(n_gram="sentence")(make_batch([x], [y], [mx], [my]))["score"].item()
+    u = unit_rows((mx[:, None] * x).sum(0).double())
+    v = unit_rows((my[:, None] * y).sum(0).double())
+    assert got == pytest.approx(1 - (u - v).norm().item(), abs=1e-6)
+
+
+def test_pool_units_weights_by_mass() -> None:
+    x = torch.eye(3)[None]  # three orthogonal unit vectors
+    mass = torch.tensor([[1.0, 3.0, 0.0]])
+    vec, m = pool_units(x, mass, ngram_units(torch.tensor([[True, True, True]]), 2))
+    assert m.tolist() == [[4.0, 3.0]]
+    assert torch.allclose(vec[0, 0], unit_rows(torch.tensor([1.0, 3.0, 0.0])))
+    assert torch.allclose(vec[0, 1], torch.tensor([0.0, 1.0, 0.0]))  # the massless token adds nothing
+
+
+# -- Sinkhorn --------------------------------------------------------------------------------------
+def test_sinkhorn_approaches_exact_as_reg_shrinks() -> None:
+    gen = torch.Generator().manual_seed(4)
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (6, 9, 3, 7)]
+    cands = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (5, 4, 8, 7)]
+    ones = [torch.rand(t.shape[0], generator=gen) + 0.2 for t in refs]
+    ones_c = [torch.rand(t.shape[0], generator=gen) + 0.2 for t in cands]
+    batch = make_batch(refs, cands, ones, ones_c)
+    exact = WMD()(batch)["score"]
+    errs = [(Sinkhorn(reg=r)(batch)["score"] - exact).abs().max().item() for r in (0.1, 0.02, 0.005)]
+    assert errs[0] > errs[1] > errs[2]
+    assert errs[2] < 5e-3
+    # the entropic plan is feasible, so its cost is never below the exact optimum (score never above)
+    assert (Sinkhorn(reg=0.05)(batch)["score"] <= exact + 1e-7).all()
+
+
+def test_sinkhorn_does_not_depend_on_the_rest_of_the_batch() -> None:
+    gen = torch.Generator().manual_seed(5)
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (6, 2, 9)]
+    cands = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (3, 8, 4)]
+    rm = [torch.rand(t.shape[0], generator=gen) + 0.1 for t in refs]
+    cm = [torch.rand(t.shape[0], generator=gen) + 0.1 for t in cands]
+    aligner = Sinkhorn(reg=0.02)
+    together = aligner(make_batch(refs, cands, rm, cm))["score"]
+    alone = torch.cat([aligner(make_batch([refs[k]], [cands[k]], [rm[k]], [cm[k]]))["score"] for k in range(3)])
+    assert torch.allclose(together, alone, atol=1e-12, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_sinkhorn_on_gpu_matches_cpu() -> None:
+    gen = torch.Generator().manual_seed(6)
+    batch = make_batch([unit_rows(torch.randn(7, DIM, generator=gen))], [unit_rows(torch.randn(5, DIM, generator=gen))],
+                       [torch.ones(7)], [torch.ones(5)])
+    gpu = PairBatch(*(getattr(batch, f).cuda() for f in ("ref", "cand", "ref_mass", "cand_mass", "ref_match",
+                                                         "cand_match")))
+    out = Sinkhorn()(gpu)["score"]
+    assert out.device.type == "cuda"
+    assert torch.allclose(out.cpu(), Sinkhorn()(batch)["score"], atol=1e-9)
+
+
+# -- alignment contract ----------------------------------------------------------------------------
+@pytest.mark.parametrize("aligner", [WMD(), WMD(score="1/(1+d)"), WMD(cost="sqeuclidean", n_gram=2),
+                                     WMD(n_gram="sentence"), Sinkhorn(reg=0.05), Sinkhorn(n_gram=3)])
+def test_alignment_contributions_sum_to_the_score(aligner) -> None:
+    gen = torch.Generator().manual_seed(8)
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (6, 4, 3)]
+    cands = [unit_rows(torch.randn(n, DIM, generator=gen)) for n in (5, 7, 2)]
+    rm = [torch.rand(t.shape[0], generator=gen) + 0.1 for t in refs]
+    cm = [torch.rand(t.shape[0], generator=gen) + 0.1 for t in cands]
+    rm[1][2] = 0.0
+    cm[2] = torch.zeros(2)  # an empty side
+    batch = make_batch(refs, cands, rm, cm)
+    al = aligner.alignment(batch)
+    assert al.kind == "cost" and set(al.flows) == {"transport"} and set(al.contributions) == {"score"}
+    ref_share, cand_share = al.contributions["score"]
+    assert torch.allclose(ref_share.sum(-1) + cand_share.sum(-1), al.scores["score"], atol=1e-12)
+    assert torch.allclose(al.scores["score"], aligner(batch)["score"], atol=1e-12)  # wmd scores off the padded path
+    plan = al.flows["transport"]
+    assert plan.shape == al.matrix.shape == (3, ref_share.shape[1], cand_share.shape[1])
+    assert al.scores["score"][2] == 0 and plan[2].sum() == 0 and ref_share[2].abs().sum() == 0
+    if aligner.n_gram == 1:
+        assert al.ref_units is None and torch.isnan(al.matrix[1, 2]).all()  # the massless token
+    else:
+        assert al.ref_units.shape[0] == 3 and al.ref_units.shape[2] == batch.ref.shape[1]
+
+
+# -- properties (hypothesis) ------------------------------------------------------------------------
+PROPS = settings(max_examples=40, deadline=None)
+
+
+@PROPS
+@given(texts(1), texts(1))
+def test_exact_plans_keep_both_marginals(r, c) -> None:
+    (x, mx), (y, my) = r, c
+    batch = make_batch([x], [y], [mx], [my])
+    a, b = normalise_mass(batch.ref_mass), normalise_mass(batch.cand_mass)
+    plan = exact_plans(pairwise_cost(batch.ref, batch.cand, "euclidean"), a, b)
+    if a.sum() > 0 and b.sum() > 0:
+        assert torch.allclose(plan.sum(2), a, atol=1e-12) and torch.allclose(plan.sum(1), b, atol=1e-12)
+        assert (plan >= 0).all()
+    else:
+        assert plan.sum() == 0
+
+
+@PROPS
+@given(texts(1), texts(1))
+def test_sinkhorn_plans_keep_both_marginals(r, c) -> None:
+    (x, mx), (y, my) = r, c
+    batch = make_batch([x], [y], [mx], [my])
+    a, b = normalise_mass(batch.ref_mass), normalise_mass(batch.cand_mass)
+    plan, iters = sinkhorn_plans(pairwise_cost(batch.ref, batch.cand, "euclidean"), a, b, reg=0.05, tol=1e-9,
+                                 max_iter=5000)
+    if a.sum() > 0 and b.sum() > 0:
+        assert torch.allclose(plan.sum(1), b, atol=1e-12)  # exact after each column update
+        row_err = (plan.sum(2) - a).abs().sum()
+        assert row_err < (1e-9 if iters < 5000 else 1e-4)  # the stopping tolerance once converged
+    else:
+        assert plan.sum() == 0
+
+
+@PROPS
+@given(texts(1), texts(1), st.sampled_from([WMD(), WMD(score="1/(1+d)"), WMD(n_gram=2), WMD(n_gram="sentence"),
+                                           WMD(cost="sqeuclidean", n_gram=3)]))
+def test_a_text_against_itself_gets_the_best_score(r, other, aligner) -> None:
+    """Exact OT only: the entropic plan spreads mass, so Sinkhorn's self-score is just below 1."""
+    (x, mx), (y, my) = r, other
+    if mx.sum() == 0:
+        mx = torch.ones_like(mx)
+    own = aligner(make_batch([x], [x], [mx], [mx]))["score"].item()
+    assert own == pytest.approx(1.0, abs=1e-6)  # zero cost: the best either score form gives
+    assert aligner(make_batch([x], [y], [mx], [my]))["score"].item() <= own + 1e-6
+
+
+@PROPS
+@given(texts(1), texts(1))
+def test_greedy_precision_is_recall_swapped(r, c) -> None:
+    (x, mx), (y, my) = r, c
+    fwd = make_batch([x], [y], [mx], [my])
+    p, r_, f, _ = greedy_match(fwd.ref, fwd.cand, fwd.ref_mass, fwd.cand_mass, fwd.ref_match, fwd.cand_match)
+    p2, r2, f2, _ = greedy_match(fwd.cand, fwd.ref, fwd.cand_mass, fwd.ref_mass, fwd.cand_match, fwd.ref_match)
+    assert torch.allclose(p, r2, atol=1e-6) and torch.allclose(r_, p2, atol=1e-6) and torch.allclose(f, f2, atol=1e-6)
+
+
+@PROPS
+@given(texts(0), texts(0), texts(0, 4), st.integers(0, 7), st.booleans(),
+       st.sampled_from([WMD(), WMD(n_gram=2), WMD(n_gram="sentence"), Sinkhorn(reg=0.05), Greedy()]))
+def test_tokens_that_take_no_part_never_change_a_score(r, c, extra, at, on_ref, aligner) -> None:
+    """Insert massless, unmatchable tokens (filtered out) anywhere in either text."""
+    (x, mx), (y, my), (z, _) = r, c, extra
+    target_x, target_m = (x, mx) if on_ref else (y, my)
+    k = min(at, target_x.shape[0])
+    bigger_x = torch.cat([target_x[:k], z, target_x[k:]])
+    bigger_m = torch.cat([target_m[:k], torch.zeros(z.shape[0]), target_m[k:]])
+    base = aligner(make_batch([x], [y], [mx], [my]))
+    if on_ref:
+        other = aligner(make_batch([bigger_x], [y], [bigger_m], [my]))
+    else:
+        other = aligner(make_batch([x], [bigger_x], [mx], [bigger_m]))
+    for name in base:
+        assert torch.allclose(base[name].double(), other[name].double(), atol=1e-7), name
+
+
+@PROPS
+@given(texts(1), texts(1), st.integers(1, 3))
+def test_zero_mass_tokens_that_may_match_do_not_change_token_level_ot(r, c, n_extra) -> None:
+    """Under the ``match-only`` policy special tokens are matchable with mass 0: no flow reaches them."""
+    (x, mx), (y, my) = r, c
+    gen = torch.Generator().manual_seed(n_extra)
+    z = unit_rows(torch.randn(n_extra, DIM, generator=gen))
+    base = WMD()(make_batch([x], [y], [mx], [my]))["score"]
+    xm = torch.cat([x, z])
+    mm = torch.cat([mx, torch.zeros(n_extra)])
+    other = WMD()(make_batch([xm], [y], [mm], [my], [torch.cat([mx > 0, torch.ones(n_extra, dtype=torch.bool)])]))
+    assert torch.allclose(base, other["score"], atol=1e-9)
+
+
+@PROPS
+@given(st.lists(st.tuples(texts(0, 5), texts(0, 5)), min_size=1, max_size=4),
+       st.sampled_from([WMD(), WMD(score="1/(1+d)", cost="sqeuclidean"), WMD(n_gram=3), WMD(n_gram="sentence"),
+                        Sinkhorn(reg=0.01), Sinkhorn(n_gram=2, dtype="float32"), Greedy()]))
+def test_scores_are_finite_for_every_input(pairs, aligner) -> None:
+    """Empty texts, one-token texts, all-massless texts and ties, batched together."""
+    batch = make_batch([p[0][0] for p in pairs], [p[1][0] for p in pairs],
+                       [p[0][1] for p in pairs], [p[1][1] for p in pairs])
+    out = aligner(batch)
+    for name, v in out.items():
+        assert v.shape == (len(pairs),) and torch.isfinite(v).all(), name
+        empty = (batch.ref_mass.sum(-1) == 0) | (batch.cand_mass.sum(-1) == 0)
+        assert (v[empty] == 0).all()
+    if not isinstance(aligner, Greedy):
+        al = aligner.alignment(batch)
+        assert all(torch.isfinite(t).all() for t in al.contributions["score"])
+        assert torch.isfinite(al.flows["transport"]).all()
+
+
+def test_empty_batch_dimensions() -> None:
+    """Texts with no tokens at all (T = 0 on a side) score 0."""
+    batch = PairBatch(torch.zeros(2, 0, DIM), torch.zeros(2, 3, DIM), torch.zeros(2, 0), torch.ones(2, 3),
+                      torch.zeros(2, 0, dtype=torch.bool), torch.ones(2, 3, dtype=torch.bool))
+    for aligner in (WMD(), WMD(n_gram=2), Sinkhorn()):
+        assert aligner(batch)["score"].tolist() == [0.0, 0.0]
+    assert math.isfinite(WMD(n_gram="sentence")(batch)["score"].sum().item())
