@@ -8,17 +8,18 @@ running them one by one would encode the same sentences again for every cell. He
    distinct aggregator (single layer, power means, routing) is applied to those states in the
    same pass; the results are kept, unit-normalised, per aggregator;
 3. per language pair, each cell's weighting, token filter and aligner run on the stored vectors
-   (weights, token roles and identical alignments are computed once and shared).
+   (weights, token roles and identical alignments are computed once and shared; the cells that
+   read the same aggregator share each batch's gathered vectors, :func:`align_shared`).
 
-The numbers are those of the cell's ``Scorer`` run alone (same pipeline functions); only the
-encoder batches differ, which changes nothing beyond float rounding.
+The numbers are those of the cell's ``Scorer`` run alone (same pipeline functions, same pair
+batches); only the encoder batches differ, which changes nothing beyond float rounding.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -30,16 +31,17 @@ from ..aggregators import AGGREGATORS
 from ..aggregators.base import Aggregator
 from ..aggregators.single import SingleLayer
 from ..aligners import ALIGNERS
+from ..aligners.base import Aligner
 from ..encoders.huggingface import HFEncoder
 from ..encoders.layers import packaged_model_dir
 from ..errors import AlignScoreError, ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..filters import FILTERS, token_roles
 from ..filters.base import TokenFilter
-from ..pipeline import align_pairs, embed, empty_pairs, unique_texts
+from ..pipeline import embed, empty_pairs, pair_batch, unique_texts
 from ..scorer import Scorer
 from ..textio import read_lines
-from ..tokens import TokenTable
+from ..tokens import TokenTable, pad_gather
 from ..weighting import WEIGHTINGS
 from ..weighting.base import WeightContext
 from .grid import CellSpec, Grid, PartSpec
@@ -329,9 +331,10 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
     t = time.perf_counter()
     weights: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = {}
     roles: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {}
-    done: dict[tuple[str, ...], dict[str, torch.Tensor]] = {}
-    bar = tqdm(jobs, desc=f"aligning ({encoder.name})", disable=not progress, file=sys.stderr, leave=False)
-    for job in bar:
+    # Distinct alignments, grouped by (language pair, aggregator): the cells of one group read the
+    # same token vectors, so each batch of pairs gathers them once for all of the group.
+    groups: dict[tuple[str, str], dict[tuple[str, ...], _Alignment]] = {}
+    for job in jobs:
         sc, lp = job.scorer, job.cell.lang_pair
         agg_sig = sc.aggregator.signature(num_layers, _default(encoder, sc.aggregator))
         wkey = (lp, sc.weighting.signature())
@@ -340,19 +343,70 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
         rkey = (sc.special_tokens,) + tuple(f.signature() for f in sc.filters)
         if rkey not in roles:
             roles[rkey] = token_roles(table, sc.filters, sc.special_tokens)
-        ref_w, cand_w = weights[wkey]
-        carries, matchable = roles[rkey]
-        ref_mass = (ref_w[table.ids] * carries).to(device)
-        cand_mass = (cand_w[table.ids] * carries).to(device)
+        key = rkey + (wkey[1], sc.aligner.signature())
+        group = groups.setdefault((lp, agg_sig), {})
+        if key not in group:
+            ref_w, cand_w = weights[wkey]
+            carries, matchable = roles[rkey]
+            group[key] = _Alignment(sc.aligner, (ref_w[table.ids] * carries).to(device),
+                                    (cand_w[table.ids] * carries).to(device), matchable.to(device))
+        group[key].jobs.append(job)
+    bar = tqdm(total=sum(len(g) for g in groups.values()), desc=f"aligning ({encoder.name})",
+               disable=not progress, file=sys.stderr, leave=False)
+    for (lp, agg_sig), group in groups.items():
         pair_ref, pair_cand = pairs[lp]
-        key = (lp, agg_sig) + rkey + (wkey[1], sc.aligner.signature())
-        if key not in done:
-            bar.set_postfix_str(f"{lp} {sc.aligner.signature()}", refresh=False)
-            done[key] = align_pairs(sc.aligner, vectors[agg_sig], table, ref_mass, cand_mass,
-                                    matchable.to(device), pair_ref, pair_cand)
-        job.cell.scores = done[key][job.metric].double().numpy()
-        job.cell.empty = int(empty_pairs(table, ref_mass, cand_mass, pair_ref, pair_cand).sum())
+        bar.set_postfix_str(f"{lp} {agg_sig}", refresh=False)
+        align_shared(list(group.values()), vectors[agg_sig], table, pair_ref, pair_cand)
+        for al in group.values():
+            empty = int(empty_pairs(table, al.ref_mass, al.cand_mass, pair_ref, pair_cand).sum())
+            for job in al.jobs:
+                job.cell.scores = al.results[job.metric].double().numpy()
+                job.cell.empty = empty
+        bar.update(len(group))
+    bar.close()
     seconds[f"weigh+align {encoder.name}"] = time.perf_counter() - t
+
+
+@dataclass
+class _Alignment:
+    """One distinct alignment of a language pair: an aligner with the token masses and match
+    targets of one weighting and token-role policy; the cells (jobs) that read its results."""
+
+    aligner: Aligner
+    ref_mass: torch.Tensor
+    cand_mass: torch.Tensor
+    matchable: torch.Tensor
+    jobs: list[_Job] = field(default_factory=list)
+    results: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def align_shared(alignments: list[_Alignment], vectors: torch.Tensor, table: TokenTable, pair_ref: torch.Tensor,
+                 pair_cand: torch.Tensor, batch_size: int = 256) -> None:
+    """:func:`~alignscore.pipeline.align_pairs` for several alignments over the same token vectors.
+
+    The pairs are batched exactly as ``align_pairs`` batches them (by total length, longest
+    first); each batch's vectors are gathered once (:func:`~alignscore.pipeline.pair_batch`) and
+    every alignment gets that batch with its own masses and match targets. Aligners never modify
+    a batch, and score each pair independently of the others in it, so each alignment's
+    ``results`` (``{metric: [P]}``) are those ``align_pairs`` returns for it.
+    """
+    lengths = table.lengths
+    order = torch.argsort(lengths[pair_ref] + lengths[pair_cand], descending=True, stable=True)
+    first = alignments[0]
+    for start in range(0, len(order), batch_size):
+        sel = order[start:start + batch_size]
+        base = pair_batch(vectors, table, first.ref_mass, first.cand_mass, first.matchable,
+                          pair_ref[sel], pair_cand[sel])
+        r_idx, r_ok = (t.to(vectors.device) for t in pad_gather(table.offsets, pair_ref[sel]))
+        c_idx, c_ok = (t.to(vectors.device) for t in pad_gather(table.offsets, pair_cand[sel]))
+        for al in alignments:
+            batch = base if al is first else replace(
+                base, ref_mass=al.ref_mass[r_idx] * r_ok, cand_mass=al.cand_mass[c_idx] * c_ok,
+                ref_match=al.matchable[r_idx] & r_ok, cand_match=al.matchable[c_idx] & c_ok)
+            for name, value in al.aligner(batch).items():
+                if name not in al.results:
+                    al.results[name] = torch.empty(len(order), dtype=value.dtype)
+                al.results[name][sel] = value.detach().cpu()
 
 
 def _default(encoder: HFEncoder, agg: Aggregator) -> int | None:
