@@ -98,7 +98,7 @@ def main() -> None:
             f"({', '.join(lps)}), {cells} table9 cells",
             "",
             f"Machine: {os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads. {args.note}".rstrip(),
+            f"{torch.get_num_threads()} threads; code at commit {_commit()}. {args.note}".rstrip(),
             "",
             "| run | seconds | vs plain BERTScore |",
             "|---|---:|---:|",
@@ -126,6 +126,16 @@ def main() -> None:
             text = text[:nxt].rstrip("\n") + "\n\n" + entry + text[nxt:]
         path.write_text(text, encoding="utf-8")
         print(f"appended to {path}")
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -277,12 +278,14 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None =
 def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangPair], batch_size: int,
                progress: bool, say: Callable[[str], None], seconds: dict[str, float]) -> None:
     used = [lp for lp in lang_pairs if any(j.cell.lang_pair == lp for j in jobs)]
+    # Per language pair, its unique texts and pairs exactly as Scorer.score builds them; across
+    # language pairs, every unique text once, for the encoder.
+    local: dict[str, tuple[list[str], torch.Tensor]] = {}
     flat: list[str] = []
-    spans: dict[str, tuple[int, int]] = {}
     for lp in used:
         data = lang_pairs[lp]
-        spans[lp] = (len(flat), len(data))
-        flat += data.references + data.candidates
+        local[lp] = unique_texts(data.references + data.candidates)
+        flat += local[lp][0]
     texts, inverse = unique_texts(flat)
 
     t = time.perf_counter()
@@ -317,54 +320,70 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
     device = packed.device
     seconds[f"encode {encoder.name}"] = time.perf_counter() - t
 
-    n = len(texts)
-    contexts: dict[str, WeightContext] = {}
-    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    for lp, (offset, size) in spans.items():
-        ref_text = inverse[offset:offset + size]
-        cand_text = inverse[offset + size:offset + 2 * size]
-        pairs[lp] = (ref_text, cand_text)
-        contexts[lp] = WeightContext(table=table, ref_counts=torch.bincount(ref_text, minlength=n).double(),
-                                     cand_counts=torch.bincount(cand_text, minlength=n).double(),
-                                     vocab_size=encoder.vocab_size, tokenize=encoder.tokenize)
-
     t = time.perf_counter()
-    weights: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = {}
-    roles: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {}
-    # Distinct alignments, grouped by (language pair, aggregator): the cells of one group read the
-    # same token vectors, so each batch of pairs gathers them once for all of the group.
-    groups: dict[tuple[str, str], dict[tuple[str, ...], _Alignment]] = {}
-    for job in jobs:
-        sc, lp = job.scorer, job.cell.lang_pair
-        agg_sig = sc.aggregator.signature(num_layers, _default(encoder, sc.aggregator))
-        wkey = (lp, sc.weighting.signature())
-        if wkey not in weights:
-            weights[wkey] = sc.weighting.fit(contexts[lp])
-        rkey = (sc.special_tokens,) + tuple(f.signature() for f in sc.filters)
-        if rkey not in roles:
-            roles[rkey] = token_roles(table, sc.filters, sc.special_tokens)
-        key = rkey + (wkey[1], sc.aligner.signature())
-        group = groups.setdefault((lp, agg_sig), {})
-        if key not in group:
-            ref_w, cand_w = weights[wkey]
-            carries, matchable = roles[rkey]
-            group[key] = _Alignment(sc.aligner, (ref_w[table.ids] * carries).to(device),
-                                    (cand_w[table.ids] * carries).to(device), matchable.to(device))
-        group[key].jobs.append(job)
-    bar = tqdm(total=sum(len(g) for g in groups.values()), desc=f"aligning ({encoder.name})",
-               disable=not progress, file=sys.stderr, leave=False)
-    for (lp, agg_sig), group in groups.items():
-        pair_ref, pair_cand = pairs[lp]
-        bar.set_postfix_str(f"{lp} {agg_sig}", refresh=False)
-        align_shared(list(group.values()), vectors[agg_sig], table, pair_ref, pair_cand)
-        for al in group.values():
-            empty = int(empty_pairs(table, al.ref_mass, al.cand_mass, pair_ref, pair_cand).sum())
-            for job in al.jobs:
-                job.cell.scores = al.results[job.metric].double().numpy()
-                job.cell.empty = empty
-        bar.update(len(group))
+    bar = tqdm(total=len(jobs), desc=f"aligning ({encoder.name})", disable=not progress, file=sys.stderr,
+               leave=False)
+    offset = 0
+    for lp in used:
+        lp_texts, lp_inverse = local[lp]
+        lp_jobs = [j for j in jobs if j.cell.lang_pair == lp]
+        global_text = inverse[offset:offset + len(lp_texts)]
+        offset += len(lp_texts)
+        with warnings.catch_warnings():  # truncation was reported when all texts were tokenized
+            warnings.simplefilter("ignore")
+            lp_table = TokenTable.from_tokenized(encoder.tokenize(lp_texts))
+        where = _token_positions(table, lp_table, global_text).to(device)
+        size = len(lang_pairs[lp])
+        pair_ref, pair_cand = lp_inverse[:size], lp_inverse[size:]
+        n = len(lp_texts)
+        ctx = WeightContext(table=lp_table, ref_counts=torch.bincount(pair_ref, minlength=n).double(),
+                            cand_counts=torch.bincount(pair_cand, minlength=n).double(),
+                            vocab_size=encoder.vocab_size, tokenize=encoder.tokenize)
+        weights: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        roles: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+        # Distinct alignments, grouped by aggregator: the cells of one group read the same token
+        # vectors, so each batch of pairs gathers them once for all of the group.
+        groups: dict[str, dict[tuple[str, ...], _Alignment]] = {}
+        for job in lp_jobs:
+            sc = job.scorer
+            agg_sig = sc.aggregator.signature(num_layers, _default(encoder, sc.aggregator))
+            wkey = sc.weighting.signature()
+            if wkey not in weights:
+                weights[wkey] = sc.weighting.fit(ctx)
+            rkey = (sc.special_tokens,) + tuple(f.signature() for f in sc.filters)
+            if rkey not in roles:
+                roles[rkey] = token_roles(lp_table, sc.filters, sc.special_tokens)
+            key = rkey + (wkey, sc.aligner.signature())
+            group = groups.setdefault(agg_sig, {})
+            if key not in group:
+                ref_w, cand_w = weights[wkey]
+                carries, matchable = roles[rkey]
+                group[key] = _Alignment(sc.aligner, (ref_w[lp_table.ids] * carries).to(device),
+                                        (cand_w[lp_table.ids] * carries).to(device), matchable.to(device))
+            group[key].jobs.append(job)
+        for agg_sig, group in groups.items():
+            bar.set_postfix_str(f"{lp} {agg_sig}", refresh=False)
+            lp_vectors = vectors[agg_sig][where]  # this language pair's tokens, in its table's order
+            align_shared(list(group.values()), lp_vectors, lp_table, pair_ref, pair_cand)
+            for al in group.values():
+                empty = int(empty_pairs(lp_table, al.ref_mass, al.cand_mass, pair_ref, pair_cand).sum())
+                for job in al.jobs:
+                    job.cell.scores = al.results[job.metric].double().numpy()
+                    job.cell.empty = empty
+                bar.update(len(al.jobs))
     bar.close()
     seconds[f"weigh+align {encoder.name}"] = time.perf_counter() - t
+
+
+def _token_positions(table: TokenTable, sub: TokenTable, texts: torch.Tensor) -> torch.Tensor:
+    """``[N_sub]``: where each token of ``sub`` (the tokenization of texts ``texts`` of ``table``,
+    in that order) sits in ``table``'s packed token axis."""
+    lengths = sub.lengths
+    if not torch.equal(table.lengths[texts], lengths):
+        raise RuntimeError("the tokenizer is not deterministic: the same text gave different tokens")
+    starts = torch.repeat_interleave(table.offsets[texts], lengths)
+    within = torch.arange(int(sub.offsets[-1])) - torch.repeat_interleave(sub.offsets[:-1], lengths)
+    return starts + within
 
 
 @dataclass
