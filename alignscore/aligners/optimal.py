@@ -82,17 +82,6 @@ class TransportAligner(Aligner):
         cand, cand_mass = pool_units(batch.cand, batch.cand_mass, uc)
         return _Units(ref, cand, ref_mass, cand_mass, ur, uc)
 
-    def _solve(self, batch: PairBatch) -> tuple[_Units, torch.Tensor, torch.Tensor, torch.Tensor,
-                                                 torch.Tensor, torch.Tensor, torch.Tensor]:
-        u = self._units(batch)
-        cost = pairwise_cost(u.ref, u.cand, self.cost)
-        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
-        plan = self.plans(cost, a, b).to(cost.dtype)
-        empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
-        wmd = (plan * cost).sum((1, 2))
-        score = torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score))
-        return u, cost, a, b, plan, wmd, score
-
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         u = self._units(batch)
         a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
@@ -111,8 +100,13 @@ class TransportAligner(Aligner):
         exactly. Units without mass contribute 0 (and have cost NaN in ``matrix``); so does
         every unit of an empty pair.
         """
-        u, cost, a, b, plan, wmd, score = self._solve(batch)
+        u = self._units(batch)
+        cost = pairwise_cost(u.ref, u.cand, self.cost)
+        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
+        plan = self.plans(cost, a, b).to(cost.dtype)
+        wmd = (plan * cost).sum((1, 2))
         empty = ((a.sum(-1) <= 0) | (b.sum(-1) <= 0)).unsqueeze(-1)
+        score = torch.where(empty.squeeze(-1), torch.zeros_like(wmd), score_from_distance(wmd, self.score))
         k = torch.ones_like(wmd) if self.score == "1-d" else 1.0 / (1.0 + wmd)
         ref_share = (a - k.unsqueeze(-1) * (plan * cost).sum(2)) / 2
         cand_share = (b - k.unsqueeze(-1) * (plan * cost).sum(1)) / 2
@@ -164,6 +158,11 @@ class Sinkhorn(TransportAligner):
 
     The plan minimises ``<C, T> - reg * H(T)``; the score is computed from its transport cost
     ``<C, T>`` like :class:`WMD`'s (it is never below the exact WMD, up to the marginal error).
+    How far it lands, measured on WMT16 de-en (560 pairs, moverscore-v2 on all-MiniLM-L6-v2,
+    benchmarks/RESULTS.md): with the default ``reg = 0.02`` the score is 1.1e-3 from the exact
+    one on average, 5.6e-3 at most, Pearson r = 0.99999 with it; ``reg = 0.05``: 6.4e-3 on
+    average. On a CPU the exact :class:`WMD` is faster; Sinkhorn pays off for large batches on
+    a GPU.
 
     Args:
         cost, score, n_gram: as for :class:`WMD`.

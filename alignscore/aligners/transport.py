@@ -13,6 +13,8 @@ import numpy as np
 import torch
 
 COSTS = ("euclidean", "sqeuclidean")
+# network-simplex pivots allowed per problem (POT's default, 1e5, can stop short on long texts)
+EMD_MAX_ITER = 10_000_000
 
 
 def pairwise_cost(x: torch.Tensor, y: torch.Tensor, cost: str) -> torch.Tensor:
@@ -61,7 +63,7 @@ def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.T
             continue
         ak, bk = a_np[k, rows], b_np[k, cols]
         sub = np.ascontiguousarray(c_np[k][np.ix_(rows, cols)])
-        plans[k][np.ix_(rows, cols)] = ot.emd(ak / ak.sum(), bk / bk.sum(), sub)
+        plans[k][np.ix_(rows, cols)] = ot.emd(ak / ak.sum(), bk / bk.sum(), sub, numItermax=EMD_MAX_ITER)
     return torch.from_numpy(plans).to(cost.device)
 
 
@@ -110,7 +112,7 @@ def exact_distances(ref: torch.Tensor, cand: torch.Tensor, a: torch.Tensor, b: t
         sq = np.maximum((x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2 * np.einsum("id,jd->ij", x, y), 0.0)
         c = sq if cost == "sqeuclidean" else np.sqrt(sq)
         ak, bk = a_np[k, rows], b_np[k, cols]
-        out[k] = ot.emd2(ak / ak.sum(), bk / bk.sum(), c, check_marginals=False)
+        out[k] = ot.emd2(ak / ak.sum(), bk / bk.sum(), c, numItermax=EMD_MAX_ITER, check_marginals=False)
     return torch.from_numpy(out)
 
 
