@@ -178,7 +178,7 @@ def summarise(runs: dict[str, list[dict]], args: argparse.Namespace) -> tuple[st
             lambda k: "1" if k == "moverscore" else f"{facts[k]['ratio_after_encoding']:.0f}x"),
         row(f"max score difference, {n - int(same.sum())} distinct pairs",
             lambda k: "-" if k == "moverscore" else f"{facts[k]['max_abs_diff_distinct']:.1e}"),
-        row(f"max score difference, all pairs",
+        row("max score difference, all pairs",
             lambda k: "-" if k == "moverscore" else f"{facts[k]['max_abs_diff']:.1e}"),
         "",
         f"The {int(same.sum())} pairs whose candidate tokenizes exactly as its reference differ by up to ~4e-4: "

@@ -22,7 +22,6 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-
 from moverscore_ref import load_moverscore_v2
 
 from alignscore.presets import moverscore_v2

@@ -9,13 +9,13 @@ import warnings
 import pytest
 import torch
 
+from alignscore.aggregators.single import SingleLayer
 from alignscore.aligners import Greedy
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, token_roles
 from alignscore.filters.lexical import is_punctuation
 from alignscore.scorer import Scorer
-from alignscore.aggregators.single import SingleLayer
 from alignscore.tokens import TokenTable
 
 # Long words that the tiny vocabularies split into several pieces, ASCII and non-ASCII punctuation
