@@ -33,6 +33,7 @@ from ..aggregators.base import Aggregator
 from ..aggregators.single import SingleLayer
 from ..aligners import ALIGNERS
 from ..aligners.base import Aligner
+from ..encoders.base import Tokenized
 from ..encoders.huggingface import HFEncoder
 from ..encoders.layers import packaged_model_dir
 from ..errors import AlignScoreError, ConfigError, ModelLoadError
@@ -323,6 +324,7 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
     t = time.perf_counter()
     bar = tqdm(total=len(jobs), desc=f"aligning ({encoder.name})", disable=not progress, file=sys.stderr,
                leave=False)
+    tokenize = _MemoTokenize(encoder.tokenize)  # one idf-L corpus serves many pairs and weightings
     offset = 0
     for lp in used:
         lp_texts, lp_inverse = local[lp]
@@ -338,7 +340,7 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
         n = len(lp_texts)
         ctx = WeightContext(table=lp_table, ref_counts=torch.bincount(pair_ref, minlength=n).double(),
                             cand_counts=torch.bincount(pair_cand, minlength=n).double(),
-                            vocab_size=encoder.vocab_size, tokenize=encoder.tokenize)
+                            vocab_size=encoder.vocab_size, tokenize=tokenize)
         weights: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         roles: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {}
         # Distinct alignments, grouped by aggregator: the cells of one group read the same token
@@ -373,6 +375,21 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
                 bar.update(len(al.jobs))
     bar.close()
     seconds[f"weigh+align {encoder.name}"] = time.perf_counter() - t
+
+
+class _MemoTokenize:
+    """``encoder.tokenize`` with a memory of the text lists it has tokenized (the same idf-L corpus
+    is asked for by every language pair and idf-L weighting of a run)."""
+
+    def __init__(self, tokenize: Callable[[Sequence[str]], Tokenized]) -> None:
+        self.tokenize = tokenize
+        self.memo: dict[tuple[str, ...], Tokenized] = {}
+
+    def __call__(self, texts: Sequence[str]) -> Tokenized:
+        key = tuple(texts)
+        if key not in self.memo:
+            self.memo[key] = self.tokenize(key)
+        return self.memo[key]
 
 
 def _token_positions(table: TokenTable, sub: TokenTable, texts: torch.Tensor) -> torch.Tensor:
