@@ -92,9 +92,11 @@ def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | Non
     return bounds
 
 
-def unit(vectors: torch.Tensor) -> torch.Tensor:
-    """``v / ||v||`` along the last axis (a zero vector stays zero)."""
-    return vectors / vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+def unit(vectors: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero); ``inplace``
+    divides ``vectors`` itself (no second copy of every token vector)."""
+    norm = vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return vectors.div_(norm) if inplace else vectors / norm
 
 
 def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor, cand_mass: torch.Tensor,

@@ -208,7 +208,8 @@ class Scorer:
 
         vectors = unit(embed(self.encoder, table, self.layers(), self.aggregator,
                              batch_size=self.batch_size, progress=self.progress,
-                             cache=self.cache, shard=self.shard, token_budget=self.token_budget))
+                             cache=self.cache, shard=self.shard, token_budget=self.token_budget),
+                       inplace=True)  # embed's result is ours alone
         device = vectors.device
         return Prepared(
             texts=texts, table=table, vectors=vectors,

@@ -56,11 +56,16 @@ def build_corpus(kind: str, size: int, directory: Path) -> tuple[Path, Path]:
 
 
 def cli_case(cands: str, refs: str, out: str, layer: int, backend: str, stream: bool, chunk_size: int,
-             export_dir: str | None, pairs: int) -> Work:
+             export_dir: str | None, pairs: int, token_budget: int | None = None, cache: str | None = None) -> Work:
     from alignscore.cli import main
 
     args = ["score", "-c", cands, "-r", refs, "--model", "all-MiniLM-L6-v2", "--layer", str(layer),
             "--backend", backend, "-o", out, "-q"]
+    if token_budget:
+        args += ["--token-budget", str(token_budget)]
+    if cache:
+        shutil.rmtree(cache, ignore_errors=True)  # starts empty: what one run reuses within itself
+        args += ["--cache", cache]
     if stream:
         args += ["--stream", "--chunk-size", str(chunk_size)]
     if export_dir:
@@ -81,6 +86,9 @@ def main() -> None:
     parser.add_argument("--layer", type=int, default=None, help="default: 4 (cross), 1 (unique)")
     parser.add_argument("--backend", default="onnx")
     parser.add_argument("--chunk-size", type=int, default=2000)
+    parser.add_argument("--token-budget", type=int, default=None)
+    parser.add_argument("--stream-cache", action="store_true",
+                        help="streamed runs use a (fresh) embedding cache, so chunks reuse each other's texts")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     layer = args.layer if args.layer is not None else (4 if args.corpus == "cross" else 1)
@@ -92,7 +100,8 @@ def main() -> None:
         enc = alignscore.HFEncoder("all-MiniLM-L6-v2", backend="onnx", export_dir=export_dir)
         alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(layer)).score(["warm up"], ["warm up"])
     info = machine()
-    print(f"# scale benchmark ({args.corpus}, layer {layer}, {args.backend}), {info}", file=sys.stderr)
+    print(f"# scale benchmark ({args.corpus}, layer {layer}, {args.backend}, chunk {args.chunk_size}, token budget "
+          f"{args.token_budget}, stream cache {args.stream_cache}), {info}", file=sys.stderr)
     results = []
     outputs: dict[int, dict[str, Path]] = {}
     for size in (int(s) for s in args.sizes.split(",")):
@@ -102,7 +111,9 @@ def main() -> None:
             case = Case(f"{mode}_{size}", "benchmarks.bench_scale:cli_case",
                         {"cands": str(cands), "refs": str(refs), "out": str(out), "layer": layer,
                          "backend": args.backend, "stream": mode == "stream", "chunk_size": args.chunk_size,
-                         "export_dir": export_dir if args.backend == "onnx" else None, "pairs": size})
+                         "export_dir": export_dir if args.backend == "onnx" else None, "pairs": size,
+                         "token_budget": args.token_budget,
+                         "cache": str(work / "cache") if mode == "stream" and args.stream_cache else None})
             results.append(run_case(case, 0, work / "runs"))
             outputs.setdefault(size, {})[mode] = out
         if len(outputs[size]) == 2:

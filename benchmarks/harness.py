@@ -63,6 +63,7 @@ class Result:
     round: int
     seconds: float
     pairs: int
+    cpu_seconds: float  # user + system time of the timed part (all threads)
     peak_rss_mib: float  # the process's high-water mark (VmHWM), imports and model included
     rss_before_mib: float  # resident memory when the timed part started
     load_before: float  # 1-minute load average before and after the run
@@ -90,14 +91,21 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _child(spec: dict[str, Any]) -> None:
     module, fn = spec["target"].split(":")
     work: Work = getattr(importlib.import_module(module), fn)(**spec["kwargs"])
     before = _rss_mib()
     load_before = os.getloadavg()[0]
+    cpu_start = _cpu_seconds()
     start = time.perf_counter()
     scores = work.run()
     seconds = time.perf_counter() - start
+    cpu = _cpu_seconds() - cpu_start
     peak = _peak_rss_mib()
     scores_file = None
     if scores:
@@ -105,7 +113,7 @@ def _child(spec: dict[str, Any]) -> None:
 
         scores_file = spec["out"] + ".pt"
         torch.save({k: torch.as_tensor(v).double().cpu() for k, v in scores.items()}, scores_file)
-    result = dict(seconds=seconds, pairs=work.pairs, peak_rss_mib=peak, rss_before_mib=before,
+    result = dict(seconds=seconds, cpu_seconds=cpu, pairs=work.pairs, peak_rss_mib=peak, rss_before_mib=before,
                   load_before=load_before, load_after=os.getloadavg()[0], scores_file=scores_file,
                   info=work.info)
     Path(spec["out"]).write_text(json.dumps(result))
@@ -128,7 +136,8 @@ def run_case(case: Case, round_: int = 0, workdir: str | Path | None = None, tim
     data = json.loads(out.read_text())
     result = Result(case=case.name, round=round_, **data)
     if echo:
-        print(f"  round {round_} {case.name:<28} {result.seconds:8.2f} s  {result.pairs_per_s:9.1f} pairs/s  "
+        print(f"  round {round_} {case.name:<28} {result.seconds:8.2f} s (cpu {result.cpu_seconds:7.2f} s) "
+              f"{result.pairs_per_s:9.1f} pairs/s  "
               f"peak {result.peak_rss_mib:7.0f} MiB  load {result.load_before:.1f}->{result.load_after:.1f}",
               file=sys.stderr, flush=True)
     return result
@@ -165,6 +174,8 @@ class Row:
     peak_rss_mib: float  # median over rounds
     max_diff: float | None  # largest per-pair score difference to ``diff_against``
     load: float  # mean 1-minute load average over the runs
+    cpu_median: float = 0.0  # median CPU seconds (user + system, all threads)
+    ratios: list[float] = field(default_factory=list)  # the per-round ratios behind ``ratio``
 
 
 def summarize(results: list[Result], reference: str | None = None, diff_against: str | None = None) -> list[Row]:
@@ -174,7 +185,7 @@ def summarize(results: list[Result], reference: str | None = None, diff_against:
     rows = []
     for name, rs in by_case.items():
         med = statistics.median(r.seconds for r in rs)
-        ratio = None
+        ratio, ratios = None, []
         if reference is not None and reference in by_case:
             ref_by_round = {r.round: r.seconds for r in by_case[reference]}
             ratios = [ref_by_round[r.round] / r.seconds for r in rs if r.round in ref_by_round]
@@ -184,18 +195,21 @@ def summarize(results: list[Result], reference: str | None = None, diff_against:
             diff = max_abs_diff(by_case[diff_against][0].scores_file, rs[0].scores_file)
         rows.append(Row(name, rs[0].pairs, med, min(r.seconds for r in rs), rs[0].pairs / med, ratio,
                         statistics.median(r.peak_rss_mib for r in rs), diff,
-                        statistics.mean((r.load_before + r.load_after) / 2 for r in rs)))
+                        statistics.mean((r.load_before + r.load_after) / 2 for r in rs),
+                        statistics.median(r.cpu_seconds for r in rs), ratios))
     return rows
 
 
 def markdown(rows: list[Row], reference: str | None = None, diff_against: str | None = None) -> str:
-    head = ["case", "pairs", "median s", "best s", "pairs/s",
-            f"speed vs {reference}" if reference else "speed ratio", "peak RSS MiB",
+    head = ["case", "pairs", "median s", "best s", "CPU s", "pairs/s",
+            f"speed vs {reference} (per round)" if reference else "speed ratio", "peak RSS MiB",
             f"max abs diff vs {diff_against}" if diff_against else "max abs diff", "load"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r.case, str(r.pairs), f"{r.seconds_median:.2f}", f"{r.seconds_min:.2f}", f"{r.pairs_per_s:.1f}",
-                 f"{r.ratio:.2f}x" if r.ratio is not None else "-", f"{r.peak_rss_mib:.0f}",
+        spread = " (" + ", ".join(f"{x:.2f}" for x in r.ratios) + ")" if len(r.ratios) > 1 else ""
+        cells = [r.case, str(r.pairs), f"{r.seconds_median:.2f}", f"{r.seconds_min:.2f}", f"{r.cpu_median:.1f}",
+                 f"{r.pairs_per_s:.1f}", f"{r.ratio:.2f}x{spread}" if r.ratio is not None else "-",
+                 f"{r.peak_rss_mib:.0f}",
                  f"{r.max_diff:.1e}" if r.max_diff is not None else "-", f"{r.load:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
