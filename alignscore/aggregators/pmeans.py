@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator
+from .base import Aggregator, resolve_layers
 
 
 def power_mean(x: torch.Tensor, p: float, dim: int = 0) -> torch.Tensor:
@@ -48,13 +48,7 @@ class PowerMeans(Aggregator):
     normalize: bool = True
 
     def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
-        out = []
-        for k in self.layers_spec:
-            r = k + num_layers + 1 if k < 0 else k
-            if not 0 <= r <= num_layers:
-                raise ConfigError(f"layer {k} does not exist: the model has layers 0..{num_layers}")
-            out.append(r)
-        return out
+        return resolve_layers(self.layers_spec, num_layers)
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
