@@ -112,13 +112,13 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
                         dtype=opts.get("dtype") or "float32")
 
     agg_name = opts.get("aggregator") or ("pmeans" if opts.get("layers") or opts.get("powers") else None)
-    if agg_name == "pmeans":
+    if agg_name in ("pmeans", "routing"):
         kwargs: dict[str, Any] = {}
         if opts.get("layers"):
             kwargs["layers_spec"] = _parse(_int_list, opts["layers"], "--layers")
-        if opts.get("powers"):
+        if opts.get("powers") and agg_name == "pmeans":
             kwargs["powers"] = _parse(_float_list, opts["powers"], "--powers")
-        aggregator = AGGREGATORS.build("pmeans", **kwargs)
+        aggregator = AGGREGATORS.build(agg_name, **kwargs)
     elif agg_name == "single" or opts.get("layer") is not None or "aggregator" not in base:
         aggregator = AGGREGATORS.build("single", layer=opts.get("layer"))
     else:
