@@ -64,8 +64,12 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
         if out is None:
             out = torch.empty(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
                               device=vectors.device)
-        out[index[valid].to(out.device)] = vectors[valid.to(vectors.device)].to(out.device)
-        filled.append(index[valid])
+        # each text's tokens are one contiguous block of ``out``: copy block by block (a loop
+        # over the batch's texts, far cheaper on CPU than a scatter through an index tensor)
+        for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
+            out[start:start + n] = vectors[row, :n].to(out.device)
+        if shard is not None:
+            filled.append(index[valid])
     if shard is not None:
         rows = torch.cat(filled) if filled else torch.empty(0, dtype=torch.long)
         mine_out = out[rows.to(out.device)] if out is not None else torch.empty(0, 0)
@@ -99,6 +103,16 @@ def unit(vectors: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     return vectors.div_(norm) if inplace else vectors / norm
 
 
+def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, width: int) -> torch.Tensor:
+    """``[B, width, D]``: row b holds the packed rows of text ``texts[b]`` (its tokens), then 0.
+    Each text is one contiguous block of ``packed``, copied as such (a loop over texts, far
+    cheaper on CPU than gathering every token through an index tensor)."""
+    out = packed.new_zeros(len(texts), width, packed.shape[-1])
+    for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
+        out[row, :n] = packed[start:start + n]
+    return out
+
+
 def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
                matchable: torch.Tensor, pair_ref: torch.Tensor, pair_cand: torch.Tensor) -> PairBatch:
     """The right-padded :class:`PairBatch` of pairs ``(pair_ref[k], pair_cand[k])`` (unique-text
@@ -109,8 +123,8 @@ def pair_batch(vectors: torch.Tensor, table: TokenTable, ref_mass: torch.Tensor,
     c_idx, c_ok = pad_gather(table.offsets, pair_cand)
     r_idx, r_ok, c_idx, c_ok = (t.to(device) for t in (r_idx, r_ok, c_idx, c_ok))
     return PairBatch(
-        ref=vectors[r_idx].masked_fill_(~r_ok.unsqueeze(-1), 0),
-        cand=vectors[c_idx].masked_fill_(~c_ok.unsqueeze(-1), 0),
+        ref=padded_blocks(vectors, table, pair_ref, r_idx.shape[1]),
+        cand=padded_blocks(vectors, table, pair_cand, c_idx.shape[1]),
         ref_mass=ref_mass[r_idx] * r_ok,
         cand_mass=cand_mass[c_idx] * c_ok,
         ref_match=matchable[r_idx] & r_ok,
