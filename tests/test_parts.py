@@ -45,6 +45,18 @@ def test_layer_k_is_hidden_state_k_and_upper_blocks_are_skipped(tiny_bert_dir):
     assert len(enc._load_model().encoder.layer) == 4  # the model is left whole
 
 
+def test_one_encoder_serves_a_higher_layer_after_a_lower_one(tiny_bert_dir):
+    """The first call runs blocks 1-2 only; a later call for layer 4 must still see all blocks
+    (transformers 5 hooks the hidden-state capture on the first forward)."""
+    enc = alignscore.HFEncoder(tiny_bert_dir, device_name="cpu")
+    fresh = alignscore.HFEncoder(tiny_bert_dir, device_name="cpu")
+    ids = torch.tensor([[2, 40, 41, 42, 3]])
+    mask = torch.ones_like(ids)
+    enc.forward(ids, mask, [2])
+    after_low = enc.forward(ids, mask, [1, 4])
+    assert torch.equal(after_low, fresh.forward(ids, mask, [1, 4]))
+
+
 def test_truncation_keeps_the_closing_special_token(tiny_bert_dir):
     enc = alignscore.HFEncoder(tiny_bert_dir, max_length=10)
     with pytest.warns(UserWarning, match="1 text"):

@@ -270,7 +270,12 @@ def layer_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tens
 @contextlib.contextmanager
 def _first_blocks(model: Any, top: int) -> Iterator[Any]:
     """Temporarily keep only the first ``top`` blocks of the model's stack, so blocks above the
-    highest layer asked for never run. Yields the stack's final layer norm, if it has one."""
+    highest layer asked for never run. Yields the stack's final layer norm, if it has one.
+
+    transformers >= 5 collects hidden states with forward hooks that it installs on the first call:
+    they are installed here on the whole stack first, or a later call that needs more blocks than
+    the first one ran would find no hooks on the upper blocks."""
+    _install_output_hooks(model)
     for path in ("encoder.layer", "transformer.layer", "layer", "encoder.block", "block", "layers"):
         owner, attr = model, path
         if "." in path:
@@ -286,6 +291,14 @@ def _first_blocks(model: Any, top: int) -> Iterator[Any]:
                 setattr(owner, attr, blocks)
             return
     yield None  # unknown stack: run it whole; hidden_states[k] is still layer k
+
+
+def _install_output_hooks(model: Any) -> None:
+    try:
+        from transformers.utils.output_capturing import maybe_install_capturing_hooks
+    except ImportError:  # transformers < 5 returns hidden states without hooks
+        return
+    maybe_install_capturing_hooks(model)  # what the model's own forward does on its first call
 
 
 def _first_line(exc: BaseException) -> str:
