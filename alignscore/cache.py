@@ -15,7 +15,8 @@ Storage is one SQLite database in write-ahead-log mode: readers never block, wri
 (``timeout_s``), and a transaction either lands whole or not at all, so processes may read and
 write the same cache concurrently. The payload is bounded by ``max_bytes``: when an insertion
 goes over it, the least recently used entries are evicted down to 90% of the bound and their
-pages returned to the file system. Values are stored bit for bit (float32 stays float32), so a
+pages returned to the file system (recency is kept in a small table of its own, so a hit rewrites
+no stored states). Values are stored bit for bit (float32 stays float32), so a
 hit gives exactly the states that were computed.
 """
 
@@ -34,14 +35,15 @@ import torch
 
 from .errors import ConfigError
 
-DB_NAME = "states.sqlite"
+DB_NAME = "states-v2.sqlite"
 ENV_VAR = "ALIGNSCORE_CACHE"
 DEFAULT_MAX_BYTES = 4 << 30
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS states (
     key BLOB PRIMARY KEY, rows INTEGER NOT NULL, cols INTEGER NOT NULL, dtype TEXT NOT NULL,
-    data BLOB NOT NULL, nbytes INTEGER NOT NULL, atime INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS states_atime ON states (atime);
+    data BLOB NOT NULL, nbytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS used (key BLOB PRIMARY KEY, atime INTEGER NOT NULL, nbytes INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS used_atime ON used (atime);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('bytes', 0);
 CREATE TABLE IF NOT EXISTS digests (ident TEXT PRIMARY KEY, digest TEXT NOT NULL);
@@ -140,8 +142,10 @@ class EmbeddingCache:
                 found[key] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(n, d)
         if found:
             now = time.time_ns()
-            with _transaction(db):
-                db.executemany("UPDATE states SET atime = ? WHERE key = ?", [(now, k) for k in found])
+            with _transaction(db):  # recency lives apart from the states: no blob is rewritten
+                for chunk in _chunks(list(found), _CHUNK):
+                    db.execute(f"UPDATE used SET atime = ? WHERE key IN ({','.join('?' * len(chunk))})",
+                               [now, *chunk])
         return found
 
     def put(self, items: dict[bytes, torch.Tensor]) -> None:
@@ -159,9 +163,11 @@ class EmbeddingCache:
                 data = array.tobytes()
                 if len(data) > self.max_bytes:
                     continue
-                cur = db.execute("INSERT OR IGNORE INTO states VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                 (key, array.shape[0], array.shape[1], array.dtype.str, data, len(data), now))
-                added += len(data) if cur.rowcount == 1 else 0
+                cur = db.execute("INSERT OR IGNORE INTO states VALUES (?, ?, ?, ?, ?, ?)",
+                                 (key, array.shape[0], array.shape[1], array.dtype.str, data, len(data)))
+                if cur.rowcount == 1:
+                    db.execute("INSERT INTO used VALUES (?, ?, ?)", (key, now, len(data)))
+                    added += len(data)
             total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
                                (added,)).fetchone()[0]
             if total > self.max_bytes:
@@ -173,13 +179,15 @@ class EmbeddingCache:
         """Delete the least recently used entries until the payload is at most ``target``."""
         victims: list[bytes] = []
         freed = 0
-        for key, nbytes in db.execute("SELECT key, nbytes FROM states ORDER BY atime, key"):
+        for key, nbytes in db.execute("SELECT key, nbytes FROM used ORDER BY atime, key"):
             if total - freed <= target:
                 break
             victims.append(key)
             freed += nbytes
         for chunk in _chunks(victims, _CHUNK):
-            db.execute(f"DELETE FROM states WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            marks = ",".join("?" * len(chunk))
+            db.execute(f"DELETE FROM states WHERE key IN ({marks})", chunk)
+            db.execute(f"DELETE FROM used WHERE key IN ({marks})", chunk)
         db.execute("UPDATE meta SET value = value - ? WHERE name = 'bytes'", (freed,))
 
     def stats(self) -> CacheStats:
@@ -191,6 +199,7 @@ class EmbeddingCache:
         db = self._db()
         with _transaction(db):
             db.execute("DELETE FROM states")
+            db.execute("DELETE FROM used")
             db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
         db.execute("PRAGMA incremental_vacuum")
 

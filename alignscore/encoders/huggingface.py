@@ -181,41 +181,40 @@ class HFEncoder(Encoder):
         tokens and their closing special tokens (the tokenizer's own truncation)."""
         tok = self._load_tokenizer()
         stripped = [t.strip() for t in texts]
-        enc = tok(stripped, add_special_tokens=True, truncation=False, return_special_tokens_mask=True,
-                  return_attention_mask=False, return_offsets_mapping=True, verbose=False)
+        # the tokenizers backend itself (what ``tok(...)`` calls), without transformers' per-text
+        # conversion to Python lists: no truncation, no padding, special tokens added
+        backend = tok.backend_tokenizer
+        backend.no_truncation()
+        backend.no_padding()
         out = Tokenized([], [], [], [])
         limit = self._limit
-        for i, ids in enumerate(enc["input_ids"]):
-            special = [bool(s) for s in enc["special_tokens_mask"][i]]
-            words = enc.word_ids(i)
-            spans = enc["offset_mapping"][i]
-            keep = list(range(len(ids)))
+        for text, e in zip(stripped, backend.encode_batch(stripped, add_special_tokens=True)):
+            ids, special, words, spans, tokens = e.ids, e.special_tokens_mask, e.word_ids, e.offsets, e.tokens
             if len(ids) > limit:
                 tail = 0
                 while tail < len(ids) and special[len(ids) - 1 - tail]:
                     tail += 1
-                keep = keep[: limit - tail] + keep[len(ids) - tail:]
+                keep = list(range(limit - tail)) + list(range(len(ids) - tail, len(ids)))
+                ids, special, words, spans, tokens = ([seq[k] for k in keep]
+                                                      for seq in (ids, special, words, spans, tokens))
                 out.truncated += 1
             prev = None
             starts = []
             surface = []
             covered = 0  # characters of the text already covered by earlier tokens
-            for k in keep:
-                w = words[k]
-                starts.append(w is not None and not special[k] and w != prev)
+            for w, sp, (begin, end) in zip(words, special, spans):
+                starts.append(w is not None and not sp and w != prev)
                 prev = w
-                begin, end = spans[k]
-                if special[k] or end <= max(begin, covered):
+                if sp or end <= max(begin, covered):
                     surface.append("")
                 else:
-                    surface.append(stripped[i][max(begin, covered):end])
+                    surface.append(text[max(begin, covered):end])
                     covered = end
-            out.ids.append([ids[k] for k in keep])
-            out.special.append([special[k] for k in keep])
+            out.ids.append(ids)
+            out.special.append([bool(sp) for sp in special])
             out.word_start.append(starts)
             out.surface.append(surface)
-        for ids in out.ids:
-            out.tokens.append(tok.convert_ids_to_tokens(ids))
+            out.tokens.append(tokens)
         if out.truncated:
             warnings.warn(
                 f"{out.truncated} text(s) longer than {limit} tokens were truncated to the "
