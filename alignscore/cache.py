@@ -23,7 +23,9 @@ hit gives exactly the states that were computed.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
+import warnings
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -33,7 +35,9 @@ from typing import Any, Iterable, Iterator, MutableMapping, Sequence
 import numpy as np
 import torch
 
+from .encoders.base import Tokenized
 from .errors import ConfigError
+from .tokens import gc_paused
 
 DB_NAME = "states-v2.sqlite"
 ENV_VAR = "ALIGNSCORE_CACHE"
@@ -42,6 +46,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS states (
     key BLOB PRIMARY KEY, rows INTEGER NOT NULL, cols INTEGER NOT NULL, dtype TEXT NOT NULL,
     data BLOB NOT NULL, nbytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (key BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS used (key BLOB PRIMARY KEY, atime INTEGER NOT NULL, nbytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS used_atime ON used (atime);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -140,12 +145,7 @@ class EmbeddingCache:
                               chunk).fetchall()
             for key, n, d, dtype, data in rows:
                 found[key] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(n, d)
-        if found:
-            now = time.time_ns()
-            with _transaction(db):  # recency lives apart from the states: no blob is rewritten
-                for chunk in _chunks(list(found), _CHUNK):
-                    db.execute(f"UPDATE used SET atime = ? WHERE key IN ({','.join('?' * len(chunk))})",
-                               [now, *chunk])
+        self._touch(db, list(found))
         return found
 
     def put(self, items: dict[bytes, torch.Tensor]) -> None:
@@ -175,6 +175,44 @@ class EmbeddingCache:
         if total > self.max_bytes:
             db.execute("PRAGMA incremental_vacuum")
 
+    def get_tokens(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored tokenizations of those ``keys`` that are present (marked recently used)."""
+        db = self._db()
+        found: dict[bytes, bytes] = {}
+        for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            found.update(db.execute(f"SELECT key, data FROM tokens WHERE key IN ({marks})", chunk).fetchall())
+        self._touch(db, list(found))
+        return found
+
+    def put_tokens(self, items: dict[bytes, bytes]) -> None:
+        """Store serialised tokenizations; they count towards ``max_bytes`` like states."""
+        if not items:
+            return
+        db = self._db()
+        now = time.time_ns()
+        with _transaction(db):
+            added = 0
+            for key, data in items.items():
+                if db.execute("INSERT OR IGNORE INTO tokens VALUES (?, ?)", (key, data)).rowcount == 1:
+                    db.execute("INSERT INTO used VALUES (?, ?, ?)", (key, now, len(data)))
+                    added += len(data)
+            total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
+                               (added,)).fetchone()[0]
+            if total > self.max_bytes:
+                self._evict(db, total, int(self.max_bytes * 0.9))
+        if total > self.max_bytes:
+            db.execute("PRAGMA incremental_vacuum")
+
+    def _touch(self, db: sqlite3.Connection, keys: list[bytes]) -> None:
+        """Mark entries as used now (recency lives apart from the data: no blob is rewritten)."""
+        if not keys:
+            return
+        now = time.time_ns()
+        with _transaction(db):
+            for chunk in _chunks(keys, _CHUNK):
+                db.execute(f"UPDATE used SET atime = ? WHERE key IN ({','.join('?' * len(chunk))})", [now, *chunk])
+
     def _evict(self, db: sqlite3.Connection, total: int, target: int) -> None:
         """Delete the least recently used entries until the payload is at most ``target``."""
         victims: list[bytes] = []
@@ -187,6 +225,7 @@ class EmbeddingCache:
         for chunk in _chunks(victims, _CHUNK):
             marks = ",".join("?" * len(chunk))
             db.execute(f"DELETE FROM states WHERE key IN ({marks})", chunk)
+            db.execute(f"DELETE FROM tokens WHERE key IN ({marks})", chunk)
             db.execute(f"DELETE FROM used WHERE key IN ({marks})", chunk)
         db.execute("UPDATE meta SET value = value - ? WHERE name = 'bytes'", (freed,))
 
@@ -199,6 +238,7 @@ class EmbeddingCache:
         db = self._db()
         with _transaction(db):
             db.execute("DELETE FROM states")
+            db.execute("DELETE FROM tokens")
             db.execute("DELETE FROM used")
             db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
         db.execute("PRAGMA incremental_vacuum")
@@ -304,3 +344,39 @@ def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: t
     if computed is not None:
         states[:, torch.tensor(miss, device=states.device), :computed.shape[2]] = computed.to(states.device)
     return states
+
+
+def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -> Tokenized:
+    """``encoder.tokenize(texts)`` through the cache: each text's tokenization is stored (as
+    ``marshal`` data: plain lists of ints, bools and strings) under
+    ``sha256(model fingerprint | length limit | marshal version | stripped text)``, so a re-run
+    over the same texts does not tokenize again. The truncation warning is given for stored
+    texts too."""
+    fingerprint = encoder.fingerprint(cache.digests)
+    prefix = f"{fingerprint}|tokens|{encoder.model_max_length}|{marshal.version}|".encode("utf-8")
+    stripped = [t.strip() for t in texts]
+    keys = [hashlib.sha256(prefix + t.encode("utf-8")).digest() for t in stripped]
+    found = cache.get_tokens(keys)
+    miss = [i for i, k in enumerate(keys) if k not in found]
+    fresh = encoder.tokenize([stripped[i] for i in miss]) if miss else Tokenized([], [], [], [])
+    cut = {miss[j] for j in fresh.truncated}
+    rows = {keys[i]: marshal.dumps((fresh.ids[j], fresh.special[j], fresh.word_start[j], fresh.tokens[j],
+                                    fresh.surface[j] if fresh.surface else [], i in cut))
+            for j, i in enumerate(miss)}
+    cache.put_tokens(rows)
+    out = Tokenized([], [], [], [])
+    with gc_paused():
+        for i, key in enumerate(keys):
+            ids, special, word_start, tokens, surface, was_cut = marshal.loads(found.get(key) or rows[key])
+            out.ids.append(ids)
+            out.special.append(special)
+            out.word_start.append(word_start)
+            out.tokens.append(tokens)
+            out.surface.append(surface)
+            if was_cut:
+                out.truncated.append(i)
+    stored_cut = len(out.truncated) - len(cut)
+    if stored_cut:
+        warnings.warn(f"{stored_cut} text(s) longer than {encoder.model_max_length} tokens were truncated to "
+                      f"the model's limit", stacklevel=3)
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -194,14 +195,19 @@ class Scorer:
         ref_text, cand_text = inverse[: len(flat_refs)], inverse[len(flat_refs):]
         pair_ref, pair_cand = ref_text, cand_text[pair_cand_of]
 
-        table = TokenTable.from_tokenized(self.encoder.tokenize(texts))
+        tokenize = self.encoder.tokenize
+        if self.cache is not None:
+            from .cache import tokenize_cached
+
+            tokenize = functools.partial(tokenize_cached, self.cache, self.encoder)
+        table = TokenTable.from_tokenized(tokenize(texts))
         n = len(texts)
         ctx = WeightContext(
             table=table,
             ref_counts=torch.bincount(ref_text, minlength=n).double(),
             cand_counts=torch.bincount(cand_text, minlength=n).double(),
             vocab_size=self.encoder.vocab_size,
-            tokenize=self.encoder.tokenize,
+            tokenize=tokenize,
         )
         ref_w, cand_w = self.weighting.fit(ctx)
         carries, matchable = token_roles(table, self.filters, self.special_tokens)

@@ -50,6 +50,30 @@ def test_hit_gives_identical_scores_without_encoding(wmt_data, tiny_bert_dir, tm
         assert torch.equal(warm[name], cold[name])
 
 
+def test_tokenizations_are_stored_exactly_and_keyed_on_the_length_limit(tiny_bert_dir, tmp_path):
+    from alignscore.cache import tokenize_cached
+
+    long = "one two three four five six seven eight nine ten eleven twelve"
+    texts = ["a short one.", "  second  ", "", long, "a short one."]
+    cache = EmbeddingCache(tmp_path)
+    enc = alignscore.HFEncoder(tiny_bert_dir, max_length=10)
+    with pytest.warns(UserWarning, match="1 text"):
+        want = enc.tokenize(texts)
+    with pytest.warns(UserWarning, match="1 text"):
+        first = tokenize_cached(cache, enc, texts)
+    calls = []
+    enc.tokenize = lambda batch: calls.append(batch) or alignscore.HFEncoder(tiny_bert_dir).tokenize(batch)
+    with pytest.warns(UserWarning, match="1 text"):  # the warning holds for stored texts too
+        second = tokenize_cached(cache, enc, texts)
+    assert calls == []
+    for got in (first, second):
+        assert (got.ids, got.special, got.word_start, got.tokens, got.surface, got.truncated) == (
+            want.ids, want.special, want.word_start, want.tokens, want.surface, want.truncated)
+    other_limit = alignscore.HFEncoder(tiny_bert_dir, max_length=12)
+    assert tokenize_cached(cache, other_limit, [long]).ids == other_limit.tokenize([long]).ids
+    assert len(second.ids[3]) == 10 and len(other_limit.tokenize([long]).ids[0]) == 12
+
+
 def test_partial_hits_and_other_compositions_share_states(wmt_data, tiny_bert_dir, tmp_path):
     cands, refs = _pairs(wmt_data)
     alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path).score(cands[:30], refs[:30])

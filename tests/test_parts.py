@@ -62,7 +62,7 @@ def test_truncation_keeps_the_closing_special_token(tiny_bert_dir):
     with pytest.warns(UserWarning, match="1 text"):
         tok = enc.tokenize(["one two three four five six seven eight nine ten eleven", "short"])
     assert len(tok.ids[0]) == 10 and tok.tokens[0][-1] == "[SEP]" and tok.special[0][-1]
-    assert tok.truncated == 1
+    assert tok.truncated == [0]
 
 
 def test_word_starts_for_wordpiece_and_bpe(tiny_bert_dir, tiny_roberta_dir):

@@ -18,7 +18,7 @@ class Tokenized:
     ``special[i][t]`` marks the tokens the tokenizer added ([CLS], [SEP], <s>, </s>, ...);
     ``word_start[i][t]`` marks the first sub-token of each word (False for special tokens), taken
     from the tokenizer's word ids, so it is right for WordPiece, BPE and SentencePiece alike;
-    ``truncated`` counts the texts that were cut to the model's limit. ``surface[i][t]`` is the
+    ``truncated`` lists the indices of the texts that were cut to the model's limit. ``surface[i][t]`` is the
     text the token covers that no earlier token covered (from the tokenizer's character
     offsets; "" for special tokens), so it reads the same for every tokenizer ("," is ","
     whether the token string is ",", "Ġ," or "▁,"); empty when the encoder cannot tell.
@@ -28,7 +28,7 @@ class Tokenized:
     special: list[list[bool]]
     word_start: list[list[bool]]
     tokens: list[list[str]]
-    truncated: int = 0
+    truncated: list[int] = field(default_factory=list)
     surface: list[list[str]] = field(default_factory=list)
 
 

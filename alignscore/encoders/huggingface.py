@@ -15,6 +15,7 @@ from ..errors import ConfigError, ModelLoadError
 from .base import Encoder, Tokenized
 from .fingerprint import fingerprint as model_fingerprint
 from .layers import default_layer, packaged_model_dir
+from ..tokens import gc_paused
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
@@ -187,8 +188,19 @@ class HFEncoder(Encoder):
         backend.no_truncation()
         backend.no_padding()
         out = Tokenized([], [], [], [])
+        encodings = backend.encode_batch(stripped, add_special_tokens=True)
+        with gc_paused():
+            self._unpack(stripped, encodings, out)
+        if out.truncated:
+            warnings.warn(
+                f"{len(out.truncated)} text(s) longer than {self._limit} tokens were truncated to the "
+                f"model's limit", stacklevel=2)
+        return out
+
+    def _unpack(self, stripped: Sequence[str], encodings: Sequence[Any], out: Tokenized) -> None:
+        """Fill ``out`` from the backend's encodings, truncating as :meth:`tokenize` says."""
         limit = self._limit
-        for text, e in zip(stripped, backend.encode_batch(stripped, add_special_tokens=True)):
+        for i, (text, e) in enumerate(zip(stripped, encodings)):
             ids, special, words, spans, tokens = e.ids, e.special_tokens_mask, e.word_ids, e.offsets, e.tokens
             if len(ids) > limit:
                 tail = 0
@@ -197,7 +209,7 @@ class HFEncoder(Encoder):
                 keep = list(range(limit - tail)) + list(range(len(ids) - tail, len(ids)))
                 ids, special, words, spans, tokens = ([seq[k] for k in keep]
                                                       for seq in (ids, special, words, spans, tokens))
-                out.truncated += 1
+                out.truncated.append(i)
             prev = None
             starts = []
             surface = []
@@ -215,11 +227,6 @@ class HFEncoder(Encoder):
             out.word_start.append(starts)
             out.surface.append(surface)
             out.tokens.append(tokens)
-        if out.truncated:
-            warnings.warn(
-                f"{out.truncated} text(s) longer than {limit} tokens were truncated to the "
-                f"model's limit", stacklevel=2)
-        return out
 
     # -- forward -------------------------------------------------------------------------------
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
