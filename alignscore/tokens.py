@@ -51,6 +51,19 @@ class TokenTable:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    def select(self, texts: torch.Tensor) -> tuple["TokenTable", torch.Tensor]:
+        """The table of texts ``texts`` (indices, in that order) and ``rows [N_sub]``: where
+        each of its tokens sits in this table's packed token axis."""
+        lengths = self.lengths[texts]
+        offsets = torch.zeros(len(texts) + 1, dtype=torch.long)
+        offsets[1:] = lengths.cumsum(0)
+        rows = (torch.repeat_interleave(self.offsets[texts], lengths) + torch.arange(int(offsets[-1]))
+                - torch.repeat_interleave(offsets[:-1], lengths))
+        at = rows.tolist()
+        sub = TokenTable(self.ids[rows], self.special[rows], self.word_start[rows], offsets,
+                         [self.tokens[i] for i in at], [self.surface[i] for i in at] if self.surface else [])
+        return sub, rows
+
     def text_index(self) -> torch.Tensor:
         """``[N]``: which text each token belongs to."""
         return torch.repeat_interleave(torch.arange(len(self)), self.lengths)

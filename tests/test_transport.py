@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, greedy_match
-from alignscore.aligners.ngrams import ngram_units, pool_units
+from alignscore.aligners.ngrams import ngram_units, pool_ngrams
 from alignscore.aligners.transport import exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
 from alignscore.errors import ConfigError
 
@@ -137,13 +137,50 @@ def test_sentence_level_is_the_distance_between_mean_vectors() -> None:
     assert got == pytest.approx(1 - (u - v).norm().item(), abs=1e-6)
 
 
-def test_pool_units_weights_by_mass() -> None:
+def test_pool_ngrams_weights_by_mass() -> None:
     x = torch.eye(3)[None]  # three orthogonal unit vectors
     mass = torch.tensor([[1.0, 3.0, 0.0]])
-    vec, m = pool_units(x, mass, ngram_units(torch.tensor([[True, True, True]]), 2))
+    vec, m = pool_ngrams(x, mass, torch.tensor([[True, True, True]]), 2)
     assert m.tolist() == [[4.0, 3.0]]
     assert torch.allclose(vec[0, 0], unit_rows(torch.tensor([1.0, 3.0, 0.0])))
     assert torch.allclose(vec[0, 1], torch.tensor([0.0, 1.0, 0.0]))  # the massless token adds nothing
+
+
+@pytest.mark.parametrize("n_gram", [1, 2, 3, 7, "sentence"])
+def test_pool_ngrams_equals_the_dense_window_formula(n_gram) -> None:
+    """Pooling by shifted slices = ``U diag(m) X`` with the dense windows U of ``ngram_units``."""
+    gen = torch.Generator().manual_seed(5)
+    x = unit_rows(torch.randn(4, 9, DIM, generator=gen))
+    mass = torch.rand(4, 9, generator=gen) * (torch.rand(4, 9, generator=gen) > 0.2)
+    members = torch.rand(4, 9, generator=gen) > 0.3
+    members[2] = False  # a text with no members
+    members[3, 4:] = False  # padding-like tail
+    vec, m = pool_ngrams(x, mass, members, n_gram)
+    u = ngram_units(members, n_gram)
+    want = torch.bmm(u * mass.unsqueeze(1), x)
+    assert torch.allclose(m, (u * mass.unsqueeze(1)).sum(-1), atol=1e-6)
+    assert torch.allclose(vec, want / want.norm(dim=-1, keepdim=True).clamp_min(1e-12), atol=1e-6)
+
+
+@pytest.mark.parametrize("n_gram", [1, 2, 3, "sentence"])
+@pytest.mark.parametrize("cost", ["euclidean", "sqeuclidean"])
+def test_wmd_pair_by_pair_equals_the_padded_plans(n_gram, cost) -> None:
+    """``WMD.__call__`` (NumPy, pair by pair) = the padded batch path of ``alignment`` (torch
+    pooling, :func:`pairwise_cost`, :func:`exact_plans`), members with zero mass included."""
+    gen = torch.Generator().manual_seed(6)
+    lengths = [(7, 5), (1, 9), (4, 4), (0, 3), (12, 2)]
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
+    cands = [unit_rows(torch.randn(m, DIM, generator=gen)) for _, m in lengths]
+    mr = [torch.rand(n, generator=gen) * (torch.rand(n, generator=gen) > 0.25) for n, _ in lengths]
+    mc = [torch.rand(m, generator=gen) * (torch.rand(m, generator=gen) > 0.25) for _, m in lengths]
+    match_r = [torch.rand(n, generator=gen) > 0.1 for n, _ in lengths]
+    match_c = [torch.rand(m, generator=gen) > 0.1 for _, m in lengths]
+    batch = make_batch(refs, cands, mr, mc, match_r, match_c)
+    aligner = WMD(n_gram=n_gram, cost=cost)
+    got = aligner(batch)["score"]
+    want = aligner.alignment(batch).scores["score"]
+    assert got.dtype == torch.float64 and got[3] == 0  # an empty side scores 0
+    assert torch.allclose(got, want, atol=1e-6), (got, want)
 
 
 # -- Sinkhorn --------------------------------------------------------------------------------------

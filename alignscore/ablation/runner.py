@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -331,10 +330,8 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
         lp_jobs = [j for j in jobs if j.cell.lang_pair == lp]
         global_text = inverse[offset:offset + len(lp_texts)]
         offset += len(lp_texts)
-        with warnings.catch_warnings():  # truncation was reported when all texts were tokenized
-            warnings.simplefilter("ignore")
-            lp_table = TokenTable.from_tokenized(encoder.tokenize(lp_texts))
-        where = _token_positions(table, lp_table, global_text).to(device)
+        lp_table, where = table.select(global_text)
+        where = where.to(device)
         size = len(lang_pairs[lp])
         pair_ref, pair_cand = lp_inverse[:size], lp_inverse[size:]
         n = len(lp_texts)
@@ -390,17 +387,6 @@ class _MemoTokenize:
         if key not in self.memo:
             self.memo[key] = self.tokenize(key)
         return self.memo[key]
-
-
-def _token_positions(table: TokenTable, sub: TokenTable, texts: torch.Tensor) -> torch.Tensor:
-    """``[N_sub]``: where each token of ``sub`` (the tokenization of texts ``texts`` of ``table``,
-    in that order) sits in ``table``'s packed token axis."""
-    lengths = sub.lengths
-    if not torch.equal(table.lengths[texts], lengths):
-        raise RuntimeError("the tokenizer is not deterministic: the same text gave different tokens")
-    starts = torch.repeat_interleave(table.offsets[texts], lengths)
-    within = torch.arange(int(sub.offsets[-1])) - torch.repeat_interleave(sub.offsets[:-1], lengths)
-    return starts + within
 
 
 @dataclass

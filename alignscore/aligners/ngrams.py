@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..errors import ConfigError
@@ -44,17 +45,66 @@ def ngram_units(members: torch.Tensor, n_gram: int | str) -> torch.Tensor:
     return inside.float()
 
 
-def pool_units(vectors: torch.Tensor, mass: torch.Tensor, units: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unit vectors and masses of n-gram windows.
+def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor, n_gram: int | str
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit vectors ``[B, W, D]`` and masses ``[B, W]`` of the windows of :func:`ngram_units`.
 
-    With ``U [B, W, T]`` from :func:`ngram_units`, a window's mass is the sum of its tokens'
-    masses, ``M_s = sum_t U_st m_t``, and its vector the mass-weighted average of its tokens'
-    (unit) vectors, ``v_s = sum_t U_st m_t x_t / M_s``, scaled to unit length (the costs are
-    between unit vectors). Windows without mass get mass 0 and vector 0.
+    With ``U`` the windows of ``members``, a window's mass is the sum of its tokens' masses,
+    ``M_s = sum_t U_st m_t``, and its vector the mass-weighted average of its tokens' (unit)
+    vectors, ``v_s = sum_t U_st m_t x_t / M_s``, scaled to unit length (the costs are between
+    unit vectors). Windows without mass get mass 0 and vector 0.
+
+    Computed without the dense ``U``: the members of each text are first moved to the front in
+    order (``c_r`` = the member of rank r, weight ``w_r = m`` of it, 0 past the last member),
+    so window s is ``sum_(k < n) w_(s+k) c_(s+k)``: n shifted slices, or one masked sum per
+    text when a window spans the whole text (``"sentence"``, or texts no longer than ``n``).
     """
-    weights = units.to(mass.dtype) * mass.unsqueeze(1)  # [B, W, T]
-    unit_mass = weights.sum(-1)
-    pooled = torch.bmm(weights.to(vectors.dtype), vectors)
+    members = members.bool()
+    b, t = members.shape
+    m = members.sum(-1)
+    n = t if n_gram == SENTENCE else int(n_gram)
+    k = min(n, t)
+    w = max(t - k + 1, 1) if t else 0
+    n_b = torch.minimum(m, torch.full_like(m, max(n, 1)))
+    n_win = torch.where(m > 0, m - n_b + 1, torch.zeros_like(m))
+    pos = torch.argsort((~members).to(torch.uint8), dim=1, stable=True)  # members first, in order
+    rows = torch.arange(b, device=members.device).unsqueeze(1)
+    ranked = torch.arange(t, device=members.device).unsqueeze(0) < m.unsqueeze(1)
+    weight = mass[rows, pos] * ranked  # [B, T]: mass of the member of rank r, 0 past the last
+    weighted = vectors[rows, pos] * weight.to(vectors.dtype).unsqueeze(-1)  # [B, T, D]
+    if w == 1:  # one window per text: all its members
+        pooled, unit_mass = weighted.sum(1, keepdim=True), weight.sum(1, keepdim=True)
+    else:
+        pooled = weighted.new_zeros(b, w, vectors.shape[-1])
+        unit_mass = weight.new_zeros(b, w)
+        for j in range(k):  # the n slots of a window (n: the n-gram order)
+            pooled += weighted[:, j:j + w]
+            unit_mass += weight[:, j:j + w]
+    keep = torch.arange(w, device=members.device).unsqueeze(0) < n_win.unsqueeze(1)  # [B, W]
+    pooled = pooled * keep.unsqueeze(-1)
+    unit_mass = unit_mass * keep
     pooled = pooled / pooled.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return pooled, unit_mass
+
+
+def pool_ngrams_np(x: np.ndarray, w: np.ndarray, n_gram: int | str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pool_ngrams` for the members of one text, in NumPy (same float32 sums in the same
+    order): ``x [m, D]`` the member vectors in order, ``w [m]`` their masses. Returns the
+    windows' unit vectors ``[W, D]`` and masses ``[W]``, ``W = max(m - n + 1, 1)`` (0 if m = 0)."""
+    m = len(w)
+    if m == 0:
+        return x[:0], w[:0]
+    n = m if n_gram == SENTENCE else min(int(n_gram), m)
+    windows = m - n + 1
+    weighted = x * w.astype(x.dtype)[:, None]
+    if windows == 1:  # one window: all members
+        pooled, mass = weighted.sum(0, keepdims=True), w.sum(keepdims=True)
+    else:
+        pooled = np.zeros((windows, x.shape[1]), dtype=x.dtype)
+        mass = np.zeros(windows, dtype=w.dtype)
+        for j in range(n):  # the n slots of a window (n: the n-gram order)
+            pooled += weighted[j:j + windows]
+            mass += w[j:j + windows]
+    norm = np.maximum(np.sqrt((pooled * pooled).sum(1, keepdims=True)), np.float32(1e-12))
+    return pooled / norm, mass
+

@@ -6,12 +6,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch
-from .ngrams import check_n_gram, ngram_units, pool_units
-from .transport import COSTS, exact_distances, exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+from .ngrams import check_n_gram, ngram_units, pool_ngrams, pool_ngrams_np
+from .transport import COSTS, exact_distance, exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
 
@@ -73,13 +74,15 @@ class TransportAligner(Aligner):
         cost = pairwise_cost(u.ref, u.cand, self.cost)
         return (self.plans(cost, a, b).to(cost.dtype) * cost).sum((1, 2))
 
-    def _units(self, batch: PairBatch) -> _Units:
+    def _units(self, batch: PairBatch, dense: bool = False) -> _Units:
+        """The units of a batch; ``dense`` also gives the window-by-token matrices (for
+        :meth:`alignment`)."""
         if self.n_gram == 1:
             return _Units(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass, None, None)
-        ur = ngram_units(batch.ref_match, self.n_gram)
-        uc = ngram_units(batch.cand_match, self.n_gram)
-        ref, ref_mass = pool_units(batch.ref, batch.ref_mass, ur)
-        cand, cand_mass = pool_units(batch.cand, batch.cand_mass, uc)
+        ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram)
+        cand, cand_mass = pool_ngrams(batch.cand, batch.cand_mass, batch.cand_match, self.n_gram)
+        ur = ngram_units(batch.ref_match, self.n_gram) if dense else None
+        uc = ngram_units(batch.cand_match, self.n_gram) if dense else None
         return _Units(ref, cand, ref_mass, cand_mass, ur, uc)
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
@@ -100,7 +103,7 @@ class TransportAligner(Aligner):
         exactly. Units without mass contribute 0 (and have cost NaN in ``matrix``); so does
         every unit of an empty pair.
         """
-        u = self._units(batch)
+        u = self._units(batch, dense=True)
         cost = pairwise_cost(u.ref, u.cand, self.cost)
         a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
         plan = self.plans(cost, a, b).to(cost.dtype)
@@ -144,8 +147,28 @@ class WMD(TransportAligner):
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return exact_plans(cost, a, b)
 
-    def distances(self, u: _Units, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return exact_distances(u.ref, u.cand, a, b, self.cost)
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        """Pair by pair in NumPy: each pair's units (its tokens with mass, or its n-gram windows
+        pooled from its members) and :func:`exact_distance` between them; the padded batch is
+        never pooled or costed as a whole (small per-pair arrays stay in the CPU's cache)."""
+        arrays = [t.detach().cpu().numpy() for t in (batch.ref, batch.ref_mass, batch.ref_match,
+                                                     batch.cand, batch.cand_mass, batch.cand_match)]
+        wmd = np.zeros(batch.ref.shape[0])
+        empty = np.ones(batch.ref.shape[0], dtype=bool)
+        for k, (xr, mr, sr, xc, mc, sc) in enumerate(zip(*arrays)):
+            ref, a = self._pair_units(xr, mr, sr)
+            cand, b = self._pair_units(xc, mc, sc)
+            if len(a) and len(b):
+                wmd[k], empty[k] = exact_distance(ref, cand, a, b, self.cost), False
+        score = score_from_distance(torch.from_numpy(wmd), self.score).masked_fill(torch.from_numpy(empty), 0.0)
+        return {"score": score.to(batch.ref.device)}
+
+    def _pair_units(self, x: np.ndarray, mass: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One text's units with mass > 0: ``(vectors, masses)`` (see :class:`TransportAligner`)."""
+        if self.n_gram != 1:
+            x, mass = pool_ngrams_np(x[members], mass[members], self.n_gram)
+        keep = mass > 0
+        return x[keep], mass[keep].astype(np.float64)
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"

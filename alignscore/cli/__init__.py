@@ -38,11 +38,11 @@ class _Group(click.Group):
 
 
 def _one_line_warnings() -> None:
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+    def one_line(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
         text = " ".join(str(message).split())
         print(f"alignscore: warning: {text}", file=sys.stderr)
 
-    warnings.showwarning = show
+    warnings.showwarning = one_line
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 

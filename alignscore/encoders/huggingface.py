@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
