@@ -151,29 +151,14 @@ class EmbeddingCache:
     def put(self, items: dict[bytes, torch.Tensor]) -> None:
         """Store ``[T, D]`` states (entries already present are kept as they are), then evict
         the least recently used entries if the payload went over ``max_bytes``."""
-        if not items:
-            return
-        db = self._db()
-        now = time.time_ns()
-        with _transaction(db):
-            added = 0
-            for key, value in items.items():
-                array = value.detach().cpu().contiguous().numpy()
-                array = array.astype(array.dtype.newbyteorder("<"), copy=False)
-                data = array.tobytes()
-                if len(data) > self.max_bytes:
-                    continue
-                cur = db.execute("INSERT OR IGNORE INTO states VALUES (?, ?, ?, ?, ?, ?)",
-                                 (key, array.shape[0], array.shape[1], array.dtype.str, data, len(data)))
-                if cur.rowcount == 1:
-                    db.execute("INSERT INTO used VALUES (?, ?, ?)", (key, now, len(data)))
-                    added += len(data)
-            total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
-                               (added,)).fetchone()[0]
-            if total > self.max_bytes:
-                self._evict(db, total, int(self.max_bytes * 0.9))
-        if total > self.max_bytes:
-            db.execute("PRAGMA incremental_vacuum")
+        rows = []
+        for key, value in items.items():
+            array = value.detach().cpu().contiguous().numpy()
+            array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+            data = array.tobytes()
+            if len(data) <= self.max_bytes:
+                rows.append((key, array.shape[0], array.shape[1], array.dtype.str, data, len(data)))
+        self._insert("states", rows, [row[-1] for row in rows])
 
     def get_tokens(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The stored tokenizations of those ``keys`` that are present (marked recently used)."""
@@ -187,16 +172,22 @@ class EmbeddingCache:
 
     def put_tokens(self, items: dict[bytes, bytes]) -> None:
         """Store serialised tokenizations; they count towards ``max_bytes`` like states."""
-        if not items:
+        self._insert("tokens", list(items.items()), [len(data) for data in items.values()])
+
+    def _insert(self, table: str, rows: list[tuple[Any, ...]], sizes: list[int]) -> None:
+        """``INSERT OR IGNORE`` rows (key first) into ``table``, record their recency and size,
+        then evict the least recently used entries if the payload went over ``max_bytes``."""
+        if not rows:
             return
         db = self._db()
         now = time.time_ns()
+        marks = ",".join("?" * len(rows[0]))
         with _transaction(db):
             added = 0
-            for key, data in items.items():
-                if db.execute("INSERT OR IGNORE INTO tokens VALUES (?, ?)", (key, data)).rowcount == 1:
-                    db.execute("INSERT INTO used VALUES (?, ?, ?)", (key, now, len(data)))
-                    added += len(data)
+            for row, size in zip(rows, sizes):
+                if db.execute(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", row).rowcount == 1:
+                    db.execute("INSERT INTO used VALUES (?, ?, ?)", (row[0], now, size))
+                    added += size
             total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
                                (added,)).fetchone()[0]
             if total > self.max_bytes:
