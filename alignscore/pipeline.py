@@ -62,7 +62,7 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
             states = forward_cached(cache, encoder, fingerprint, ids, valid, layers)
         vectors = aggregate(states)
         if out is None:
-            out = torch.empty(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
+            out = torch.zeros(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
                               device=vectors.device)
         # each text's tokens are one contiguous block of ``out``: copy block by block (a loop
         # over the batch's texts, far cheaper on CPU than a scatter through an index tensor)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
+import numpy as np
 import torch
 
 from .encoders.base import Tokenized
@@ -34,14 +36,18 @@ class TokenTable:
         lengths = torch.tensor([len(x) for x in tok.ids], dtype=torch.long)
         offsets = torch.zeros(len(tok.ids) + 1, dtype=torch.long)
         offsets[1:] = lengths.cumsum(0)
-        flat = lambda rows, dtype: torch.tensor([v for row in rows for v in row], dtype=dtype)  # noqa: E731
+        n = int(offsets[-1])
+
+        def flat(rows: list[list[Any]], dtype: type) -> torch.Tensor:
+            return torch.from_numpy(np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype, count=n))
+
         return cls(
-            ids=flat(tok.ids, torch.long),
-            special=flat(tok.special, torch.bool),
-            word_start=flat(tok.word_start, torch.bool),
+            ids=flat(tok.ids, np.int64),
+            special=flat(tok.special, np.bool_),
+            word_start=flat(tok.word_start, np.bool_),
             offsets=offsets,
-            tokens=[t for row in tok.tokens for t in row],
-            surface=[s for row in tok.surface for s in row],
+            tokens=list(itertools.chain.from_iterable(tok.tokens)),
+            surface=list(itertools.chain.from_iterable(tok.surface)),
         )
 
     @property

@@ -4,6 +4,7 @@ alignment contract, and properties (hypothesis) that hold for every input."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import ot
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, greedy_match
 from alignscore.aligners.ngrams import ngram_units, pool_ngrams
-from alignscore.aligners.transport import exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+from alignscore.aligners.transport import exact_plans, network_simplex, normalise_mass, pairwise_cost, sinkhorn_plans
 from alignscore.errors import ConfigError
 
 DIM = 6
@@ -181,6 +182,50 @@ def test_wmd_pair_by_pair_equals_the_padded_plans(n_gram, cost) -> None:
     want = aligner.alignment(batch).scores["score"]
     assert got.dtype == torch.float64 and got[3] == 0  # an empty side scores 0
     assert torch.allclose(got, want, atol=1e-6), (got, want)
+
+
+def test_network_simplex_entry_point_equals_pot_emd2() -> None:
+    """The solver WMD calls (POT's C entry point when this POT has the expected one) gives
+    ``ot.emd2``'s optimal value, masses of unequal rounding included."""
+    solve = network_simplex()
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n, m = rng.integers(1, 40, size=2)
+        a, b = rng.random(n) + 1e-3, rng.random(m) + 1e-3
+        a, b = a / a.sum(), b / b.sum() * (1 + 1e-15)
+        c = rng.random((n, m)) * 2
+        assert solve(a, b, c) == pytest.approx(ot.emd2(a, b, c, numItermax=10**7), abs=1e-12)
+
+
+VARIANT_ALIGNERS = [WMD(), WMD(cost="sqeuclidean", n_gram=2), WMD(n_gram="sentence"), Greedy()]
+
+
+@pytest.mark.parametrize("aligner", VARIANT_ALIGNERS, ids=lambda a: a.signature())
+def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
+    """Several weightings / token filters over the same vectors at once (what the grid does)
+    give each variant's own scores: shared cost or similarity matrices change nothing."""
+    gen = torch.Generator().manual_seed(11)
+    lengths = [(7, 5), (1, 9), (4, 4), (0, 3), (12, 2), (6, 8)]
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
+    cands = [unit_rows(torch.randn(m, DIM, generator=gen)) for _, m in lengths]
+    base = make_batch(refs, cands, [torch.ones(n) for n, _ in lengths], [torch.ones(m) for _, m in lengths])
+    batches = [base]
+    for _ in range(3):  # other masses, some tokens filtered out (no mass, not matchable)
+        keep_r = torch.rand(base.ref_mass.shape, generator=gen) > 0.3
+        keep_c = torch.rand(base.cand_mass.shape, generator=gen) > 0.3
+        batches.append(replace(base, ref_mass=torch.rand(base.ref_mass.shape, generator=gen) * keep_r * base.ref_match,
+                               cand_mass=torch.rand(base.cand_mass.shape, generator=gen) * keep_c * base.cand_match,
+                               ref_match=base.ref_match & keep_r, cand_match=base.cand_match & keep_c))
+    together = aligner.score_variants(batches)
+    for batch, got in zip(batches, together):
+        alone = aligner(batch)
+        assert got.keys() == alone.keys()
+        for name in alone:
+            torch.testing.assert_close(got[name], alone[name], rtol=0, atol=1e-12)
+    assert not torch.equal(together[0][aligner.primary], together[1][aligner.primary])  # variants differ
+    other = replace(base, ref=base.ref.clone())
+    with pytest.raises(ValueError, match="same ref and cand"):
+        aligner.score_variants([base, other])
 
 
 # -- Sinkhorn --------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from ..errors import AlignScoreError, ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..filters import FILTERS, token_roles
 from ..filters.base import TokenFilter
-from ..pipeline import embed, empty_pairs, pair_batch, unique_texts
+from ..pipeline import embed, empty_pairs, pair_batch, unique_texts, unit
 from ..scorer import Scorer
 from ..textio import read_lines
 from ..tokens import TokenTable, pad_gather
@@ -190,14 +190,15 @@ class _Job:
 
 class _Stacked:
     """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
-    layers (``positions[a]`` into the stacked states); remembers the output widths ``D_a``."""
+    layers (``positions[a]`` into the stacked states) and scaling its vectors to unit length;
+    remembers the output widths ``D_a``."""
 
     def __init__(self, aggregators: list[Aggregator], positions: list[list[int]]) -> None:
         self.aggregators, self.positions = aggregators, positions
         self.widths: list[int] = []
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
-        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
+        outs = [unit(agg(states[pos])) for agg, pos in zip(self.aggregators, self.positions)]
         self.widths = [o.shape[-1] for o in outs]
         return torch.cat(outs, dim=-1)
 
@@ -308,15 +309,9 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
     stacked = _Stacked(list(aggregators.values()), positions)
     packed = embed(encoder, table, union, stacked, batch_size=batch_size, progress=progress,
                    desc=f"encoding ({encoder.name})")
-    vectors: dict[str, torch.Tensor] = {}
-    start = 0
-    for sig, width in zip(aggregators, stacked.widths):
-        block = packed[:, start:start + width]
-        # unit() in place (v / max(||v||, 1e-12)): each aggregator's vectors stay a view of
-        # the one packed tensor, so memory is one copy of all token vectors
-        block.div_(block.norm(dim=-1, keepdim=True).clamp_min(1e-12))
-        vectors[sig] = block
-        start += width
+    # each aggregator's unit vectors: a view of the one packed tensor (one copy of all vectors)
+    bounds = np.cumsum([0] + stacked.widths).tolist()
+    vectors = {sig: packed[:, bounds[i]:bounds[i + 1]] for i, sig in enumerate(aggregators)}
     device = packed.device
     seconds[f"encode {encoder.name}"] = time.perf_counter() - t
 
@@ -330,6 +325,8 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
         lp_jobs = [j for j in jobs if j.cell.lang_pair == lp]
         global_text = inverse[offset:offset + len(lp_texts)]
         offset += len(lp_texts)
+        # weights and token roles are fitted on this language pair's own table; masses are then
+        # placed on the global token axis, so that its pairs read the packed vectors in place
         lp_table, where = table.select(global_text)
         where = where.to(device)
         size = len(lang_pairs[lp])
@@ -357,21 +354,26 @@ def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: dict[str, LangP
             if key not in group:
                 ref_w, cand_w = weights[wkey]
                 carries, matchable = roles[rkey]
-                group[key] = _Alignment(sc.aligner, (ref_w[lp_table.ids] * carries).to(device),
-                                        (cand_w[lp_table.ids] * carries).to(device), matchable.to(device))
+                masses = (ref_w[lp_table.ids] * carries, cand_w[lp_table.ids] * carries, matchable)
+                group[key] = _Alignment(sc.aligner, *(_placed(x, where, table) for x in masses))
             group[key].jobs.append(job)
+        g_ref, g_cand = global_text[pair_ref], global_text[pair_cand]
         for agg_sig, group in groups.items():
             bar.set_postfix_str(f"{lp} {agg_sig}", refresh=False)
-            lp_vectors = vectors[agg_sig][where]  # this language pair's tokens, in its table's order
-            align_shared(list(group.values()), lp_vectors, lp_table, pair_ref, pair_cand)
+            align_shared(list(group.values()), vectors[agg_sig], table, g_ref, g_cand)
             for al in group.values():
-                empty = int(empty_pairs(lp_table, al.ref_mass, al.cand_mass, pair_ref, pair_cand).sum())
+                empty = int(empty_pairs(table, al.ref_mass, al.cand_mass, g_ref, g_cand).sum())
                 for job in al.jobs:
                     job.cell.scores = al.results[job.metric].double().numpy()
                     job.cell.empty = empty
                 bar.update(len(al.jobs))
     bar.close()
     seconds[f"weigh+align {encoder.name}"] = time.perf_counter() - t
+
+
+def _placed(values: torch.Tensor, rows: torch.Tensor, table: TokenTable) -> torch.Tensor:
+    """``[N]`` over ``table``'s token axis: ``values`` at ``rows``, 0 (False) elsewhere."""
+    return values.new_zeros(int(table.offsets[-1])).index_copy_(0, rows, values.to(rows.device))
 
 
 class _MemoTokenize:
@@ -403,17 +405,22 @@ class _Alignment:
 
 
 def align_shared(alignments: list[_Alignment], vectors: torch.Tensor, table: TokenTable, pair_ref: torch.Tensor,
-                 pair_cand: torch.Tensor, batch_size: int = 256) -> None:
+                 pair_cand: torch.Tensor, batch_size: int = 64) -> None:
     """:func:`~alignscore.pipeline.align_pairs` for several alignments over the same token vectors.
 
     The pairs are batched exactly as ``align_pairs`` batches them (by total length, longest
     first); each batch's vectors are gathered once (:func:`~alignscore.pipeline.pair_batch`) and
-    every alignment gets that batch with its own masses and match targets. Aligners never modify
-    a batch, and score each pair independently of the others in it, so each alignment's
-    ``results`` (``{metric: [P]}``) are those ``align_pairs`` returns for it.
+    every alignment gets that batch with its own masses and match targets; the alignments of one
+    aligner go to it together (:meth:`~alignscore.aligners.base.Aligner.score_variants`, which
+    lets it share work between them). Aligners never modify a batch, and score each pair
+    independently of the others in it, so each alignment's ``results`` (``{metric: [P]}``) are
+    those ``align_pairs`` returns for it.
     """
     lengths = table.lengths
     order = torch.argsort(lengths[pair_ref] + lengths[pair_cand], descending=True, stable=True)
+    by_aligner: dict[str, list[_Alignment]] = {}
+    for al in alignments:
+        by_aligner.setdefault(al.aligner.signature(), []).append(al)
     first = alignments[0]
     for start in range(0, len(order), batch_size):
         sel = order[start:start + batch_size]
@@ -421,14 +428,15 @@ def align_shared(alignments: list[_Alignment], vectors: torch.Tensor, table: Tok
                           pair_ref[sel], pair_cand[sel])
         r_idx, r_ok = (t.to(vectors.device) for t in pad_gather(table.offsets, pair_ref[sel]))
         c_idx, c_ok = (t.to(vectors.device) for t in pad_gather(table.offsets, pair_cand[sel]))
-        for al in alignments:
-            batch = base if al is first else replace(
+        for same in by_aligner.values():
+            batches = [base if al is first else replace(
                 base, ref_mass=al.ref_mass[r_idx] * r_ok, cand_mass=al.cand_mass[c_idx] * c_ok,
-                ref_match=al.matchable[r_idx] & r_ok, cand_match=al.matchable[c_idx] & c_ok)
-            for name, value in al.aligner(batch).items():
-                if name not in al.results:
-                    al.results[name] = torch.empty(len(order), dtype=value.dtype)
-                al.results[name][sel] = value.detach().cpu()
+                ref_match=al.matchable[r_idx] & r_ok, cand_match=al.matchable[c_idx] & c_ok) for al in same]
+            for al, scores in zip(same, same[0].aligner.score_variants(batches)):
+                for name, value in scores.items():
+                    if name not in al.results:
+                        al.results[name] = torch.empty(len(order), dtype=value.dtype)
+                    al.results[name][sel] = value.detach().cpu()
 
 
 def _default(encoder: HFEncoder, agg: Aggregator) -> int | None:

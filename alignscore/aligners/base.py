@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Sequence
 
 import torch
 
@@ -65,9 +65,23 @@ class Aligner(ABC):
     def signature(self) -> str:
         """What pins this aligner's numbers (cost, score form, ...)."""
 
+    def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
+        """:meth:`__call__` for each of ``batches``: the same pairs and vectors (the very same
+        ``ref`` and ``cand`` tensors) with other masses and match targets (other weightings or
+        token filters). Aligners that can share work between them override this."""
+        same_vectors(batches)
+        return [self(batch) for batch in batches]
+
     def alignment(self, batch: PairBatch) -> Alignment:
         """The matrix, flows and per-unit contributions behind :meth:`__call__`'s scores."""
         raise NotImplementedError(f"{type(self).__name__} does not explain its alignments")
+
+
+def same_vectors(batches: Sequence[PairBatch]) -> PairBatch:
+    """The first of ``batches``, after checking that all share its ``ref`` and ``cand`` tensors."""
+    if not batches or any(b.ref is not batches[0].ref or b.cand is not batches[0].cand for b in batches):
+        raise ValueError("score_variants needs one or more batches over the same ref and cand tensors")
+    return batches[0]
 
 
 def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
 from ..errors import ConfigError
-from .base import Aligner, Alignment, PairBatch, weighted_mean
+from .base import Aligner, Alignment, PairBatch, same_vectors, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -28,7 +29,12 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
     Returns ``(P, R, F, sim)``: scores ``[B]`` and the similarity matrix ``[B, Tc, Tr]`` with
     non-matchable entries at ``-inf``.
     """
-    sim = torch.bmm(cand, ref.transpose(1, 2))
+    return match_similarities(torch.bmm(cand, ref.transpose(1, 2)), ref_mass, cand_mass, ref_match, cand_match)
+
+
+def match_similarities(sim: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor, ref_match: torch.Tensor,
+                       cand_match: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`greedy_match` from the similarities ``sim [B, Tc, Tr] = y_j . x_i`` (not modified)."""
     allowed = cand_match.unsqueeze(2) & ref_match.unsqueeze(1)
     sim = sim.masked_fill(~allowed, float("-inf"))
     if sim.shape[1] == 0 or sim.shape[2] == 0:  # a batch of token-less texts: nothing to take a max over
@@ -60,6 +66,16 @@ class Greedy(Aligner):
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                   batch.ref_match, batch.cand_match)
         return {"precision": p, "recall": r, "f1": f}
+
+    def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
+        """One similarity matrix for all the variants (it only depends on the vectors)."""
+        first = same_vectors(batches)
+        sim = torch.bmm(first.cand, first.ref.transpose(1, 2))
+        out = []
+        for b in batches:
+            p, r, f, _ = match_similarities(sim, b.ref_mass, b.cand_mass, b.ref_match, b.cand_match)
+            out.append({"precision": p, "recall": r, "f1": f})
+        return out
 
     def alignment(self, batch: PairBatch) -> Alignment:
         """Matches and contributions. With normalised masses ``w``, candidate token j adds

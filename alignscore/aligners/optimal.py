@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from ..errors import ConfigError
-from .base import Aligner, Alignment, PairBatch
+from .base import Aligner, Alignment, PairBatch, same_vectors
 from .ngrams import check_n_gram, ngram_units, pool_ngrams, pool_ngrams_np
-from .transport import COSTS, exact_distance, exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+from .transport import COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost, sinkhorn_plans
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
 
@@ -148,27 +150,59 @@ class WMD(TransportAligner):
         return exact_plans(cost, a, b)
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
-        """Pair by pair in NumPy: each pair's units (its tokens with mass, or its n-gram windows
-        pooled from its members) and :func:`exact_distance` between them; the padded batch is
-        never pooled or costed as a whole (small per-pair arrays stay in the CPU's cache)."""
-        arrays = [t.detach().cpu().numpy() for t in (batch.ref, batch.ref_mass, batch.ref_match,
-                                                     batch.cand, batch.cand_mass, batch.cand_match)]
-        wmd = np.zeros(batch.ref.shape[0])
-        empty = np.ones(batch.ref.shape[0], dtype=bool)
-        for k, (xr, mr, sr, xc, mc, sc) in enumerate(zip(*arrays)):
-            ref, a = self._pair_units(xr, mr, sr)
-            cand, b = self._pair_units(xc, mc, sc)
-            if len(a) and len(b):
-                wmd[k], empty[k] = exact_distance(ref, cand, a, b, self.cost), False
-        score = score_from_distance(torch.from_numpy(wmd), self.score).masked_fill(torch.from_numpy(empty), 0.0)
-        return {"score": score.to(batch.ref.device)}
+        return self.score_variants([batch])[0]
 
-    def _pair_units(self, x: np.ndarray, mass: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One text's units with mass > 0: ``(vectors, masses)`` (see :class:`TransportAligner`)."""
-        if self.n_gram != 1:
-            x, mass = pool_ngrams_np(x[members], mass[members], self.n_gram)
+    def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
+        """Pair by pair in NumPy, every variant of a pair in turn: its units (its tokens with
+        mass, or its n-gram windows pooled from its members) and the exact WMD between them.
+
+        What only depends on the vectors is done once per pair for all variants: the float64
+        cost matrix between the tokens any variant aligns (for tokens, n = 1; a variant's cost
+        matrix is a block of it). n-gram windows are pooled per variant (their vectors depend
+        on the masses). The padded batch is never costed as a whole: small per-pair arrays
+        stay in the CPU's cache, and large temporaries would cost more in page faults than in
+        arithmetic (measured on the table9 grid)."""
+        first = same_vectors(batches)
+        xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
+        variants = [[t.detach().cpu().numpy() for t in (b.ref_mass, b.ref_match, b.cand_mass, b.cand_match)]
+                    for b in batches]
+        # the tokens any variant aligns: members, and (should a caller break that rule) tokens with mass
+        ref_any = np.any([(m > 0) | s for m, s, _, _ in variants], axis=0)
+        cand_any = np.any([(m > 0) | s for _, _, m, s in variants], axis=0)
+        wmd = np.zeros((len(batches), xs.shape[0]))
+        empty = np.ones((len(batches), xs.shape[0]), dtype=bool)
+        solve = network_simplex()
+        with threadpool_limits(1, user_api="blas"):
+            for k in range(xs.shape[0]):
+                ri, ci = np.flatnonzero(ref_any[k]), np.flatnonzero(cand_any[k])
+                if not (len(ri) and len(ci)):
+                    continue
+                x, y = xs[k, ri], ys[k, ci]
+                tokens_cost = cost_matrix(x, y, self.cost) if self.n_gram == 1 else None
+                for i, (r_mass, r_match, c_mass, c_match) in enumerate(variants):
+                    if tokens_cost is not None:
+                        rows, cols = np.flatnonzero(r_mass[k, ri]), np.flatnonzero(c_mass[k, ci])
+                        a, b = r_mass[k, ri[rows]], c_mass[k, ci[cols]]
+                        c = tokens_cost[np.ix_(rows, cols)]
+                    else:
+                        xu, a = self._windows(x, r_mass[k, ri], r_match[k, ri])
+                        yu, b = self._windows(y, c_mass[k, ci], c_match[k, ci])
+                        c = cost_matrix(xu, yu, self.cost)
+                    if len(a) and len(b):
+                        a, b = a.astype(np.float64), b.astype(np.float64)
+                        wmd[i, k], empty[i, k] = solve(a / a.sum(), b / b.sum(), c), False
+        out = []
+        for i in range(len(batches)):
+            score = score_from_distance(torch.from_numpy(wmd[i]), self.score).masked_fill(
+                torch.from_numpy(empty[i]), 0.0)
+            out.append({"score": score.to(first.ref.device)})
+        return out
+
+    def _windows(self, x: np.ndarray, mass: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One text's n-gram windows with mass > 0: ``(unit vectors, masses)``."""
+        x, mass = pool_ngrams_np(x[members], mass[members], self.n_gram)
         keep = mass > 0
-        return x[keep], mass[keep].astype(np.float64)
+        return x[keep], mass[keep]
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"
