@@ -39,7 +39,7 @@ from ..errors import AlignScoreError, ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..filters import FILTERS, token_roles
 from ..filters.base import TokenFilter
-from ..pipeline import embed, empty_pairs, pair_batch, unique_texts, unit
+from ..pipeline import embed, empty_pairs, pair_batch, unique_texts
 from ..scorer import Scorer
 from ..textio import read_lines
 from ..tokens import TokenTable, pad_gather
@@ -194,13 +194,22 @@ class _Stacked:
     remembers the output widths ``D_a``."""
 
     def __init__(self, aggregators: list[Aggregator], positions: list[list[int]]) -> None:
-        self.aggregators, self.positions = aggregators, positions
+        self.aggregators = aggregators
+        # consecutive layers as a slice: a view of the states, not a copy
+        self.positions: list[list[int] | slice] = [
+            slice(p[0], p[-1] + 1) if p == list(range(p[0], p[-1] + 1)) else p for p in positions]
         self.widths: list[int] = []
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
-        outs = [unit(agg(states[pos])) for agg, pos in zip(self.aggregators, self.positions)]
+        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
         self.widths = [o.shape[-1] for o in outs]
-        return torch.cat(outs, dim=-1)
+        packed = states.new_empty(*states.shape[1:3], sum(self.widths))
+        start = 0
+        for o in outs:  # unit(o), written straight into its columns
+            norm = torch.linalg.vector_norm(o, dim=-1, keepdim=True).clamp_min_(1e-12)
+            torch.div(o, norm, out=packed[..., start:start + o.shape[-1]])
+            start += o.shape[-1]
+        return packed
 
 
 def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None = None, batch_size: int = 64,

@@ -89,22 +89,23 @@ def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor
 
 def pool_ngrams_np(x: np.ndarray, w: np.ndarray, n_gram: int | str) -> tuple[np.ndarray, np.ndarray]:
     """:func:`pool_ngrams` for the members of one text, in NumPy (same float32 sums in the same
-    order): ``x [m, D]`` the member vectors in order, ``w [m]`` their masses. Returns the
-    windows' unit vectors ``[W, D]`` and masses ``[W]``, ``W = max(m - n + 1, 1)`` (0 if m = 0)."""
-    m = len(w)
+    order): ``x [m, D]`` the member vectors in order, ``w [..., m]`` their masses (a leading axis
+    pools several mass settings of the same members at once). Returns the windows' unit vectors
+    ``[..., W, D]`` and masses ``[..., W]``, ``W = max(m - n + 1, 1)`` (0 if m = 0)."""
+    m = w.shape[-1]
+    lead = w.shape[:-1]
     if m == 0:
-        return x[:0], w[:0]
+        return np.zeros(lead + (0, x.shape[1]), dtype=x.dtype), w
     n = m if n_gram == SENTENCE else min(int(n_gram), m)
     windows = m - n + 1
-    weighted = x * w.astype(x.dtype)[:, None]
+    weighted = x * w.astype(x.dtype)[..., None]
     if windows == 1:  # one window: all members
-        pooled, mass = weighted.sum(0, keepdims=True), w.sum(keepdims=True)
+        pooled, mass = weighted.sum(-2, keepdims=True), w.sum(-1, keepdims=True)
     else:
-        pooled = np.zeros((windows, x.shape[1]), dtype=x.dtype)
-        mass = np.zeros(windows, dtype=w.dtype)
+        pooled = np.zeros(lead + (windows, x.shape[1]), dtype=x.dtype)
+        mass = np.zeros(lead + (windows,), dtype=w.dtype)
         for j in range(n):  # the n slots of a window (n: the n-gram order)
-            pooled += weighted[j:j + windows]
-            mass += w[j:j + windows]
-    norm = np.maximum(np.sqrt((pooled * pooled).sum(1, keepdims=True)), np.float32(1e-12))
+            pooled += weighted[..., j:j + windows, :]
+            mass += w[..., j:j + windows]
+    norm = np.maximum(np.sqrt((pooled * pooled).sum(-1, keepdims=True)), np.float32(1e-12))
     return pooled / norm, mass
-

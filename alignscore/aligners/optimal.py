@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from .ngrams import check_n_gram, ngram_units, pool_ngrams, pool_ngrams_np
 from .transport import COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost, sinkhorn_plans
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
+Problem = tuple[int, np.ndarray, np.ndarray, np.ndarray]  # (variant, a, b, C) for the exact solver
 
 
 def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
@@ -153,22 +154,22 @@ class WMD(TransportAligner):
         return self.score_variants([batch])[0]
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
-        """Pair by pair in NumPy, every variant of a pair in turn: its units (its tokens with
-        mass, or its n-gram windows pooled from its members) and the exact WMD between them.
+        """Pair by pair in NumPy: each pair's units (its tokens, or its n-gram windows pooled
+        from its members) with their masses, and the exact WMD between them, for every variant.
 
-        What only depends on the vectors is done once per pair for all variants: the float64
-        cost matrix between the tokens any variant aligns (for tokens, n = 1; a variant's cost
-        matrix is a block of it). n-gram windows are pooled per variant (their vectors depend
-        on the masses). The padded batch is never costed as a whole: small per-pair arrays
-        stay in the CPU's cache, and large temporaries would cost more in page faults than in
-        arithmetic (measured on the table9 grid)."""
+        Work is shared between the variants of a pair: tokens (n = 1) have one float64 cost
+        matrix between the tokens any variant aligns (a variant's tokens without mass take no
+        part in its problem); n-gram windows are pooled at once for the variants with the same
+        members (their vectors depend on the masses, so each variant has its own cost matrix).
+        The padded batch is never costed as a whole: small per-pair arrays stay in the CPU's
+        cache, where large temporaries would cost more in page faults than in arithmetic
+        (measured on the table9 grid)."""
         first = same_vectors(batches)
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
-        variants = [[t.detach().cpu().numpy() for t in (b.ref_mass, b.ref_match, b.cand_mass, b.cand_match)]
-                    for b in batches]
+        r_mass, r_match, c_mass, c_match = (np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
+                                            for f in ("ref_mass", "ref_match", "cand_mass", "cand_match"))
         # the tokens any variant aligns: members, and (should a caller break that rule) tokens with mass
-        ref_any = np.any([(m > 0) | s for m, s, _, _ in variants], axis=0)
-        cand_any = np.any([(m > 0) | s for _, _, m, s in variants], axis=0)
+        ref_any, cand_any = ((r_mass > 0) | r_match).any(0), ((c_mass > 0) | c_match).any(0)
         wmd = np.zeros((len(batches), xs.shape[0]))
         empty = np.ones((len(batches), xs.shape[0]), dtype=bool)
         solve = network_simplex()
@@ -177,20 +178,13 @@ class WMD(TransportAligner):
                 ri, ci = np.flatnonzero(ref_any[k]), np.flatnonzero(cand_any[k])
                 if not (len(ri) and len(ci)):
                     continue
-                x, y = xs[k, ri], ys[k, ci]
-                tokens_cost = cost_matrix(x, y, self.cost) if self.n_gram == 1 else None
-                for i, (r_mass, r_match, c_mass, c_match) in enumerate(variants):
-                    if tokens_cost is not None:
-                        rows, cols = np.flatnonzero(r_mass[k, ri]), np.flatnonzero(c_mass[k, ci])
-                        a, b = r_mass[k, ri[rows]], c_mass[k, ci[cols]]
-                        c = tokens_cost[np.ix_(rows, cols)]
-                    else:
-                        xu, a = self._windows(x, r_mass[k, ri], r_match[k, ri])
-                        yu, b = self._windows(y, c_mass[k, ci], c_match[k, ci])
-                        c = cost_matrix(xu, yu, self.cost)
-                    if len(a) and len(b):
-                        a, b = a.astype(np.float64), b.astype(np.float64)
-                        wmd[i, k], empty[i, k] = solve(a / a.sum(), b / b.sum(), c), False
+                x, y, mr, mc = xs[k, ri], ys[k, ci], r_mass[:, k, ri], c_mass[:, k, ci]
+                if self.n_gram == 1:
+                    problems = self._token_problems(x, y, mr, mc)
+                else:
+                    problems = self._window_problems(x, y, mr, r_match[:, k, ri], mc, c_match[:, k, ci])
+                for v, a, b, c in problems:
+                    wmd[v, k], empty[v, k] = solve(a, b, c), False
         out = []
         for i in range(len(batches)):
             score = score_from_distance(torch.from_numpy(wmd[i]), self.score).masked_fill(
@@ -198,14 +192,38 @@ class WMD(TransportAligner):
             out.append({"score": score.to(first.ref.device)})
         return out
 
-    def _windows(self, x: np.ndarray, mass: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One text's n-gram windows with mass > 0: ``(unit vectors, masses)``."""
-        x, mass = pool_ngrams_np(x[members], mass[members], self.n_gram)
-        keep = mass > 0
-        return x[keep], mass[keep]
+    def _token_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
+        """``(variant, a, b, C)`` of one pair's token-level problems: masses ``mr [V, n]``,
+        ``mc [V, m]`` of tokens ``x [n, D]``, ``y [m, D]``; one cost matrix for all."""
+        cost = cost_matrix(x, y, self.cost)
+        a, b, ok = _normalised(mr), _normalised(mc), (mr.sum(1) > 0) & (mc.sum(1) > 0)
+        for v in np.flatnonzero(ok):
+            yield v, a[v], b[v], cost
+
+    def _window_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, sr: np.ndarray, mc: np.ndarray,
+                         sc: np.ndarray) -> Iterator[Problem]:
+        """``(variant, a, b, C)`` of one pair's n-gram problems: tokens ``x``, ``y`` with masses
+        ``mr``, ``mc`` and members ``sr``, ``sc`` (``[V, tokens]``) per variant."""
+        same: dict[bytes, list[int]] = {}
+        for v in range(len(mr)):
+            same.setdefault(sr[v].tobytes() + sc[v].tobytes(), []).append(v)
+        for vs in same.values():
+            rows, cols = np.flatnonzero(sr[vs[0]]), np.flatnonzero(sc[vs[0]])
+            ref, wr = pool_ngrams_np(x[rows], mr[vs][:, rows], self.n_gram)
+            cand, wc = pool_ngrams_np(y[cols], mc[vs][:, cols], self.n_gram)
+            a, b, ok = _normalised(wr), _normalised(wc), (wr.sum(1) > 0) & (wc.sum(1) > 0)
+            for j in np.flatnonzero(ok):
+                yield vs[j], a[j], b[j], cost_matrix(ref[j], cand[j], self.cost)
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"
+
+
+def _normalised(mass: np.ndarray) -> np.ndarray:
+    """``[V, n]`` masses as float64 rows that each sum to 1 (rows without mass stay 0)."""
+    mass = mass.astype(np.float64, order="C")  # rows contiguous, as the solver needs
+    total = mass.sum(1, keepdims=True)
+    return mass / np.where(total > 0, total, 1.0)
 
 
 @dataclass(frozen=True)

@@ -94,13 +94,13 @@ def cost_matrix(x: np.ndarray, y: np.ndarray, cost: str) -> np.ndarray:
     BLAS threads only wait on each other and on torch's (measured on the table9 grid)."""
     x, y = x.astype(np.float64), y.astype(np.float64)
     sq = np.maximum((x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2 * (x @ y.T), 0.0)
-    return sq if cost == "sqeuclidean" else np.sqrt(sq)
+    return np.ascontiguousarray(sq if cost == "sqeuclidean" else np.sqrt(sq))  # the solver needs C order
 
 
 @functools.lru_cache(maxsize=1)
 def network_simplex() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
-    """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` for masses ``a, b > 0`` that each
-    sum to 1 (float64, ``C`` C-contiguous).
+    """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` for masses ``a, b >= 0`` that each
+    sum to 1 (float64, ``C`` C-contiguous); units without mass take no part (POT drops them).
 
     Calls POT's C entry point ``emd_c`` directly: ``ot.emd2``'s per-call backend, marginal and
     gradient handling cost more than solving a 30 x 30 problem (measured on the table9 grid).
