@@ -9,12 +9,12 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
 
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, same_vectors
 from .ngrams import check_n_gram, ngram_units, pool_ngrams, pool_ngrams_np
-from .transport import COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost, sinkhorn_plans
+from .transport import (COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost,
+                        single_threaded_blas, sinkhorn_plans)
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
 Problem = tuple[int, np.ndarray, np.ndarray, np.ndarray]  # (variant, a, b, C) for the exact solver
@@ -173,7 +173,7 @@ class WMD(TransportAligner):
         wmd = np.zeros((len(batches), xs.shape[0]))
         empty = np.ones((len(batches), xs.shape[0]), dtype=bool)
         solve = network_simplex()
-        with threadpool_limits(1, user_api="blas"):
+        with single_threaded_blas():
             for k in range(xs.shape[0]):
                 ri, ci = np.flatnonzero(ref_any[k]), np.flatnonzero(cand_any[k])
                 if not (len(ri) and len(ci)):

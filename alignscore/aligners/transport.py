@@ -7,13 +7,15 @@ normalised to sum to 1, cost ``C``; a transport plan ``T >= 0`` has ``T 1 = a`` 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
+from threadpoolctl import ThreadpoolController
 
 COSTS = ("euclidean", "sqeuclidean")
 # network-simplex pivots allowed per problem (POT's default, 1e5, can stop short on long texts)
@@ -90,11 +92,22 @@ def cost_matrix(x: np.ndarray, y: np.ndarray, cost: str) -> np.ndarray:
     """:func:`pairwise_cost` of one pair in NumPy: ``C [n, m]`` (float64) between ``x [n, D]``
     and ``y [m, D]``, the same formula. For the per-pair loops of the exact solver, where the
     matrices are tiny and torch's per-call overhead would dominate. Call it with NumPy's BLAS
-    limited to one thread (:func:`threadpoolctl.threadpool_limits`): on matrices this small,
-    BLAS threads only wait on each other and on torch's (measured on the table9 grid)."""
+    limited to one thread (:func:`single_threaded_blas`): on matrices this small, BLAS threads
+    only wait on each other and on torch's (measured on the table9 grid)."""
     x, y = x.astype(np.float64), y.astype(np.float64)
     sq = np.maximum((x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2 * (x @ y.T), 0.0)
     return np.ascontiguousarray(sq if cost == "sqeuclidean" else np.sqrt(sq))  # the solver needs C order
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
+    """A context in which NumPy's BLAS runs on one thread (see :func:`cost_matrix`)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> ThreadpoolController:
+    # inspecting the loaded libraries takes milliseconds (more than a batch of small problems): once
+    return ThreadpoolController()
 
 
 @functools.lru_cache(maxsize=1)
