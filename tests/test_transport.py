@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, greedy_match
-from alignscore.aligners.ngrams import ngram_units, pool_ngrams
+from alignscore.aligners.ngrams import ngram_units, pool_ngrams, sliding_sums, window_inner, window_sqnorms
 from alignscore.aligners.transport import exact_plans, network_simplex, normalise_mass, pairwise_cost, sinkhorn_plans
 from alignscore.errors import ConfigError
 
@@ -161,6 +161,26 @@ def test_pool_ngrams_equals_the_dense_window_formula(n_gram) -> None:
     want = torch.bmm(u * mass.unsqueeze(1), x)
     assert torch.allclose(m, (u * mass.unsqueeze(1)).sum(-1), atol=1e-6)
     assert torch.allclose(vec, want / want.norm(dim=-1, keepdim=True).clamp_min(1e-12), atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 9])
+def test_window_sums_equal_explicitly_pooled_windows(k: int) -> None:
+    """The exact aligner's n-gram costs come from window sums of inner products; they equal the
+    norms and inner products of the windows pooled explicitly (k > 4 takes the Gram branch)."""
+    rng = np.random.default_rng(k)
+    x, y = rng.standard_normal((9, DIM)), rng.standard_normal((11, DIM))
+    wr, wc = rng.random((3, 9)) * (rng.random((3, 9)) > 0.2), rng.random((3, 11))
+
+    def pooled(v: np.ndarray, w: np.ndarray) -> np.ndarray:  # [V, W, D]
+        return np.stack([[(w[i, s:s + k, None] * v[s:s + k]).sum(0) for s in range(len(v) - k + 1)]
+                         for i in range(len(w))])
+
+    p, q = pooled(x, wr), pooled(y, wc)
+    np.testing.assert_allclose(window_sqnorms(x, wr, k), (p * p).sum(-1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(window_inner(x @ y.T, wr, wc, k, k), np.einsum("vsd,vtd->vst", p, q),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sliding_sums(wr, k), np.stack([wr[:, s:s + k].sum(1) for s in range(10 - k)], 1),
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("n_gram", [1, 2, 3, "sentence"])

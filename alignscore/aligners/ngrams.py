@@ -87,25 +87,49 @@ def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor
     return pooled, unit_mass
 
 
-def pool_ngrams_np(x: np.ndarray, w: np.ndarray, n_gram: int | str) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`pool_ngrams` for the members of one text, in NumPy (same float32 sums in the same
-    order): ``x [m, D]`` the member vectors in order, ``w [..., m]`` their masses (a leading axis
-    pools several mass settings of the same members at once). Returns the windows' unit vectors
-    ``[..., W, D]`` and masses ``[..., W]``, ``W = max(m - n + 1, 1)`` (0 if m = 0)."""
-    m = w.shape[-1]
-    lead = w.shape[:-1]
-    if m == 0:
-        return np.zeros(lead + (0, x.shape[1]), dtype=x.dtype), w
-    n = m if n_gram == SENTENCE else min(int(n_gram), m)
-    windows = m - n + 1
-    weighted = x * w.astype(x.dtype)[..., None]
-    if windows == 1:  # one window: all members
-        pooled, mass = weighted.sum(-2, keepdims=True), w.sum(-1, keepdims=True)
+def window_size(n_gram: int | str, members: int) -> int:
+    """How many consecutive members a window of a text with ``members`` members spans."""
+    return members if n_gram == SENTENCE else min(int(n_gram), members)
+
+
+def sliding_sums(a: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
+    """Sums of ``width`` consecutive entries along ``axis`` (``len - width + 1`` of them), in
+    float64: shifted slices for short windows, cumulative sums for long ones."""
+    a = a.astype(np.float64, copy=False)
+    lead = (slice(None),) * (axis % a.ndim)
+    count = a.shape[axis] - width + 1
+    if width <= 4:
+        out = a[lead + (slice(0, count),)].copy()
+        for j in range(1, width):
+            out += a[lead + (slice(j, j + count),)]
+        return out
+    c = np.cumsum(a, axis=axis)
+    head = c[lead + (slice(width - 1, width),)]
+    return np.concatenate([head, c[lead + (slice(width, None),)] - c[lead + (slice(0, count - 1),)]], axis=axis)
+
+
+def window_sqnorms(x: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """``|p_s|^2`` of the windows ``p_s = sum_(i < k) w_(s+i) x_(s+i)`` of one text's members
+    ``x [m, D]`` (float64), for masses ``w [V, m]``: ``[V, m - k + 1]``, without forming ``p_s``::
+
+        |p_s|^2 = sum_i w_(s+i)^2 |x_(s+i)|^2 + 2 sum_(d >= 1) sum_i w_(s+i) w_(s+i+d) x_(s+i) . x_(s+i+d)
+
+    (the inner products of members ``d < k`` apart, summed over the window)."""
+    m = x.shape[0]
+    if k > 4:  # long windows (SMD): all inner products at once
+        gram = x @ x.T
+        bands = [np.diagonal(gram, d) for d in range(k)]
     else:
-        pooled = np.zeros(lead + (windows, x.shape[1]), dtype=x.dtype)
-        mass = np.zeros(lead + (windows,), dtype=w.dtype)
-        for j in range(n):  # the n slots of a window (n: the n-gram order)
-            pooled += weighted[..., j:j + windows, :]
-            mass += w[..., j:j + windows]
-    norm = np.maximum(np.sqrt((pooled * pooled).sum(-1, keepdims=True)), np.float32(1e-12))
-    return pooled / norm, mass
+        bands = [np.einsum("ij,ij->i", x[:m - d], x[d:]) for d in range(k)]
+    out = sliding_sums(w * w * bands[0], k)
+    for d in range(1, k):
+        out += 2 * sliding_sums(w[:, :m - d] * w[:, d:] * bands[d], k - d)
+    return out
+
+
+def window_inner(gram: np.ndarray, wr: np.ndarray, wc: np.ndarray, kr: int, kc: int) -> np.ndarray:
+    """``p_s . q_t`` between the windows of two texts (see :func:`window_sqnorms`) from the inner
+    products of their members ``gram [mr, mc]`` and masses ``wr [V, mr]``, ``wc [V, mc]``:
+    ``[V, mr - kr + 1, mc - kc + 1]``, the window sums of ``wr_i wc_j gram_ij``."""
+    z = wr[:, :, None] * gram[None] * wc[:, None, :]
+    return sliding_sums(sliding_sums(z, kr, axis=1), kc, axis=2)

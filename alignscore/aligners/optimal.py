@@ -12,7 +12,7 @@ import torch
 
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, same_vectors
-from .ngrams import check_n_gram, ngram_units, pool_ngrams, pool_ngrams_np
+from .ngrams import check_n_gram, ngram_units, pool_ngrams, sliding_sums, window_inner, window_size, window_sqnorms
 from .transport import (COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost,
                         single_threaded_blas, sinkhorn_plans)
 
@@ -203,17 +203,33 @@ class WMD(TransportAligner):
     def _window_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, sr: np.ndarray, mc: np.ndarray,
                          sc: np.ndarray) -> Iterator[Problem]:
         """``(variant, a, b, C)`` of one pair's n-gram problems: tokens ``x``, ``y`` with masses
-        ``mr``, ``mc`` and members ``sr``, ``sc`` (``[V, tokens]``) per variant."""
+        ``mr``, ``mc`` and members ``sr``, ``sc`` (``[V, tokens]``) per variant.
+
+        The windows are never pooled: with ``p_s`` and ``q_t`` the mass-weighted sums of the
+        members of reference window s and candidate window t, the cost between their unit
+        vectors is ``||p_s/|p_s| - q_t/|q_t|||^2 = 2 - 2 p_s . q_t / (|p_s| |q_t|)``, where
+        ``p_s . q_t`` and ``|p_s|^2`` are window sums of the members' inner products
+        (:func:`window_inner`, :func:`window_sqnorms`; float64). One inner-product matrix serves
+        every variant; variants with the same members are costed at once."""
+        x, y = x.astype(np.float64), y.astype(np.float64)
+        gram = x @ y.T
         same: dict[bytes, list[int]] = {}
         for v in range(len(mr)):
             same.setdefault(sr[v].tobytes() + sc[v].tobytes(), []).append(v)
         for vs in same.values():
             rows, cols = np.flatnonzero(sr[vs[0]]), np.flatnonzero(sc[vs[0]])
-            ref, wr = pool_ngrams_np(x[rows], mr[vs][:, rows], self.n_gram)
-            cand, wc = pool_ngrams_np(y[cols], mc[vs][:, cols], self.n_gram)
-            a, b, ok = _normalised(wr), _normalised(wc), (wr.sum(1) > 0) & (wc.sum(1) > 0)
+            if not (len(rows) and len(cols)):
+                continue
+            kr, kc = window_size(self.n_gram, len(rows)), window_size(self.n_gram, len(cols))
+            wr, wc = mr[vs][:, rows].astype(np.float64), mc[vs][:, cols].astype(np.float64)
+            inner = window_inner(gram[np.ix_(rows, cols)], wr, wc, kr, kc)
+            norms = np.sqrt(window_sqnorms(x[rows], wr, kr))[:, :, None] * np.sqrt(window_sqnorms(y[cols], wc, kc))[:, None]
+            sq = np.maximum(2.0 - 2.0 * inner / np.maximum(norms, 1e-300), 0.0)
+            cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
+            ma, mb = sliding_sums(wr, kr), sliding_sums(wc, kc)
+            a, b, ok = _normalised(ma), _normalised(mb), (ma.sum(1) > 0) & (mb.sum(1) > 0)
             for j in np.flatnonzero(ok):
-                yield vs[j], a[j], b[j], cost_matrix(ref[j], cand[j], self.cost)
+                yield vs[j], a[j], b[j], cost[j]
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"
