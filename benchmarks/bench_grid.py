@@ -2,7 +2,10 @@
 against running the grid's cells one by one with ``Scorer``.
 
     python benchmarks/bench_grid.py [--model all-MiniLM-L6-v2] [--layer 4] [--lang-pairs de-en,ru-en]
-                                    [--no-one-by-one] [--record]
+                                    [--rounds 3] [--no-one-by-one] [--record]
+
+After a warm-up (imports, model files), plain BERTScore runs and grid runs alternate for
+``--rounds`` rounds, both with a freshly loaded model each time; the medians are compared.
 
 The grid encodes each unique sentence once per model (one forward pass for every layer it needs)
 and shares weights and alignments; ``Scorer`` run per cell encodes again for every cell. The
