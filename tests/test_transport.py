@@ -4,6 +4,7 @@ alignment contract, and properties (hypothesis) that hold for every input."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -186,8 +187,9 @@ def test_window_sums_equal_explicitly_pooled_windows(k: int) -> None:
 @pytest.mark.parametrize("n_gram", [1, 2, 3, "sentence"])
 @pytest.mark.parametrize("cost", ["euclidean", "sqeuclidean"])
 def test_wmd_pair_by_pair_equals_the_padded_plans(n_gram, cost) -> None:
-    """``WMD.__call__`` (NumPy, pair by pair) = the padded batch path of ``alignment`` (torch
-    pooling, :func:`pairwise_cost`, :func:`exact_plans`), members with zero mass included."""
+    """``WMD.__call__`` (NumPy, pair by pair; n-gram costs from window sums of inner products) =
+    the padded batch path of ``alignment`` (torch pooling, :func:`pairwise_cost`,
+    :func:`exact_plans`), members with zero mass included."""
     gen = torch.Generator().manual_seed(6)
     lengths = [(7, 5), (1, 9), (4, 4), (0, 3), (12, 2)]
     refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
@@ -206,15 +208,26 @@ def test_wmd_pair_by_pair_equals_the_padded_plans(n_gram, cost) -> None:
 
 def test_network_simplex_entry_point_equals_pot_emd2() -> None:
     """The solver WMD calls (POT's C entry point when this POT has the expected one) gives
-    ``ot.emd2``'s optimal value, masses of unequal rounding included."""
+    ``ot.emd2``'s optimal value, zero masses and masses of unequal rounding included."""
     solve = network_simplex()
     rng = np.random.default_rng(3)
     for _ in range(50):
         n, m = rng.integers(1, 40, size=2)
         a, b = rng.random(n) + 1e-3, rng.random(m) + 1e-3
+        a[rng.random(n) < 0.2], b[rng.random(m) < 0.2] = 0.0, 0.0  # units without mass take no part
+        a[0], b[-1] = 1.0, 1.0
         a, b = a / a.sum(), b / b.sum() * (1 + 1e-15)
         c = rng.random((n, m)) * 2
         assert solve(a, b, c) == pytest.approx(ot.emd2(a, b, c, numItermax=10**7), abs=1e-12)
+
+
+def test_network_simplex_falls_back_to_emd2_without_the_c_entry_point(monkeypatch) -> None:
+    """A POT without ``ot.lp.emd_wrap.emd_c`` (another version) gets ``ot.emd2``, same values."""
+    monkeypatch.setitem(sys.modules, "ot.lp.emd_wrap", None)  # importing it now fails
+    solve = network_simplex.__wrapped__()
+    assert solve.__name__ == "public"
+    a, b, c = np.array([0.25, 0.75, 0.0]), np.array([0.5, 0.5]), np.array([[0.0, 1.0], [2.0, 0.5], [9.0, 9.0]])
+    assert solve(a, b, c) == pytest.approx(0.75, abs=1e-12)
 
 
 VARIANT_ALIGNERS = [WMD(), WMD(cost="sqeuclidean", n_gram=2), WMD(n_gram="sentence"), Greedy()]
