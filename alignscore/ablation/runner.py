@@ -9,10 +9,11 @@ running them one by one would encode the same sentences again for every cell. He
    same pass; the results are kept, unit-normalised, per aggregator;
 3. per language pair, each cell's weighting, token filter and aligner run on the stored vectors
    (weights, token roles and identical alignments are computed once and shared; the cells that
-   read the same aggregator share each batch's gathered vectors, :func:`align_shared`).
+   read the same aggregator share each batch's gathered vectors, and each aligner scores all
+   their masses at once, sharing its cost or similarity matrices: :func:`align_shared`).
 
-The numbers are those of the cell's ``Scorer`` run alone (same pipeline functions, same pair
-batches); only the encoder batches differ, which changes nothing beyond float rounding.
+The numbers are those of the cell's ``Scorer`` run alone (same pipeline functions; aligners score
+each pair on its own); only the batches differ, which changes nothing beyond float rounding.
 """
 
 from __future__ import annotations
@@ -417,8 +418,9 @@ def align_shared(alignments: list[_Alignment], vectors: torch.Tensor, table: Tok
                  pair_cand: torch.Tensor, batch_size: int = 64) -> None:
     """:func:`~alignscore.pipeline.align_pairs` for several alignments over the same token vectors.
 
-    The pairs are batched exactly as ``align_pairs`` batches them (by total length, longest
-    first); each batch's vectors are gathered once (:func:`~alignscore.pipeline.pair_batch`) and
+    The pairs are batched as ``align_pairs`` batches them (by total length, longest first; 64
+    pairs, where large padded batches would cost more in page faults on a CPU than they save);
+    each batch's vectors are gathered once (:func:`~alignscore.pipeline.pair_batch`) and
     every alignment gets that batch with its own masses and match targets; the alignments of one
     aligner go to it together (:meth:`~alignscore.aligners.base.Aligner.score_variants`, which
     lets it share work between them). Aligners never modify a batch, and score each pair

@@ -154,16 +154,15 @@ class WMD(TransportAligner):
         return self.score_variants([batch])[0]
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
-        """Pair by pair in NumPy: each pair's units (its tokens, or its n-gram windows pooled
-        from its members) with their masses, and the exact WMD between them, for every variant.
+        """Pair by pair in NumPy: each pair's units (its tokens, or its n-gram windows of
+        members) with their masses, and the exact WMD between them, for every variant.
 
-        Work is shared between the variants of a pair: tokens (n = 1) have one float64 cost
-        matrix between the tokens any variant aligns (a variant's tokens without mass take no
-        part in its problem); n-gram windows are pooled at once for the variants with the same
-        members (their vectors depend on the masses, so each variant has its own cost matrix).
-        The padded batch is never costed as a whole: small per-pair arrays stay in the CPU's
-        cache, where large temporaries would cost more in page faults than in arithmetic
-        (measured on the table9 grid)."""
+        Work is shared between the variants of a pair: one float64 matrix over the tokens any
+        variant aligns, the costs between tokens (n = 1; a variant's tokens without mass take no
+        part in its problem) or the inner products that the windows' costs are summed from
+        (n >= 2, :meth:`_window_problems`). The padded batch is never costed as a whole: small
+        per-pair arrays stay in the CPU's cache, where large temporaries would cost more in page
+        faults than in arithmetic (measured on the table9 grid)."""
         first = same_vectors(batches)
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
         r_mass, r_match, c_mass, c_match = (np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
@@ -223,8 +222,9 @@ class WMD(TransportAligner):
             kr, kc = window_size(self.n_gram, len(rows)), window_size(self.n_gram, len(cols))
             wr, wc = mr[vs][:, rows].astype(np.float64), mc[vs][:, cols].astype(np.float64)
             inner = window_inner(gram[np.ix_(rows, cols)], wr, wc, kr, kc)
-            norms = np.sqrt(window_sqnorms(x[rows], wr, kr))[:, :, None] * np.sqrt(window_sqnorms(y[cols], wc, kc))[:, None]
-            sq = np.maximum(2.0 - 2.0 * inner / np.maximum(norms, 1e-300), 0.0)
+            nr, nc = np.sqrt(window_sqnorms(x[rows], wr, kr)), np.sqrt(window_sqnorms(y[cols], wc, kc))
+            # a window without mass has p = 0 (inner product 0): any finite cost, it takes no part
+            sq = np.maximum(2.0 - 2.0 * inner / np.maximum(nr[:, :, None] * nc[:, None], 1e-300), 0.0)
             cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
             ma, mb = sliding_sums(wr, kr), sliding_sums(wc, kc)
             a, b, ok = _normalised(ma), _normalised(mb), (ma.sum(1) > 0) & (mb.sum(1) > 0)
