@@ -106,3 +106,14 @@ def init_from_env(device: str | None = None) -> tuple[Shard | None, str | None]:
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
     return Shard.current(), device
+
+
+def leave(shard: Shard | None) -> None:
+    """Leave the process group of a finished run (no-op without one): every rank waits for the
+    others, then the group is destroyed. A gloo group left for the interpreter's exit to tear
+    down can abort the process ("terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if shard is not None and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

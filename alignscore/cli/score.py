@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 import click
 
-from ..distributed import init_from_env
+from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
 from ..scorer import Scores
 from ..stream import score_stream
@@ -76,6 +76,13 @@ def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet
     """
     opts = scorer_opts(kwargs)
     shard, opts["device"] = init_from_env(opts.get("device"))
+    _score(refs, cands, fmt, output, quiet, stream, resume, chunk_size, opts, shard)
+    leave(shard)
+
+
+def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
+           resume: bool, chunk_size: int, opts: dict[str, Any], shard: Shard | None) -> None:
+    """The work of :func:`score`, between joining and leaving the process group (if any)."""
     scorer = build_scorer(opts, progress=not quiet and (shard is None or shard.rank == 0))
     scorer.shard = shard
     writer = shard is None or shard.rank == 0
