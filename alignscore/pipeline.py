@@ -98,11 +98,11 @@ def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | Non
     return bounds
 
 
-def unit(vectors: torch.Tensor, inplace: bool = False) -> torch.Tensor:
-    """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero); ``inplace``
-    divides ``vectors`` itself (no second copy of every token vector)."""
+def unit(vectors: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero), written to
+    ``out`` when given (``vectors`` itself, or a slice of a larger tensor: no second copy)."""
     norm = vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return vectors.div_(norm) if inplace else vectors / norm
+    return torch.div(vectors, norm, out=out)
 
 
 def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, width: int) -> torch.Tensor:

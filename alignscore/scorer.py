@@ -212,10 +212,9 @@ class Scorer:
         ref_w, cand_w = self.weighting.fit(ctx)
         carries, matchable = token_roles(table, self.filters, self.special_tokens)
 
-        vectors = unit(embed(self.encoder, table, self.layers(), self.aggregator,
-                             batch_size=self.batch_size, progress=self.progress,
-                             cache=self.cache, shard=self.shard, token_budget=self.token_budget),
-                       inplace=True)  # embed's result is ours alone
+        vectors = embed(self.encoder, table, self.layers(), self.aggregator, batch_size=self.batch_size,
+                        progress=self.progress, cache=self.cache, shard=self.shard, token_budget=self.token_budget)
+        unit(vectors, out=vectors)  # in place: embed's result is ours alone
         device = vectors.device
         return Prepared(
             texts=texts, table=table, vectors=vectors,

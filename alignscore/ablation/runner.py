@@ -40,7 +40,7 @@ from ..errors import AlignScoreError, ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..filters import FILTERS, token_roles
 from ..filters.base import TokenFilter
-from ..pipeline import embed, empty_pairs, pair_batch, unique_texts
+from ..pipeline import embed, empty_pairs, pair_batch, unique_texts, unit
 from ..scorer import Scorer
 from ..textio import read_lines
 from ..tokens import TokenTable, pad_gather
@@ -206,9 +206,8 @@ class _Stacked:
         self.widths = [o.shape[-1] for o in outs]
         packed = states.new_empty(*states.shape[1:3], sum(self.widths))
         start = 0
-        for o in outs:  # unit(o), written straight into its columns
-            norm = torch.linalg.vector_norm(o, dim=-1, keepdim=True).clamp_min_(1e-12)
-            torch.div(o, norm, out=packed[..., start:start + o.shape[-1]])
+        for o in outs:
+            unit(o, out=packed[..., start:start + o.shape[-1]])
             start += o.shape[-1]
         return packed
 
