@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator, MutableMapping, Sequence
 import numpy as np
 import torch
 
-from .encoders.base import Tokenized
+from .tokens import Tokenized
 from .errors import ConfigError
 from .tokens import gc_paused
 

@@ -1,8 +1,9 @@
 """Why a score is what it is: the alignment behind each (candidate, reference) pair.
 
-:func:`explain` runs a :class:`~alignscore.scorer.Scorer`'s own steps (``prepare``: tokenize,
-weigh, token roles, embed; then the same padded :class:`~alignscore.aligners.base.PairBatch`) and
-asks its aligner for :meth:`~alignscore.aligners.base.Aligner.alignment` instead of bare scores.
+:func:`explain` runs a :class:`~alignscore.scorer.Scorer`'s composition through the engine
+(:mod:`alignscore.engine`: tokenize, weigh, token roles, encode, the same padded
+:class:`~alignscore.aligners.base.PairBatch`) and asks its aligner for
+:meth:`~alignscore.aligners.base.Aligner.alignment` instead of bare scores.
 For each pair it returns the tokens on each side, their normalised masses, the similarity (greedy)
 or cost (optimal transport) matrix, the greedy matches or the transport plan, and each unit's
 contribution to each metric. Contributions sum to the pair's score exactly, the score that
@@ -12,17 +13,32 @@ contribution to each metric. Contributions sum to the pair's score exactly, the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, Sequence
 
 import torch
 
+from ._ops import normalise_mass
 from .aligners.base import Alignment
-from .pipeline import pair_batch
-from .rescale import rescale
+from .baseline import rescale
+from .composition import Composition
+from .encoders.base import Encoder
+from .engine import Encoded, Pairs, Setting, empty_pairs, encode, pair_batches, settings
+from .runtime import Runtime
+from .scores import check_references, reduce
 
-if TYPE_CHECKING:
-    from .scorer import Prepared, Scorer
+
+class Explainable(Protocol):
+    """What :func:`explain` uses of a :class:`~alignscore.scorer.Scorer`."""
+
+    encoder: Encoder
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    def resolved(self) -> Composition: ...
+
+    def scoring_encoder(self) -> Encoder: ...
 
 
 @dataclass
@@ -97,46 +113,45 @@ class Explanation:
         return self.pairs[self.best_reference]
 
 
-def explain(scorer: Scorer, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]],
-            batch_size: int = 64) -> list[Explanation]:
+def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]],
+            batch_size: int | None = None) -> list[Explanation]:
     """Explain every candidate's score against its reference(s); arguments as for
-    :meth:`Scorer.score`. Pairs are aligned ``batch_size`` at a time.
+    :meth:`Scorer.score`. Pairs are aligned through the engine, ``batch_size`` at a time
+    (default: the scorer's pair batches).
 
     Raises:
         InputError: as :meth:`Scorer.score` does for bad input.
         NotImplementedError: the aligner cannot explain its alignments.
     """
-    prepared = scorer.prepare(cands, refs)
-    values = scorer._baseline_values()
-    n_pairs = len(prepared.pair_ref)
+    groups = check_references(cands, refs)
+    composition = scorer.resolved()
+    encoder, runtime = scorer.scoring_encoder(), scorer.runtime
+    if batch_size is not None:
+        runtime = replace(runtime, pair_batch_size=batch_size)
+    encoded = encode(encoder, Pairs.from_groups(cands, groups), [composition.aggregator], runtime)
+    (setting,) = settings(encoded, [composition], encoder)
+    values = composition.baseline_values()
+    n_pairs = len(encoded.pairs)
     raw: dict[str, torch.Tensor] = {}
     pairs: list[PairAlignment] = []
-    for start in range(0, n_pairs, batch_size):
-        sel = torch.arange(start, min(start + batch_size, n_pairs))
-        batch = pair_batch(prepared.vectors, prepared.table, prepared.ref_mass, prepared.cand_mass,
-                           prepared.matchable, prepared.pair_ref[sel], prepared.pair_cand[sel])
-        alignment = scorer.aligner.alignment(batch)
+    for sel, batch in pair_batches(encoded, setting, runtime):
+        alignment = composition.aligner.alignment(batch)
         for name, value in alignment.scores.items():
             raw.setdefault(name, torch.empty(n_pairs, dtype=value.dtype))[sel] = value.detach().cpu()
-        pairs += _split(prepared, sel, batch.ref_mass, batch.cand_mass, alignment, values)
-    reduced = scorer.reduce(prepared, raw)
-    offsets = prepared.group_offsets.tolist()
+        pairs += _split(encoded, setting, sel, batch.ref_mass, batch.cand_mass, alignment, values)
+    reduced = reduce(raw, empty_pairs(encoded, setting), encoded.pairs.groups, composition.metric,
+                     composition.multi_ref, values, composition.signature(scorer.encoder))
+    offsets = encoded.pairs.groups.tolist()
     out = []
     for i, cand in enumerate(cands):
         group = pairs[offsets[i]:offsets[i + 1]]
         out.append(Explanation(
             candidate=cand, references=[p.reference for p in group], pairs=group,
             scores={k: float(v[i]) for k, v in reduced.metrics.items()},
-            best_reference=int(reduced.best_reference[i]), primary=scorer.aligner.primary,
+            best_reference=int(reduced.best_reference[i]), primary=composition.metric,
             signature=reduced.signature,
         ))
     return out
-
-
-def normalise(mass: torch.Tensor) -> torch.Tensor:
-    """``m_i / sum_j m_j`` over the last axis; 0 where the masses sum to 0."""
-    total = mass.sum(-1, keepdim=True)
-    return torch.where(total > 0, mass / total.clamp_min(torch.finfo(mass.dtype).tiny), torch.zeros_like(mass))
 
 
 def unit_masses(mass: torch.Tensor, units: torch.Tensor | None) -> torch.Tensor:
@@ -144,7 +159,7 @@ def unit_masses(mass: torch.Tensor, units: torch.Tensor | None) -> torch.Tensor:
     of its tokens' masses (``units [B, U, T]``, 0/1), then each side is normalised to 1."""
     if units is not None:
         mass = torch.bmm(units.to(mass.dtype), mass.unsqueeze(-1)).squeeze(-1)
-    return normalise(mass)
+    return normalise_mass(mass)
 
 
 def rescale_contributions(ref: torch.Tensor, cand: torch.Tensor, ref_w: torch.Tensor, cand_w: torch.Tensor,
@@ -178,8 +193,8 @@ def _ref_shares(contributions: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> 
     return out
 
 
-def _split(prepared: Prepared, sel: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
-           alignment: Alignment, baseline: dict[str, float] | None) -> list[PairAlignment]:
+def _split(encoded: Encoded, setting: Setting, sel: torch.Tensor, ref_mass: torch.Tensor,
+           cand_mass: torch.Tensor, alignment: Alignment, baseline: dict[str, float] | None) -> list[PairAlignment]:
     """Cut a batch's :class:`Alignment` into one :class:`PairAlignment` per pair (padding
     removed), rescaling scores and contributions when there is a baseline."""
     r_w = unit_masses(ref_mass, alignment.ref_units)
@@ -191,11 +206,11 @@ def _split(prepared: Prepared, sel: torch.Tensor, ref_mass: torch.Tensor, cand_m
         contributions = {m: rescale_contributions(r, c, r_w, c_w, baseline[m], shares[m]) if m in baseline else (r, c)
                          for m, (r, c) in contributions.items()}
         scores = rescale(scores, baseline)
-    table = prepared.table
+    table, p = encoded.table, encoded.pairs
     offsets = table.offsets.tolist()
     out = []
     for k, pair in enumerate(sel.tolist()):
-        ri, ci = int(prepared.pair_ref[pair]), int(prepared.pair_cand[pair])
+        ri, ci = int(p.ref[pair]), int(p.cand[pair])
         tr, tc = offsets[ri + 1] - offsets[ri], offsets[ci + 1] - offsets[ci]
         r_units = c_units = None
         if alignment.ref_units is not None and alignment.cand_units is not None:
@@ -210,11 +225,11 @@ def _split(prepared: Prepared, sel: torch.Tensor, ref_mass: torch.Tensor, cand_m
             return t[k][r_keep][:, c_keep].detach().cpu()
 
         out.append(PairAlignment(
-            reference=prepared.texts[ri], candidate=prepared.texts[ci],
+            reference=p.texts[ri], candidate=p.texts[ci],
             ref_tokens=table.tokens[offsets[ri]:offsets[ri + 1]],
             cand_tokens=table.tokens[offsets[ci]:offsets[ci + 1]],
-            ref_matchable=prepared.matchable[offsets[ri]:offsets[ri + 1]].cpu(),
-            cand_matchable=prepared.matchable[offsets[ci]:offsets[ci + 1]].cpu(),
+            ref_matchable=setting.matchable[offsets[ri]:offsets[ri + 1]].cpu(),
+            cand_matchable=setting.matchable[offsets[ci]:offsets[ci + 1]].cpu(),
             kind=alignment.kind, matrix=cut(alignment.matrix),
             ref_mass=r_w[k][r_keep].detach().cpu(), cand_mass=c_w[k][c_keep].detach().cpu(),
             flows={name: cut(f) for name, f in alignment.flows.items()},

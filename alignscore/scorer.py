@@ -1,27 +1,25 @@
-"""The scorer: encoder -> aggregator -> token filter -> weighting -> aligner, composed."""
+"""The scorer: an encoder, a composition and how to run them; :meth:`Scorer.score` is the engine
+with one composition plus the reduction over each candidate's references."""
 
 from __future__ import annotations
 
-import functools
 import os
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-import torch
-
-from . import __version__
 from .aggregators.base import Aggregator
 from .aggregators.single import SingleLayer
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
+from .baseline import Baseline
+from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
-from .errors import ConfigError, InputError
-from .filters.base import TokenFilter, check_special_policy, token_roles
-from .pipeline import align_pairs, embed, empty_pairs, reduce_groups, unique_texts, unit
-from .rescale import Baseline, rescale
-from .tokens import TokenTable
-from .weighting.base import WeightContext, Weighting
+from .engine import Pairs, PairScores, score_many
+from .errors import ConfigError
+from .filters.base import TokenFilter, TokenRoles
+from .runtime import Runtime
+from .scores import Scores, check_references, reduce
+from .weighting.base import Weighting
 from .weighting.schemes import Uniform
 
 if TYPE_CHECKING:
@@ -29,56 +27,15 @@ if TYPE_CHECKING:
     from .distributed import Shard
     from .explain import Explanation
 
-MULTI_REF = ("max", "mean")
-
-
-@dataclass
-class Scores:
-    """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``).
-
-    ``best_reference[i]`` is the index, among candidate i's references, of the one with the best
-    primary score (F1 for greedy); ``empty`` marks candidates scored against an empty text;
-    ``signature`` pins every setting that changes a number.
-    """
-
-    metrics: dict[str, torch.Tensor]
-    best_reference: torch.Tensor
-    empty: torch.Tensor
-    signature: str
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self.metrics[name]
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
-
-    def __len__(self) -> int:
-        return len(self.best_reference)
-
-    def means(self) -> dict[str, float]:
-        return {k: float(v.double().mean()) if len(v) else float("nan") for k, v in self.metrics.items()}
-
-
-def _reference_groups(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
-    if isinstance(cands, str) or isinstance(refs, str):
-        raise InputError("candidates and references must be lists of texts, not a single string")
-    if len(refs) != len(cands):
-        raise InputError(f"{len(cands)} candidates but {len(refs)} references (or reference groups)")
-    groups = [[r] if isinstance(r, str) else list(r) for r in refs]
-    for i, g in enumerate(groups):
-        if not g:
-            raise InputError(f"candidate {i} has no reference")
-        if not all(isinstance(t, str) for t in g):
-            raise InputError(f"reference group {i} holds something that is not a text")
-    return groups
+__all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
 
 
 @dataclass
 class Scorer:
-    """A metric composed of parts. BERTScore is the default composition.
+    """A metric composed of parts, and how to run it. BERTScore is the default composition.
+
+    The parts after the encoder form the :attr:`composition`; the runtime settings the
+    :attr:`runtime`. Parts may be swapped after construction (``scorer.aligner = WMD()``).
 
     Args:
         encoder: the contextual encoder (e.g. ``HFEncoder("roberta-large")``).
@@ -87,6 +44,8 @@ class Scorer:
         special_tokens: ``"match-only"`` (bert_score), ``"drop"`` or ``"keep"`` (moverscore_v2).
         weighting: token masses (``Uniform()``, ``idf_s()``, ``idf_l(corpus)``).
         aligner: ``Greedy()`` or an optimal-transport aligner.
+        metric: which of the aligner's outputs is the score (picks the best reference;
+            default: the aligner's primary, F1 for greedy).
         multi_ref: ``"max"`` (per metric, as bert_score) or ``"mean"`` over a candidate's refs.
         baseline: rescale with this per-layer baseline (single-layer compositions only).
         batch_size: texts per encoder batch; never changes a score.
@@ -105,6 +64,7 @@ class Scorer:
     special_tokens: str = "match-only"
     weighting: Weighting = field(default_factory=Uniform)
     aligner: Aligner = field(default_factory=Greedy)
+    metric: str | None = None
     multi_ref: str = "max"
     baseline: Baseline | None = None
     batch_size: int = 64
@@ -118,52 +78,52 @@ class Scorer:
             from .cache import EmbeddingCache
 
             self.cache = EmbeddingCache(self.cache)
-        check_special_policy(self.special_tokens)
-        self.filters = tuple(self.filters)
-        if self.multi_ref not in MULTI_REF:
-            raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
-        if self.batch_size < 1:
-            raise ConfigError("batch size must be at least 1")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ConfigError("the token budget must be at least 1")
+        if not isinstance(self.encoder, Encoder):
+            raise ConfigError(f"the encoder must be an Encoder (e.g. HFEncoder(...)), not {self.encoder!r}")
+        self.filters = tuple(self.filters) if not isinstance(self.filters, TokenFilter) else (self.filters,)
+        self.composition, self.runtime  # noqa: B018 - both validate their settings here
 
-    # -- configuration ---------------------------------------------------------------------------
-    def _default_layer(self) -> int | None:
-        """The model's default layer, asked for only when the aggregator needs it (so an unknown
-        model raises the encoder's own error, which says to give a layer)."""
-        if isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None:
-            return self.encoder.default_layer()
-        return None
+    @classmethod
+    def of(cls, encoder: Encoder, composition: Composition, runtime: Runtime = Runtime(),
+           cache: EmbeddingCache | str | None = None) -> "Scorer":
+        """A scorer from a built composition and runtime."""
+        c = composition
+        return cls(encoder, c.aggregator, c.roles.filters, c.roles.special, c.weighting, c.aligner, c.metric,
+                   c.multi_ref, c.baseline, runtime.batch_size, runtime.progress, cache, runtime.shard,
+                   runtime.token_budget)
+
+    @property
+    def composition(self) -> Composition:
+        """The metric's parts (unresolved: see :meth:`resolved`)."""
+        return Composition(self.aggregator, TokenRoles(self.special_tokens, self.filters), self.weighting,
+                           self.aligner, self.metric, self.multi_ref, self.baseline)
+
+    @property
+    def runtime(self) -> Runtime:
+        return Runtime(batch_size=self.batch_size, token_budget=self.token_budget, progress=self.progress,
+                       shard=self.shard)
+
+    def resolved(self) -> Composition:
+        """The composition for this encoder's model (its layers resolved; ConfigError if it
+        cannot be built for it)."""
+        return self.composition.resolve(self.encoder)
+
+    def scoring_encoder(self) -> Encoder:
+        """The encoder the engine runs: the scorer's own, through the cache when there is one."""
+        if self.cache is None:
+            return self.encoder
+        from .encoders.cached import CachedEncoder
+
+        return CachedEncoder(self.encoder, self.cache)
 
     def layers(self) -> list[int]:
         """The encoder layers this composition reads."""
-        return self.aggregator.layers(self.encoder.num_layers, self._default_layer())
-
-    def _baseline_values(self) -> dict[str, float] | None:
-        if self.baseline is None:
-            return None
-        if not isinstance(self.aggregator, SingleLayer):
-            raise ConfigError("baseline rescaling reads one row per layer: it needs a single-layer aggregator")
-        values = self.baseline.values(self.layers()[0])
-        if not set(values) & set(self.aligner.metrics):
-            raise ConfigError(f"the baseline has no value for the metrics {self.aligner.metrics}")
-        return values
+        return list(self.resolved().aggregator.layers)
 
     def signature(self) -> str:
         """Everything that changes a number, sacreBLEU-style, e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
-        enc = self.encoder
-        parts = [
-            f"model:{enc.signature()}",
-            f"layers:{self.aggregator.signature(enc.num_layers, self._default_layer())}",
-            "tokens:special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters),
-            f"w:{self.weighting.signature()}",
-            f"align:{self.aligner.signature()}",
-            f"refs:{self.multi_ref}",
-            f"rescale:{self.baseline.name if self.baseline else 'no'}",
-            f"v:alignscore-{__version__},torch-{torch.__version__},transformers-{_transformers_version()}",
-        ]
-        return "|".join(parts)
+        return self.resolved().signature(self.encoder)
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Scores:
@@ -173,72 +133,16 @@ class Scorer:
         references). Empty or whitespace-only texts are valid: a pair with an empty side scores
         0 on every metric (bert_score's convention), with a warning; never NaN.
         """
-        prepared = self.prepare(cands, refs)
-        per_pair = align_pairs(self.aligner, prepared.vectors, prepared.table, prepared.ref_mass,
-                               prepared.cand_mass, prepared.matchable, prepared.pair_ref,
-                               prepared.pair_cand, progress=self.progress, shard=self.shard)
-        return self.reduce(prepared, per_pair)
+        groups = check_references(cands, refs)
+        composition = self.resolved()  # a composition that cannot be built fails before encoding
+        pairs = Pairs.from_groups(cands, groups)
+        (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
+        return self.reduce(composition, pairs, result)
 
-    def prepare(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Prepared:
-        """Every step before the aligner: check the input, tokenize the unique texts, fit the
-        weights, apply the token roles and embed. :meth:`score` aligns the result; ``explain``
-        reuses it to inspect single pairs."""
-        groups = _reference_groups(cands, refs)
-        self._baseline_values()  # a composition that cannot be rescaled fails before encoding
-        sizes = torch.tensor([len(g) for g in groups], dtype=torch.long)
-        group_offsets = torch.zeros(len(groups) + 1, dtype=torch.long)
-        group_offsets[1:] = sizes.cumsum(0)
-        flat_refs = [t for g in groups for t in g]
-        pair_cand_of = torch.repeat_interleave(torch.arange(len(cands)), sizes)
-
-        texts, inverse = unique_texts(list(flat_refs) + list(cands))
-        ref_text, cand_text = inverse[: len(flat_refs)], inverse[len(flat_refs):]
-        pair_ref, pair_cand = ref_text, cand_text[pair_cand_of]
-
-        tokenize = self.encoder.tokenize
-        if self.cache is not None:
-            from .cache import tokenize_cached
-
-            tokenize = functools.partial(tokenize_cached, self.cache, self.encoder)
-        table = TokenTable.from_tokenized(tokenize(texts))
-        n = len(texts)
-        ctx = WeightContext(
-            table=table,
-            ref_counts=torch.bincount(ref_text, minlength=n).double(),
-            cand_counts=torch.bincount(cand_text, minlength=n).double(),
-            vocab_size=self.encoder.vocab_size,
-            tokenize=tokenize,
-        )
-        ref_w, cand_w = self.weighting.fit(ctx)
-        carries, matchable = token_roles(table, self.filters, self.special_tokens)
-
-        vectors = embed(self.encoder, table, self.layers(), self.aggregator, batch_size=self.batch_size,
-                        progress=self.progress, cache=self.cache, shard=self.shard, token_budget=self.token_budget)
-        unit(vectors, out=vectors)  # in place: embed's result is ours alone
-        device = vectors.device
-        return Prepared(
-            texts=texts, table=table, vectors=vectors,
-            ref_mass=(ref_w[table.ids] * carries).to(device),
-            cand_mass=(cand_w[table.ids] * carries).to(device),
-            matchable=matchable.to(device),
-            pair_ref=pair_ref, pair_cand=pair_cand, group_offsets=group_offsets,
-        )
-
-    def reduce(self, prepared: Prepared, per_pair: dict[str, torch.Tensor]) -> Scores:
-        """Per-pair scores ``{metric: [P]}`` -> per-candidate :class:`Scores`: warn about empty
-        pairs, reduce several references (``multi_ref``), name the best one, rescale."""
-        values = self._baseline_values()
-        empty = empty_pairs(prepared.table, prepared.ref_mass, prepared.cand_mass,
-                            prepared.pair_ref, prepared.pair_cand)
-        if bool(empty.any()):
-            warnings.warn(f"{int(empty.sum())} pair(s) have an empty text (nothing left to align); "
-                          f"they score 0", stacklevel=3)
-        offsets = prepared.group_offsets
-        metrics, best = reduce_groups(per_pair, offsets, self.aligner.primary, self.multi_ref)
-        empty_any = reduce_groups({"e": empty.float()}, offsets, "e", "max")[0]["e"] > 0
-        if values is not None:
-            metrics = rescale(metrics, values)
-        return Scores(metrics, best, empty_any, self.signature())
+    def reduce(self, composition: Composition, pairs: Pairs, result: PairScores) -> Scores:
+        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`)."""
+        return reduce(result.metrics, result.empty, pairs.groups, composition.metric, composition.multi_ref,
+                      composition.baseline_values(), composition.signature(self.encoder))
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the
@@ -249,33 +153,22 @@ class Scorer:
         return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
 
 
-@dataclass
-class Prepared:
-    """What :meth:`Scorer.prepare` computes for a list of candidates and reference groups.
-
-    The unique ``texts`` are packed in ``table`` with unit token ``vectors [N, D]``; a token's
-    mass is ``ref_mass`` / ``cand_mass [N]`` when its text is the reference / candidate, and
-    ``matchable [N]`` says who may be aligned to. Pair k aligns text ``pair_ref[k]`` with text
-    ``pair_cand[k]``; candidate i's pairs are ``group_offsets[i]:group_offsets[i+1]``.
-    """
-
-    texts: list[str]
-    table: TokenTable
-    vectors: torch.Tensor
-    ref_mass: torch.Tensor
-    cand_mass: torch.Tensor
-    matchable: torch.Tensor
-    pair_ref: torch.Tensor
-    pair_cand: torch.Tensor
-    group_offsets: torch.Tensor
-
-
-def _transformers_version() -> str:
-    try:
-        import transformers
-
-        return transformers.__version__
-    except ImportError:  # pragma: no cover
-        return "none"
-
-
+def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
+                   refs: Sequence[str] | Sequence[Sequence[str]]) -> list[Scores]:
+    """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
+    (the same object) and cache share one engine call: each text is encoded once for all of them
+    (with the first one's runtime); caches are compared by directory."""
+    groups = check_references(cands, refs)
+    pairs = Pairs.from_groups(cands, groups)
+    out: list[Scores | None] = [None] * len(scorers)
+    by_encoder: dict[tuple[int, str | None], list[int]] = {}
+    for i, s in enumerate(scorers):
+        cache = str(getattr(s.cache, "directory", "")) if s.cache is not None else None
+        by_encoder.setdefault((id(s.encoder), cache), []).append(i)
+    for members in by_encoder.values():
+        first = scorers[members[0]]
+        compositions = [scorers[i].resolved() for i in members]
+        results = score_many(first.scoring_encoder(), pairs, compositions, first.runtime)
+        for i, composition, result in zip(members, compositions, results):
+            out[i] = scorers[i].reduce(composition, pairs, result)
+    return [s for s in out if s is not None]

@@ -38,8 +38,10 @@ from tqdm.auto import tqdm
 from .errors import ConfigError, InputError
 from .scorer import Scorer, Scores
 from .tokens import TokenTable
-from .weighting.base import WeightContext, Weighting, document_frequency, idf_from_df
-from .weighting.schemes import Idf, Uniform
+from .encoders.base import Encoder
+from .engine import Pairs
+from .weighting.base import WeightState, Weighting
+from .weighting.schemes import Uniform
 
 PENDING = "# mean pending"
 
@@ -92,53 +94,38 @@ def iter_pairs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> Iter
 
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
-    """Token weights fitted beforehand (on the whole stream); ``fit`` returns them as they are
-    and the signature is the original weighting's."""
+    """Token weights fitted beforehand (on the whole stream): :meth:`compute` returns them as
+    they are, and the signature is the original weighting's."""
 
     ref: torch.Tensor
     cand: torch.Tensor
     name: str
 
-    def fit(self, ctx: WeightContext) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
+        pass  # fitted already
+
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         return self.ref, self.cand
 
     def signature(self) -> str:
         return self.name
 
 
-def _stream_idf(scorer: Scorer, texts: Iterator[str], chunk_size: int) -> torch.Tensor:
-    """``idf(w) = log((M + 1) / (df(w) + 1))`` over every text of ``texts`` (each occurrence
-    counted, as :class:`~alignscore.weighting.schemes.Idf` counts the references), from chunked
-    tokenization; df sums over chunks exactly (float64 counts)."""
-    enc = scorer.encoder
-    vocab = enc.vocab_size
-    df = torch.zeros(vocab, dtype=torch.float64)
-    total = 0
-    while chunk := list(islice(texts, chunk_size)):
-        index: dict[str, int] = {}
-        inverse = torch.tensor([index.setdefault(t.strip(), len(index)) for t in chunk])
-        table = TokenTable.from_tokenized(enc.tokenize(list(index)))
-        df += document_frequency(table, torch.bincount(inverse, minlength=len(index)).double(), vocab)
-        total += len(chunk)
-    return idf_from_df(df, float(total))
-
-
 def freeze_weighting(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
                      chunk_size: int) -> Weighting:
-    """The scorer's weighting fitted on the whole input (a tokenization pass where needed)."""
+    """The scorer's weighting fitted on the whole input: its document frequencies are counted
+    chunk by chunk in a tokenization pass (counts add up exactly), then the weights computed once."""
     w = scorer.weighting
     if isinstance(w, Uniform):
         return w
-    if not isinstance(w, Idf):
-        raise ConfigError(f"streaming supports the none, idf-S and idf-L weightings, not {w.signature()}")
-    enc = scorer.encoder
-    if w.corpus is not None:
-        empty = TokenTable.from_tokenized(enc.tokenize([]))
-        ctx = WeightContext(empty, torch.zeros(0), torch.zeros(0), enc.vocab_size, enc.tokenize)
-        ref = w._corpus_idf(ctx)
-    else:
-        ref = _stream_idf(scorer, (r for p in refs_paths for r in iter_lines(p)), chunk_size)
-    cand = _stream_idf(scorer, iter_lines(cands_path), chunk_size) if w.sep else ref
+    enc = scorer.scoring_encoder()
+    state = WeightState.empty(enc.vocab_size)
+    pairs = iter_pairs(cands_path, refs_paths)
+    while chunk := list(islice(pairs, chunk_size)):
+        batch = Pairs.from_groups([c for c, _ in chunk], [g for _, g in chunk])
+        w.update(state, TokenTable.from_tokenized(enc.tokenize(batch.texts)), batch.ref_counts, batch.cand_counts)
+    ref, cand = w.compute(state, enc)
     return FrozenWeighting(ref, cand, w.signature())
 
 

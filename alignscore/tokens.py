@@ -16,7 +16,26 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from .encoders.base import Tokenized
+
+@dataclass
+class Tokenized:
+    """Token ids of a list of texts, special tokens included, one list per text.
+
+    ``special[i][t]`` marks the tokens the tokenizer added ([CLS], [SEP], <s>, </s>, ...);
+    ``word_start[i][t]`` marks the first sub-token of each word (False for special tokens), taken
+    from the tokenizer's word ids, so it is right for WordPiece, BPE and SentencePiece alike;
+    ``truncated`` lists the indices of the texts that were cut to the model's limit. ``surface[i][t]`` is the
+    text the token covers that no earlier token covered (from the tokenizer's character
+    offsets; "" for special tokens), so it reads the same for every tokenizer ("," is ","
+    whether the token string is ",", "Ġ," or "▁,"); empty when the encoder cannot tell.
+    """
+
+    ids: list[list[int]]
+    special: list[list[bool]]
+    word_start: list[list[bool]]
+    tokens: list[list[str]]
+    truncated: list[int] = field(default_factory=list)
+    surface: list[list[str]] = field(default_factory=list)
 
 
 @dataclass

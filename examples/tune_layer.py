@@ -3,7 +3,7 @@ has the best mean |Pearson r| with the WMT16 to-English DA scores.
 
     python examples/tune_layer.py all-MiniLM-L6-v2 ../shared/data/wmt16-da-seg
 
-Every unique sentence is encoded once with all layers; each layer is then scored from those states.
+One composition per layer, all scored by the engine from one encoding of every sentence.
 """
 
 from __future__ import annotations
@@ -11,41 +11,26 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-from scipy.stats import pearsonr
+import numpy as np
 
-from alignscore import HFEncoder
-from alignscore.aligners import Greedy
-from alignscore.filters import token_roles
-from alignscore.pipeline import align_pairs, embed, unique_texts, unit
-from alignscore.textio import read_lines
-from alignscore.tokens import TokenTable
+from alignscore import Composition, HFEncoder, Pairs, Runtime, SingleLayer, score_many
+from alignscore.evaluation import correlation, load_daseg
 
 
 def main(model: str, data: Path) -> None:
-    lps = sorted(p.name.rsplit(".", 1)[1] for p in data.glob("DAseg.*.human.*"))
-    cands, refs, human, lp_of = [], [], [], []
-    for lp in lps:
-        c = read_lines(next(data.glob(f"DAseg.*.mt-system.{lp}")))
-        cands += c
-        refs += read_lines(next(data.glob(f"DAseg.*.reference.{lp}")))
-        human += [float(x) for x in read_lines(next(data.glob(f"DAseg.*.human.{lp}")))]
-        lp_of += [lp] * len(c)
+    lang_pairs = load_daseg(data)
+    refs = [r for lp in lang_pairs for r in lp.references]
+    cands = [c for lp in lang_pairs for c in lp.candidates]
     enc = HFEncoder(model)
-    texts, inverse = unique_texts(refs + cands)
-    table = TokenTable.from_tokenized(enc.tokenize(texts))
-    layers = list(range(enc.num_layers + 1))
-    states = embed(enc, table, layers, lambda s: s.permute(1, 2, 0, 3).flatten(2), progress=True)
-    states = states.view(len(states), len(layers), -1)
-    mass, match = token_roles(table, (), "match-only")
-    for k in layers:
-        f1 = align_pairs(Greedy(), unit(states[:, k]), table, mass.float(), mass.float(), match,
-                         inverse[: len(refs)], inverse[len(refs):])["f1"]
-        rs = []
-        for lp in lps:
-            idx = torch.tensor([i for i, x in enumerate(lp_of) if x == lp])
-            rs.append(abs(pearsonr(f1[idx].numpy(), [human[i] for i in idx.tolist()])[0]))
-        print(f"layer {k}: mean |r| = {sum(rs) / len(rs):.4f}  " + " ".join(f"{lp}={r:.3f}" for lp, r in zip(lps, rs)))
+    layers = range(enc.num_layers + 1)
+    results = score_many(enc, Pairs.from_pairs(refs, cands), [Composition(SingleLayer(k)) for k in layers],
+                         Runtime(progress=True))
+    bounds = np.cumsum([0] + [len(lp) for lp in lang_pairs])
+    for k, result in zip(layers, results):
+        f1 = result.metrics["f1"].double().numpy()
+        rs = [abs(correlation(f1[a:b], lp.human)[0]) for a, b, lp in zip(bounds, bounds[1:], lang_pairs)]
+        print(f"layer {k}: mean |r| = {sum(rs) / len(rs):.4f}  "
+              + " ".join(f"{lp.name}={r:.3f}" for lp, r in zip(lang_pairs, rs)))
 
 
 if __name__ == "__main__":

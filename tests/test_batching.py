@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore.pipeline import plan_batches
+from alignscore.runtime import plan_batches
 
 
 def test_plan_batches_respects_count_and_budget():

@@ -12,7 +12,7 @@ from alignscore.aggregators import PowerMeans, SingleLayer, power_mean
 from alignscore.aligners import greedy_match
 from alignscore.encoders.layers import canonical_name, default_layer
 from alignscore.errors import ConfigError, InputError
-from alignscore.pipeline import reduce_groups
+from alignscore.scores import reduce_groups
 from alignscore.rescale import Baseline, rescale
 from alignscore.textio import read_lines
 from alignscore.tokens import TokenTable
@@ -35,14 +35,14 @@ def test_layer_k_is_hidden_state_k_and_upper_blocks_are_skipped(tiny_bert_dir):
         hidden = full(input_ids=ids, attention_mask=valid.long(), output_hidden_states=True).hidden_states
     calls = []
     hooks = [blk.register_forward_hook(lambda *a, i=i: calls.append(i))
-             for i, blk in enumerate(enc._load_model().encoder.layer)]
+             for i, blk in enumerate(enc.load_model().encoder.layer)]
     states = enc.forward(ids, valid.long(), [0, 2])
     for h in hooks:
         h.remove()
     assert calls == [0, 1]  # blocks 3 and 4 never ran
     for out, k in zip(states, (0, 2)):
         assert torch.allclose(out[valid], hidden[k][valid], atol=1e-6)
-    assert len(enc._load_model().encoder.layer) == 4  # the model is left whole
+    assert len(enc.load_model().encoder.layer) == 4  # the model is left whole
 
 
 def test_one_encoder_serves_a_higher_layer_after_a_lower_one(tiny_bert_dir):
@@ -81,9 +81,11 @@ def test_default_layers():
 
 def test_layer_errors(tiny_bert_dir):
     with pytest.raises(ConfigError, match="layer 5 does not exist"):
-        SingleLayer(5).layers(4)
-    assert SingleLayer(-1).layers(4) == [4]
-    assert PowerMeans().layers(12) == [8, 9, 10, 11, 12]
+        SingleLayer(5).resolve(4)
+    assert SingleLayer(-1).resolve(4).layers == (4,)
+    assert PowerMeans().resolve(12).layers == (8, 9, 10, 11, 12)
+    with pytest.raises(ConfigError, match="resolve"):
+        PowerMeans().layers  # noqa: B018 - "the last five" needs a model
     with pytest.raises(ConfigError, match="no default layer"):
         alignscore.bertscore(tiny_bert_dir).layers()
 

@@ -61,11 +61,11 @@ def test_epanechnikov_kernel_and_far_layers():
 def test_routing_aggregator_layers_signature_registry():
     agg = AGGREGATORS.build("routing")
     assert isinstance(agg, Routing)
-    assert agg.layers(12) == [8, 9, 10, 11, 12]  # "the last five layers" of BERT-base
-    assert agg.layers(6) == [2, 3, 4, 5, 6]
-    assert agg.signature(12).startswith("routing(L8,9,10,11,12;gaussian")
+    assert agg.resolve(12).layers == (8, 9, 10, 11, 12)  # "the last five layers" of BERT-base
+    assert agg.resolve(6).layers == (2, 3, 4, 5, 6)
+    assert agg.resolve(12).signature().startswith("routing(L8,9,10,11,12;gaussian")
     with pytest.raises(ConfigError):
-        Routing(layers_spec=(-8,)).layers(6)
+        Routing(layers_spec=(-8,)).resolve(6)
     with pytest.raises(ConfigError):
         Routing(bandwidth=0)
     states = torch.randn(5, 2, 4, 16) * torch.tensor([1.0, 10.0, 100.0, 1.0, 1.0]).view(5, 1, 1, 1)

@@ -98,7 +98,7 @@ def test_stop_words_per_token_are_exact_token_strings(tiny_bert_dir: str, tiny_r
 
 def test_filter_registry_and_errors() -> None:
     assert {"rm", "ms2-punct", "stopwords"} <= set(FILTERS.names())
-    f = FILTERS.build("stopwords", words=["a", " ", "the"], name="stop.txt")
+    f = FILTERS.build("stopwords", words=["a", " ", "the"], label="stop.txt")
     assert f.signature() == "stop(stop.txt,n=2)"
     with pytest.raises(ConfigError):
         StopWords(["a"], unit="sentence")

@@ -7,16 +7,13 @@ parts). A cell is a row composed with a column: every part is named by its regis
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..aggregators import AGGREGATORS
 from ..aligners import ALIGNERS
-from ..errors import ConfigError, InputError
-from ..filters import FILTERS, check_special_policy
-from ..weighting import WEIGHTINGS
+from ..composition import PartSpec, check_spec, load_toml, part_spec
+from ..errors import ConfigError
 
 # Keys that compose a cell's parts; they may appear in [defaults], in a column or in a row.
 PART_KEYS = ("model", "aggregator", "layer", "weighting", "sep", "filters", "special_tokens")
@@ -34,23 +31,6 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class PartSpec:
-    """A registry name and its keyword arguments (``"rm"`` or ``{ name = "pmeans", ... }``)."""
-
-    name: str
-    args: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        return dict(self.args)
-
-    def __str__(self) -> str:
-        if not self.args:
-            return self.name
-        return self.name + "(" + ",".join(f"{k}={v}" for k, v in self.args) + ")"
-
-
-@dataclass(frozen=True)
 class CellSpec:
     """Everything a cell is made of, once the row, its column and the defaults are merged."""
 
@@ -63,6 +43,15 @@ class CellSpec:
     special_tokens: str
     aligner: PartSpec
     metric: str | None
+
+    def spec(self, model: str, layer: int | None) -> dict[str, Any]:
+        """The composition spec of this cell (:mod:`alignscore.composition`) with the model of its
+        role and the single layer that applies when the row names none (the role's)."""
+        single_layer = self.layer if self.layer is not None else dict(self.aggregator.args).get("layer", layer)
+        return {"model": model, "aggregator": self.aggregator,
+                "layer": single_layer if self.aggregator.name == "single" else None,
+                "special_tokens": self.special_tokens, "filters": self.filters, "weighting": self.weighting,
+                "sep": self.sep, "aligner": self.aligner, "metric": self.metric}
 
 
 @dataclass(frozen=True)
@@ -117,69 +106,22 @@ class Grid:
         return replace(self, models=models)
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[import-not-found,no-redef]
-        except ImportError:
-            raise ConfigError("reading grid files on Python 3.10 needs `pip install tomli`") from None
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise InputError(f"cannot read grid file: {exc.strerror or exc}", str(path)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", str(path)) from None
-
-
-def _part(value: Any, where: str, registry: Any) -> PartSpec:
-    if isinstance(value, str):
-        name, args = value, {}
-    elif isinstance(value, dict) and isinstance(value.get("name"), str):
-        args = {k: v for k, v in value.items() if k != "name"}
-        name = value["name"]
-    else:
-        raise ConfigError(f"{where}: expected a name or a table with `name`, not {value!r}")
-    registry.get(name)  # unknown names fail here, with the list of known ones
-    return PartSpec(name, tuple(sorted((k, _freeze(v)) for k, v in args.items())))
-
-
-def _freeze(value: Any) -> Any:
-    return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
-
-
 def _parts(table: Mapping[str, Any], where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in allowed:
-            raise ConfigError(f"{where}: unknown key {key!r}; a part is one of: {', '.join(allowed)}")
-        if key == "aggregator":
-            out[key] = _part(value, f"{where}.aggregator", AGGREGATORS)
-        elif key == "filters":
-            if not isinstance(value, list):
-                raise ConfigError(f"{where}.filters: expected a list")
-            out[key] = [_part(v, f"{where}.filters", FILTERS) for v in value]
-        elif key == "weighting":
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}.weighting: expected a name")
-            WEIGHTINGS.get(value)
-            out[key] = value
-        elif key == "sep":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}.sep: expected true or false")
-            out[key] = value
-        elif key == "layer":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{where}.layer: expected a layer number")
-            out[key] = value
-        elif key == "special_tokens":
-            out[key] = check_special_policy(value)
-        elif key == "model":
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}.model: expected a model role name")
-            out[key] = value
+    """The part keys of a row, column or ``[defaults]``, checked with the composition vocabulary
+    (``model`` names a model role here)."""
+    unknown = set(table) - set(allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}; a part is one of: {', '.join(allowed)}")
+    model = table.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"{where}.model: expected a model role name")
+    out = check_spec({k: v for k, v in table.items() if k != "model"}, where)
+    if "weighting" in out:
+        out["weighting"] = out["weighting"].name if not out["weighting"].args else out["weighting"]
+    if "filters" in out:
+        out["filters"] = list(out["filters"])
+    if model is not None:
+        out["model"] = model
     return out
 
 
@@ -214,10 +156,9 @@ def parse_grid(data: Mapping[str, Any], base_dir: Path = Path("."), name: str = 
             raise ConfigError(f"{where}: a column needs `name` and `aligner`")
         part_keys = {k: v for k, v in col.items() if k in PART_KEYS}
         args = {k: v for k, v in col.items() if k not in PART_KEYS and k not in ("name", "aligner", "metric")}
-        aligner = _part(col["aligner"], f"{where}.aligner", ALIGNERS)
+        aligner = part_spec(col["aligner"], f"{where}.aligner", ALIGNERS)
         if args:
-            aligner = PartSpec(aligner.name, tuple(sorted(aligner.args + tuple((k, _freeze(v))
-                                                                             for k, v in args.items()))))
+            aligner = part_spec({"name": aligner.name, **aligner.kwargs, **args}, f"{where}.aligner", ALIGNERS)
         metric = col.get("metric")
         metrics = getattr(ALIGNERS.get(aligner.name), "metrics", None)
         if metric is not None and metrics is not None and metric not in metrics:
@@ -257,4 +198,4 @@ def parse_grid(data: Mapping[str, Any], base_dir: Path = Path("."), name: str = 
 def load_grid(path: str | Path) -> Grid:
     """Read and check a grid file (TOML)."""
     path = Path(path)
-    return parse_grid(_load_toml(path), base_dir=path.resolve().parent, name=path.stem)
+    return parse_grid(load_toml(path), base_dir=path.resolve().parent, name=path.stem)

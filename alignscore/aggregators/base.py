@@ -1,15 +1,22 @@
-"""The aggregator stage: hidden states of several layers -> one vector per token."""
+"""The aggregator stage: hidden states of several layers -> one vector per token.
+
+An aggregator names its layers as the user gave them (``None`` for "the model's default",
+negative numbers counting from the top); :meth:`Aggregator.resolve` turns them into layer numbers
+of one model, once, when a composition is built for that model. After that :attr:`layers` and
+:meth:`signature` need nothing else.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Sequence
 
 import torch
 
 from ..errors import ConfigError
 
 
-def resolve_layers(spec: tuple[int, ...], num_layers: int) -> list[int]:
+def resolve_layers(spec: Sequence[int], num_layers: int) -> tuple[int, ...]:
     """Layer numbers of a model with ``num_layers`` blocks; negative numbers count from the top
     (-1 is the last block), so ``(-5, ..., -1)`` is "the last five layers" of any model."""
     out = []
@@ -18,20 +25,52 @@ def resolve_layers(spec: tuple[int, ...], num_layers: int) -> list[int]:
         if not 0 <= r <= num_layers:
             raise ConfigError(f"layer {k} does not exist: the model has layers 0..{num_layers}")
         out.append(r)
-    return out
+    return tuple(out)
+
+
+def check_layer_spec(spec: Sequence[int], what: str) -> tuple[int, ...]:
+    """A non-empty tuple of distinct integer layers (``bool`` is not a layer)."""
+    spec = tuple(spec) if not isinstance(spec, (str, bytes)) else spec
+    if not isinstance(spec, tuple) or not spec:
+        raise ConfigError(f"{what} needs at least one layer, not {spec!r}")
+    for k in spec:
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise ConfigError(f"{what}: a layer is an integer, not {k!r}")
+    if len(set(spec)) != len(spec):
+        raise ConfigError(f"{what}: layers {spec} repeat")
+    return spec
+
+
+def layer_list(layers: Sequence[int]) -> str:
+    return ",".join(map(str, layers))
 
 
 class Aggregator(ABC):
-    """Turns ``[L, B, T, D]`` hidden states of :meth:`layers` into ``[B, T, D']`` token vectors."""
+    """Turns ``[L, B, T, D]`` hidden states of :attr:`layers` into ``[B, T, D']`` token vectors
+    (the engine scales them to unit length). Every token is aggregated on its own, so padding
+    never changes a real token's vector."""
 
     @abstractmethod
-    def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
-        """The layers this aggregator reads, for a model with ``num_layers`` blocks."""
+    def resolve(self, num_layers: int, default_layer: int | None = None) -> "Aggregator":
+        """This aggregator with absolute layers for a model of ``num_layers`` blocks whose
+        default layer (BERTScore's table) is ``default_layer``; raises ConfigError when a layer
+        does not exist or none is given and there is no default."""
+
+    @property
+    @abstractmethod
+    def layers(self) -> tuple[int, ...]:
+        """The layers read, in the order of the states :meth:`__call__` receives (resolved)."""
 
     @abstractmethod
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
-        """Aggregate ``states[l]`` (one entry per layer of :meth:`layers`, same order)."""
+        """Aggregate ``states[l]`` (one entry per layer of :attr:`layers`, same order)."""
 
     @abstractmethod
-    def signature(self, num_layers: int, default_layer: int | None = None) -> str:
-        """What pins this aggregator's numbers, with its layers resolved."""
+    def signature(self) -> str:
+        """What pins this aggregator's numbers, its layers included (resolved)."""
+
+    def _resolved(self, spec: Sequence[int]) -> tuple[int, ...]:
+        if any(k < 0 for k in spec):
+            raise ConfigError(f"layers {layer_list(spec)} count from the top of a model: resolve the "
+                              f"aggregator against one first")
+        return tuple(spec)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator, resolve_layers
+from .._ops import unit
+from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
 
 def power_mean(x: torch.Tensor, p: float, dim: int = 0) -> torch.Tensor:
@@ -47,15 +48,22 @@ class PowerMeans(Aggregator):
     powers: tuple[float, ...] = (-math.inf, 1.0, math.inf)
     normalize: bool = True
 
-    def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
-        return resolve_layers(self.layers_spec, num_layers)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "power means"))
+        object.__setattr__(self, "powers", tuple(self.powers))
+
+    def resolve(self, num_layers: int, default_layer: int | None = None) -> "PowerMeans":
+        return replace(self, layers_spec=resolve_layers(self.layers_spec, num_layers))
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        return self._resolved(self.layers_spec)
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
-            states = states / states.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            states = unit(states)
         return torch.cat([power_mean(states, p, dim=0) for p in self.powers], dim=-1)
 
-    def signature(self, num_layers: int, default_layer: int | None = None) -> str:
+    def signature(self) -> str:
         ps = ",".join("inf" if p == math.inf else "-inf" if p == -math.inf else f"{p:g}" for p in self.powers)
-        ls = ",".join(map(str, self.layers(num_layers)))
-        return f"pmeans(L{ls};p={ps}{';norm' if self.normalize else ''})"
+        return f"pmeans(L{layer_list(self.layers)};p={ps}{';norm' if self.normalize else ''})"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator, resolve_layers
+from .._ops import unit
+from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
 KERNELS = ("gaussian", "epanechnikov")
 
@@ -98,23 +99,24 @@ class Routing(Aggregator):
     normalize: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers_spec", tuple(self.layers_spec))
+        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "routing"))
         if self.kernel not in KERNELS:
             raise ConfigError(f"unknown routing kernel {self.kernel!r}; choose one of: {', '.join(KERNELS)}")
         if self.bandwidth <= 0 or self.max_iter < 1 or self.tol < 0:
             raise ConfigError("routing needs bandwidth > 0, max_iter >= 1 and tol >= 0")
-        if not self.layers_spec:
-            raise ConfigError("routing needs at least one layer")
 
-    def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
-        return resolve_layers(self.layers_spec, num_layers)
+    def resolve(self, num_layers: int, default_layer: int | None = None) -> "Routing":
+        return replace(self, layers_spec=resolve_layers(self.layers_spec, num_layers))
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        return self._resolved(self.layers_spec)
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
-            states = states / states.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            states = unit(states)
         return route(states, self.kernel, self.bandwidth, self.alpha, self.max_iter, self.tol)
 
-    def signature(self, num_layers: int, default_layer: int | None = None) -> str:
-        ls = ",".join(map(str, self.layers(num_layers)))
-        return (f"routing(L{ls};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
+    def signature(self) -> str:
+        return (f"routing(L{layer_list(self.layers)};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
                 f"it={self.max_iter},tol={self.tol:g}{';norm' if self.normalize else ''})")

@@ -2,39 +2,42 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator
+from .base import Aggregator, check_layer_spec, resolve_layers
 
 
 @dataclass(frozen=True)
 class SingleLayer(Aggregator):
     """``h_t = H^{(k)}_t``: the token vectors of layer ``k`` (0 = embeddings).
 
-    ``layer=None`` takes the encoder's default layer (BERTScore Appendix B); a negative layer
-    counts from the top (-1: the last block).
+    ``layer=None`` takes the model's default layer (BERTScore Appendix B) when the composition is
+    resolved for a model; a negative layer counts from the top (-1: the last block).
     """
 
     layer: int | None = None
 
-    def resolve(self, num_layers: int, default_layer: int | None = None) -> int:
+    def __post_init__(self) -> None:
+        if self.layer is not None:
+            check_layer_spec((self.layer,), "the single-layer aggregator")
+
+    def resolve(self, num_layers: int, default_layer: int | None = None) -> "SingleLayer":
         k = self.layer if self.layer is not None else default_layer
         if k is None:
-            raise ConfigError("no layer given and the model has no default layer")
-        if k < 0:
-            k += num_layers + 1
-        if not 0 <= k <= num_layers:
-            raise ConfigError(f"layer {self.layer} does not exist: the model has layers 0..{num_layers}")
-        return k
+            raise ConfigError(f"no layer given and the model has no default layer; give one (--layer N, 0..{num_layers})")
+        return replace(self, layer=resolve_layers((k,), num_layers)[0])
 
-    def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
-        return [self.resolve(num_layers, default_layer)]
+    @property
+    def layers(self) -> tuple[int, ...]:
+        if self.layer is None:
+            raise ConfigError("the single-layer aggregator takes the model's default layer: resolve it first")
+        return self._resolved((self.layer,))
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         return states[0]
 
-    def signature(self, num_layers: int, default_layer: int | None = None) -> str:
-        return f"L{self.resolve(num_layers, default_layer)}"
+    def signature(self) -> str:
+        return f"L{self.layers[0]}"

@@ -7,7 +7,6 @@ from typing import Sequence
 
 import torch
 
-from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, same_vectors, weighted_mean
 
 
@@ -57,10 +56,6 @@ class Greedy(Aligner):
     name = "greedy"
     metrics = ("precision", "recall", "f1")
     primary = "f1"
-
-    def __init__(self, n_gram: int | str | None = None) -> None:
-        if n_gram is not None:
-            raise ConfigError("n-grams apply to the optimal-transport aligners, not greedy")
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._ops import unit
 from ..errors import ConfigError
 
 SENTENCE = "sentence"
@@ -83,7 +84,7 @@ def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor
     keep = torch.arange(w, device=members.device).unsqueeze(0) < n_win.unsqueeze(1)  # [B, W]
     pooled = pooled * keep.unsqueeze(-1)
     unit_mass = unit_mass * keep
-    pooled = pooled / pooled.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    pooled = unit(pooled)
     return pooled, unit_mass
 
 

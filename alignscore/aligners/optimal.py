@@ -10,10 +10,11 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from .._ops import normalise_mass, normalise_rows
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, same_vectors
 from .ngrams import check_n_gram, ngram_units, pool_ngrams, sliding_sums, window_inner, window_size, window_sqnorms
-from .transport import (COSTS, cost_matrix, exact_plans, network_simplex, normalise_mass, pairwise_cost,
+from .transport import (COSTS, cost_matrix, exact_plans, network_simplex, pairwise_cost,
                         single_threaded_blas, sinkhorn_plans)
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
@@ -90,7 +91,7 @@ class TransportAligner(Aligner):
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         u = self._units(batch)
-        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
+        a, b = normalise_mass(u.ref_mass.double()), normalise_mass(u.cand_mass.double())
         wmd = self.distances(u, a, b).to(a.device)
         empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
         return {"score": torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score))}
@@ -108,7 +109,7 @@ class TransportAligner(Aligner):
         """
         u = self._units(batch, dense=True)
         cost = pairwise_cost(u.ref, u.cand, self.cost)
-        a, b = normalise_mass(u.ref_mass), normalise_mass(u.cand_mass)
+        a, b = normalise_mass(u.ref_mass.double()), normalise_mass(u.cand_mass.double())
         plan = self.plans(cost, a, b).to(cost.dtype)
         wmd = (plan * cost).sum((1, 2))
         empty = ((a.sum(-1) <= 0) | (b.sum(-1) <= 0)).unsqueeze(-1)
@@ -195,7 +196,7 @@ class WMD(TransportAligner):
         """``(variant, a, b, C)`` of one pair's token-level problems: masses ``mr [V, n]``,
         ``mc [V, m]`` of tokens ``x [n, D]``, ``y [m, D]``; one cost matrix for all."""
         cost = cost_matrix(x, y, self.cost)
-        a, b, ok = _normalised(mr), _normalised(mc), (mr.sum(1) > 0) & (mc.sum(1) > 0)
+        a, b, ok = normalise_rows(mr), normalise_rows(mc), (mr.sum(1) > 0) & (mc.sum(1) > 0)
         for v in np.flatnonzero(ok):
             yield v, a[v], b[v], cost
 
@@ -227,19 +228,12 @@ class WMD(TransportAligner):
             sq = np.maximum(2.0 - 2.0 * inner / np.maximum(nr[:, :, None] * nc[:, None], 1e-300), 0.0)
             cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
             ma, mb = sliding_sums(wr, kr), sliding_sums(wc, kc)
-            a, b, ok = _normalised(ma), _normalised(mb), (ma.sum(1) > 0) & (mb.sum(1) > 0)
+            a, b, ok = normalise_rows(ma), normalise_rows(mb), (ma.sum(1) > 0) & (mb.sum(1) > 0)
             for j in np.flatnonzero(ok):
                 yield vs[j], a[j], b[j], cost[j]
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"
-
-
-def _normalised(mass: np.ndarray) -> np.ndarray:
-    """``[V, n]`` masses as float64 rows that each sum to 1 (rows without mass stay 0)."""
-    mass = mass.astype(np.float64, order="C")  # rows contiguous, as the solver needs
-    total = mass.sum(1, keepdims=True)
-    return mass / np.where(total > 0, total, 1.0)
 
 
 @dataclass(frozen=True)

@@ -38,14 +38,6 @@ def pairwise_cost(x: torch.Tensor, y: torch.Tensor, cost: str) -> torch.Tensor:
     raise ValueError(f"unknown cost {cost!r}")
 
 
-def normalise_mass(mass: torch.Tensor) -> torch.Tensor:
-    """``m / sum(m)`` over the last axis in float64; all 0 where the masses sum to 0."""
-    mass = mass.double()
-    total = mass.sum(-1, keepdim=True)
-    return torch.where(total > 0, mass / torch.where(total > 0, total, torch.ones_like(total)),
-                       torch.zeros_like(mass))
-
-
 def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Optimal plans ``T [B, Tr, Tc]`` (float64, on ``cost``'s device), one exact problem per pair.
 

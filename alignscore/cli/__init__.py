@@ -8,6 +8,7 @@ import warnings
 
 import click
 
+from .._version import __version__
 from ..errors import AlignScoreError
 
 
@@ -48,7 +49,7 @@ def _one_line_warnings() -> None:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="alignscore")
+@click.version_option(version=__version__, prog_name="alignscore")
 def main() -> None:
     """Text-generation metrics that align contextual token embeddings."""
     _one_line_warnings()

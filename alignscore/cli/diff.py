@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
-from ..scorer import Scorer
+from ..scorer import Scorer, score_together
 from . import main
 from .options import build_scorer, scorer_options, scorer_opts
 from .score import read_aligned
@@ -77,7 +77,8 @@ def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch
 def _share_encoder(a: Scorer, b: Scorer) -> None:
     """Let both compositions use one loaded model when they name the same one."""
     ea, eb = a.encoder, b.encoder
-    same = all(getattr(ea, k, None) == getattr(eb, k, None) for k in ("model", "device_name", "max_length", "revision"))
+    same = all(getattr(ea, k, None) == getattr(eb, k, None)
+               for k in ("model", "device_name", "max_length", "revision", "backend", "dtype", "export_dir"))
     if same and type(ea) is type(eb):
         b.encoder = ea
 
@@ -119,11 +120,10 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     scorer_a = build_scorer({**common, **parse_spec(spec_a, "--a")}, progress=not quiet)
     scorer_b = build_scorer({**common, **parse_spec(spec_b, "--b")}, progress=not quiet)
     _share_encoder(scorer_a, scorer_b)
-    metric_a, metric_b = scorer_a.aligner.primary, scorer_b.aligner.primary
+    metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
     if not cand_texts:
         raise ConfigError(f"{cands} has no lines: nothing to compare")
-    sa = scorer_a.score(cand_texts, ref_groups)
-    sb = scorer_b.score(cand_texts, ref_groups)
+    sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
     va, vb = sa[metric_a], sb[metric_b]
     ra, rb, order = disagreements(va, vb)
     rho = spearman(va, vb)

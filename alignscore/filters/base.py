@@ -9,11 +9,13 @@ Two decisions are made per token. Special tokens ([CLS]/[SEP], <s>/</s>, ...) fo
   uniform weights; under idf they occur in every sentence, so idf = 0).
 
 Every other token takes part unless a :class:`TokenFilter` removes it (mass 0, no match target).
+The policy and the filters together are one part, :class:`TokenRoles`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import torch
 
@@ -53,3 +55,27 @@ def token_roles(table: TokenTable, filters: tuple[TokenFilter, ...], special_pol
     if special_policy == "match-only":
         return ordinary, ordinary | table.special
     return ordinary, ordinary
+
+
+@dataclass(frozen=True)
+class TokenRoles:
+    """Which tokens take part: the special-token ``policy`` (``match-only``, ``drop``, ``keep``)
+    and the ``filters`` on ordinary tokens. Calling it on a token table gives
+    ``(carries_mass, matchable)`` (see :func:`token_roles`)."""
+
+    special: str = "match-only"
+    filters: tuple[TokenFilter, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_special_policy(self.special)
+        filters = (self.filters,) if isinstance(self.filters, TokenFilter) else tuple(self.filters)
+        for f in filters:
+            if not isinstance(f, TokenFilter):
+                raise ConfigError(f"a token filter must be a TokenFilter, not {f!r}")
+        object.__setattr__(self, "filters", filters)
+
+    def __call__(self, table: TokenTable) -> tuple[torch.Tensor, torch.Tensor]:
+        return token_roles(table, self.filters, self.special)
+
+    def signature(self) -> str:
+        return "special=" + self.special + "".join("+" + f.signature() for f in self.filters)

@@ -120,7 +120,7 @@ class StopWords(TokenFilter):
 
     Args:
         words: the stop words (blank entries ignored).
-        name: how the list is named in the signature (e.g. its file name).
+        label: how the list is named in the signature (e.g. its file name).
         unit: ``"word"`` (default): every token of a word goes when the whole word's surface text,
             case-folded, is in the list (so "the" in "theory" is never touched, whatever the
             tokenizer); ``"token"``: a token goes when its token string is exactly in the list,
@@ -128,7 +128,7 @@ class StopWords(TokenFilter):
     """
 
     words: Sequence[str] = field(hash=False, compare=False, repr=False)
-    name: str | None = None
+    label: str | None = None
     unit: str = "word"
 
     def __post_init__(self) -> None:
@@ -147,11 +147,6 @@ class StopWords(TokenFilter):
         return ~_per_word([t.strip().casefold() in folded for t in text], wid)
 
     def signature(self) -> str:
-        tag = self.name or "list"
+        tag = self.label or "list"
         unit = "" if self.unit == "word" else ",per-token"
         return f"stop({tag},n={len(self.words)}{unit})"
-
-
-def stopwords(words: Sequence[str], name: str | None = None, unit: str = "word") -> StopWords:
-    """A :class:`StopWords` filter (the CLI's ``--stopwords FILE``)."""
-    return StopWords(words=words, name=name, unit=unit)

@@ -1,40 +1,25 @@
-"""The weighting stage: a mass per token id, one table for references and one for candidates."""
+"""The weighting stage: a mass per token id, one table for references and one for candidates.
+
+A weighting accumulates what it needs from the texts being scored in a :class:`WeightState`
+(document frequencies: counts that add up over chunks of texts and over processes) with
+:meth:`Weighting.update`, then :meth:`Weighting.compute` turns the state into weights. One pass
+over the whole input, chunked (streaming) or split between processes (torch.distributed, with
+:meth:`WeightState.sync`), gives the same weights.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
-from ..encoders.base import Tokenized
 from ..tokens import TokenTable
 
-
-@dataclass
-class WeightContext:
-    """What a weighting may look at: the unique texts being scored and how often each occurs
-    as a reference and as a candidate, and the tokenizer (for an outside corpus)."""
-
-    table: TokenTable
-    ref_counts: torch.Tensor
-    cand_counts: torch.Tensor
-    vocab_size: int
-    tokenize: Callable[[Sequence[str]], Tokenized]
-
-
-class Weighting(ABC):
-    """Produces ``(ref_weights, cand_weights)``, each ``[V]`` over token ids; a token's mass is
-    its id's weight (times 0/1 from the token filter), normalised per sentence by the aligner."""
-
-    @abstractmethod
-    def fit(self, ctx: WeightContext) -> tuple[torch.Tensor, torch.Tensor]:
-        ...
-
-    @abstractmethod
-    def signature(self) -> str:
-        ...
+if TYPE_CHECKING:
+    from ..distributed import Shard
+    from ..encoders.base import Encoder
 
 
 def document_frequency(table: TokenTable, counts: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -50,3 +35,79 @@ def idf_from_df(df: torch.Tensor, num_docs: float) -> torch.Tensor:
     """``idf(w) = log((M + 1) / (df(w) + 1))``; a token never seen gets ``log(M + 1)``. Never
     negative: a token in every sentence gets exactly 0 (a rounding -1e-16 would be a negative mass)."""
     return torch.log((num_docs + 1.0) / (df + 1.0)).clamp_min(0.0).float()
+
+
+@dataclass
+class DocumentFrequencies:
+    """``df[w]`` of ``docs`` documents (float64 counts: exact sums in any order)."""
+
+    df: torch.Tensor
+    docs: float = 0.0
+
+    @classmethod
+    def empty(cls, vocab_size: int) -> "DocumentFrequencies":
+        return cls(torch.zeros(vocab_size, dtype=torch.float64))
+
+    def update(self, table: TokenTable, counts: torch.Tensor) -> None:
+        """Count the texts of ``table``, text i as ``counts[i]`` documents."""
+        self.df += document_frequency(table, counts, len(self.df))
+        self.docs += float(counts.sum())
+
+    def idf(self) -> torch.Tensor:
+        return idf_from_df(self.df, self.docs)
+
+
+@dataclass
+class WeightState:
+    """What a weighting has counted: document frequencies of the references and of the
+    candidates. Sum-reducible: :meth:`merge` and :meth:`sync` add counts."""
+
+    ref: DocumentFrequencies
+    cand: DocumentFrequencies
+
+    @classmethod
+    def empty(cls, vocab_size: int) -> "WeightState":
+        return cls(DocumentFrequencies.empty(vocab_size), DocumentFrequencies.empty(vocab_size))
+
+    def merge(self, other: "WeightState") -> None:
+        for mine, theirs in ((self.ref, other.ref), (self.cand, other.cand)):
+            mine.df += theirs.df
+            mine.docs += theirs.docs
+
+    def sync(self, shard: Shard | None) -> None:
+        """Sum the counts of every rank of ``shard``'s process group (no-op without one)."""
+        if shard is None:
+            return
+        flat = torch.cat([self.ref.df, self.cand.df, torch.tensor([self.ref.docs, self.cand.docs],
+                                                                  dtype=torch.float64)])
+        flat = shard.all_sum(flat)
+        v = len(self.ref.df)
+        self.ref.df, self.cand.df = flat[:v].clone(), flat[v:2 * v].clone()
+        self.ref.docs, self.cand.docs = float(flat[-2]), float(flat[-1])
+
+
+class Weighting(ABC):
+    """Produces ``(ref_weights, cand_weights)``, each ``[V]`` over token ids; a token's mass is
+    its id's weight (times 0/1 from the token roles), normalised per sentence by the aligner."""
+
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
+        """Count the unique texts of ``table``: text i is a reference ``ref_counts[i]`` times and a
+        candidate ``cand_counts[i]`` times."""
+        state.ref.update(table, ref_counts)
+        state.cand.update(table, cand_counts)
+
+    @abstractmethod
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weights from what ``state`` counted (``encoder`` tokenizes an outside corpus)."""
+
+    @abstractmethod
+    def signature(self) -> str:
+        """What pins the weights."""
+
+    def fit(self, table: TokenTable, ref_counts: torch.Tensor, cand_counts: torch.Tensor,
+            encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`update` over one table, then :meth:`compute`."""
+        state = WeightState.empty(encoder.vocab_size)
+        self.update(state, table, ref_counts, cand_counts)
+        return self.compute(state, encoder)

@@ -4,13 +4,49 @@ the SEP switch that gives candidates an idf of their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+import weakref
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from ..errors import ConfigError
 from ..tokens import TokenTable
-from .base import WeightContext, Weighting, document_frequency, idf_from_df
+from .base import DocumentFrequencies, WeightState, Weighting
+
+if TYPE_CHECKING:
+    from ..encoders.base import Encoder
+
+
+@dataclass(eq=False)
+class Corpus:
+    """The sentences of an idf-L corpus (blank lines dropped), and a ``name`` for signatures (its
+    file). Its document frequencies are counted once per encoder, however many weightings and
+    language pairs read it."""
+
+    texts: Sequence[str]
+    name: str | None = None
+    _counted: weakref.WeakKeyDictionary[Encoder, DocumentFrequencies] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.texts, str):
+            raise ConfigError("an idf corpus is a list of sentences, not one string")
+        self.texts = tuple(t for t in self.texts if t.strip())
+        if not self.texts:
+            where = f" {self.name}" if self.name else ""
+            raise ConfigError(f"the idf corpus{where} is empty: idf-L needs at least one sentence")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def frequencies(self, encoder: Encoder) -> DocumentFrequencies:
+        """The document frequencies of the sentences under ``encoder``'s tokenizer."""
+        if encoder not in self._counted:
+            table = TokenTable.from_tokenized(encoder.tokenize(self.texts))
+            counts = DocumentFrequencies.empty(encoder.vocab_size)
+            counts.update(table, torch.ones(len(table), dtype=torch.float64))
+            self._counted[encoder] = counts
+        return self._counted[encoder]
 
 
 @dataclass(frozen=True)
@@ -23,8 +59,12 @@ class Uniform(Weighting):
         if self.sep:
             raise ConfigError("SEP (separate candidate idf) needs an idf weighting (idf-S or idf-L)")
 
-    def fit(self, ctx: WeightContext) -> tuple[torch.Tensor, torch.Tensor]:
-        ones = torch.ones(ctx.vocab_size)
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
+        pass  # nothing to count
+
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        ones = torch.ones(len(state.ref.df))
         return ones, ones
 
     def signature(self) -> str:
@@ -44,35 +84,26 @@ class Idf(Weighting):
             otherwise the reference-side idf weighs both sides.
     """
 
-    corpus: Sequence[str] | None = field(default=None, repr=False, hash=False, compare=False)
+    corpus: Corpus | Sequence[str] | None = field(default=None, repr=False, hash=False, compare=False)
     corpus_name: str | None = None
     sep: bool = False
 
     def __post_init__(self) -> None:
-        if self.corpus is not None:
-            texts = tuple(t for t in self.corpus if t.strip())
-            if not texts:
-                where = f" {self.corpus_name}" if self.corpus_name else ""
-                raise ConfigError(f"the idf corpus{where} is empty: idf-L needs at least one sentence")
-            object.__setattr__(self, "corpus", texts)
+        if self.corpus is not None and not isinstance(self.corpus, Corpus):
+            object.__setattr__(self, "corpus", Corpus(self.corpus, self.corpus_name))
+        if self.corpus is not None and self.corpus_name is None:
+            object.__setattr__(self, "corpus_name", self.corpus.name)
 
-    def _corpus_idf(self, ctx: WeightContext) -> torch.Tensor:
-        tok = ctx.tokenize(self.corpus)
-        table = TokenTable.from_tokenized(tok)
-        counts = torch.ones(len(table), dtype=torch.float64)
-        return idf_from_df(document_frequency(table, counts, ctx.vocab_size), len(table))
-
-    def fit(self, ctx: WeightContext) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
         if self.corpus is None:
-            num = float(ctx.ref_counts.sum())
-            ref = idf_from_df(document_frequency(ctx.table, ctx.ref_counts, ctx.vocab_size), num)
-        else:
-            ref = self._corpus_idf(ctx)
-        if not self.sep:
-            return ref, ref
-        num = float(ctx.cand_counts.sum())
-        cand = idf_from_df(document_frequency(ctx.table, ctx.cand_counts, ctx.vocab_size), num)
-        return ref, cand
+            state.ref.update(table, ref_counts)
+        if self.sep:
+            state.cand.update(table, cand_counts)
+
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        ref = self.corpus.frequencies(encoder).idf() if self.corpus is not None else state.ref.idf()
+        return (ref, state.cand.idf()) if self.sep else (ref, ref)
 
     def signature(self) -> str:
         if self.corpus is None:

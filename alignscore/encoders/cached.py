@@ -1,0 +1,67 @@
+"""An encoder whose tokenizations and hidden states go through a persistent cache.
+
+:class:`CachedEncoder` wraps any encoder that has a fingerprint: :meth:`CachedEncoder.tokenize`
+reads stored tokenizations and :meth:`CachedEncoder.forward` stored hidden states (see
+:mod:`alignscore.cache`), and asks the wrapped encoder only for what is missing, so a run whose
+states are all stored never loads the model's weights. Everything else is the wrapped encoder's.
+"""
+
+from __future__ import annotations
+
+from typing import MutableMapping, Sequence
+
+import torch
+
+from ..cache import EmbeddingCache, forward_cached, tokenize_cached
+from ..tokens import Tokenized
+from .base import Encoder
+
+
+class CachedEncoder(Encoder):
+    """``inner`` through ``cache``: the same numbers, bit for bit, with fewer forward passes."""
+
+    def __init__(self, inner: Encoder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self._fingerprint: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def num_layers(self) -> int:
+        return self.inner.num_layers
+
+    @property
+    def vocab_size(self) -> int:
+        return self.inner.vocab_size
+
+    @property
+    def pad_id(self) -> int:
+        return self.inner.pad_id
+
+    @property
+    def model_max_length(self) -> int:
+        return self.inner.model_max_length
+
+    @property
+    def device(self) -> torch.device:
+        return self.inner.device
+
+    def default_layer(self) -> int | None:
+        return self.inner.default_layer()
+
+    def signature(self) -> str:
+        return self.inner.signature()
+
+    def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self.inner.fingerprint(self.cache.digests if memo is None else memo)
+        return self._fingerprint
+
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        return tokenize_cached(self.cache, self.inner, texts)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, layers: Sequence[int]) -> torch.Tensor:
+        return forward_cached(self.cache, self.inner, self.fingerprint(), input_ids, attention_mask.bool(), layers)

@@ -1,0 +1,364 @@
+"""The engine: texts, pairs and compositions -> per-pair scores. Everything that scores calls it.
+
+For one encoder and any number of compositions (:class:`~alignscore.composition.Composition`,
+resolved for that encoder's model):
+
+1. the unique texts are tokenized once (:class:`Pairs` holds them and the pairs over them);
+2. each distinct weighting (by signature) is fitted once, each distinct token-roles part applied
+   once;
+3. one encoding: a forward pass per batch produces every layer any composition reads, every
+   distinct aggregator is applied in that pass, and its unit vectors are kept (views of one
+   buffer: :func:`encode`);
+4. compositions that share the aggregator, token roles and weighting share a :class:`Setting`
+   (vectors and masses); the pairs are aligned in batches of similar length, each batch's vectors
+   gathered once for every setting of an aggregator, and each aligner scores all the settings of
+   a batch together (:meth:`~alignscore.aligners.base.Aligner.score_variants`, which shares its
+   similarity or cost matrices).
+
+A composition's scores are those it would get alone: aligners score each pair on its own, so
+only the batches differ, which changes nothing beyond float rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ._ops import unit
+from .aggregators.base import Aggregator
+from .aligners.base import Aligner, PairBatch
+from .composition import Composition
+from .encoders.base import Encoder
+from .errors import InputError
+from .runtime import Runtime, embed
+from .tokens import TokenTable, pad_gather
+from .weighting.base import Weighting
+
+Weights = tuple[torch.Tensor, torch.Tensor]
+
+
+def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
+    """Unique texts (first-seen order) and, for each input, its index among them. Texts are
+    compared after stripping, as the tokenizer sees them."""
+    index: dict[str, int] = {}
+    inverse = [index.setdefault(t.strip(), len(index)) for t in texts]
+    return list(index), torch.tensor(inverse, dtype=torch.long)
+
+
+@dataclass
+class Pairs:
+    """Pairs of texts to score, over the unique ``texts``.
+
+    Pair k aligns text ``ref[k]`` (the reference) with text ``cand[k]`` (the candidate);
+    candidate i's pairs are ``groups[i]:groups[i+1]`` (one per reference). For the weightings,
+    text u counts as ``ref_counts[u]`` reference documents (every reference occurrence, as
+    bert_score counts idf) and ``cand_counts[u]`` candidate documents (each candidate once).
+    """
+
+    texts: list[str]
+    ref: torch.Tensor
+    cand: torch.Tensor
+    ref_counts: torch.Tensor
+    cand_counts: torch.Tensor
+    groups: torch.Tensor
+
+    @classmethod
+    def from_groups(cls, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> "Pairs":
+        """Candidate i against each text of ``refs[i]`` (checked lists of strings)."""
+        sizes = torch.tensor([len(g) for g in refs], dtype=torch.long)
+        groups = torch.zeros(len(refs) + 1, dtype=torch.long)
+        groups[1:] = sizes.cumsum(0)
+        flat = [t for g in refs for t in g]
+        texts, inverse = unique_texts(flat + list(cands))
+        ref_text, cand_text = inverse[:len(flat)], inverse[len(flat):]
+        n = len(texts)
+        return cls(texts, ref_text, cand_text[torch.repeat_interleave(torch.arange(len(cands)), sizes)],
+                   torch.bincount(ref_text, minlength=n).double(), torch.bincount(cand_text, minlength=n).double(),
+                   groups)
+
+    @classmethod
+    def from_pairs(cls, refs: Sequence[str], cands: Sequence[str]) -> "Pairs":
+        """Pair k: ``cands[k]`` against ``refs[k]``."""
+        if len(refs) != len(cands):
+            raise InputError(f"{len(cands)} candidates but {len(refs)} references")
+        return cls.from_groups(cands, [[r] for r in refs])
+
+    def __len__(self) -> int:
+        return len(self.ref)
+
+    def on(self, texts: list[str], index: dict[str, int]) -> "Pairs":
+        """These pairs over a larger list of unique ``texts`` (``index``: text -> position)."""
+        where = torch.tensor([index[t] for t in self.texts], dtype=torch.long)
+        counts = [torch.zeros(len(texts), dtype=torch.float64).index_add_(0, where, c)
+                  for c in (self.ref_counts, self.cand_counts)]
+        return Pairs(texts, where[self.ref], where[self.cand], counts[0], counts[1], self.groups)
+
+
+def merge(groups: Sequence[Pairs]) -> list[Pairs]:
+    """Several sets of pairs over one list of unique texts (the union, first-seen order): each
+    keeps its pairs and counts, so weights fitted on it are its own."""
+    index: dict[str, int] = {}
+    for g in groups:
+        for t in g.texts:
+            index.setdefault(t, len(index))
+    texts = list(index)
+    return [g.on(texts, index) for g in groups]
+
+
+@dataclass
+class Encoded:
+    """The unique texts of ``pairs`` tokenized (``table``) and encoded: the unit token vectors
+    ``[N, D]`` of each aggregator, by its signature."""
+
+    pairs: Pairs
+    table: TokenTable
+    vectors: dict[str, torch.Tensor]
+
+
+@dataclass
+class Setting:
+    """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
+    each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
+    ``[N]``) and who may be aligned to (``matchable [N]``)."""
+
+    vectors: torch.Tensor
+    ref_mass: torch.Tensor
+    cand_mass: torch.Tensor
+    matchable: torch.Tensor
+
+
+@dataclass
+class PairScores:
+    """One composition's scores per pair: ``metrics`` (``{output: [P]}``) and ``empty [P]``, the
+    pairs where either side carries no mass (they score 0)."""
+
+    metrics: dict[str, torch.Tensor]
+    empty: torch.Tensor
+
+
+class _Stacked:
+    """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
+    layers (``positions[a]`` into the stacked states) and scaling its vectors to unit length;
+    remembers the output widths ``D_a``."""
+
+    def __init__(self, aggregators: Sequence[Aggregator], union: Sequence[int]) -> None:
+        self.aggregators = list(aggregators)
+        self.positions: list[list[int] | slice] = []
+        for agg in self.aggregators:
+            p = [list(union).index(k) for k in agg.layers]
+            # consecutive layers as a slice: a view of the states, not a copy
+            self.positions.append(slice(p[0], p[-1] + 1) if p == list(range(p[0], p[-1] + 1)) else p)
+        self.widths: list[int] = []
+
+    def __call__(self, states: torch.Tensor) -> torch.Tensor:
+        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
+        self.widths = [o.shape[-1] for o in outs]
+        packed = states.new_empty(*states.shape[1:3], sum(self.widths))
+        start = 0
+        for o in outs:
+            unit(o, out=packed[..., start:start + o.shape[-1]])
+            start += o.shape[-1]
+        return packed
+
+
+def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], runtime: Runtime = Runtime(),
+           table: TokenTable | None = None) -> Encoded:
+    """Tokenize the unique texts (unless their ``table`` is given) and encode them once for every
+    distinct aggregator (resolved): one forward pass per batch reads the union of their layers."""
+    if table is None:
+        table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
+    distinct: dict[str, Aggregator] = {}
+    for agg in aggregators:
+        distinct.setdefault(agg.signature(), agg)
+    union = sorted({k for agg in distinct.values() for k in agg.layers})
+    stacked = _Stacked(list(distinct.values()), union)
+    packed = embed(encoder, table, union, stacked, runtime, desc=f"encoding ({encoder.name})")
+    if not stacked.widths and len(distinct) > 1 and packed.numel():
+        # this process encoded nothing (more processes than batches): learn the widths from one token
+        one = torch.full((1, 1), encoder.pad_id, dtype=torch.long)
+        stacked(encoder.forward(one, torch.ones_like(one), union))
+    if not stacked.widths:  # one aggregator, or no tokens at all
+        stacked.widths = [packed.shape[-1]] + [0] * (len(distinct) - 1)
+    bounds = np.cumsum([0] + stacked.widths).tolist()
+    vectors = {sig: packed[:, bounds[i]:bounds[i + 1]] for i, sig in enumerate(distinct)}
+    return Encoded(pairs, table, vectors)
+
+
+def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
+    """``weighting`` fitted on the pairs' texts: ``(ref [V], cand [V])``."""
+    p = encoded.pairs
+    return weighting.fit(encoded.table, p.ref_counts, p.cand_counts, encoder)
+
+
+def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Encoder,
+             weights: Mapping[str, Weights] | None = None) -> list[Setting]:
+    """The :class:`Setting` of each composition; compositions with the same aggregator, token
+    roles and weighting share one. ``weights`` may hold weights fitted elsewhere (on a whole
+    stream, or summed over processes) by weighting signature; the others are fitted here."""
+    fitted: dict[str, Weights] = dict(weights or {})
+    roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    out: dict[tuple[str, str, str], Setting] = {}
+    table = encoded.table
+    result = []
+    for comp in compositions:
+        a_sig, r_sig, w_sig = comp.aggregator.signature(), comp.roles.signature(), comp.weighting.signature()
+        key = (a_sig, r_sig, w_sig)
+        if key not in out:
+            if w_sig not in fitted:
+                fitted[w_sig] = fit_weights(comp.weighting, encoded, encoder)
+            if r_sig not in roles:
+                roles[r_sig] = comp.roles(table)
+            vectors = encoded.vectors[a_sig]
+            (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
+            device = vectors.device
+            out[key] = Setting(vectors, (ref_w[table.ids] * carries).to(device),
+                               (cand_w[table.ids] * carries).to(device), matchable.to(device))
+        result.append(out[key])
+    return result
+
+
+def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, width: int) -> torch.Tensor:
+    """``[B, width, D]``: row b holds the packed rows of text ``texts[b]`` (its tokens), then 0.
+    Each text is one contiguous block of ``packed``, copied as such (a loop over texts, far
+    cheaper on CPU than gathering every token through an index tensor)."""
+    out = packed.new_zeros(len(texts), width, packed.shape[-1])
+    for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
+        out[row, :n] = packed[start:start + n]
+    return out
+
+
+def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
+               like: PairBatch | None = None) -> PairBatch:
+    """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
+    under ``setting``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
+    the same pairs over the same vectors, whose vectors are reused (only masses differ)."""
+    device = setting.vectors.device
+    r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
+    c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
+    masses = dict(ref_mass=setting.ref_mass[r_idx] * r_ok, cand_mass=setting.cand_mass[c_idx] * c_ok,
+                  ref_match=setting.matchable[r_idx] & r_ok, cand_match=setting.matchable[c_idx] & c_ok)
+    if like is not None:
+        return replace(like, **masses)
+    return PairBatch(ref=padded_blocks(setting.vectors, table, ref, r_idx.shape[1]),
+                     cand=padded_blocks(setting.vectors, table, cand, c_idx.shape[1]), **masses)
+
+
+def batch_order(encoded: Encoded) -> torch.Tensor:
+    """The pairs by total length, longest first: batches of similar length pad little."""
+    lengths, p = encoded.table.lengths, encoded.pairs
+    return torch.argsort(lengths[p.ref] + lengths[p.cand], descending=True, stable=True)
+
+
+def pair_batches(encoded: Encoded, setting: Setting, runtime: Runtime = Runtime()
+                 ) -> Iterator[tuple[torch.Tensor, PairBatch]]:
+    """``(pairs, batch)`` over every pair in batches of ``runtime.pair_batch_size`` in input
+    order (for inspecting alignments: ``alignscore show``)."""
+    p = encoded.pairs
+    for start in range(0, len(p), runtime.pair_batch_size):
+        sel = torch.arange(start, min(start + runtime.pair_batch_size, len(p)))
+        yield sel, pair_batch(setting, encoded.table, p.ref[sel], p.cand[sel])
+
+
+def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequence[Setting],
+          runtime: Runtime = Runtime()) -> list[dict[str, torch.Tensor]]:
+    """Every composition's outputs per pair, ``{output: [P]}``, in pair order.
+
+    Distinct (setting, aligner) combinations are aligned once; those over the same vectors share
+    each batch's gathered vectors, and one aligner's combinations go to it together. With a shard,
+    this process aligns its share of the batches and every process receives every score.
+    """
+    jobs: dict[tuple[int, str], list[int]] = {}  # (setting, aligner signature) -> compositions
+    aligners: dict[tuple[int, str], Aligner] = {}
+    for i, (comp, s) in enumerate(zip(compositions, settings_)):
+        key = (id(s), comp.aligner.signature())
+        jobs.setdefault(key, []).append(i)
+        aligners[key] = comp.aligner
+    by_vectors: dict[int, list[tuple[int, str]]] = {}
+    setting_of = {id(s): s for s in settings_}
+    for key in jobs:
+        by_vectors.setdefault(id(setting_of[key[0]].vectors), []).append(key)
+
+    p, table = encoded.pairs, encoded.table
+    order = batch_order(encoded)
+    size = runtime.pair_batch_size
+    starts = range(0, len(order), size)
+    results: dict[tuple[int, str], dict[str, torch.Tensor]] = {key: {} for key in jobs}
+    done = []
+    for b in runtime.bar(runtime.mine(len(starts)), "aligning"):
+        sel = order[starts[b]:starts[b] + size]
+        done.append(sel)
+        for keys in by_vectors.values():
+            base = pair_batch(setting_of[keys[0][0]], table, p.ref[sel], p.cand[sel])
+            by_aligner: dict[str, list[tuple[int, str]]] = {}
+            for key in keys:
+                by_aligner.setdefault(key[1], []).append(key)
+            for same in by_aligner.values():
+                batches = [base if key == keys[0] else
+                           pair_batch(setting_of[key[0]], table, p.ref[sel], p.cand[sel], like=base) for key in same]
+                for key, scores in zip(same, aligners[same[0]].score_variants(batches)):
+                    for name, value in scores.items():
+                        if name not in results[key]:
+                            results[key][name] = torch.zeros(len(order), dtype=value.dtype)
+                        results[key][name][sel] = value.detach().cpu()
+    if runtime.shard is not None:
+        rows = torch.cat(done) if done else torch.empty(0, dtype=torch.long)
+        results = {key: {name: runtime.shard.gather(values[name][rows] if name in values else torch.empty(0),
+                                                     rows, len(order))
+                         for name in aligners[key].metrics}
+                   for key, values in results.items()}
+    out = []
+    for comp, s in zip(compositions, settings_):
+        values = results[(id(s), comp.aligner.signature())]
+        out.append({name: values.get(name, torch.zeros(0)) for name in comp.metrics})
+    return out
+
+
+def empty_pairs(encoded: Encoded, setting: Setting) -> torch.Tensor:
+    """``[P]`` bool: pairs where either side carries no mass (empty or wholly filtered text)."""
+    table, p = encoded.table, encoded.pairs
+    text = table.text_index().to(setting.ref_mass.device)
+    n = len(table)
+    ref_total = torch.zeros(n, dtype=setting.ref_mass.dtype, device=text.device).index_add_(0, text, setting.ref_mass)
+    cand_total = torch.zeros(n, dtype=setting.cand_mass.dtype, device=text.device).index_add_(0, text,
+                                                                                              setting.cand_mass)
+    return ((ref_total[p.ref.to(text.device)] <= 0) | (cand_total[p.cand.to(text.device)] <= 0)).cpu()
+
+
+def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
+               weights: Mapping[str, Weights] | None = None) -> list[PairScores]:
+    """Score every pair with every composition (resolved for ``encoder``), encoding each unique
+    text once; returns one :class:`PairScores` per composition, in order."""
+    return score_groups(encoder, [pairs], [compositions], runtime, weights)[0]
+
+
+def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequence[Sequence[Composition]],
+                 runtime: Runtime = Runtime(), weights: Mapping[str, Weights] | None = None
+                 ) -> list[list[PairScores]]:
+    """:func:`score_many` for several sets of pairs (the language pairs of a data set), each with
+    its own compositions and its own weights (idf fitted on its own texts), over one encoding of
+    the union of their texts."""
+    merged = merge(groups)
+    aggregators = [c.aggregator for comps in compositions for c in comps]
+    everything = encode(encoder, merged[0] if len(merged) == 1 else _union(merged), aggregators, runtime)
+    out = []
+    for pairs, comps in zip(merged, compositions):
+        encoded = Encoded(pairs, everything.table, everything.vectors)
+        settings_ = settings(encoded, comps, encoder, weights)
+        scores = align(encoded, comps, settings_, runtime)
+        out.append([PairScores(s, empty_pairs(encoded, st)) for s, st in zip(scores, settings_)])
+    return out
+
+
+def _union(merged: Sequence[Pairs]) -> Pairs:
+    """The pairs of ``merged`` (over the same texts) together: what :func:`encode` needs."""
+    empty = torch.empty(0, dtype=torch.long)
+    zeros = torch.zeros(len(merged[0].texts), dtype=torch.float64)
+    return Pairs(merged[0].texts, empty, empty, zeros, zeros, torch.zeros(1, dtype=torch.long))
+
+
+__all__ = ["Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "empty_pairs", "encode",
+           "fit_weights", "merge", "pair_batch", "pair_batches", "score_groups", "score_many", "settings",
+           "unique_texts"]

@@ -1,0 +1,300 @@
+"""The engine: many compositions over one encoding, the same numbers as each composition alone;
+composition files; every module importable alone; parts registered from outside the package."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+import alignscore
+from alignscore import (WMD, Composition, HFEncoder, Idf, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
+                        TokenRoles, build, read_spec, score_many, to_spec, write_spec)
+from alignscore.errors import ConfigError
+from alignscore.filters import RemoveSubwordsPunct
+from alignscore.rescale import compute_baseline
+
+from conftest import REPO, wmt16
+
+TOL = 1e-6  # other batches change float32 summation order only
+
+
+class CountingEncoder(HFEncoder):
+    """An HFEncoder that counts forward passes and the texts they encode."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls, self.texts = 0, 0
+
+    def forward(self, input_ids, attention_mask, layers):
+        self.calls += 1
+        self.texts += len(input_ids)
+        return super().forward(input_ids, attention_mask, layers)
+
+
+def _pairs(n=40):
+    data = wmt16("de-en")
+    return data["reference"][:n], data["mt-system"][:n]
+
+
+COMPOSITIONS = {
+    "greedy L3": Composition(SingleLayer(3)),
+    "greedy L2 idf-S+sep rm": Composition(SingleLayer(2), TokenRoles("drop", (RemoveSubwordsPunct(),)), Idf(sep=True)),
+    "wmd pmeans": Composition(PowerMeans((1, 2, 3)), TokenRoles("keep"), Idf(), WMD(cost="sqeuclidean", n_gram=2)),
+    "wmd L3": Composition(SingleLayer(3), TokenRoles("drop"), aligner=WMD()),
+}
+
+
+def test_many_compositions_over_one_encoding_equal_each_alone(tiny_bert_dir):
+    refs, cands = _pairs()
+    enc = CountingEncoder(tiny_bert_dir)
+    comps = [c.resolve(enc) for c in COMPOSITIONS.values()]
+    together = score_many(enc, Pairs.from_pairs(refs, cands), comps, Runtime(batch_size=16))
+    texts = len({t.strip() for t in refs + cands})
+    assert enc.calls == math.ceil(texts / 16) and enc.texts == texts  # one pass, layers 1-3 for all four
+    for comp, result in zip(COMPOSITIONS.values(), together):
+        alone = Scorer.of(HFEncoder(tiny_bert_dir), comp).score(cands, refs)
+        for name in comp.metrics:
+            assert (result.metrics[name] - alone[name]).abs().max() < TOL, name
+
+
+def test_baseline_for_every_layer_is_one_encoding(tiny_bert_dir):
+    refs, cands = _pairs(30)
+    enc = CountingEncoder(tiny_bert_dir)
+    baseline = compute_baseline(enc, refs + cands, pairs=200, seed=0, runtime=Runtime(batch_size=1000))
+    assert sorted(baseline.rows) == list(range(enc.num_layers + 1))
+    assert enc.calls == 1  # every layer 0..4 from one forward pass over the drawn texts
+    alone = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(2))
+    assert baseline.rows[2]["f1"] != baseline.rows[3]["f1"]
+    assert all(0 < row["f1"] < 1 for row in baseline.rows.values())
+    assert alone.layers() == [2]
+
+
+def test_diff_encodes_each_text_once(tiny_bert_dir, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from alignscore.cli import main
+    from alignscore.encoders import huggingface
+
+    refs, cands = _pairs(30)
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
+    seen = []
+    forward = huggingface.HFEncoder.forward
+    monkeypatch.setattr(huggingface.HFEncoder, "forward",
+                        lambda self, ids, mask, layers: seen.append(len(ids)) or forward(self, ids, mask, layers))
+    result = CliRunner().invoke(main, ["diff", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"),
+                                       "--model", tiny_bert_dir, "--batch-size", "1000", "--top", "0",
+                                       "--a", "--layer 3", "--b", "--layer 2 --aligner wmd --special-tokens drop"])
+    assert result.exit_code == 0, result.output
+    assert seen == [len({t.strip() for t in refs + cands})]  # both sides from one batch of every text
+
+
+def test_weights_accumulate_over_chunks_and_merge(tiny_bert_dir):
+    from alignscore.tokens import TokenTable
+    from alignscore.weighting import WeightState
+
+    refs, cands = _pairs(30)
+    enc = HFEncoder(tiny_bert_dir)
+    weighting = Idf(sep=True)
+    whole = Pairs.from_pairs(refs, cands)
+    want = weighting.fit(TokenTable.from_tokenized(enc.tokenize(whole.texts)), whole.ref_counts, whole.cand_counts, enc)
+    states = []
+    for lo, hi in ((0, 7), (7, 30)):  # two "processes" or chunks
+        part = Pairs.from_pairs(refs[lo:hi], cands[lo:hi])
+        state = WeightState.empty(enc.vocab_size)
+        weighting.update(state, TokenTable.from_tokenized(enc.tokenize(part.texts)), part.ref_counts, part.cand_counts)
+        states.append(state)
+    states[0].merge(states[1])
+    got = weighting.compute(states[0], enc)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+# -- composition files ------------------------------------------------------------------------------
+def test_composition_files_round_trip(tmp_path, tiny_bert_dir):
+    (tmp_path / "stop.txt").write_text("the\nof\n", encoding="utf-8")
+    (tmp_path / "corpus.txt").write_text("\n".join(wmt16("de-en")["reference"][:50]) + "\n", encoding="utf-8")
+    spec = {"model": tiny_bert_dir, "aggregator": {"name": "pmeans", "layers_spec": [-3, -2, -1],
+                                                   "powers": [-math.inf, 1.0, math.inf]},
+            "special_tokens": "keep", "filters": ["rm", {"name": "stopwords", "file": "stop.txt"}],
+            "weighting": "idf-L", "idf_corpus": "corpus.txt", "sep": True,
+            "aligner": {"name": "wmd", "n_gram": 2, "cost": "sqeuclidean"}, "multi_ref": "mean"}
+    path = tmp_path / "comp.toml"
+    write_spec(spec, path)
+    enc = HFEncoder(tiny_bert_dir)
+    first = build(read_spec(path), tmp_path).resolve(enc)
+    again = tmp_path / "again.toml"
+    write_spec(to_spec(first, tiny_bert_dir), again)
+    second = build(read_spec(again), tmp_path).resolve(enc)
+    assert first.signature(enc) == second.signature(enc)
+    assert "pmeans(L2,3,4" in first.signature(enc) and "stop(stop.txt,n=2)" in first.signature(enc)
+
+
+def test_score_config_equals_the_same_options(tmp_path, tiny_bert_dir):
+    from click.testing import CliRunner
+
+    from alignscore.cli import main
+
+    refs, cands = _pairs(12)
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
+    write_spec({"model": tiny_bert_dir, "layer": 3, "special_tokens": "drop", "weighting": "idf-S",
+                "aligner": {"name": "wmd", "n_gram": 2}}, tmp_path / "comp.toml")
+    common = ["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "-q"]
+    by_file = CliRunner().invoke(main, common + ["--config", str(tmp_path / "comp.toml")])
+    by_options = CliRunner().invoke(main, common + ["--model", tiny_bert_dir, "--layer", "3", "--special-tokens",
+                                                    "drop", "--weighting", "idf-S", "--aligner", "wmd",
+                                                    "--n-gram", "2"])
+    assert by_file.exit_code == 0 and by_options.exit_code == 0, by_file.output + by_options.output
+    assert by_file.stdout == by_options.stdout and "align:wmd(euclidean,1-d,n=2)" in by_file.stdout
+
+
+def test_bad_composition_files_are_one_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from alignscore.cli import main
+
+    (tmp_path / "r.txt").write_text("a b\n", encoding="utf-8")
+    cases = {"unknown key": 'colour = "red"\n', "unknown part": 'aligner = "magic"\n',
+             "bad setting": 'aligner = { name = "wmd", reg = 2 }\n', "not toml": "aligner = \n"}
+    for name, text in cases.items():
+        (tmp_path / "c.toml").write_text(text, encoding="utf-8")
+        result = CliRunner().invoke(main, ["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "r.txt"),
+                                           "--config", str(tmp_path / "c.toml")])
+        assert result.exit_code == 1, name
+        assert result.stderr.startswith("alignscore: error: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_compositions_check_their_parts():
+    with pytest.raises(ConfigError, match="aggregator must be"):
+        Composition(aggregator="single")
+    with pytest.raises(ConfigError, match="no output 'f1'"):
+        Composition(aligner=WMD(), metric="f1")
+    with pytest.raises(ConfigError, match="multi_ref"):
+        Composition(multi_ref="min")
+
+
+# -- the package -----------------------------------------------------------------------------------
+def _modules() -> list[str]:
+    root = REPO / "alignscore"
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out.append(".".join(parts))
+    return out
+
+
+@pytest.mark.slow
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def alone(module: str) -> tuple[str, int, str]:
+        proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, env=env)
+        return module, proc.returncode, proc.stderr
+
+    with ThreadPoolExecutor(2) as pool:
+        failed = [(m, err) for m, code, err in pool.map(alone, _modules()) if code != 0]
+    assert not failed, failed
+
+
+PLUGIN = '''
+"""An aligner from outside alignscore: the share of candidate tokens whose best match is above 0.5."""
+from dataclasses import dataclass
+
+import torch
+
+from alignscore import ALIGNERS, Aligner
+from alignscore.aligners import weighted_mean
+
+
+@ALIGNERS.register("overlap")
+@dataclass(frozen=True)
+class Overlap(Aligner):
+    threshold: float = 0.5
+    name = "overlap"
+    metrics = ("overlap",)
+    primary = "overlap"
+
+    def __call__(self, batch):
+        sim = torch.bmm(batch.cand, batch.ref.transpose(1, 2))
+        sim = sim.masked_fill(~batch.ref_match.unsqueeze(1), float("-inf"))
+        best = sim.amax(dim=2) if sim.shape[2] else torch.zeros(sim.shape[:2])
+        return {"overlap": weighted_mean((best > self.threshold).double(), batch.cand_mass.double())}
+
+    def signature(self):
+        return f"overlap(>{self.threshold:g})"
+'''
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory) -> Path:
+    """A package registering aligner "overlap" through the ``alignscore.parts`` entry points."""
+    root = tmp_path_factory.mktemp("plugin")
+    (root / "overlap_plugin.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
+    info = root / "overlap_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: overlap-plugin\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[alignscore.parts]\noverlap = overlap_plugin\n", encoding="utf-8")
+    return root
+
+
+def _cli(args: list[str], plugin_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(REPO)])}
+    return subprocess.run([sys.executable, "-c", "from alignscore.cli import main; main()", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.slow
+def test_an_aligner_registered_outside_runs_through_cli_grid_and_file(plugin_path, tiny_bert_dir, tmp_path):
+    refs, cands = _pairs(12)
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
+    by_option = _cli(["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--model",
+                      tiny_bert_dir, "--layer", "3", "--aligner", "overlap", "--format", "jsonl", "-q"], plugin_path)
+    assert by_option.returncode == 0, by_option.stderr
+    rows = [json.loads(line) for line in by_option.stdout.splitlines()]
+    assert len(rows) == 12 and all(0 <= r["overlap"] <= 1 for r in rows)
+    assert "align:overlap(>0.5)" in by_option.stderr
+
+    (tmp_path / "comp.toml").write_text(f'model = "{tiny_bert_dir}"\nlayer = 3\naligner = '
+                                        '{ name = "overlap", threshold = 0.5 }\n', encoding="utf-8")
+    by_file = _cli(["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--config",
+                    str(tmp_path / "comp.toml"), "--format", "jsonl", "-q"], plugin_path)
+    assert by_file.returncode == 0, by_file.stderr
+    assert by_file.stdout == by_option.stdout
+
+    data = tmp_path / "daseg"
+    data.mkdir()
+    for lp in ("de-en", "ru-en"):
+        files = wmt16(lp)
+        for kind in ("reference", "mt-system", "human"):
+            (data / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:20]) + "\n", encoding="utf-8")
+    (tmp_path / "grid.toml").write_text(textwrap.dedent(f"""
+        [models.base]
+        model = "{tiny_bert_dir}"
+        layer = 3
+        [[columns]]
+        name = "Overlap"
+        aligner = "overlap"
+        threshold = 0.4
+        [[columns]]
+        name = "F"
+        aligner = "greedy"
+        [[rows]]
+        name = "Vanilla"
+        """), encoding="utf-8")
+    grid = _cli(["ablate", str(tmp_path / "grid.toml"), "--data", str(data), "--bootstrap", "0", "-q",
+                 "-o", str(tmp_path / "out")], plugin_path)
+    assert grid.returncode == 0, grid.stderr
+    assert "align:overlap(>0.4)" in (tmp_path / "out" / "signatures.tsv").read_text(encoding="utf-8")
+    assert "Overlap" in (tmp_path / "out" / "table.md").read_text(encoding="utf-8")
