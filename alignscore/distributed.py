@@ -75,6 +75,14 @@ class Shard:
             out[w[:c].to(home)] = v[:c].to(home)
         return out
 
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:
+        """The element-wise sum of ``values`` over every rank (every rank gets it)."""
+        import torch.distributed as dist
+
+        out = values.to(_comm_device()).clone()
+        dist.all_reduce(out, op=dist.ReduceOp.SUM)
+        return out.to(values.device)
+
 
 _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool]
 

@@ -1,0 +1,53 @@
+"""Render explained alignments (:mod:`alignscore.explain`): a text table, a figure (PNG/SVG) or a
+self-contained HTML page, each from the same row model (:mod:`alignscore.render.rows`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..explain import Explanation
+from .figure import figure, pair_title, save_figure, wrap_signature
+from .html import html_report
+from .rows import UnitRow, marks, matches, side_metrics, unit_rows
+from .text import text_report
+
+FORMATS = ("text", "png", "svg", "html")
+
+__all__ = ["FORMATS", "UnitRow", "figure", "format_for", "html_report", "marks", "matches", "pair_title",
+           "save_figure", "side_metrics", "text_report", "unit_rows", "wrap_signature", "write"]
+
+
+def write(expl: Explanation, path: str | Path | None, fmt: str, ref_index: int | None = None) -> str | None:
+    """Write ``expl`` as ``fmt`` (text, png, svg, html) to ``path``; text and html without a
+    path are returned instead."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if fmt in ("png", "svg"):
+        if path is None:
+            raise ConfigError(f"{fmt} output needs a file (-o FILE.{fmt})")
+        save_figure(expl, path, ref_index, fmt)
+        return None
+    text = text_report(expl) if fmt == "text" else html_report(expl)
+    if path is None:
+        return text
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+    return None
+
+
+def format_for(path: str | Path | None, fmt: str | None) -> str:
+    """The output format: ``fmt`` when given, else from the file's suffix, else text."""
+    if fmt:
+        return fmt
+    if path is None:
+        return "text"
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix == "txt":
+        return "text"
+    if suffix in ("htm",):
+        return "html"
+    if suffix not in FORMATS:
+        raise ConfigError(f"cannot tell the format of {path} from its suffix: use .png, .svg, .html "
+                          "or .txt, or give --format")
+    return suffix
