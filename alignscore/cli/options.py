@@ -183,6 +183,11 @@ def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
         raise ConfigError(f"cannot read {option} {text!r}") from None
 
 
+def option_files(opts: dict[str, Any]) -> list[str]:
+    """The input files that scorer options name (stop words, idf corpus, baseline)."""
+    return [opts[k] for k in ("stopwords", "idf_corpus", "baseline") if opts.get(k)]
+
+
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
     names = {"preset", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
