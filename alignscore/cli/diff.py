@@ -35,7 +35,10 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     """The scorer options a ``--a``/``--b`` string sets: a preset name (``moverscore-v2``) or
     options as on the command line (``"--aligner wmd --n-gram 2"``). Only the options the
     string names are returned, so they override the options shared by both sides."""
-    args = shlex.split(spec)
+    try:
+        args = shlex.split(spec)
+    except ValueError as exc:  # unbalanced quotes, a trailing escape
+        raise ConfigError(f"{flag} {spec!r}: cannot split it into options ({exc})") from None
     if len(args) == 1 and not args[0].startswith("-"):
         if args[0] not in PRESETS.names():
             raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
