@@ -66,27 +66,19 @@ def iter_lines(path: str | Path) -> Iterator[str]:
         raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
     with fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+                if not raw:
+                    return  # a file that is only a byte-order mark holds no text
             if raw.endswith(b"\n"):
                 raw = raw[:-1]
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start} "
                                  f"of the line)", str(path), number) from None
-
-
-def count_lines(path: str | Path) -> int:
-    """How many texts :func:`iter_lines` yields, counted in blocks without decoding."""
-    count, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
 
 
 def check_inputs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> int:
