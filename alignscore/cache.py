@@ -13,14 +13,15 @@ text, keyed by ``sha256(model fingerprint | layer | token ids)``:
 
 Storage is one SQLite database in write-ahead-log mode: readers never block, writers queue
 (for at most ``timeout_s``, a few seconds), and a transaction either lands whole or not at all,
-so processes may read and write the same cache concurrently. A cache that cannot be used (a
-damaged file, a folder that cannot be written, a lock held longer than ``timeout_s`` by another
-process) never stops a run: one warning names the file and says why, and the run goes on
-without the cache (it only costs time: the states are computed instead). The payload is bounded by ``max_bytes``: when an insertion
-goes over it, the least recently used entries are evicted down to 90% of the bound and their
-pages returned to the file system (recency is kept in a small table of its own, so a hit rewrites
-no stored states). Values are stored bit for bit (float32 stays float32), so a
-hit gives exactly the states that were computed.
+so processes may read and write the same cache concurrently. The payload is bounded by
+``max_bytes``: when an insertion goes over it, the least recently used entries are evicted down
+to 90% of the bound and their pages returned to the file system (recency is kept in a small
+table of its own, so a hit rewrites no stored states). Values are stored bit for bit (float32
+stays float32), so a hit gives exactly the states that were computed.
+
+A cache that cannot be used (a damaged file, a folder that cannot be written, a lock held
+longer than ``timeout_s`` by another process) never stops a run: one warning names the file and
+says why, and the run goes on without the cache (it only costs time: states are computed).
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ class EmbeddingCache:
         if rows:
             self._safely(lambda db: self._insert_rows(db, table, rows, sizes), None)
 
-    def _insert_rows(self, db: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], sizes: list[int]) -> None:
+    def _insert_rows(self, db: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]],
+                     sizes: list[int]) -> None:
         now = time.time_ns()
         marks = ",".join("?" * len(rows[0]))
         with _transaction(db):

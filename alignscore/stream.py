@@ -250,15 +250,17 @@ def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], head
 
 
 def _is_row(line: bytes, fmt: str, columns: list[str]) -> bool:
+    """Whether ``line`` is one row of an output with ``columns``: a number in each."""
     try:
         if fmt == "jsonl":
             row = json.loads(line)
-            return isinstance(row, dict) and list(row) == columns and all(
-                isinstance(v, (int, float)) for v in row.values())
-        cells = line.decode("utf-8").rstrip("\n").split("\t")
-        return len(cells) == len(columns) and all(isinstance(float(c), float) for c in cells)
-    except ValueError:
+            values = list(row.values()) if isinstance(row, dict) and list(row) == columns else None
+        else:
+            cells = line.decode("utf-8").rstrip("\n").split("\t")
+            values = [float(c) for c in cells] if len(cells) == len(columns) else None
+    except ValueError:  # not JSON, not UTF-8, not a number
         return False
+    return values is not None and all(isinstance(v, (int, float)) for v in values)
 
 
 def _open_output(output: Path, fmt: str, point: tuple[int, int] | None, header: list[str], signature: str,

@@ -58,6 +58,7 @@ def check_parallel(cands_path: str | Path, n_cands: int, refs: Iterable[tuple[st
             raise InputError(f"{path} has {n} lines but {cands_path} has {n_cands}: "
                              "every candidate needs exactly one line in each reference file")
 
+
 # -- outputs: never destroy an input or a good earlier output ---------------------------------
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """Refuse, before any work, an output that would destroy an input or cannot be written.
@@ -92,7 +93,8 @@ def _temporary(path: Path) -> Path:
     """A new, empty file next to ``path`` (same folder, so a rename onto ``path`` is atomic),
     created with the permissions an ordinary new file gets."""
     while True:
-        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}"  # suffix kept: it may name the format
+        # the suffix is kept: a writer may take the format from it
+        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}"
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             return tmp
@@ -104,8 +106,9 @@ def _temporary(path: Path) -> Path:
 def replacing(path: str | Path) -> Iterator[Path]:
     """A temporary file next to ``path`` to write the output into: renamed onto ``path`` when
     the block ends normally, removed when it raises, so a failed or interrupted run never
-    replaces (or truncates) a good earlier output."""
-    path = Path(path)
+    replaces (or truncates) a good earlier output. A symbolic link is written through, as
+    ``open(path, "w")`` would."""
+    path = Path(path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(path)
     try:

@@ -111,9 +111,10 @@ def test_crlf_and_bom_give_the_scores_of_plain_lines(tiny_bert_dir, lines, crlf,
         odd = write(where / "odd.txt", (b"\xef\xbb\xbf" if bom else b"") + "".join(
             t + ("\r\n" if crlf else "\n") for t in lines).encode("utf-8"))
         assert read_lines(odd) == read_lines(plain) == list(iter_lines(odd))
-        code, want, err = score(tiny_bert_dir, plain, write(where / "r.txt", REFS[:1] * len(lines)), "--format", "jsonl")
+        refs = write(where / "r.txt", REFS[:1] * len(lines))
+        code, want, err = score(tiny_bert_dir, plain, refs, "--format", "jsonl")
         assert code == 0, err
-        code, got, err = score(tiny_bert_dir, odd, where / "r.txt", "--format", "jsonl")
+        code, got, err = score(tiny_bert_dir, odd, refs, "--format", "jsonl")
         assert code == 0, err
         assert got == want and all(math.isfinite(json.loads(row)["f1"]) for row in got.splitlines())
 

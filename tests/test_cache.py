@@ -296,5 +296,6 @@ def test_api_cache_that_cannot_be_used(tmp_path, tiny_bert_dir):
     (tmp_path / "file").write_text("a file where the cache folder should be")
     want = alignscore.bertscore(tiny_bert_dir, layer=2).score(["a b c"], ["a b d"])
     with pytest.warns(UserWarning, match="cannot be used"):
-        got = alignscore.bertscore(tiny_bert_dir, layer=2, cache=tmp_path / "file" / "cache").score(["a b c"], ["a b d"])
+        scorer = alignscore.bertscore(tiny_bert_dir, layer=2, cache=tmp_path / "file" / "cache")
+        got = scorer.score(["a b c"], ["a b d"])
     assert torch.equal(got.f1, want.f1)

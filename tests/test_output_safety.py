@@ -178,3 +178,14 @@ def test_outputs_are_renamed_into_place(score, texts, tmp_path, monkeypatch):
     assert seen == [(str(tmp_path), "earlier\n")]
     assert len(out.read_text().splitlines()) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "out.jsonl", "r.txt", "r2.txt"]
+
+
+def test_an_output_behind_a_symbolic_link_is_written_through(score, tmp_path):
+    target = tmp_path / "kept" / "scores.tsv"
+    target.parent.mkdir()
+    target.write_text("earlier\n")
+    link = tmp_path / "out.tsv"
+    os.symlink(target, link)
+    code, _, err = score("-o", link)
+    assert code == 0, err
+    assert link.is_symlink() and target.read_text().startswith("# model:")

@@ -12,9 +12,9 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..textio import replacing
 from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
                                 not_beaten)
+from ..textio import replacing
 from .runner import GridRun
 
 
