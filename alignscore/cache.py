@@ -12,25 +12,30 @@ text, keyed by ``sha256(model fingerprint | layer | token ids)``:
 - a layer set reads one entry per layer, so compositions over overlapping layers share entries.
 
 Storage is one SQLite database in write-ahead-log mode: readers never block, writers queue
-(``timeout_s``), and a transaction either lands whole or not at all, so processes may read and
-write the same cache concurrently. The payload is bounded by ``max_bytes``: when an insertion
-goes over it, the least recently used entries are evicted down to 90% of the bound and their
-pages returned to the file system (recency is kept in a small table of its own, so a hit rewrites
-no stored states). Values are stored bit for bit (float32 stays float32), so a
-hit gives exactly the states that were computed.
+(for at most ``timeout_s``, a few seconds), and a transaction either lands whole or not at all,
+so processes may read and write the same cache concurrently. The payload is bounded by
+``max_bytes``: when an insertion goes over it, the least recently used entries are evicted down
+to 90% of the bound and their pages returned to the file system (recency is kept in a small
+table of its own, so a hit rewrites no stored states). Values are stored bit for bit (float32
+stays float32), so a hit gives exactly the states that were computed.
+
+A cache that cannot be used (a damaged file, a folder that cannot be written, a lock held
+longer than ``timeout_s`` by another process) never stops a run: one warning names the file and
+says why, and the run goes on without the cache (it only costs time: states are computed).
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
+import math
 import os
-import warnings
 import sqlite3
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, MutableMapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, MutableMapping, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -54,6 +59,7 @@ INSERT OR IGNORE INTO meta VALUES ('bytes', 0);
 CREATE TABLE IF NOT EXISTS digests (ident TEXT PRIMARY KEY, digest TEXT NOT NULL);
 """
 _CHUNK = 500  # keys per SQL statement (SQLite's bound on host parameters is 32766)
+T = TypeVar("T")
 
 
 def state_key(fingerprint: str, layer: int, ids: Sequence[int] | torch.Tensor) -> bytes:
@@ -77,14 +83,16 @@ class EmbeddingCache:
     Args:
         directory: where the database lives; several processes may share it.
         max_bytes: bound on the stored states' bytes (least recently used are evicted).
-        timeout_s: how long a writer waits for another process's transaction.
+        timeout_s: how long a writer waits for another process's transaction before this run
+            goes on without the cache.
     """
 
     directory: str | Path
     max_bytes: int = DEFAULT_MAX_BYTES
-    timeout_s: float = 120.0
+    timeout_s: float = 5.0
     _conn: sqlite3.Connection | None = field(default=None, init=False, repr=False)
     _pid: int = field(default=-1, init=False, repr=False)
+    _unusable: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1:
@@ -111,14 +119,35 @@ class EmbeddingCache:
             Path(self.directory).mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(conn):
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    conn.execute(statement)
+            try:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                with _transaction(conn):
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        conn.execute(statement)
+            except sqlite3.Error:
+                conn.close()
+                raise
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _safely(self, work: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """``work(db)``; ``default`` once the cache cannot be used (the first failure warns,
+        naming the file, and turns the cache off for the rest of this process's run)."""
+        if self._unusable:
+            return default
+        try:
+            return work(self._db())
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            self._unusable = True
+            why = (f"it is locked by another process (waited {self.timeout_s:g} s)" if "locked" in str(exc)
+                   else f"{exc}; remove it to start a new cache" if isinstance(exc, sqlite3.DatabaseError)
+                   else str(exc))
+            warnings.warn(f"the embedding cache {self.path} cannot be used: {why}; going on without it",
+                          stacklevel=4)
+            return default
 
     def close(self) -> None:
         if self._conn is not None and self._pid == os.getpid():
@@ -137,7 +166,9 @@ class EmbeddingCache:
 
     def get_arrays(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Like :meth:`get`, as read-only arrays over the stored bytes (no copy)."""
-        db = self._db()
+        return self._safely(lambda db: self._get_arrays(db, keys), {})
+
+    def _get_arrays(self, db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
         for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
             marks = ",".join("?" * len(chunk))
@@ -162,7 +193,9 @@ class EmbeddingCache:
 
     def get_tokens(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The stored tokenizations of those ``keys`` that are present (marked recently used)."""
-        db = self._db()
+        return self._safely(lambda db: self._get_tokens(db, keys), {})
+
+    def _get_tokens(self, db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         found: dict[bytes, bytes] = {}
         for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
             marks = ",".join("?" * len(chunk))
@@ -177,9 +210,11 @@ class EmbeddingCache:
     def _insert(self, table: str, rows: list[tuple[Any, ...]], sizes: list[int]) -> None:
         """``INSERT OR IGNORE`` rows (key first) into ``table``, record their recency and size,
         then evict the least recently used entries if the payload went over ``max_bytes``."""
-        if not rows:
-            return
-        db = self._db()
+        if rows:
+            self._safely(lambda db: self._insert_rows(db, table, rows, sizes), None)
+
+    def _insert_rows(self, db: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]],
+                     sizes: list[int]) -> None:
         now = time.time_ns()
         marks = ",".join("?" * len(rows[0]))
         with _transaction(db):
@@ -193,7 +228,7 @@ class EmbeddingCache:
             if total > self.max_bytes:
                 self._evict(db, total, int(self.max_bytes * 0.9))
         if total > self.max_bytes:
-            db.execute("PRAGMA incremental_vacuum")
+            _vacuum(db)
 
     def _touch(self, db: sqlite3.Connection, keys: list[bytes]) -> None:
         """Mark entries as used now (recency lives apart from the data: no blob is rewritten)."""
@@ -232,7 +267,7 @@ class EmbeddingCache:
             db.execute("DELETE FROM tokens")
             db.execute("DELETE FROM used")
             db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
-        db.execute("PRAGMA incremental_vacuum")
+        _vacuum(db)
 
     @property
     def digests(self) -> MutableMapping[str, str]:
@@ -241,32 +276,36 @@ class EmbeddingCache:
 
 
 class _DigestMemo(MutableMapping[str, str]):
-    """``file identity -> sha256`` kept in the cache's database."""
+    """``file identity -> sha256`` kept in the cache's database (empty, and forgetting, once the
+    cache cannot be used)."""
 
     def __init__(self, cache: EmbeddingCache) -> None:
         self._cache = cache
 
+    def _write(self, statement: str, values: tuple[str, ...]) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.execute(statement, values)
+        self._cache._safely(work, None)
+
     def __getitem__(self, ident: str) -> str:
-        row = self._cache._db().execute("SELECT digest FROM digests WHERE ident = ?", (ident,)).fetchone()
+        row = self._cache._safely(
+            lambda db: db.execute("SELECT digest FROM digests WHERE ident = ?", (ident,)).fetchone(), None)
         if row is None:
             raise KeyError(ident)
         return row[0]
 
     def __setitem__(self, ident: str, digest: str) -> None:
-        db = self._cache._db()
-        with _transaction(db):
-            db.execute("INSERT OR REPLACE INTO digests VALUES (?, ?)", (ident, digest))
+        self._write("INSERT OR REPLACE INTO digests VALUES (?, ?)", (ident, digest))
 
     def __delitem__(self, ident: str) -> None:
-        db = self._cache._db()
-        with _transaction(db):
-            db.execute("DELETE FROM digests WHERE ident = ?", (ident,))
+        self._write("DELETE FROM digests WHERE ident = ?", (ident,))
 
     def __iter__(self) -> Iterator[str]:
-        return iter([r[0] for r in self._cache._db().execute("SELECT ident FROM digests")])
+        return iter(self._cache._safely(lambda db: [r[0] for r in db.execute("SELECT ident FROM digests")], []))
 
     def __len__(self) -> int:
-        return int(self._cache._db().execute("SELECT COUNT(*) FROM digests").fetchone()[0])
+        return int(self._cache._safely(lambda db: db.execute("SELECT COUNT(*) FROM digests").fetchone()[0], 0))
 
 
 class _transaction:
@@ -281,7 +320,18 @@ class _transaction:
         return self.db
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:  # SQLite may have rolled back already (a full disk, a damaged page)
+            self.db.execute("ROLLBACK")
+
+
+def _vacuum(db: sqlite3.Connection) -> None:
+    """Return the free pages to the file system. ``incremental_vacuum`` frees one page per step
+    of its statement; ``execute`` steps once (and, the pragma declaring no result columns,
+    ``fetchall`` steps no further), so it would free a single page. ``executescript`` steps
+    every statement to its end."""
+    db.executescript("PRAGMA incremental_vacuum;")
 
 
 def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
@@ -297,6 +347,8 @@ def parse_size(text: str) -> int:
         value = float(text[:-1] if scale > 1 else text) * scale
     except ValueError:
         raise ConfigError(f"cannot read the size {text!r} (e.g. 500M, 4G)") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"a cache size must be a finite number of bytes (e.g. 500M, 4G), not {text!r}")
     if value < 1:
         raise ConfigError("a cache size must be positive")
     return int(value)

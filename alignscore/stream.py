@@ -7,36 +7,48 @@ first, by a pass that tokenizes (never encodes) the texts: idf-S needs the docum
 of all references, SEP those of all candidates. Every chunk is then scored with those frozen
 weights, so each row is what scoring the whole file at once gives.
 
+Nothing is written before every input has been read once: each file must be valid UTF-8, the
+candidate file must not be empty, the reference files as long as it, and the output must be
+writable and none of the inputs; the first chunk is scored before the output is opened too.
+
 The output is what ``alignscore score`` writes without streaming. TSV: a comment line with the
 signature, a comment line with the means, the column names, one row per candidate; while the
 run is going the means line reads ``# mean pending`` and the rows are appended chunk by chunk
 (flushed); at the end the means are computed from the rows in the file and the header is put in
 place (the file is rewritten through a temporary file and renamed). JSONL: one object per
-candidate. With ``resume``, the complete rows already in the output are kept (a partial last
-line is dropped), the TSV's signature must be the scorer's, and scoring starts after them:
-chunks start at multiples of ``chunk_size``, so with the same chunk size (and no cache) the
-resumed file is byte for byte the uninterrupted one. Without streaming, rows agree to float
-rounding (about 1e-7: the encoder's batches differ, and so do the last bits of a matmul).
+candidate, and next to it a signature file ``OUT.signature``, one JSON object
+``{"format": "jsonl", "signature": ..., "columns": [...]}``, written before the first row (an
+earlier one is removed before ``OUT`` is truncated, so the pair never claims another run's
+signature) and kept afterwards; any other run that writes ``OUT`` removes it.
+
+With ``resume``, the output must be one that this very run would write: same format, signature
+and columns (the TSV's header, the JSONL's signature file), every complete row well formed;
+otherwise the run is refused with a message naming the file's signature and the run's, and the
+file is left untouched. The complete rows are kept (a partial last line, where the run was
+killed, is dropped) and scoring starts after them: chunks start at multiples of
+``chunk_size``, so with the same chunk size (and no cache) the resumed file is byte for byte
+the uninterrupted one. Without streaming, rows agree to float rounding (about 1e-7: the
+encoder's batches differ, and so do the last bits of a matmul).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from array import array
 import os
 import sys
-import tempfile
+from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, TextIO
 
 import torch
 from tqdm.auto import tqdm
 
 from .errors import ConfigError, InputError
 from .scorer import Scorer, Scores
+from .textio import check_output, check_parallel, replacing
 from .tokens import TokenTable
 from .encoders.base import Encoder
 from .engine import Pairs
@@ -56,12 +68,14 @@ def iter_lines(path: str | Path) -> Iterator[str]:
         raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
     with fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+                if not raw:
+                    return  # a file that is only a byte-order mark holds no text
             if raw.endswith(b"\n"):
                 raw = raw[:-1]
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -69,24 +83,18 @@ def iter_lines(path: str | Path) -> Iterator[str]:
                                  f"of the line)", str(path), number) from None
 
 
-def count_lines(path: str | Path) -> int:
-    """How many texts :func:`iter_lines` yields, counted in blocks without decoding."""
-    count, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
+def check_inputs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> int:
+    """The number of candidates, after reading every file once, before any output is written:
+    each must be valid UTF-8 (an error names the file and line), the candidate file must not be
+    empty and each reference file must have one line per candidate."""
+    n = sum(1 for _ in iter_lines(cands_path))
+    check_parallel(cands_path, n, [(p, sum(1 for _ in iter_lines(p))) for p in refs_paths])
+    return n
 
 
 def iter_pairs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> Iterator[tuple[str, list[str]]]:
     """``(candidate, [reference per reference file])``, lazily; the files must have the same
-    number of lines."""
-    n = count_lines(cands_path)
-    for path in refs_paths:
-        if count_lines(path) != n:
-            raise InputError(f"{path} has {count_lines(path)} lines but {cands_path} has {n}: "
-                             "every candidate needs exactly one line in each reference file")
+    number of lines (:func:`check_inputs`)."""
     refs = [iter_lines(p) for p in refs_paths]
     for cand in iter_lines(cands_path):
         yield cand, [next(r) for r in refs]
@@ -148,29 +156,118 @@ def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
     return out
 
 
-def tsv_header(signature: str, names: Sequence[str], multi: bool, means: dict[str, float] | None) -> list[str]:
+def tsv_header(signature: str, columns: Sequence[str], means: dict[str, float] | None) -> list[str]:
+    """The three header lines of a TSV output: signature, means (or ``# mean pending`` while a
+    streamed run is going), column names."""
     mean_line = PENDING if means is None else "# mean " + " ".join(f"{k}={v:.6f}" for k, v in means.items())
-    return [f"# {signature}\n", mean_line + "\n", "\t".join(list(names) + (["best_ref"] if multi else [])) + "\n"]
+    return [f"# {signature}\n", mean_line + "\n", "\t".join(columns) + "\n"]
 
 
-def _existing_rows(path: Path, fmt: str, header: list[str]) -> int:
-    """Rows already complete in ``path`` (the file is cut after the last complete line).
-    A TSV must start with the same signature and columns."""
+def sidecar_path(output: str | Path) -> Path:
+    """``OUT.signature``: where a streamed JSONL output keeps its signature and columns."""
+    output = Path(output)
+    return output.with_name(output.name + ".signature")
+
+
+def read_sidecar(output: str | Path) -> dict | None:
+    """The signature file of the JSONL output ``output``: ``{"format", "signature",
+    "columns"}``, or None when there is none (or the file there is not one)."""
+    try:
+        data = json.loads(sidecar_path(output).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and {"format", "signature", "columns"} <= set(data) else None
+
+
+def clear_sidecar(output: str | Path) -> None:
+    """Remove the signature file of an earlier streamed JSONL output at ``output`` (a file
+    there that is not a signature file is left alone): ``output`` is being replaced."""
+    if read_sidecar(output) is not None:
+        sidecar_path(output).unlink()
+
+
+def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], header: bytes) -> tuple[int, int] | None:
+    """``(rows, end)``: the complete rows already in the output ``path`` and the byte offset
+    where they end (a partial last row after it is to be dropped); None when there is nothing to
+    keep (no file, an empty one, or a TSV cut inside its header). The file must be an output of
+    this very run: same format, signature and columns, every row well formed; else an error,
+    and the file is left as it is (nothing is modified here)."""
     if not path.exists() or path.stat().st_size == 0:
-        return 0
-    with open(path, "rb+") as fh:
-        data = fh.read()
-        cut = data.rfind(b"\n") + 1
-        fh.truncate(cut)
-    lines = data[:cut].decode("utf-8").splitlines(keepends=True)
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(len(header))
+        if fmt == "tsv" and len(head) < len(header) and header.startswith(head):
+            return None  # stopped while writing the header
+        fh.seek(0)
+        first = fh.readline()
+        sidecar = read_sidecar(path)
+        if first.startswith(b"# model:"):
+            found = ("tsv", first[2:].decode("utf-8", "replace").rstrip("\r\n"))
+        elif sidecar is not None:
+            found = (str(sidecar["format"]), str(sidecar["signature"]))
+        else:
+            raise InputError(f"is not an output of alignscore score (no signature line, no "
+                             f"{sidecar_path(path).name}): refusing to resume it; remove it or write elsewhere",
+                             str(path))
+        if found != (fmt, signature):
+            raise InputError(f"holds scores of another {'format' if found[0] != fmt else 'composition'}, "
+                             f"refusing to mix them: the file is {found[0]} {found[1]}; this run writes {fmt} "
+                             f"{signature}; resume with the options that wrote it, or write elsewhere", str(path))
+        if fmt == "tsv":
+            mean, names = fh.readline(), fh.readline()
+            found_columns = names.decode("utf-8", "replace").rstrip("\n").split("\t")
+            if not mean.startswith(b"# mean "):
+                raise InputError("is not an output of alignscore score (no means line): refusing to resume it",
+                                 str(path), 2)
+            number, end = 3, len(first) + len(mean) + len(names)
+        else:
+            found_columns, number, end = sidecar["columns"], 0, 0
+            fh.seek(0)
+        if found_columns != columns:
+            raise InputError(f"has the columns {found_columns}, this run writes {columns} (another number of "
+                             "reference files?): refusing to resume it", str(path))
+        rows = 0
+        for number, line in enumerate(fh, start=number + 1):
+            if not line.endswith(b"\n"):
+                break  # the partial last row of an interrupted run
+            if not _is_row(line, fmt, columns):
+                raise InputError("is not a row of scores: refusing to resume this file", str(path), number)
+            rows, end = rows + 1, end + len(line)
+    return rows, end
+
+
+def _is_row(line: bytes, fmt: str, columns: list[str]) -> bool:
+    """Whether ``line`` is one row of an output with ``columns``: a number in each."""
+    try:
+        if fmt == "jsonl":
+            row = json.loads(line)
+            values = list(row.values()) if isinstance(row, dict) and list(row) == columns else None
+        else:
+            cells = line.decode("utf-8").rstrip("\n").split("\t")
+            values = [float(c) for c in cells] if len(cells) == len(columns) else None
+    except ValueError:  # not JSON, not UTF-8, not a number
+        return False
+    return values is not None and all(isinstance(v, (int, float)) for v in values)
+
+
+def _open_output(output: Path, fmt: str, point: tuple[int, int] | None, header: list[str], signature: str,
+                 columns: list[str]) -> TextIO:
+    """The output, ready for rows: cut after its complete rows and continued (``point``), or
+    started afresh (an earlier signature file removed first, then the TSV header or the JSONL's
+    new signature file written: the file never carries a signature that is not its own)."""
+    if point is not None:
+        os.truncate(output, point[1])
+        return open(output, "a", encoding="utf-8")
+    clear_sidecar(output)
+    fh = open(output, "w", encoding="utf-8")
     if fmt == "tsv":
-        if len(lines) < 3:
-            return -1  # not even a header: start again
-        if lines[0] != header[0] or lines[2] != header[2]:
-            raise InputError("holds scores of another composition (signature or columns differ); "
-                             "remove it or write elsewhere", str(path))
-        return len(lines) - 3
-    return len(lines)
+        fh.writelines(header)
+        fh.flush()
+    else:
+        with replacing(sidecar_path(output)) as tmp:
+            tmp.write_text(json.dumps({"format": fmt, "signature": signature, "columns": columns}) + "\n",
+                           encoding="utf-8")
+    return fh
 
 
 def _column_means(path: Path, names: Sequence[str]) -> dict[str, float]:
@@ -210,62 +307,64 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
         raise ConfigError(f"unknown format {fmt!r}")
     if chunk_size < 1:
         raise ConfigError("the chunk size must be at least 1")
-    output = Path(output)
+    inputs = [cands_path, *refs_paths]
+    output = check_output(output, inputs)
+    check_output(sidecar_path(output), inputs)
+    total = check_inputs(cands_path, refs_paths)
     multi = len(refs_paths) > 1
-    total = count_lines(cands_path)
     frozen = dataclasses.replace(scorer, weighting=freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
     names = list(frozen.aligner.metrics)
+    columns = names + (["best_ref"] if multi else [])
     signature = frozen.signature()
-    header = tsv_header(signature, names, multi, None)
-    done = _existing_rows(output, fmt, header) if resume else -1
+    header = tsv_header(signature, columns, None)
+    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8")) if resume else None
+    done = point[0] if point else 0
     if done > total:
         raise InputError(f"has {done} rows but the input only {total} candidates", str(output))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if done < 0:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.writelines(header if fmt == "tsv" else [])
-        done = 0
     # chunks always start at multiples of chunk_size, so a resumed run re-scores the chunk it
     # stopped in and writes the same rows, to the bit, as an uninterrupted run
     first = done - done % chunk_size
     pairs = islice(iter_pairs(cands_path, refs_paths), first, None)
+    blocks = _scored_rows(dataclasses.replace(frozen, progress=False), pairs, chunk_size, fmt, multi)
     skip, scored = done - first, 0
-    with open(output, "a", encoding="utf-8") as fh, \
-            tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.progress,
-                 file=sys.stderr, leave=False) as bar:
-        quiet = dataclasses.replace(frozen, progress=False)
-        while chunk := list(islice(pairs, chunk_size)):
-            scores = quiet.score([c for c, _ in chunk], [g for _, g in chunk])
-            if list(scores.metrics) != names:
-                raise ConfigError(f"the scorer's metrics {list(scores.metrics)} are not its aligner's {names}")
-            fh.writelines(rows(scores, fmt, multi)[skip:])
-            fh.flush()
-            scored += len(chunk) - skip
-            bar.update(len(chunk) - skip)
-            skip = 0
-    means = _finish(output, fmt, names, header, multi, signature)
+    with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.progress,
+              file=sys.stderr, leave=False) as bar:
+        block = next(blocks, None)  # scored before the output is touched: a run that cannot score leaves it be
+        with _open_output(output, fmt, point, header, signature, columns) as fh:
+            while block is not None:
+                fh.writelines(block[skip:])
+                fh.flush()
+                scored += len(block) - skip
+                bar.update(len(block) - skip)
+                skip, block = 0, next(blocks, None)
+    means = _finish(output, fmt, names, columns, signature)
     return StreamResult(done + scored, scored, means, signature)
 
 
-def _finish(output: Path, fmt: str, names: list[str], header: list[str], multi: bool,
-            signature: str) -> dict[str, float]:
+def _scored_rows(scorer: Scorer, pairs: Iterator[tuple[str, list[str]]], chunk_size: int, fmt: str,
+                 multi: bool) -> Iterator[list[str]]:
+    """The output rows of ``pairs``, one list per chunk of ``chunk_size`` candidates."""
+    names = list(scorer.aligner.metrics)
+    while chunk := list(islice(pairs, chunk_size)):
+        scores = scorer.score([c for c, _ in chunk], [g for _, g in chunk])
+        if list(scores.metrics) != names:
+            raise ConfigError(f"the scorer's metrics {list(scores.metrics)} are not its aligner's {names}")
+        yield rows(scores, fmt, multi)
+
+
+def _finish(output: Path, fmt: str, names: list[str], columns: list[str], signature: str) -> dict[str, float]:
     """Means over the rows in the file; for TSV, put them into the header (atomic rename)."""
     if fmt == "jsonl":
-        columns = {k: array("f") for k in names}
+        values = {k: array("f") for k in names}
         with open(output, encoding="utf-8") as fh:
             for line in fh:
                 row = json.loads(line)
                 for k in names:
-                    columns[k].append(row[k])
-        return {k: _mean(v) for k, v in columns.items()}
+                    values[k].append(row[k])
+        return {k: _mean(v) for k, v in values.items()}
     means = _column_means(output, names)
-    fd, tmp = tempfile.mkstemp(prefix=output.name + ".", suffix=".tmp", dir=output.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out, open(output, encoding="utf-8") as src:
-            out.writelines(tsv_header(signature, names, multi, means))
-            out.writelines(islice(src, 3, None))
-        os.replace(tmp, output)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with replacing(output) as tmp, open(tmp, "w", encoding="utf-8") as out, \
+            open(output, encoding="utf-8") as src:
+        out.writelines(tsv_header(signature, columns, means))
+        out.writelines(islice(src, 3, None))
     return means

@@ -214,3 +214,88 @@ def test_cli_cache_option(wmt_data, tiny_bert_dir, tmp_path):
     assert outs[0] == outs[1]
     texts = wmt_data["de-en"]["mt-system"][:10] + wmt_data["de-en"]["reference"][:10]
     assert EmbeddingCache(tmp_path / "cache").stats().entries == len({t.strip() for t in texts})
+
+
+def test_parse_size_rejects_what_is_not_a_finite_size():
+    for text in ("nan", "inf", "-inf", "infG", "1e400", "0", "-5M", "0.5", ""):
+        with pytest.raises(alignscore.ConfigError):
+            parse_size(text)
+
+
+@pytest.mark.parametrize("size", ["nan", "inf", "NaNG"])
+def test_cli_cache_size_that_is_not_finite(tmp_path, tiny_bert_dir, size):
+    from cli_checks import assert_one_error, invoke
+
+    (tmp_path / "t.txt").write_text("a b\n")
+    code, _, err = invoke("score", "-c", tmp_path / "t.txt", "-r", tmp_path / "t.txt", "--model", tiny_bert_dir,
+                          "--layer", "1", "--cache", tmp_path / "c", "--cache-size", size)
+    assert_one_error(code, err, "cache size")
+
+
+def test_the_file_shrinks_after_eviction(tmp_path):
+    cache = EmbeddingCache(tmp_path, max_bytes=400_000)
+    for i in range(30):
+        cache.put({state_key("m", 1, [i]): torch.full((100, 25), float(i))})  # 10,000 bytes each
+    cache.put({state_key("m", 1, [99]): torch.zeros(3500, 25)})  # 350,000 bytes: the small ones go
+    assert cache.stats().bytes <= 400_000
+    cache.close()  # checkpoints the write-ahead log into the file
+    db = sqlite3.connect(cache.path)
+    assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert cache.path.stat().st_size < 1.25 * 400_000  # 650,000 bytes were stored at the peak
+    db.close()
+
+
+def _cli_scores(tmp_path, tiny_bert_dir, *extra):
+    from cli_checks import invoke
+
+    for name, lines in (("c.txt", ["the cat sat", "hello world"]), ("r.txt", ["a cat sat", "hello there"])):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return invoke("score", "-c", tmp_path / "c.txt", "-r", tmp_path / "r.txt", "--model", tiny_bert_dir, "--layer",
+                  "2", "-q", "--format", "jsonl", *extra)
+
+
+def test_a_damaged_cache_file_warns_and_scores_without_it(tmp_path, tiny_bert_dir):
+    code, want, err = _cli_scores(tmp_path, tiny_bert_dir)
+    assert code == 0, err
+    damaged = tmp_path / "cache" / "states-v2.sqlite"
+    damaged.parent.mkdir()
+    damaged.write_bytes(b"this is not a database at all" * 100)
+    code, got, err = _cli_scores(tmp_path, tiny_bert_dir, "--cache", tmp_path / "cache")
+    assert code == 0, err
+    assert got == want
+    warnings = [ln for ln in err.splitlines() if ln.startswith("alignscore: warning:")]
+    assert len(warnings) == 1 and str(damaged) in warnings[0] and "without it" in warnings[0], err
+    assert damaged.read_bytes() == b"this is not a database at all" * 100  # left for the user to look at
+
+
+def test_a_cache_locked_by_another_process_waits_a_few_seconds(tmp_path, tiny_bert_dir):
+    import subprocess
+    import sys
+    import time
+
+    EmbeddingCache(tmp_path / "cache").put({state_key("m", 0, [1]): torch.zeros(2, 2)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "db.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()",
+         str(tmp_path / "cache" / "states-v2.sqlite")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        start = time.monotonic()
+        code, got, err = _cli_scores(tmp_path, tiny_bert_dir, "--cache", tmp_path / "cache")
+        elapsed = time.monotonic() - start
+    finally:
+        holder.communicate("")
+    assert code == 0, err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("alignscore: warning:")]
+    assert len(warnings) == 1 and "locked by another process (waited 5 s)" in warnings[0], err
+    assert elapsed < 30  # the stated 5 s (once), not 120 s per attempt
+    assert got == _cli_scores(tmp_path, tiny_bert_dir)[1]
+
+
+def test_api_cache_that_cannot_be_used(tmp_path, tiny_bert_dir):
+    (tmp_path / "file").write_text("a file where the cache folder should be")
+    want = alignscore.bertscore(tiny_bert_dir, layer=2).score(["a b c"], ["a b d"])
+    with pytest.warns(UserWarning, match="cannot be used"):
+        scorer = alignscore.bertscore(tiny_bert_dir, layer=2, cache=tmp_path / "file" / "cache")
+        got = scorer.score(["a b c"], ["a b d"])
+    assert torch.equal(got.f1, want.f1)

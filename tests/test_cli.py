@@ -160,3 +160,40 @@ def test_long_text_is_truncated_with_a_warning(files, tiny_bert_dir):
     assert code == 0, err
     assert "alignscore: warning: 1 text(s) longer than 64 tokens were truncated" in err
     assert json.loads(out.splitlines()[0])["f1"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_closed_stdout_ends_quietly(files, tiny_bert_dir):
+    """``alignscore score ... | head -2``: the reader is gone before the rows are written."""
+    import subprocess
+
+    from cli_checks import spawn
+
+    lines = [f"the cat sat on mat number {i}" for i in range(300)]
+    refs = files("refs.txt", lines)
+    proc = spawn("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "-q",
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # as head does after two lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 1, err  # click's status for a closed pipe
+    assert err == "", err  # no traceback, no internal error, no "Exception ignored"
+
+
+@pytest.mark.parametrize("spec", ["'unbalanced", '--layer "2', "--layer 2 \\"])
+def test_unsplittable_diff_spec_names_the_option(files, tiny_bert_dir, spec):
+    refs = files("refs.txt", ["a b", "c d"])
+    code, out, err = run("diff", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--a", "--layer 1", "--b", spec)
+    _assert_one_line_error(code, err, "--b", "cannot split it into options")
+    assert "internal error" not in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["score", "-c", "x"], "Missing option '-r'"),
+    (["score", "--batch-size", "0", "-c", "x", "-r", "y"], "Invalid value for '--batch-size'"),
+    (["score", "--format", "xml", "-c", "x", "-r", "y"], "Invalid value for '--format'"),
+    (["no-such-command"], "No such command"),
+])
+def test_usage_errors_are_one_line(args, needle):
+    code, out, err = run(*args)
+    assert code == 2
+    _assert_one_line_error(code, err, needle, "--help")
+    assert len(err.strip().splitlines()) == 1

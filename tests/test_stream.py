@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import alignscore
 from alignscore.cli import main
-from alignscore.stream import count_lines, iter_lines, score_stream
+from alignscore.stream import iter_lines, score_stream, sidecar_path
 from alignscore.textio import read_lines
 
 TOL = 1e-6  # other chunks, other encoder batches: float summation order only
@@ -84,6 +84,8 @@ def test_resume_after_interruption_gives_the_same_file(files, tiny_bert_dir, tmp
     for cut in (len(data) // 3, len(data) // 2 + 7, len(data) - 5):
         part = tmp_path / f"part.{fmt}"
         part.write_bytes(data[:cut])  # the run stopped mid-row
+        if fmt == "jsonl":  # a JSONL output keeps its signature next to it
+            sidecar_path(part).write_bytes(sidecar_path(full).read_bytes())
         result = _cli(*common, "-o", part, "--resume")
         assert part.read_bytes() == data
         assert "92 candidates" in result.output
@@ -108,12 +110,12 @@ def test_stream_needs_an_output_file(files, tiny_bert_dir):
 
 @pytest.mark.parametrize("content", [
     b"a\nb\n", b"a\nb", b"\xef\xbb\xbfa\r\nb\r\n", b"x\xe2\x80\xa8y\n\nz", b"", b"\n", b"only",
+    b"\xef\xbb\xbf", b"\xef\xbb\xbf\n", b"\xef\xbb\xbf\r\n",
 ])
 def test_iter_lines_reads_like_read_lines(tmp_path, content):
     path = tmp_path / "f.txt"
     path.write_bytes(content)
     assert list(iter_lines(path)) == read_lines(path)
-    assert count_lines(path) == len(read_lines(path))
 
 
 def test_mismatched_files_are_an_error(files, tiny_bert_dir, tmp_path):
@@ -122,3 +124,93 @@ def test_mismatched_files_are_an_error(files, tiny_bert_dir, tmp_path):
     result = CliRunner().invoke(main, ["score", "-c", str(files["c"]), "-r", str(short), "--model",
                                        tiny_bert_dir, "--layer", "3", "-o", str(tmp_path / "o.tsv"), "--stream"])
     assert result.exit_code == 1 and "lines" in result.output
+
+
+# -- resume only continues a file of the very same run --------------------------------------------
+def _stream(files, tiny_bert_dir, out, *extra):
+    return CliRunner().invoke(main, ["score", "-c", str(files["c"]), "-r", str(files["r"]), "--model", tiny_bert_dir,
+                                     "-q", "-o", str(out), "--chunk-size", "20", *map(str, extra)])
+
+
+def _signature(result):
+    return [ln for ln in result.stderr.splitlines() if ln.startswith("signature: ")][0][len("signature: "):]
+
+
+@pytest.mark.parametrize("content", [
+    b"my notes\nline two\nline three",            # a file of the user's, last line without newline
+    b"# Title\nsome text\n",                         # looks like a comment header, is not ours
+    b'{"a": 1}\n{"b": 2}\n{"c": 3',                 # JSON lines, but no signature file
+    b"",
+])
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_resume_refuses_a_file_that_is_not_ours_and_leaves_it_alone(files, tiny_bert_dir, tmp_path, content, fmt):
+    out = tmp_path / f"notes.{fmt}"
+    out.write_bytes(content)
+    result = _stream(files, tiny_bert_dir, out, "--layer", 3, "--format", fmt, "--resume")
+    if not content:  # an empty file holds nothing to lose: the run starts it
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 1 and "not an output of alignscore" in result.stderr, result.output
+    assert out.read_bytes() == content and not (tmp_path / f"notes.{fmt}.signature").exists()
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_resume_refuses_another_composition_naming_both_signatures(files, tiny_bert_dir, tmp_path, fmt):
+    out = tmp_path / f"o.{fmt}"
+    first = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", fmt, "--stream")
+    assert first.exit_code == 0, first.output
+    data = out.read_bytes()
+    lines = data.splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:23]))  # interrupted after 20 rows (TSV: and its 3 header lines)
+    cut = out.read_bytes()
+    other = _stream(files, tiny_bert_dir, tmp_path / "other.tsv", "--layer", 1, "--stream")
+    result = _stream(files, tiny_bert_dir, out, "--layer", 1, "--format", fmt, "--resume")
+    assert result.exit_code == 1, result.output
+    error = result.stderr.strip()
+    assert error.count("\n") == 0 and "another composition" in error
+    assert _signature(first) in error and _signature(other) in error
+    assert out.read_bytes() == cut
+
+
+@pytest.mark.parametrize("written, resumed", [("tsv", "jsonl"), ("jsonl", "tsv")])
+def test_resume_refuses_another_format_naming_both_signatures(files, tiny_bert_dir, tmp_path, written, resumed):
+    out = tmp_path / "o.out"
+    first = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", written, "--stream")
+    assert first.exit_code == 0, first.output
+    out.write_bytes(out.read_bytes()[:-40])  # interrupted
+    cut = out.read_bytes()
+    result = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", resumed, "--resume")
+    assert result.exit_code == 1, result.output
+    error = result.stderr.strip()
+    assert error.count("\n") == 0 and "another format" in error and "internal error" not in error
+    assert error.count(_signature(first)) == 2  # the file's and the run's: same composition, other format
+    assert f"the file is {written} " in error and f"this run writes {resumed} " in error
+    assert out.read_bytes() == cut
+
+
+def test_jsonl_carries_its_signature_in_a_file_beside_it(files, tiny_bert_dir, tmp_path):
+    out = tmp_path / "o.jsonl"
+    result = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", "jsonl", "--stream")
+    assert result.exit_code == 0, result.output
+    meta = json.loads((tmp_path / "o.jsonl.signature").read_text())
+    assert meta == {"format": "jsonl", "signature": _signature(result), "columns": ["precision", "recall", "f1"]}
+    assert all(set(json.loads(line)) == {"precision", "recall", "f1"} for line in out.read_text().splitlines())
+    # another run writing the same file removes the signature file of the earlier one
+    plain = CliRunner().invoke(main, ["score", "-c", str(files["c"]), "-r", str(files["r"]), "--model", tiny_bert_dir,
+                                      "-q", "-o", str(out), "--layer", "1", "--format", "jsonl"])
+    assert plain.exit_code == 0, plain.output
+    assert not (tmp_path / "o.jsonl.signature").exists()
+    resumed = _stream(files, tiny_bert_dir, out, "--layer", 1, "--format", "jsonl", "--resume")
+    assert resumed.exit_code == 1 and "not an output of alignscore" in resumed.stderr
+
+
+def test_resume_refuses_a_damaged_row(files, tiny_bert_dir, tmp_path):
+    out = tmp_path / "o.tsv"
+    assert _stream(files, tiny_bert_dir, out, "--layer", 4, "--stream").exit_code == 0
+    lines = out.read_text().splitlines(keepends=True)
+    lines[10] = "0.5\tnot a number\t0.5\n"
+    out.write_text("".join(lines[:30]))
+    before = out.read_bytes()
+    result = _stream(files, tiny_bert_dir, out, "--layer", 4, "--resume")
+    assert result.exit_code == 1 and "o.tsv:11: is not a row of scores" in result.stderr, result.output
+    assert out.read_bytes() == before

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
                                 not_beaten)
+from ..textio import replacing
 from .runner import GridRun
 
 
@@ -219,15 +220,17 @@ def write_chart(path: str | Path, run: GridRun, stats: list[CellStat], method: s
     fig.savefig(path, dpi=120)
 
 
+OUTPUT_FILES = {"table": "table.md", "csv": "results.csv", "chart": "chart.png", "signatures": "signatures.tsv"}
+
+
 def write_outputs(out_dir: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson",
                   alpha: float = 0.05, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.csv``, ``chart.png`` and ``signatures.tsv`` into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"table": out / "table.md", "csv": out / "results.csv", "chart": out / "chart.png",
-             "signatures": out / "signatures.tsv"}
-    paths["table"].write_text(markdown(run, stats, method, alpha, command), encoding="utf-8")
-    write_csv(paths["csv"], stats)
-    write_chart(paths["chart"], run, stats, method)
-    write_signatures(paths["signatures"], run)
+    paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
+    writers = {"table": lambda p: p.write_text(markdown(run, stats, method, alpha, command), encoding="utf-8"),
+               "csv": lambda p: write_csv(p, stats), "chart": lambda p: write_chart(p, run, stats, method),
+               "signatures": lambda p: write_signatures(p, run)}
+    for name, path in paths.items():
+        with replacing(path) as tmp:  # a failure never leaves a truncated file in place of a good one
+            writers[name](tmp)
     return paths

@@ -14,14 +14,25 @@ from ..errors import AlignScoreError
 
 class _Group(click.Group):
     """Turns every error into one line on stderr and a non-zero exit (no traceback), unless
-    ``ALIGNSCORE_DEBUG=1``."""
+    ``ALIGNSCORE_DEBUG=1``: click's usage errors too (exit 2). A closed stdout (``| head``)
+    ends the run quietly with status 1 (click's handling of EPIPE)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except AlignScoreError as exc:
+        except click.ClickException as exc:
+            _usage_error(exc)
+        except BrokenPipeError:
+            raise  # click's main ends quietly on EPIPE
+        except (AlignScoreError, OSError) as exc:  # OSError: the system refused (disk full, permissions)
             if os.environ.get("ALIGNSCORE_DEBUG"):
                 raise
             click.echo(f"alignscore: error: {exc}", err=True)
@@ -36,6 +47,17 @@ class _Group(click.Group):
             click.echo(f"alignscore: internal error: {type(exc).__name__}: {msg} "
                        "(set ALIGNSCORE_DEBUG=1 for the traceback)", err=True)
             sys.exit(70)
+
+
+def _usage_error(exc: click.ClickException) -> None:
+    """A bad command line as one line (with where to read the usage), exit 2; a bare
+    ``alignscore`` still prints the help."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    click.echo(f"alignscore: error: {' '.join(exc.format_message().split())}{hint}", err=True)
+    sys.exit(exc.exit_code)
 
 
 def _one_line_warnings() -> None:

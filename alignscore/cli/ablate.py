@@ -10,8 +10,10 @@ from pathlib import Path
 import click
 
 from ..ablation import evaluate, load_grid, run_grid, write_outputs
+from ..ablation.report import OUTPUT_FILES
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
+from ..textio import check_output
 from . import main
 
 
@@ -59,6 +61,9 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     start = time.perf_counter()
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
     spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model)
+    out = Path(output or f"ablation-{spec.name}")
+    for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
+        check_output(out / name, [grid, idf_corpus])
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
     run = run_grid(spec, pairs, device=device, batch_size=batch_size, download=download,
@@ -68,7 +73,6 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     stats = evaluate(run, methods, alpha=alpha, bootstrap=bootstrap, seed=seed)
     command = "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["ablate"] else None
     run.seconds["wall"] = time.perf_counter() - start
-    out = Path(output or f"ablation-{spec.name}")
     paths = write_outputs(out, run, stats, methods[0], alpha, command)
     click.echo(paths["table"].read_text(encoding="utf-8"))
     skipped = len({(c.row, c.column) for c in run.cells if c.skipped})

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..encoders.huggingface import HFEncoder
 from ..rescale import compute_baseline
 from ..runtime import Runtime
-from ..textio import read_lines
+from ..textio import check_output, read_lines, replacing
 from . import main
 
 
@@ -29,9 +27,10 @@ def baseline(model: str, corpus: str, output: str, pairs: int, seed: int, batch_
              device: str | None, quiet: bool) -> None:
     """Compute BERTScore's rescaling baseline b for every layer of MODEL: the mean P, R and F of
     random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are."""
+    check_output(output, [corpus])  # before any work: writable, and not the corpus
     runtime = Runtime(batch_size=batch_size, progress=not quiet, device=device)
     encoder = HFEncoder(model, device_name=runtime.device)
     result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=runtime)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    result.write(output)
+    with replacing(output) as tmp:
+        result.write(tmp)
     click.echo(f"wrote {output}: layers 0..{max(result.rows)}, {pairs} random pairs of {corpus}", err=True)

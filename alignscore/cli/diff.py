@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any, TextIO
@@ -10,13 +11,14 @@ import click
 import torch
 from click.core import ParameterSource
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
 from ..scorer import Scorer, score_together
+from ..textio import check_output, replacing
 from . import main
-from .options import build_scorer, scorer_options, scorer_opts
+from .options import build_scorer, option_files, scorer_options, scorer_opts
 from .score import read_aligned
 
 
@@ -33,7 +35,10 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     """The scorer options a ``--a``/``--b`` string sets: a preset name (``moverscore-v2``) or
     options as on the command line (``"--aligner wmd --n-gram 2"``). Only the options the
     string names are returned, so they override the options shared by both sides."""
-    args = shlex.split(spec)
+    try:
+        args = shlex.split(spec)
+    except ValueError as exc:  # unbalanced quotes, a trailing escape
+        raise ConfigError(f"{flag} {spec!r}: cannot split it into options ({exc})") from None
     if len(args) == 1 and not args[0].startswith("-"):
         if args[0] not in PRESETS.names():
             raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
@@ -115,14 +120,15 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     """
     if fmt in ("png", "svg", "html") and out_dir is None:
         raise ConfigError(f"--format {fmt} writes files: give a folder with -o DIR")
-    cand_texts, ref_groups = read_aligned(cands, refs)
     common = scorer_opts(kwargs)
-    scorer_a = build_scorer({**common, **parse_spec(spec_a, "--a")}, progress=not quiet)
-    scorer_b = build_scorer({**common, **parse_spec(spec_b, "--b")}, progress=not quiet)
+    opts_a, opts_b = {**common, **parse_spec(spec_a, "--a")}, {**common, **parse_spec(spec_b, "--b")}
+    if out_dir is not None:  # before any work: the folder must be writable and hold none of the inputs
+        _check_folder(Path(out_dir), [cands, *refs, *option_files(opts_a), *option_files(opts_b)], fmt)
+    cand_texts, ref_groups = read_aligned(cands, refs)
+    scorer_a = build_scorer(opts_a, progress=not quiet)
+    scorer_b = build_scorer(opts_b, progress=not quiet)
     _share_encoder(scorer_a, scorer_b)
     metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
-    if not cand_texts:
-        raise ConfigError(f"{cands} has no lines: nothing to compare")
     sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
     va, vb = sa[metric_a], sb[metric_b]
     ra, rb, order = disagreements(va, vb)
@@ -139,9 +145,7 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
 
     shown = order[:top].tolist()
     if out_dir is not None:
-        folder = Path(out_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "diff.tsv", "w", encoding="utf-8") as fh:
+        with replacing(Path(out_dir) / "diff.tsv") as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
             for i in order.tolist():
                 fh.write("\t".join(c.replace("\t", " ") for c in row(i)) + "\n")
@@ -162,10 +166,24 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
         click.echo(f"wrote {Path(out_dir) / 'diff.tsv'} and the alignments of {len(shown)} pair(s)", err=True)
 
 
+def _suffix(fmt: str) -> str:
+    return "txt" if fmt == "text" else fmt
+
+
+def _check_folder(folder: Path, inputs: list[str], fmt: str) -> None:
+    """``diff -o FOLDER`` can write ``diff.tsv`` and ``line<N>-a|b.<fmt>`` there, none of them an input."""
+    check_output(folder / "diff.tsv", inputs)
+    pattern = re.compile(rf"line\d+-[ab]\.{_suffix(fmt)}")
+    for path in inputs:
+        if pattern.fullmatch(Path(path).name) and Path(path).resolve().parent == folder.resolve():
+            raise InputError(f"is an input in the output folder {folder}, where diff writes its alignments; "
+                             "write elsewhere", path)
+
+
 def _write_pair(folder: Path, line: int, ea: Explanation, eb: Explanation, fmt: str) -> None:
-    suffix = "txt" if fmt == "text" else fmt
     for name, expl in (("a", ea), ("b", eb)):
-        write(expl, folder / f"line{line}-{name}.{suffix}", fmt)
+        with replacing(folder / f"line{line}-{name}.{_suffix(fmt)}") as tmp:
+            write(expl, tmp, fmt)
 
 
 def _echo_table(head: list[str], columns: list[str], rows: list[list[str]], out: TextIO) -> None:

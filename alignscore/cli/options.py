@@ -197,6 +197,11 @@ def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
         raise ConfigError(f"cannot read {option} {text!r}") from None
 
 
+def option_files(opts: dict[str, Any]) -> list[str]:
+    """The input files that scorer options name (composition file, stop words, idf corpus, baseline)."""
+    return [opts[k] for k in ("config", "stopwords", "idf_corpus", "baseline") if opts.get(k)]
+
+
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
     names = {"preset", "config", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",

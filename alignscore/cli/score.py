@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -12,41 +10,27 @@ import click
 from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
 from ..scorer import Scores
-from ..stream import score_stream
-from ..textio import read_lines
+from ..stream import clear_sidecar, rows, score_stream, tsv_header
+from ..textio import check_output, check_parallel, read_lines, replacing
 from . import main
-from .options import build_scorer, scorer_options, scorer_opts
+from .options import build_scorer, option_files, scorer_options, scorer_opts
 
 
 def read_aligned(cands_path: str, refs_paths: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
-    """Candidates and, per candidate, its references (one per reference file); the files
-    must have the same number of lines."""
+    """Candidates and, per candidate, its references (one per reference file); there must be
+    candidates, and the files must have the same number of lines."""
     cands = read_lines(cands_path)
     ref_files = [read_lines(p) for p in refs_paths]
-    for path, refs in zip(refs_paths, ref_files):
-        if len(refs) != len(cands):
-            raise InputError(f"{path} has {len(refs)} lines but {cands_path} has {len(cands)}: "
-                             "every candidate needs exactly one line in each reference file")
+    check_parallel(cands_path, len(cands), [(p, len(refs)) for p, refs in zip(refs_paths, ref_files)])
     return cands, [list(group) for group in zip(*ref_files)]
 
 
 def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
-    names = list(scores.metrics)
-    columns = {k: v.tolist() for k, v in scores.metrics.items()}
-    best = scores.best_reference.tolist()
-    if fmt == "jsonl":
-        for i in range(len(scores)):
-            row: dict[str, Any] = {k: columns[k][i] for k in names}
-            if multi:
-                row["best_ref"] = best[i]
-            out.write(json.dumps(row) + "\n")
-        return
-    means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
-    out.write(f"# {scores.signature}\n# mean {means}\n")
-    out.write("\t".join(names + (["best_ref"] if multi else [])) + "\n")
-    for i in range(len(scores)):
-        cells = [repr(columns[k][i]) for k in names] + ([str(best[i])] if multi else [])
-        out.write("\t".join(cells) + "\n")
+    """TSV: the signature and means as comment lines, the column names, one row per candidate;
+    JSONL: one object per candidate."""
+    names = list(scores.metrics) + (["best_ref"] if multi else [])
+    out.writelines(tsv_header(scores.signature, names, scores.means()) if fmt == "tsv" else [])
+    out.writelines(rows(scores, fmt, multi))
 
 
 @main.command()
@@ -83,14 +67,16 @@ def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet
 def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
            resume: bool, chunk_size: int, opts: dict[str, Any], shard: Shard | None) -> None:
     """The work of :func:`score`, between joining and leaving the process group (if any)."""
-    scorer = build_scorer(opts, progress=not quiet and (shard is None or shard.rank == 0))
-    scorer.shard = shard
     writer = shard is None or shard.rank == 0
+    if (stream or resume) and not output:
+        raise InputError("--stream and --resume write to a file: give -o OUT")
+    if (stream or resume) and shard is not None:
+        raise InputError("--stream does not run under torchrun yet: shard the input files instead")
+    if output and writer:  # before any work: the output must be writable and none of the inputs
+        check_output(output, [cands, *refs, *option_files(opts)])
+    scorer = build_scorer(opts, progress=not quiet and writer)
+    scorer.shard = shard
     if stream or resume:
-        if not output:
-            raise InputError("--stream and --resume write to a file: give -o OUT")
-        if shard is not None:
-            raise InputError("--stream does not run under torchrun yet: shard the input files instead")
         result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, chunk_size=chunk_size)
         means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
         click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)
@@ -101,9 +87,10 @@ def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quie
     if not writer:
         return
     if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        with open(output, "w", encoding="utf-8") as fh:
-            write_scores(scores, fh, fmt, len(refs) > 1)
+        with replacing(output) as tmp:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                write_scores(scores, fh, fmt, len(refs) > 1)
+            clear_sidecar(output)  # before the rename: OUT never sits next to another run's signature
     else:
         write_scores(scores, sys.stdout, fmt, len(refs) > 1)
     means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())

@@ -9,9 +9,9 @@ import click
 from ..errors import InputError
 from ..explain import explain
 from ..render import FORMATS, format_for, write
-from ..textio import read_lines
+from ..textio import check_output, read_lines, replacing
 from . import main
-from .options import build_scorer, scorer_options, scorer_opts
+from .options import build_scorer, option_files, scorer_options, scorer_opts
 
 
 def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
@@ -68,17 +68,23 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     """
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
     fmt = format_for(output, fmt)
-    scorer = build_scorer(scorer_opts(kwargs), progress=False)
+    opts = scorer_opts(kwargs)
+    if output is not None:  # before any work: writable, and none of the inputs
+        check_output(output, [*refs_file, cands_file, *option_files(opts)])
+    scorer = build_scorer(opts, progress=False)
     expl = explain(scorer, [candidate], [references])[0]
     if scorer.weighting.signature().startswith("idf-S") and any(
             not p.ref_mass.any() or not p.cand_mass.any() for p in expl.pairs):
         click.echo("alignscore: warning: idf-S is computed from the texts given here: a token found in all "
                    "of them gets idf 0, so nothing may carry mass; use --weighting idf-L --idf-corpus FILE",
                    err=True)
-    text = write(expl, output, fmt, ref_index)
-    if text is not None:
-        click.echo(text, nl=False)
+    if output is None:
+        text = write(expl, None, fmt, ref_index)
+        if text is not None:
+            click.echo(text, nl=False)
     else:
+        with replacing(output) as tmp:
+            write(expl, tmp, fmt, ref_index)
         click.echo(f"wrote {output}", err=True)
     click.echo(f"scores: {'  '.join(f'{k}={v:.6f}' for k, v in expl.scores.items())}", err=True)
     if len(references) > 1:

@@ -1,0 +1,62 @@
+"""Helpers for tests of bad input on the command line: run a command in-process or as a real
+process, assert the one-line error, and fingerprint files to show nothing changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import alignscore
+from alignscore.cli import main
+
+#: the checkout whose code the tests import: a subprocess runs the same code
+CODE_ROOT = Path(alignscore.__file__).resolve().parents[1]
+
+
+def invoke(*args: object) -> tuple[int, str, str]:
+    """``alignscore ARGS`` in this process: exit code, stdout, stderr."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a crash inside the runner, not an exit of the command
+    return result.exit_code, result.stdout, result.stderr
+
+
+def spawn(*args: object, **kwargs) -> subprocess.Popen:
+    """``alignscore ARGS`` as a real process running this checkout's code."""
+    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("ALIGNSCORE_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-c", "from alignscore.cli import main; main()", *map(str, args)],
+                            env=env, **kwargs)
+
+
+def assert_one_error(code: int, stderr: str, *needles: str) -> str:
+    """A non-zero exit and, on stderr, exactly one ``alignscore: error:`` line (warnings aside),
+    no traceback and no internal error; the error line contains every needle. Returns it."""
+    assert code != 0, stderr
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("alignscore: error: ")]
+    assert len(errors) == 1 and len(lines) == len(errors) + sum(
+        ln.startswith("alignscore: warning: ") for ln in lines), stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+def fingerprint(*paths: str | Path) -> dict[str, str | None]:
+    """sha256 of each file (None where there is none), and of each folder's listing and files."""
+    out: dict[str, str | None] = {}
+    for path in map(Path, paths):
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if child.is_file():
+                    out[str(child)] = hashlib.sha256(child.read_bytes()).hexdigest()
+            out[str(path)] = "folder:" + ",".join(sorted(p.name for p in path.iterdir()))
+        else:
+            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return out
