@@ -46,59 +46,14 @@ from typing import Iterator, Sequence, TextIO
 import torch
 from tqdm.auto import tqdm
 
-from .errors import ConfigError, InputError
-from .scorer import Scorer, Scores
-from .textio import check_output, check_parallel, replacing
-from .tokens import TokenTable
 from .encoders.base import Encoder
 from .engine import Pairs
+from .errors import ConfigError, InputError
+from .scorer import Scorer
+from .textio import check_inputs, check_output, iter_pairs, replacing, rows, tsv_header
+from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
 from .weighting.schemes import Uniform
-
-PENDING = "# mean pending"
-
-
-def iter_lines(path: str | Path) -> Iterator[str]:
-    """The lines of a UTF-8 file, lazily, exactly as :func:`alignscore.textio.read_lines`
-    reads them (split on ``\\n`` only, a ``\\r`` before it dropped, a leading BOM ignored, no
-    extra empty text after a final newline)."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
-    with fh:
-        for number, raw in enumerate(fh, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-                if not raw:
-                    return  # a file that is only a byte-order mark holds no text
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start} "
-                                 f"of the line)", str(path), number) from None
-
-
-def check_inputs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> int:
-    """The number of candidates, after reading every file once, before any output is written:
-    each must be valid UTF-8 (an error names the file and line), the candidate file must not be
-    empty and each reference file must have one line per candidate."""
-    n = sum(1 for _ in iter_lines(cands_path))
-    check_parallel(cands_path, n, [(p, sum(1 for _ in iter_lines(p))) for p in refs_paths])
-    return n
-
-
-def iter_pairs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> Iterator[tuple[str, list[str]]]:
-    """``(candidate, [reference per reference file])``, lazily; the files must have the same
-    number of lines (:func:`check_inputs`)."""
-    refs = [iter_lines(p) for p in refs_paths]
-    for cand in iter_lines(cands_path):
-        yield cand, [next(r) for r in refs]
-
 
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
@@ -135,32 +90,6 @@ def freeze_weighting(scorer: Scorer, cands_path: str | Path, refs_paths: Sequenc
         w.update(state, TokenTable.from_tokenized(enc.tokenize(batch.texts)), batch.ref_counts, batch.cand_counts)
     ref, cand = w.compute(state, enc)
     return FrozenWeighting(ref, cand, w.signature())
-
-
-# -- output ------------------------------------------------------------------------------------
-def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
-    """The output lines of ``scores`` (as ``alignscore score`` writes them)."""
-    names = list(scores.metrics)
-    columns = {k: v.tolist() for k, v in scores.metrics.items()}
-    best = scores.best_reference.tolist()
-    out = []
-    for i in range(len(scores)):
-        if fmt == "jsonl":
-            row = {k: columns[k][i] for k in names}
-            if multi:
-                row["best_ref"] = best[i]
-            out.append(json.dumps(row) + "\n")
-        else:
-            cells = [repr(columns[k][i]) for k in names] + ([str(best[i])] if multi else [])
-            out.append("\t".join(cells) + "\n")
-    return out
-
-
-def tsv_header(signature: str, columns: Sequence[str], means: dict[str, float] | None) -> list[str]:
-    """The three header lines of a TSV output: signature, means (or ``# mean pending`` while a
-    streamed run is going), column names."""
-    mean_line = PENDING if means is None else "# mean " + " ".join(f"{k}={v:.6f}" for k, v in means.items())
-    return [f"# {signature}\n", mean_line + "\n", "\t".join(columns) + "\n"]
 
 
 def sidecar_path(output: str | Path) -> Path:

@@ -1,5 +1,6 @@
-"""Reading text files of one text per line, with errors that name the file and line; writing
-outputs so that no input and no good earlier output is ever lost."""
+"""Text in and out: reading files of one text per line (errors name the file and line), the
+candidate/reference files as pairs, the score outputs (TSV, JSONL), and writing outputs so that
+no input and no good earlier output is ever lost."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+import json
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TextIO
 
 from .errors import InputError
 
+if TYPE_CHECKING:
+    from .scores import Scores
 
-def read_lines(path: str | Path) -> list[str]:
-    """Return the lines of a UTF-8 file, one text per line.
+
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a UTF-8 file, lazily, one text per line.
 
     Lines are split on ``\\n`` only (a ``\\r`` before it is dropped), so Unicode line separators
     inside a text never shift the alignment between files. A final newline does not start an
@@ -22,26 +27,30 @@ def read_lines(path: str | Path) -> list[str]:
     Raises:
         InputError: the file cannot be read, or is not valid UTF-8 (the message names the line).
     """
-    path = Path(path)
     try:
-        data = path.read_bytes()
+        fh = open(path, "rb")
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", str(path), line
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if text == "":
-        return []
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+                if not raw:
+                    return  # a file that is only a byte-order mark holds no text
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+                                 f"of the line)", str(path), number) from None
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Every line of a UTF-8 file (:func:`iter_lines`)."""
+    return list(iter_lines(path))
 
 
 def check_parallel(cands_path: str | Path, n_cands: int, refs: Iterable[tuple[str | Path, int]]) -> None:
@@ -60,6 +69,32 @@ def check_parallel(cands_path: str | Path, n_cands: int, refs: Iterable[tuple[st
 
 
 # -- outputs: never destroy an input or a good earlier output ---------------------------------
+def check_inputs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> int:
+    """The number of candidates, after reading every file once, before any output is written:
+    each must be valid UTF-8 (an error names the file and line), the candidate file must not be
+    empty and each reference file must have one line per candidate."""
+    n = sum(1 for _ in iter_lines(cands_path))
+    check_parallel(cands_path, n, [(p, sum(1 for _ in iter_lines(p))) for p in refs_paths])
+    return n
+
+
+def iter_pairs(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> Iterator[tuple[str, list[str]]]:
+    """``(candidate, [reference per reference file])``, lazily; the files must have the same
+    number of lines (:func:`check_inputs`)."""
+    refs = [iter_lines(p) for p in refs_paths]
+    for cand in iter_lines(cands_path):
+        yield cand, [next(r) for r in refs]
+
+
+def read_aligned(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> tuple[list[str], list[list[str]]]:
+    """Candidates and, per candidate, its references (one per reference file); there must be
+    candidates, and the files must have the same number of lines."""
+    cands = read_lines(cands_path)
+    ref_files = [read_lines(p) for p in refs_paths]
+    check_parallel(cands_path, len(cands), [(p, len(refs)) for p, refs in zip(refs_paths, ref_files)])
+    return cands, [list(group) for group in zip(*ref_files)]
+
+
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """Refuse, before any work, an output that would destroy an input or cannot be written.
 
@@ -117,3 +152,40 @@ def replacing(path: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+# -- score outputs ------------------------------------------------------------------------------------
+PENDING = "# mean pending"
+
+
+def tsv_header(signature: str, columns: Sequence[str], means: dict[str, float] | None) -> list[str]:
+    """The three header lines of a TSV output: signature, means (or ``# mean pending`` while a
+    streamed run is going), column names."""
+    mean_line = PENDING if means is None else "# mean " + " ".join(f"{k}={v:.6f}" for k, v in means.items())
+    return [f"# {signature}\n", mean_line + "\n", "\t".join(columns) + "\n"]
+
+
+def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
+    """The output lines of ``scores`` (as ``alignscore score`` writes them)."""
+    names = list(scores.metrics)
+    columns = {k: v.tolist() for k, v in scores.metrics.items()}
+    best = scores.best_reference.tolist()
+    out = []
+    for i in range(len(scores)):
+        if fmt == "jsonl":
+            row = {k: columns[k][i] for k in names}
+            if multi:
+                row["best_ref"] = best[i]
+            out.append(json.dumps(row) + "\n")
+        else:
+            cells = [repr(columns[k][i]) for k in names] + ([str(best[i])] if multi else [])
+            out.append("\t".join(cells) + "\n")
+    return out
+
+
+def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
+    """TSV: the signature and means as comment lines, the column names, one row per candidate;
+    JSONL: one object per candidate."""
+    names = list(scores.metrics) + (["best_ref"] if multi else [])
+    out.writelines(tsv_header(scores.signature, names, scores.means()) if fmt == "tsv" else [])
+    out.writelines(rows(scores, fmt, multi))

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 import alignscore
 from alignscore.cache import EmbeddingCache, parse_size
-from alignscore.stream import iter_lines, score_stream
+from alignscore.stream import score_stream
+from alignscore.textio import iter_lines
 from alignscore.textio import read_lines
 from cli_checks import assert_one_error, fingerprint, invoke
 

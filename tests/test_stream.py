@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 import alignscore
 from alignscore.cli import main
-from alignscore.stream import iter_lines, score_stream, sidecar_path
+from alignscore.stream import score_stream, sidecar_path
+from alignscore.textio import iter_lines
 from alignscore.textio import read_lines
 
 TOL = 1e-6  # other chunks, other encoder batches: float summation order only

@@ -16,10 +16,9 @@ from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
 from ..scorer import Scorer, score_together
-from ..textio import check_output, replacing
+from ..textio import check_output, read_aligned, replacing
 from . import main
 from .options import build_scorer, option_files, scorer_options, scorer_opts
-from .score import read_aligned
 
 
 def _spec_command() -> click.Command:

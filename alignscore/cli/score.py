@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
 from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
-from ..scorer import Scores
-from ..stream import clear_sidecar, rows, score_stream, tsv_header
-from ..textio import check_output, check_parallel, read_lines, replacing
+from ..stream import clear_sidecar, score_stream
+from ..textio import check_output, read_aligned, replacing, write_scores
 from . import main
 from .options import build_scorer, option_files, scorer_options, scorer_opts
-
-
-def read_aligned(cands_path: str, refs_paths: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
-    """Candidates and, per candidate, its references (one per reference file); there must be
-    candidates, and the files must have the same number of lines."""
-    cands = read_lines(cands_path)
-    ref_files = [read_lines(p) for p in refs_paths]
-    check_parallel(cands_path, len(cands), [(p, len(refs)) for p, refs in zip(refs_paths, ref_files)])
-    return cands, [list(group) for group in zip(*ref_files)]
-
-
-def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
-    """TSV: the signature and means as comment lines, the column names, one row per candidate;
-    JSONL: one object per candidate."""
-    names = list(scores.metrics) + (["best_ref"] if multi else [])
-    out.writelines(tsv_header(scores.signature, names, scores.means()) if fmt == "tsv" else [])
-    out.writelines(rows(scores, fmt, multi))
 
 
 @main.command()
