@@ -18,6 +18,7 @@ size) plus ``4 T H`` for the attention products of a text of T tokens. Strategie
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
 - ``openvino``: OpenVINO's CPU plugin on the exported graph, f32 inference precision.
+- ``onnx-int8`` (approximate): ``onnx-fused`` with weights quantised to int8 (dynamic quantisation).
 """
 
 from __future__ import annotations
@@ -102,6 +103,13 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
         sess = ort.InferenceSession(str(fused_path), so, providers=["CPUExecutionProvider"])
         out["onnx-fused"] = lambda ids, mask: torch.from_numpy(
             sess.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0])
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        int8_path = path.with_suffix(".int8.onnx")
+        quantize_dynamic(str(fused_path), str(int8_path), weight_type=QuantType.QInt8)
+        sess8 = ort.InferenceSession(str(int8_path), so, providers=["CPUExecutionProvider"])
+        out["onnx-int8"] = lambda ids, mask: torch.from_numpy(
+            sess8.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0])
     except Exception as exc:  # noqa: BLE001 - report and go on
         print(f"[onnx-fused] unavailable: {exc}", file=sys.stderr)
     try:

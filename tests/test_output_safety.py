@@ -30,7 +30,7 @@ def no_scoring(monkeypatch):
         raise AssertionError("scored before the output was checked")
 
     monkeypatch.setattr(alignscore.Scorer, "score", refuse)
-    monkeypatch.setattr(alignscore.Scorer, "prepare", refuse)
+    monkeypatch.setattr("alignscore.engine.encode", refuse)
 
 
 @pytest.fixture()
