@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from numbers import Integral
+from typing import Any
 
 import torch
 
 from ..errors import ConfigError
+
+
+def check_layer(k: Any, what: str = "layer") -> int:
+    """``k`` as an int when it is an integer (``True``, ``"4"`` and ``4.0`` are not)."""
+    if isinstance(k, bool) or not isinstance(k, Integral):
+        raise ConfigError(f"{what} must be an integer, not {k!r}")
+    return int(k)
+
+
+def check_layer_spec(spec: Any, owner: str) -> tuple[int, ...]:
+    """A non-empty sequence of layer numbers as a tuple of ints."""
+    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
+        raise ConfigError(f"the {owner} aggregator needs a list of layers, not {spec!r}")
+    layers = tuple(check_layer(k) for k in spec)
+    if not layers:
+        raise ConfigError(f"the {owner} aggregator needs at least one layer")
+    return layers
 
 
 def resolve_layers(spec: tuple[int, ...], num_layers: int) -> list[int]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator, resolve_layers
+from .base import Aggregator, check_layer_spec, resolve_layers
 
 KERNELS = ("gaussian", "epanechnikov")
 
@@ -98,13 +98,11 @@ class Routing(Aggregator):
     normalize: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers_spec", tuple(self.layers_spec))
+        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "routing"))
         if self.kernel not in KERNELS:
             raise ConfigError(f"unknown routing kernel {self.kernel!r}; choose one of: {', '.join(KERNELS)}")
         if self.bandwidth <= 0 or self.max_iter < 1 or self.tol < 0:
             raise ConfigError("routing needs bandwidth > 0, max_iter >= 1 and tol >= 0")
-        if not self.layers_spec:
-            raise ConfigError("routing needs at least one layer")
 
     def layers(self, num_layers: int, default_layer: int | None = None) -> list[int]:
         return resolve_layers(self.layers_spec, num_layers)

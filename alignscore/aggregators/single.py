@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator
+from .base import Aggregator, check_layer
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,10 @@ class SingleLayer(Aggregator):
     """
 
     layer: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.layer is not None:
+            object.__setattr__(self, "layer", check_layer(self.layer))
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> int:
         k = self.layer if self.layer is not None else default_layer
