@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 
 from ..errors import ConfigError
-from .base import Aligner, Alignment, PairBatch, same_vectors, weighted_mean
+from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -63,6 +63,7 @@ class Greedy(Aligner):
             raise ConfigError("n-grams apply to the optimal-transport aligners, not greedy")
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        check_finite(batch)
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                   batch.ref_match, batch.cand_match)
         return {"precision": p, "recall": r, "f1": f}
@@ -81,6 +82,7 @@ class Greedy(Aligner):
         """Matches and contributions. With normalised masses ``w``, candidate token j adds
         ``w_j max_i s_ij`` to P and reference token i adds ``w_i max_j s_ij`` to R; F is split as
         ``F = F/(2P) * P + F/(2R) * R``, so each side's shares scale its P or R shares."""
+        check_finite(batch)
         p, r, f, sim = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                     batch.ref_match, batch.cand_match)
         sim_rc = sim.transpose(1, 2)  # [B, Tr, Tc]
