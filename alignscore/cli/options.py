@@ -10,7 +10,8 @@ from typing import Any, Callable
 import click
 
 from ..aggregators import AGGREGATORS
-from ..aligners import ALIGNERS, TransportAligner
+from ..aligners import ALIGNERS, SCORE_FORMS, TransportAligner
+from ..aligners.transport import COSTS
 from ..cache import EmbeddingCache, parse_size
 from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
 from ..encoders.layers import DEFAULT_MODEL
@@ -29,8 +30,10 @@ def _int_list(text: str) -> tuple[int, ...]:
     for part in text.split(","):
         part = part.strip()
         if part.count("-") == 1 and not part.startswith("-"):
-            lo, hi = part.split("-")
-            out += range(int(lo), int(hi) + 1)
+            lo, hi = (int(x) for x in part.split("-"))
+            if lo > hi:
+                raise ConfigError(f"--layers {text!r}: the range {part} is empty (write ranges low-high)")
+            out += range(lo, hi + 1)
         else:
             out.append(int(part))
     return tuple(out)
@@ -70,6 +73,15 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="greedy (BERTScore) or an optimal-transport aligner."),
     click.option("--n-gram", "n_gram", default=None,
                  help="OT aligners: n-gram size (1, 2, ...) or 'sentence' (SMD)."),
+    click.option("--cost", type=click.Choice(COSTS), default=None,
+                 help="OT aligners: cost between unit vectors, euclidean (moverscore_v2, the default) "
+                      "or sqeuclidean (MoverScore v1)."),
+    click.option("--score-form", type=click.Choice(SCORE_FORMS), default=None,
+                 help="OT aligners: the score from the distance d, 1-d (moverscore 1.0.3, the default) "
+                      "or 1/(1+d)."),
+    click.option("--reg", type=float, default=None,
+                 help="sinkhorn: entropic regularisation, > 0 (default 0.02); smaller is closer to the "
+                      "exact wmd and needs more iterations."),
     click.option("--multi-ref", type=click.Choice(MULTI_REF), default=None,
                  help="Several references: max per metric (bert_score) or mean."),
     click.option("--rescale", is_flag=True, default=False, help="Rescale with --baseline."),
@@ -140,16 +152,18 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
         weighting = WEIGHTINGS.build(name, **kwargs)
 
     aligner = base.get("aligner")
-    kwargs = {}
+    kwargs = {key: opts[flag] for key, flag in _ALIGNER_OPTIONS.items() if opts.get(flag) is not None}
     if opts.get("n_gram"):
         kwargs["n_gram"] = opts["n_gram"] if opts["n_gram"] == "sentence" else _parse(int, opts["n_gram"], "--n-gram")
     if opts.get("aligner") or aligner is None:
         name = opts.get("aligner") or "greedy"
+        _check_aligner_options(ALIGNERS.get(name), name, kwargs)
         if isinstance(aligner, TransportAligner) and issubclass(ALIGNERS.get(name), TransportAligner):
             # switching between OT aligners keeps the preset's cost, score form and n-gram size
             kwargs = {"cost": aligner.cost, "score": aligner.score, "n_gram": aligner.n_gram, **kwargs}
         aligner = ALIGNERS.build(name, **kwargs)
     elif kwargs:
+        _check_aligner_options(type(aligner), aligner.name, kwargs)
         aligner = dataclasses.replace(aligner, **kwargs)
 
     filters = list(base.get("filters", ()))
@@ -176,6 +190,24 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     )
 
 
+# aligner field -> the option (scorer_opts key) that sets it; --n-gram is parsed on its own
+_ALIGNER_OPTIONS = {"cost": "cost", "score": "score_form", "reg": "reg"}
+
+
+def _fields(cls: Any) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def _check_aligner_options(cls: Any, name: str, kwargs: dict[str, Any]) -> None:
+    """One clear error for an aligner option (--cost, --score-form, --reg) that the aligner does
+    not take, naming the aligners that do."""
+    for key, flag in _ALIGNER_OPTIONS.items():
+        if key in kwargs and key not in _fields(cls):
+            takers = [n for n in ALIGNERS.names() if key in _fields(ALIGNERS.get(n))]
+            raise ConfigError(f"--{flag.replace('_', '-')} applies to --aligner {' or '.join(takers)}, "
+                              f"not {name}")
+
+
 def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
     try:
         return fn(text)
@@ -186,7 +218,8 @@ def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
     names = {"preset", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
-             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "multi_ref", "rescale",
+             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "cost", "score_form", "reg",
+             "multi_ref", "rescale",
              "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
              "token_budget"}
     return {k: v for k, v in kwargs.items() if k in names}
