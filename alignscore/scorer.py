@@ -6,7 +6,8 @@ import functools
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from numbers import Integral
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import torch
 
@@ -59,21 +60,55 @@ class Scores:
         return len(self.best_reference)
 
     def means(self) -> dict[str, float]:
-        return {k: float(v.double().mean()) if len(v) else float("nan") for k, v in self.metrics.items()}
+        """Each metric's mean over the candidates. Raises :class:`InputError` when there are
+        none: a mean of no scores is undefined (never NaN)."""
+        if len(self) == 0:
+            raise InputError("no candidates were scored: there is no mean score")
+        return {k: float(v.double().mean()) for k, v in self.metrics.items()}
 
 
-def _reference_groups(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
-    if isinstance(cands, str) or isinstance(refs, str):
-        raise InputError("candidates and references must be lists of texts, not a single string")
+def _texts(items: Any, what: str) -> list[Any]:
+    """``items`` as a list, read once (any iterable but a single string or bytes)."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InputError(f"{what} must be a list of texts, not {_describe(items)}")
+    return list(items)
+
+
+def _describe(x: Any) -> str:
+    text = repr(x)
+    return f"{type(x).__name__} {text if len(text) <= 40 else text[:39] + '…'}"
+
+
+def _check_text(t: Any, where: str) -> None:
+    if not isinstance(t, str):
+        raise InputError(f"{where} is {_describe(t)}, not a text (str)")
+    try:
+        t.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{where} is not valid Unicode: character {exc.start} is a lone surrogate "
+                         f"({t[exc.start]!r}), which no tokenizer can encode") from None
+
+
+def _reference_groups(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]:
+    """The candidates and, per candidate, its references, checked: one text (str) or one
+    iterable of texts per candidate; generators are read once."""
+    cands = _texts(cands, "candidates")
+    refs = _texts(refs, "references")
     if len(refs) != len(cands):
         raise InputError(f"{len(cands)} candidates but {len(refs)} references (or reference groups)")
-    groups = [[r] if isinstance(r, str) else list(r) for r in refs]
+    groups = []
+    for i, r in enumerate(refs):
+        if not isinstance(r, str) and (isinstance(r, bytes) or not isinstance(r, Iterable)):
+            raise InputError(f"reference {i} is {_describe(r)}, not a text (str) nor a list of texts")
+        groups.append([r] if isinstance(r, str) else list(r))
+    for i, c in enumerate(cands):
+        _check_text(c, f"candidate {i}")
     for i, g in enumerate(groups):
         if not g:
             raise InputError(f"candidate {i} has no reference")
-        if not all(isinstance(t, str) for t in g):
-            raise InputError(f"reference group {i} holds something that is not a text")
-    return groups
+        for j, t in enumerate(g):
+            _check_text(t, f"reference {i}" if isinstance(refs[i], str) else f"reference group {i}, item {j}")
+    return cands, groups
 
 
 @dataclass
@@ -119,13 +154,22 @@ class Scorer:
 
             self.cache = EmbeddingCache(self.cache)
         check_special_policy(self.special_tokens)
+        for name, kind in (("encoder", Encoder), ("aggregator", Aggregator), ("weighting", Weighting),
+                           ("aligner", Aligner)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {_describe(getattr(self, name))}")
+        if not isinstance(self.filters, Iterable) or not all(isinstance(f, TokenFilter) for f in self.filters):
+            raise ConfigError(f"filters must be a list of TokenFilter, not {_describe(self.filters)}")
         self.filters = tuple(self.filters)
+        if self.baseline is not None and not isinstance(self.baseline, Baseline):
+            raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {_describe(self.baseline)}")
         if self.multi_ref not in MULTI_REF:
             raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
-        if self.batch_size < 1:
-            raise ConfigError("batch size must be at least 1")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ConfigError("the token budget must be at least 1")
+        for name, value in (("batch_size", self.batch_size), ("token_budget", self.token_budget)):
+            if value is None and name == "token_budget":
+                continue
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, not {_describe(value)}")
 
     # -- configuration ---------------------------------------------------------------------------
     def _default_layer(self) -> int | None:
@@ -183,7 +227,7 @@ class Scorer:
         """Every step before the aligner: check the input, tokenize the unique texts, fit the
         weights, apply the token roles and embed. :meth:`score` aligns the result; ``explain``
         reuses it to inspect single pairs."""
-        groups = _reference_groups(cands, refs)
+        cands, groups = _reference_groups(cands, refs)
         self._baseline_values()  # a composition that cannot be rescaled fails before encoding
         sizes = torch.tensor([len(g) for g in groups], dtype=torch.long)
         group_offsets = torch.zeros(len(groups) + 1, dtype=torch.long)
@@ -228,6 +272,9 @@ class Scorer:
         """Per-pair scores ``{metric: [P]}`` -> per-candidate :class:`Scores`: warn about empty
         pairs, reduce several references (``multi_ref``), name the best one, rescale."""
         values = self._baseline_values()
+        if len(prepared.group_offsets) == 1:  # no candidates: every metric is an empty tensor
+            return Scores({m: torch.empty(0) for m in self.aligner.metrics}, torch.empty(0, dtype=torch.long),
+                          torch.empty(0, dtype=torch.bool), self.signature())
         empty = empty_pairs(prepared.table, prepared.ref_mass, prepared.cand_mass,
                             prepared.pair_ref, prepared.pair_cand)
         if bool(empty.any()):

@@ -1,0 +1,325 @@
+"""Issue 11, numbers, parts and the Python API: each bad value is refused with one clear error
+(CLI: one ``alignscore: error:`` line; API: an AlignScoreError), or scores are finite and
+documented. Tiny local models."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import alignscore
+from alignscore.aggregators import PowerMeans, SingleLayer, power_mean
+from alignscore.aligners import WMD, Greedy, PairBatch, Sinkhorn
+from alignscore.aligners.transport import exact_plans, normalise_mass, pairwise_cost, sinkhorn_plans
+from alignscore.cli import main
+from alignscore.errors import AlignScoreError, ConfigError, InputError
+
+REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
+CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "he said it was incredible"]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def one_error_line(code: int, err: str, *needles: str) -> str:
+    """The CLI's contract for bad input: non-zero exit, exactly one error line, no traceback."""
+    assert code != 0, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("alignscore: error:")]
+    assert len(errors) == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+def jsonl_scores(out: str) -> list[dict[str, float]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture
+def io(tmp_path) -> tuple[str, str]:
+    refs, cands = tmp_path / "refs.txt", tmp_path / "cands.txt"
+    refs.write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    cands.write_text("\n".join(CANDS) + "\n", encoding="utf-8")
+    return str(refs), str(cands)
+
+
+def score_cli(io: tuple[str, str], model: str, *args: str) -> tuple[int, str, str]:
+    refs, cands = io
+    return run("score", "-r", refs, "-c", cands, "--model", model, "-q", "--format", "jsonl", *args)
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+def batch(seed: int = 0, n: int = 7, m: int = 6, pairs: int = 3) -> PairBatch:
+    gen = torch.Generator().manual_seed(seed)
+    return PairBatch(unit_rows(torch.randn(pairs, n, 8, generator=gen)), unit_rows(torch.randn(pairs, m, 8, generator=gen)),
+                     torch.rand(pairs, n, generator=gen) + 0.1, torch.rand(pairs, m, generator=gen) + 0.1,
+                     torch.ones(pairs, n, dtype=torch.bool), torch.ones(pairs, m, dtype=torch.bool))
+
+
+# -- 1. power means ---------------------------------------------------------------------------
+@pytest.mark.parametrize("p", [math.nan, 0, 0.0, -10, -15.0, -1e-9, True, "2", None])
+def test_power_means_refuse_exponents_where_they_are_not_defined(p) -> None:
+    with pytest.raises(ConfigError, match="power-mean exponent"):
+        PowerMeans(powers=(1.0, p))
+    if not isinstance(p, (str, type(None))):
+        with pytest.raises(ConfigError):
+            power_mean(torch.ones(2, 3), p)
+
+
+def test_power_means_accept_inf_and_positive_exponents() -> None:
+    agg = PowerMeans(layers_spec=[-2, -1], powers=[-math.inf, 0.5, 2, 1000, math.inf])
+    assert agg.layers_spec == (-2, -1) and agg.powers == (-math.inf, 0.5, 2.0, 1000.0, math.inf)
+    assert "p=-inf,0.5,2,1000,inf" in agg.signature(4)
+    with pytest.raises(ConfigError, match="at least one"):
+        PowerMeans(powers=())
+
+
+@pytest.mark.parametrize("p", [200.0, 1000.0, 1e6])
+def test_large_powers_neither_underflow_nor_overflow(p: float) -> None:
+    # components of unit vectors in a few hundred dimensions: 0.1 ** 200 is 0 in float32
+    x = torch.tensor([[0.05, -0.30, 0.10], [0.20, -0.10, 0.12], [0.15, 0.02, -0.04]], dtype=torch.float32)
+    m = power_mean(x, p)
+    assert torch.isfinite(m).all()
+    # M_p = s * M_p(x / s), in float64 without the scaling as the reference
+    x64 = x.double()
+    s = x64.abs().amax(0)
+    y = x64 / s
+    t = (y.sign() * y.abs() ** p).mean(0)
+    ref = s * t.sign() * t.abs() ** (1 / p)
+    assert torch.allclose(m.double(), ref, rtol=1e-5, atol=0)
+    assert m[0] > 0.19 and m[1] < -0.29  # close to the signed largest component, not 0
+
+
+def test_power_means_are_scale_equivariant_and_match_the_formula() -> None:
+    x = torch.tensor([[1.0, -2.0], [3.0, 4.0], [-5.0, 0.5]], dtype=torch.float64)
+    for p in (0.5, 2.0, 3.0, 7.0):
+        m = (x.sign() * x.abs() ** p).mean(0)
+        assert torch.allclose(power_mean(x, p), m.sign() * m.abs() ** (1 / p))
+        assert torch.allclose(power_mean(1e-30 * x, p), 1e-30 * power_mean(x, p))
+    assert torch.equal(power_mean(torch.zeros(3, 2), 5.0), torch.zeros(2))
+
+
+@pytest.mark.parametrize("powers", ["nan", "-15", "0", "-inf,-2,inf", "1,NaN"])
+@pytest.mark.parametrize("aligner", ["greedy", "wmd"])
+def test_cli_refuses_undefined_powers(io, tiny_bert_dir, powers, aligner) -> None:
+    code, out, err = score_cli(io, tiny_bert_dir, "--powers", powers, "--aligner", aligner)
+    one_error_line(code, err, "power-mean exponent")
+    assert out == ""
+
+
+def test_cli_large_powers_give_real_scores(io, tiny_bert_dir) -> None:
+    code, out, err = score_cli(io, tiny_bert_dir, "--layers", "2-4", "--powers", "200,1000")
+    assert code == 0, err
+    f1 = [r["f1"] for r in jsonl_scores(out)]
+    assert all(math.isfinite(v) and 0.05 < v <= 1 for v in f1), f1  # not the 0 of zero vectors
+
+
+@pytest.mark.parametrize("aligner", [WMD(), WMD(n_gram=2), Sinkhorn(), Greedy()])
+def test_aligners_never_score_non_finite_vectors(aligner) -> None:
+    b = batch()
+    b.ref[1, 2, 3] = float("nan")
+    with pytest.raises(ConfigError, match="NaN or infinity"):
+        aligner(b)
+    with pytest.raises(ConfigError, match="NaN or infinity"):
+        aligner.score_variants([b, b])
+
+
+def test_exact_and_entropic_plans_refuse_a_non_finite_cost() -> None:
+    b = batch()
+    cost = pairwise_cost(b.ref, b.cand, "euclidean")
+    cost[0, 1, 1] = float("nan")
+    a, m = normalise_mass(b.ref_mass), normalise_mass(b.cand_mass)
+    for solve in (exact_plans, lambda c, x, y: sinkhorn_plans(c, x, y, 0.05)):
+        with pytest.raises(ConfigError, match="NaN or infinity"):
+            solve(cost, a, m)
+
+
+# -- 2. Sinkhorn says when it did not converge -------------------------------------------------
+def test_sinkhorn_that_stops_at_max_iter_says_so() -> None:
+    b = batch(seed=3, pairs=4)
+    with pytest.warns(UserWarning, match=r"sinkhorn did not converge for [1-4] of 4 pair\(s\).*"
+                                         r"raise max_iter or reg") as record:
+        scores = Sinkhorn(reg=1e-4, max_iter=30)(b)["score"]
+    assert torch.isfinite(scores).all()
+    assert "max_iter=30" in str(record[0].message) and "tol 1e-06" in str(record[0].message)
+
+
+def test_sinkhorn_result_reports_each_pairs_marginal_error() -> None:
+    b = batch(seed=4, pairs=3)
+    b.ref_mass[2] = 0.0  # an empty pair: no plan, error 0
+    cost = pairwise_cost(b.ref, b.cand, "euclidean")
+    a, m = normalise_mass(b.ref_mass), normalise_mass(b.cand_mass)
+    short = sinkhorn_plans(cost, a, m, reg=1e-3, max_iter=5, tol=1e-9)
+    row_err = (short.plan.sum(2) - a).abs().sum(1)
+    assert torch.allclose(short.error[:2], row_err[:2]) and short.error[2] == 0
+    assert short.converged.tolist() == [False, False, True] and short.iterations == 5
+    done = sinkhorn_plans(cost, a, m, reg=0.05, max_iter=5000, tol=1e-9)
+    assert done.converged.all() and (done.error < 1e-9).all() and done.iterations < 5000
+    assert torch.allclose(done.plan.sum(1)[:2], m[:2], atol=1e-12)  # columns exact
+
+
+def test_sinkhorn_default_converges_and_stays_close_to_exact() -> None:
+    b = batch(seed=5, n=12, m=11, pairs=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "did not converge" warning
+        approx = Sinkhorn()(b)["score"]
+    exact = WMD()(b)["score"]
+    assert (approx <= exact + 1e-9).all() and (exact - approx).max() < 5e-3
+
+
+@pytest.mark.parametrize("kwargs", [{"reg": math.nan}, {"reg": math.inf}, {"reg": 0.0}, {"reg": -1.0}, {"reg": "0.1"},
+                                    {"tol": 0.0}, {"tol": math.nan}, {"max_iter": 2.5}, {"max_iter": 0}])
+def test_sinkhorn_settings_are_checked(kwargs) -> None:
+    with pytest.raises(ConfigError):
+        Sinkhorn(**kwargs)
+
+
+# -- 3. the OT aligners' options on the command line -----------------------------------------
+def test_cli_reg_cost_and_score_form_change_the_scores_as_documented(io, tiny_bert_dir) -> None:
+    def scores(*args: str) -> tuple[list[float], str]:
+        code, out, err = score_cli(io, tiny_bert_dir, "--layer", "3", *args)
+        assert code == 0, err
+        sig = next(ln for ln in err.splitlines() if ln.startswith("signature: "))
+        return [r["score"] for r in jsonl_scores(out)], sig
+
+    exact, sig = scores("--aligner", "wmd")
+    assert "align:wmd(euclidean,1-d,n=1)" in sig
+    loose, sig = scores("--aligner", "sinkhorn", "--reg", "0.1")
+    assert "reg=0.1," in sig
+    tight, sig = scores("--aligner", "sinkhorn", "--reg", "0.01")
+    assert "reg=0.01," in sig
+    assert max(abs(t - e) for t, e in zip(tight, exact)) < min(abs(t - e) for t, e in zip(loose, exact))
+    inverse, sig = scores("--aligner", "wmd", "--score-form", "1/(1+d)")
+    assert "align:wmd(euclidean,1/(1+d),n=1)" in sig
+    assert inverse == pytest.approx([1 / (1 + (1 - s)) for s in exact], abs=1e-9)
+    squared, sig = scores("--aligner", "wmd", "--cost", "sqeuclidean")
+    assert "align:wmd(sqeuclidean,1-d,n=1)" in sig and squared != pytest.approx(exact, abs=1e-6)
+    preset, sig = scores("--preset", "moverscore-v2", "--aligner", "sinkhorn", "--reg", "0.05")
+    assert "align:sinkhorn(euclidean,1-d,n=1,reg=0.05," in sig  # the preset's cost is kept
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--reg", "0.1"], "--reg applies to --aligner sinkhorn, not greedy"),
+    (["--cost", "sqeuclidean"], "--cost applies to --aligner sinkhorn or wmd, not greedy"),
+    (["--score-form", "1/(1+d)"], "--score-form applies to --aligner sinkhorn or wmd, not greedy"),
+    (["--aligner", "wmd", "--reg", "0.1"], "--reg applies to --aligner sinkhorn, not wmd"),
+    (["--preset", "moverscore-v2", "--reg", "0.1"], "--reg applies to --aligner sinkhorn, not wmd"),
+    (["--aligner", "sinkhorn", "--reg", "0"], "reg must be a finite number > 0"),
+    (["--aligner", "sinkhorn", "--reg", "nan"], "reg must be a finite number > 0"),
+    (["--aligner", "sinkhorn", "--reg", "-inf"], "reg must be a finite number > 0"),
+])
+def test_cli_ot_options_that_do_not_apply_are_one_error(io, tiny_bert_dir, args, needle) -> None:
+    code, out, err = score_cli(io, tiny_bert_dir, "--layer", "3", *args)
+    one_error_line(code, err, needle)
+
+
+# -- 7. layers and empty input ---------------------------------------------------------------
+def test_layer_0_alone_is_the_embedding_layer(tiny_bert_dir) -> None:
+    from transformers import AutoModel
+
+    enc = alignscore.HFEncoder(tiny_bert_dir, device_name="cpu")
+    ids = torch.tensor([[2, 40, 41, 42, 3]])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        hidden = AutoModel.from_pretrained(tiny_bert_dir).eval()(input_ids=ids, attention_mask=mask,
+                                                                  output_hidden_states=True).hidden_states
+    assert torch.allclose(enc.forward(ids, mask, [0])[0], hidden[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("args, signature", [(["--layer", "0"], "layers:L0|"), (["--layer", "-5"], "layers:L0|"),
+                                             (["--layers", "0"], "layers:pmeans(L0;"),
+                                             (["--layers", "0", "--aligner", "wmd"], "layers:pmeans(L0;")])
+def test_cli_layer_0_scores(io, tiny_bert_dir, args, signature) -> None:
+    code, out, err = score_cli(io, tiny_bert_dir, *args)
+    assert code == 0, err
+    assert signature in err
+    rows = jsonl_scores(out)
+    assert len(rows) == 3 and all(math.isfinite(v) for r in rows for v in r.values())
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--layers", "5-3"], "the range 5-3 is empty"),
+    (["--layers", "1,4-2"], "the range 4-2 is empty"),
+    (["--layers", "x"], "cannot read --layers"),
+    (["--layer", "5"], "layer 5 does not exist"),
+    (["--layer", "-6"], "layer -6 does not exist"),
+    (["--layers", "-6,1"], "layer -6 does not exist"),
+])
+def test_cli_bad_layers_are_one_error(io, tiny_bert_dir, args, needle) -> None:
+    code, out, err = score_cli(io, tiny_bert_dir, *args)
+    one_error_line(code, err, needle)
+
+
+@pytest.mark.parametrize("aligner", [Greedy(), WMD(), Sinkhorn()])
+def test_scoring_no_candidates_gives_empty_scores(tiny_bert_dir, aligner) -> None:
+    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), aligner=aligner)
+    scores = scorer.score([], [])
+    assert len(scores) == 0 and list(scores.metrics) == list(aligner.metrics)
+    assert all(v.shape == (0,) for v in scores.metrics.values())
+    assert scores.best_reference.shape == (0,) and scores.empty.shape == (0,)
+    assert scores.signature.startswith("model:")
+    with pytest.raises(InputError, match="no candidates"):
+        scores.means()
+
+
+# -- 9. Python API input types ---------------------------------------------------------------
+@pytest.mark.parametrize("cands, refs, needle", [
+    ([None, "a"], ["a", "b"], "candidate 0 is NoneType None, not a text"),
+    (["a", 3], ["a", "b"], "candidate 1 is int 3, not a text"),
+    (["a", b"b"], ["a", "b"], "candidate 1 is bytes b'b', not a text"),
+    (["a", "b\ud800c"], ["a", "b"], "candidate 1 is not valid Unicode: character 1 is a lone surrogate"),
+    (["a", "b"], ["a", None], "reference 1 is NoneType None, not a text"),
+    (["a", "b"], ["a", 7], "reference 1 is int 7"),
+    (["a", "b"], ["a", b"b"], "reference 1 is bytes"),
+    (["a", "b"], ["a", ["x", 2.5]], "reference group 1, item 1 is float 2.5"),
+    (["a", "b"], ["a", ["x", "\udfff"]], "reference group 1, item 1 is not valid Unicode"),
+    (["a", "b"], ["a", []], "candidate 1 has no reference"),
+    (["a", "b"], ["a"], "2 candidates but 1 references"),
+    (None, ["a"], "candidates must be a list of texts, not NoneType"),
+    ("a text", ["a"], "candidates must be a list of texts, not str"),
+    (["a"], 5, "references must be a list of texts, not int"),
+])
+def test_bad_api_inputs_are_input_errors(tiny_bert_dir, cands, refs, needle) -> None:
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=2)
+    with pytest.raises(InputError) as info:
+        scorer.score(cands, refs)
+    assert needle in str(info.value)
+
+
+def test_generators_are_read_once(tiny_bert_dir) -> None:
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=2)
+    listed = scorer.score(CANDS, [[r, c] for r, c in zip(REFS, CANDS)])
+    generated = scorer.score((c for c in CANDS), ((r, c) for r, c in zip(REFS, CANDS)))
+    assert torch.equal(listed.f1, generated.f1) and torch.equal(listed.best_reference, generated.best_reference)
+
+
+@pytest.mark.parametrize("build, needle", [
+    (lambda m: alignscore.bertscore(m, layer="4"), "layer must be an integer, not '4'"),
+    (lambda m: alignscore.bertscore(m, layer=True), "layer must be an integer, not True"),
+    (lambda m: alignscore.bertscore(m, layer=2.0), "layer must be an integer"),
+    (lambda m: alignscore.bertscore(m, layer=2, batch_size=2.5), "batch_size must be an integer >= 1"),
+    (lambda m: alignscore.bertscore(m, layer=2, batch_size=0), "batch_size must be an integer >= 1"),
+    (lambda m: alignscore.bertscore(m, layer=2, token_budget=True), "token_budget must be an integer >= 1"),
+    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), aligner="wmd"), "aligner must be an instance of Aligner"),
+    (lambda m: alignscore.Scorer(m), "encoder must be an instance of Encoder"),
+    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), filters=["rm"]), "filters must be a list of TokenFilter"),
+    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), baseline="b.csv"), "baseline must be a Baseline"),
+    (lambda m: PowerMeans(layers_spec=(1, "2")), "layer must be an integer"),
+    (lambda m: PowerMeans(layers_spec=3), "needs a list of layers"),
+])
+def test_bad_part_settings_are_config_errors(tiny_bert_dir, build, needle) -> None:
+    with pytest.raises(ConfigError) as info:
+        build(tiny_bert_dir)
+    assert needle in str(info.value)
+    assert isinstance(info.value, AlignScoreError)
