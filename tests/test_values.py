@@ -323,3 +323,87 @@ def test_bad_part_settings_are_config_errors(tiny_bert_dir, build, needle) -> No
         build(tiny_bert_dir)
     assert needle in str(info.value)
     assert isinstance(info.value, AlignScoreError)
+
+
+# -- 4. baselines ----------------------------------------------------------------------------
+def _baseline_file(tmp_path, text: str) -> str:
+    path = tmp_path / "base.tsv"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("rows, line, needle", [
+    ("0,0.3,0.3,0.3\n4,1.0,1.0,1.0\n", 3, "layer 4: the precision baseline 1.0 is not below 1"),
+    ("0,0.3,0.3,0.3\n1,0.5,2.5,0.4\n", 3, "layer 1: the recall baseline 2.5 is not below 1"),
+    ("0,0.3,nan,0.3\n", 2, "the recall baseline nan is not a finite number"),
+    ("0,0.3,0.3,-inf\n", 2, "the f1 baseline -inf is not a finite number"),
+    ("0,0.3,0.3,0.3\n\n0,0.4,0.4,0.4\n", 4, "layer 0 has a second row (the first is on line 2)"),
+    ("1.5,0.3,0.3,0.3\n", 2, "an integer layer and three numbers"),
+    ("x,0.3,0.3,0.3\n", 2, "an integer layer and three numbers"),
+    ("0,0.3,0.3\n", 2, "an integer layer and three numbers"),
+    ("", None, "has no rows"),
+])
+def test_bad_baseline_rows_are_refused_with_file_and_line(tmp_path, rows, line, needle) -> None:
+    path = _baseline_file(tmp_path, "LAYER,P,R,F\n" + rows)
+    with pytest.raises(InputError) as info:
+        alignscore.Baseline.read(path)
+    where = f"{path}:{line}: " if line else f"{path}: "
+    assert str(info.value).startswith(where) and needle in str(info.value), str(info.value)
+
+
+def test_baseline_rows_are_taken_by_their_layer_column(tmp_path) -> None:
+    path = _baseline_file(tmp_path, "LAYER,P,R,F\n2,0.2,0.2,0.2\n0,0.5,0.6,0.55\n 1 , 0.1 , 0.1 , 0.1 \n")
+    base = alignscore.Baseline.read(path)
+    assert base.values(0) == {"precision": 0.5, "recall": 0.6, "f1": 0.55}
+    assert base.values(2)["f1"] == 0.2 and base.values(1)["recall"] == 0.1
+    with pytest.raises(ConfigError, match=r"no row for layer 7 \(it has layers 0..2\)"):
+        base.values(7)
+    gappy = alignscore.Baseline.read(_baseline_file(tmp_path, "LAYER,P,R,F\n0,0.5,0.5,0.5\n3,0.2,0.2,0.2\n"))
+    with pytest.raises(ConfigError, match=r"no row for layer 1 \(it has layers 0, 3\)"):
+        gappy.values(1)
+
+
+def test_bert_scores_own_baseline_files_read_as_before() -> None:
+    import csv
+    from pathlib import Path
+
+    import bert_score
+
+    files = sorted((Path(bert_score.__file__).parent / "rescale_baseline").glob("*/*.tsv"))
+    assert len(files) > 50
+    for path in files:
+        table = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
+        base = alignscore.Baseline.read(path)
+        assert sorted(base.rows) == list(range(len(table) - 1)), path
+        for k, row in enumerate(table[1:]):  # bert_score reads row k as layer k
+            assert base.values(k) == dict(zip(("precision", "recall", "f1"), map(float, row[1:]))), path
+
+
+@pytest.mark.parametrize("rows", [{4: {"f1": 1.0}}, {0: {"f1": math.nan}}, {"0": {"f1": 0.3}}, {}])
+def test_baselines_built_in_python_are_checked(rows) -> None:
+    with pytest.raises(ConfigError):
+        alignscore.Baseline(rows)
+
+
+def test_cli_bad_baseline_is_one_error_line(io, tiny_bert_dir, tmp_path) -> None:
+    path = _baseline_file(tmp_path, "LAYER,P,R,F\n0,0.3,0.3,0.3\n1,0.3,0.3,0.3\n2,1.0,1.0,1.0\n")
+    code, out, err = score_cli(io, tiny_bert_dir, "--layer", "2", "--baseline", path)
+    one_error_line(code, err, f"{path}:4:", "not below 1")
+    path = _baseline_file(tmp_path, "LAYER,P,R,F\n0,0.3,0.3,0.3\n1,0.3,0.3,0.3\n2,0.4,0.4,0.4\n")
+    code, out, err = score_cli(io, tiny_bert_dir, "--layer", "3", "--baseline", path)
+    one_error_line(code, err, "no row for layer 3 (it has layers 0..2)")
+
+
+def test_baseline_of_lines_that_differ_only_in_whitespace_is_refused(tmp_path, tiny_bert_dir) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat\n  the cat sat\nthe cat sat \t\n\n", encoding="utf-8")
+    out = tmp_path / "b.tsv"
+    code, _, err = run("baseline", "--model", tiny_bert_dir, "--corpus", str(corpus), "-o", str(out),
+                       "--pairs", "20", "-q")
+    one_error_line(code, err, "at least two different non-empty lines")
+    assert not out.exists()
+    # whitespace variants of one line are never drawn as a pair of different lines
+    corpus.write_text("the cat sat\n  the cat sat\na dog ran  \n", encoding="utf-8")
+    base = alignscore.compute_baseline(alignscore.HFEncoder(tiny_bert_dir), corpus.read_text().splitlines(),
+                                       pairs=40)
+    assert all(b < 0.999 for row in base.rows.values() for b in row.values())
