@@ -264,7 +264,7 @@ class Scorer:
             texts=texts, table=table, vectors=vectors,
             ref_mass=(ref_w[table.ids] * carries).to(device),
             cand_mass=(cand_w[table.ids] * carries).to(device),
-            matchable=matchable.to(device),
+            matchable=matchable.to(device), carries=carries,
             pair_ref=pair_ref, pair_cand=pair_cand, group_offsets=group_offsets,
         )
 
@@ -278,14 +278,47 @@ class Scorer:
         empty = empty_pairs(prepared.table, prepared.ref_mass, prepared.cand_mass,
                             prepared.pair_ref, prepared.pair_cand)
         if bool(empty.any()):
-            warnings.warn(f"{int(empty.sum())} pair(s) have an empty text (nothing left to align); "
-                          f"they score 0", stacklevel=3)
+            for message in self._why_empty(prepared):
+                warnings.warn(message, stacklevel=3)
         offsets = prepared.group_offsets
         metrics, best = reduce_groups(per_pair, offsets, self.aligner.primary, self.multi_ref)
         empty_any = reduce_groups({"e": empty.float()}, offsets, "e", "max")[0]["e"] > 0
         if values is not None:
             metrics = rescale(metrics, values)
         return Scores(metrics, best, empty_any, self.signature())
+
+    def _why_empty(self, prepared: Prepared) -> list[str]:
+        """One message per reason why pairs have a side without mass: an empty text, a text whose
+        every token the token roles took out, or a text whose every token weighs 0 (idf)."""
+        table = prepared.table
+        text = table.text_index()
+
+        def per_text(x: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(len(table), dtype=torch.float64).index_add_(0, text, x.detach().double().cpu())
+
+        words, carrying = per_text(~table.special), per_text(prepared.carries)
+
+        def cause(side: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:  # 0: has mass, 1, 2, 3: why not
+            lacking = per_text(mass)[side] <= 0
+            return lacking * torch.where(words[side] == 0, 1, torch.where(carrying[side] == 0, 2, 3))
+
+        ref, cand = cause(prepared.pair_ref, prepared.ref_mass), cause(prepared.pair_cand, prepared.cand_mass)
+        counts = {k: int(((ref == k) | (cand == k)).sum()) for k in (1, 2, 3)}
+        roles = "special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters)
+        corpus = getattr(self.weighting, "corpus", None)
+        source = (f"the {len(corpus)} sentence(s) of its corpus" if corpus is not None
+                  else f"the {len(prepared.pair_ref)} reference sentence(s) being scored")
+        if getattr(self.weighting, "sep", False):
+            source += f", candidate idf from the {len(prepared.group_offsets) - 1} candidate(s)"
+        messages = {
+            1: "{n} pair(s) have an empty text; they score 0",
+            2: f"{{n}} pair(s) have a text whose every token the token roles ({roles}) took out; they score 0",
+            3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({self.weighting.signature()}: idf "
+                f"from {source}; a token found in every one of those sentences gets idf 0, and from a single "
+                "sentence every token does), so nothing carries mass and they score 0; use idf-L with a larger "
+                "corpus (--weighting idf-L --idf-corpus FILE), or no idf"),
+        }
+        return [messages[k].format(n=n) for k, n in counts.items() if n]
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the
@@ -301,8 +334,9 @@ class Prepared:
     """What :meth:`Scorer.prepare` computes for a list of candidates and reference groups.
 
     The unique ``texts`` are packed in ``table`` with unit token ``vectors [N, D]``; a token's
-    mass is ``ref_mass`` / ``cand_mass [N]`` when its text is the reference / candidate, and
-    ``matchable [N]`` says who may be aligned to. Pair k aligns text ``pair_ref[k]`` with text
+    mass is ``ref_mass`` / ``cand_mass [N]`` when its text is the reference / candidate,
+    ``matchable [N]`` says who may be aligned to and ``carries [N]`` (on the CPU) who the token
+    roles let carry mass. Pair k aligns text ``pair_ref[k]`` with text
     ``pair_cand[k]``; candidate i's pairs are ``group_offsets[i]:group_offsets[i+1]``.
     """
 
@@ -312,6 +346,7 @@ class Prepared:
     ref_mass: torch.Tensor
     cand_mass: torch.Tensor
     matchable: torch.Tensor
+    carries: torch.Tensor
     pair_ref: torch.Tensor
     pair_cand: torch.Tensor
     group_offsets: torch.Tensor

@@ -407,3 +407,45 @@ def test_baseline_of_lines_that_differ_only_in_whitespace_is_refused(tmp_path, t
     base = alignscore.compute_baseline(alignscore.HFEncoder(tiny_bert_dir), corpus.read_text().splitlines(),
                                        pairs=40)
     assert all(b < 0.999 for row in base.rows.values() for b in row.values())
+
+
+# -- 5. why a pair has nothing to align ---------------------------------------------------------
+def _warnings_of(fn) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_idf_from_one_reference_says_why_everything_scores_0(tiny_bert_dir) -> None:
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=2, idf=True)
+    found = []
+    messages = _warnings_of(lambda: found.append(scorer.score(["consumers prefer imported cars"],
+                                                              ["people like foreign cars"])))
+    assert found[0].f1.tolist() == [0.0]
+    assert len(messages) == 1, messages
+    assert "1 pair(s) have a text whose every token has idf 0" in messages[0]
+    assert "idf from the 1 reference sentence(s)" in messages[0] and "idf-L" in messages[0]
+    assert "empty text" not in messages[0]
+
+
+def test_the_three_reasons_for_nothing_to_align_are_told_apart(tiny_bert_dir) -> None:
+    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
+                               filters=(alignscore.FILTERS.build("rm"),))
+    messages = _warnings_of(lambda: scorer.score(["a cat", "a cat", "a cat", "a cat"],
+                                                 ["", "  ", "!!! ?", "the cat"]))
+    assert messages == ["2 pair(s) have an empty text; they score 0",
+                        "1 pair(s) have a text whose every token the token roles (special=match-only+rm) took out; "
+                        "they score 0"]
+    sep = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=alignscore.idf_s(sep=True))
+    messages = _warnings_of(lambda: sep.score(["a cat"], ["the cat"]))
+    assert len(messages) == 1 and "candidate idf from the 1 candidate(s)" in messages[0]
+
+
+def test_show_says_why_the_figure_is_empty(tiny_bert_dir) -> None:
+    code, out, err = run("show", "-r", "people like foreign cars", "-c", "consumers prefer imported cars",
+                         "--model", tiny_bert_dir, "--preset", "moverscore-v2")
+    assert code == 0, err
+    warned = [ln for ln in err.splitlines() if ln.startswith("alignscore: warning:")]
+    assert len(warned) == 1 and "every token has idf 0 (idf-S+sep" in warned[0], err
+    assert "--weighting idf-L --idf-corpus FILE" in warned[0] and "empty text" not in err

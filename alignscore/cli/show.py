@@ -69,12 +69,7 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
     fmt = format_for(output, fmt)
     scorer = build_scorer(scorer_opts(kwargs), progress=False)
-    expl = explain(scorer, [candidate], [references])[0]
-    if scorer.weighting.signature().startswith("idf-S") and any(
-            not p.ref_mass.any() or not p.cand_mass.any() for p in expl.pairs):
-        click.echo("alignscore: warning: idf-S is computed from the texts given here: a token found in all "
-                   "of them gets idf 0, so nothing may carry mass; use --weighting idf-L --idf-corpus FILE",
-                   err=True)
+    expl = explain(scorer, [candidate], [references])[0]  # warns when a side carries no mass, and why
     text = write(expl, output, fmt, ref_index)
     if text is not None:
         click.echo(text, nl=False)
