@@ -449,3 +449,74 @@ def test_show_says_why_the_figure_is_empty(tiny_bert_dir) -> None:
     warned = [ln for ln in err.splitlines() if ln.startswith("alignscore: warning:")]
     assert len(warned) == 1 and "every token has idf 0 (idf-S+sep" in warned[0], err
     assert "--weighting idf-L --idf-corpus FILE" in warned[0] and "empty text" not in err
+
+
+# -- 6. undefined correlations are never shown as numbers --------------------------------------
+def test_spearman_is_undefined_for_constant_or_non_finite_scores() -> None:
+    from alignscore.cli.diff import spearman
+
+    x = torch.tensor([0.3, 0.1, 0.2, 0.5])
+    assert spearman(x, torch.full((4,), 0.7)) is None
+    assert spearman(torch.tensor([0.3, float("nan"), 0.2, 0.5]), x) is None
+    assert spearman(x, -x) == pytest.approx(-1.0)
+
+
+def test_diff_of_constant_scores_prints_rho_as_undefined(tmp_path, tiny_bert_dir) -> None:
+    refs, cands = tmp_path / "refs.txt", tmp_path / "blank.txt"
+    refs.write_text("the cat sat\na dog ran home\npeople like cars\n", encoding="utf-8")
+    cands.write_text("\n \n\n", encoding="utf-8")  # every pair has an empty side: every score is 0
+    code, out, err = run("diff", "-r", str(refs), "-c", str(cands), "--model", tiny_bert_dir, "--layer", "2",
+                         "--a", "--aligner greedy", "--b", "--aligner wmd", "--top", "0", "-q")
+    assert code == 0, err
+    assert "Spearman rho(A f1, B score) = undefined (A and B: all scores equal)" in out
+    assert "nan" not in out.lower()
+
+
+def _daseg(folder, refs: list[str], cands: list[str], human: list[str]):
+    folder.mkdir()
+    for kind, lines in (("reference", refs), ("mt-system", cands), ("human", human)):
+        (folder / f"DAseg.newstest2016.{kind}.de-en").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def _grid(tmp_path, model: str):
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'title = "t"\n[models.base]\nmodel = "{model}"\nlayer = 2\n[[columns]]\nname = "F"\n'
+                    'aligner = "greedy"\n[[columns]]\nname = "WMD1"\naligner = "wmd"\n[[rows]]\nname = "Vanilla"\n',
+                    encoding="utf-8")
+    return grid
+
+
+SEGMENTS = ["the cat sat on the mat", "a dog ran home", "people like foreign cars", "he said it was fine",
+            "it rained all day"]
+
+
+@pytest.mark.parametrize("human, needle", [(["0.5"] * 5, "every human score is 0.5"),
+                                           (["0.1", "nan", "0.3", "0.4", "0.2"], "human.de-en:2: not a finite number"),
+                                           (["0.1", "inf", "0.3", "0.4", "0.2"], "human.de-en:2: not a finite number")])
+def test_ablate_refuses_human_scores_without_a_correlation(tmp_path, tiny_bert_dir, human, needle) -> None:
+    data = _daseg(tmp_path / "data", SEGMENTS, SEGMENTS[::-1], human)
+    out = tmp_path / "out"
+    code, _, err = run("ablate", str(_grid(tmp_path, tiny_bert_dir)), "--data", str(data), "-o", str(out), "-q")
+    one_error_line(code, err, needle, "DAseg.newstest2016.human.de-en")
+    assert not out.exists()
+
+
+def test_ablate_shows_cells_with_constant_scores_as_undefined(tmp_path, tiny_bert_dir) -> None:
+    import csv
+
+    # blank translations: every pair has an empty side, so every cell scores 0 throughout
+    data = _daseg(tmp_path / "data", SEGMENTS, [""] * 5, ["0.1", "-0.4", "0.9", "0.3", "0.0"])
+    out = tmp_path / "out"
+    code, stdout, err = run("ablate", str(_grid(tmp_path, tiny_bert_dir)), "--data", str(data), "-o", str(out),
+                            "--bootstrap", "20", "--correlation", "pearson", "--correlation", "kendall", "-q")
+    assert code == 0, err
+    table = (out / "table.md").read_text(encoding="utf-8")
+    assert "| Vanilla | F | undefined [1] | — |" in table
+    assert "[1] the cell's scores are all equal: the correlation is undefined" in table
+    rows = list(csv.DictReader((out / "results.csv").open(encoding="utf-8")))
+    assert len(rows) == 4 and all(r["status"] == "undefined: the cell's scores are all equal: the correlation is "
+                                                  "undefined" and r["r"] == "" and r["p_value"] == "" for r in rows)
+    assert all(r["ci_low"] == "" and r["not_beaten"] == "" for r in rows)
+    for text in (table, (out / "results.csv").read_text(encoding="utf-8"), stdout):
+        assert "nan" not in text.lower()
