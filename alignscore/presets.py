@@ -1,8 +1,11 @@
-"""One-call compositions. Each preset returns a :class:`Scorer`; keyword arguments override parts."""
+"""One-call compositions. Each preset returns a :class:`Scorer`; keyword arguments named after a
+Scorer field override that part."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -12,6 +15,7 @@ from .aligners.greedy import Greedy
 from .aligners.optimal import WMD
 from .encoders.huggingface import HFEncoder
 from .encoders.layers import DEFAULT_MODEL
+from .errors import ConfigError
 from .filters.base import TokenFilter
 from .filters.lexical import MoverScoreV2Strings, RemoveSubwordsPunct, StopWords
 from .registry import Registry
@@ -22,22 +26,27 @@ from .weighting.schemes import Idf, Uniform, idf_s
 
 def bertscore(model: str = DEFAULT_MODEL, layer: int | None = None, idf: bool = False,
               baseline: str | Path | Baseline | None = None, device: str | None = None,
-              **scorer_kwargs: Any) -> Scorer:
+              **parts: Any) -> Scorer:
     """BERTScore (Zhang et al., 2020): one layer, greedy matching of cosine similarities,
     optionally idf from the references (``idf=True`` is idf-S) and baseline rescaling.
+
+    Any other keyword is a :class:`Scorer` field and overrides that part (``special_tokens="drop"``,
+    ``aligner=Sinkhorn()``, ``batch_size=16``, ...); see :func:`compose`.
 
     >>> scorer = bertscore("all-MiniLM-L6-v2", layer=4)            # doctest: +SKIP
     >>> scorer.score(["a cat sat"], ["the cat sat down"]).f1          # doctest: +SKIP
     """
-    if baseline is not None and not isinstance(baseline, Baseline):
+    if isinstance(baseline, (str, os.PathLike)):
         baseline = Baseline.read(baseline)
-    return Scorer(encoder=HFEncoder(model, device_name=device), aggregator=SingleLayer(layer),
-                  weighting=idf_s() if idf else Uniform(), aligner=Greedy(), special_tokens="match-only",
-                  baseline=baseline, **scorer_kwargs)
+    return compose("bertscore", dict(
+        encoder=HFEncoder(model, device_name=device), aggregator=SingleLayer(layer),
+        weighting=idf_s() if idf else Uniform(), aligner=Greedy(), special_tokens="match-only", baseline=baseline,
+    ), parts, {"encoder": _given(model=model != DEFAULT_MODEL, device=device is not None),
+               "aggregator": _given(layer=layer is not None), "weighting": _given(idf=idf)})
 
 
 def moverscore_v2(model: str = "distilbert-base-uncased", idf: bool = True, n_gram: int | str = 1,
-                  stop_words: Sequence[str] = (), device: str | None = None, **scorer_kwargs: Any) -> Scorer:
+                  stop_words: Sequence[str] = (), device: str | None = None, **parts: Any) -> Scorer:
     """MoverScore as the ``moverscore`` 1.0.3 package's ``moverscore_v2.word_mover_score``
     computes it (to float tolerance; see tests/test_moverscore_parity.py):
 
@@ -51,20 +60,24 @@ def moverscore_v2(model: str = "distilbert-base-uncased", idf: bool = True, n_gr
 
     Its default model is distilbert-base-uncased. One difference: where every token of a text
     is filtered out, moverscore_v2 returns 1 (zero transport cost) and this preset 0, as every
-    aligner here does for a text with nothing to align.
+    aligner here does for a text with nothing to align. Any other keyword is a :class:`Scorer`
+    field and overrides that part (see :func:`compose`).
     """
-    scorer_kwargs.setdefault("multi_ref", "mean")  # MoverScore's examples average over references
     filters: list[TokenFilter] = [MoverScoreV2Strings()]
     if stop_words:
         filters.append(StopWords(stop_words, name="moverscore-stop-words", unit="token"))
-    return Scorer(encoder=HFEncoder(model, device_name=device), aggregator=SingleLayer(-1),
-                  filters=tuple(filters), special_tokens="keep",
-                  weighting=Idf(sep=True) if idf else Uniform(),
-                  aligner=WMD(cost="euclidean", score="1-d", n_gram=n_gram), **scorer_kwargs)
+    return compose("moverscore_v2", dict(
+        encoder=HFEncoder(model, device_name=device), aggregator=SingleLayer(-1), filters=tuple(filters),
+        special_tokens="keep", weighting=Idf(sep=True) if idf else Uniform(),
+        aligner=WMD(cost="euclidean", score="1-d", n_gram=n_gram),
+        multi_ref="mean",  # MoverScore's examples average over references
+    ), parts, {"encoder": _given(model=model != "distilbert-base-uncased", device=device is not None),
+               "filters": _given(stop_words=bool(stop_words)), "weighting": _given(idf=not idf),
+               "aligner": _given(n_gram=n_gram != 1)})
 
 
 def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: int | str = 1,
-                  device: str | None = None, **scorer_kwargs: Any) -> Scorer:
+                  device: str | None = None, **parts: Any) -> Scorer:
     """MoverScore as the paper computes it (``moverscore.py`` of the ``moverscore`` package):
 
     - power means over the last five layers: each layer's token vectors L2-normalised, then
@@ -77,14 +90,38 @@ def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: in
 
     The paper used a BERT-base fine-tuned on MNLI; pass such a model as ``model``. Several
     references per candidate are averaged, as in MoverScore's examples (``multi_ref="max"``
-    to override), in both MoverScore presets.
+    to override), in both MoverScore presets. Any other keyword is a :class:`Scorer` field
+    and overrides that part (see :func:`compose`).
     """
-    scorer_kwargs.setdefault("multi_ref", "mean")
-    return Scorer(encoder=HFEncoder(model, device_name=device),
-                  aggregator=PowerMeans((-5, -4, -3, -2, -1), (-math.inf, 1.0, math.inf), normalize=True),
-                  filters=(RemoveSubwordsPunct(),), special_tokens="keep",
-                  weighting=Idf(sep=True) if idf else Uniform(),
-                  aligner=WMD(cost="sqeuclidean", score="1-d", n_gram=n_gram), **scorer_kwargs)
+    return compose("moverscore_v1", dict(
+        encoder=HFEncoder(model, device_name=device),
+        aggregator=PowerMeans((-5, -4, -3, -2, -1), (-math.inf, 1.0, math.inf), normalize=True),
+        filters=(RemoveSubwordsPunct(),), special_tokens="keep", weighting=Idf(sep=True) if idf else Uniform(),
+        aligner=WMD(cost="sqeuclidean", score="1-d", n_gram=n_gram), multi_ref="mean",
+    ), parts, {"encoder": _given(model=model != "bert-base-uncased", device=device is not None),
+               "weighting": _given(idf=not idf), "aligner": _given(n_gram=n_gram != 1)})
+
+
+def _given(**arguments: bool) -> list[str]:
+    """The names of the preset arguments that the caller set (to other than their defaults)."""
+    return [name for name, given in arguments.items() if given]
+
+
+def compose(preset: str, parts: dict[str, Any], overrides: dict[str, Any], set_by: dict[str, list[str]]) -> Scorer:
+    """A preset's :class:`Scorer`: its ``parts``, each replaced by the keyword of the same name in
+    ``overrides`` (any Scorer field). An unknown keyword, or a part given both by keyword and
+    through the preset's own arguments that build it (``set_by``: part -> the arguments the caller
+    set, e.g. ``layer=`` and ``aggregator=``), is a :class:`~alignscore.errors.ConfigError`."""
+    fields = [f.name for f in dataclasses.fields(Scorer)]
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ConfigError(f"{preset}() got unknown keyword(s) {', '.join(unknown)}; besides its own arguments "
+                          f"it takes the parts of a Scorer: {', '.join(fields)}")
+    for part, arguments in set_by.items():
+        if part in overrides and arguments:
+            raise ConfigError(f"{preset}(): {', '.join(a + '=' for a in arguments)} and {part}= both set the "
+                              f"{part}; give one")
+    return Scorer(**{**parts, **overrides})
 
 
 PRESETS: Registry[Callable[..., Scorer]] = Registry("preset")

@@ -520,3 +520,41 @@ def test_ablate_shows_cells_with_constant_scores_as_undefined(tmp_path, tiny_ber
     assert all(r["ci_low"] == "" and r["not_beaten"] == "" for r in rows)
     for text in (table, (out / "results.csv").read_text(encoding="utf-8"), stdout):
         assert "nan" not in text.lower()
+
+
+# -- 8. presets: every part can be overridden by keyword ----------------------------------------
+@pytest.mark.parametrize("preset, kwargs, expect", [
+    ("bertscore", {"layer": 2, "special_tokens": "drop"}, "tokens:special=drop|"),
+    ("bertscore", {"layer": 2, "aligner": Sinkhorn()}, "align:sinkhorn(euclidean"),
+    ("bertscore", {"aggregator": PowerMeans((1, 2))}, "layers:pmeans(L1,2;"),
+    ("bertscore", {"layer": 2, "filters": (alignscore.FILTERS.build("rm"),), "multi_ref": "mean"},
+     "special=match-only+rm|w:none|align:greedy(cos)|refs:mean"),
+    ("moverscore-v2", {"aggregator": SingleLayer(2)}, "layers:L2|tokens:special=keep+ms2-punct"),
+    ("moverscore-v2", {"special_tokens": "drop", "weighting": alignscore.Uniform()}, "special=drop+ms2-punct|w:none"),
+    ("moverscore-v2", {"multi_ref": "max", "aligner": Sinkhorn(reg=0.05)}, "reg=0.05,"),
+    ("moverscore-v1", {"aggregator": SingleLayer(1), "filters": ()}, "layers:L1|tokens:special=keep|"),
+    ("moverscore-v1", {"weighting": alignscore.Uniform(), "special_tokens": "match-only"}, "special=match-only+rm|w:none"),
+])
+def test_preset_parts_are_overridden_by_keyword(tiny_bert_dir, preset, kwargs, expect) -> None:
+    scorer = alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
+    assert expect in scorer.signature()
+    scores = scorer.score(CANDS, REFS)
+    assert all(torch.isfinite(v).all() for v in scores.metrics.values())
+
+
+@pytest.mark.parametrize("preset, kwargs, needle", [
+    ("bertscore", {"colour": "red"}, "bertscore() got unknown keyword(s) colour"),
+    ("moverscore-v2", {"layer": 3}, "moverscore_v2() got unknown keyword(s) layer"),
+    ("bertscore", {"layer": 2, "aggregator": SingleLayer(3)}, "layer= and aggregator= both set the aggregator"),
+    ("bertscore", {"idf": True, "weighting": alignscore.Uniform()}, "idf= and weighting= both set the weighting"),
+    ("moverscore-v2", {"idf": False, "weighting": alignscore.idf_s()}, "idf= and weighting= both set"),
+    ("moverscore-v2", {"n_gram": 2, "aligner": WMD()}, "n_gram= and aligner= both set the aligner"),
+    ("moverscore-v2", {"stop_words": ["the"], "filters": ()}, "stop_words= and filters= both set the filters"),
+    ("moverscore-v1", {"device": "cpu", "encoder": None}, "device= and encoder= both set the encoder"),
+    ("bertscore", {"layer": 2, "baseline": 5}, "baseline must be a Baseline"),
+    ("bertscore", {"layer": 2, "multi_ref": "min"}, "multi_ref must be one of"),
+])
+def test_bad_preset_keywords_are_config_errors(tiny_bert_dir, preset, kwargs, needle) -> None:
+    with pytest.raises(ConfigError) as info:
+        alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
+    assert needle in str(info.value)

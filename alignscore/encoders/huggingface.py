@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,10 @@ class HFEncoder(Encoder):
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.model, os.PathLike):
+            self.model = os.fspath(self.model)
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError(f"model must be a hub id or a local directory, not {self.model!r}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}")
         if self.dtype not in DTYPES:
