@@ -558,3 +558,46 @@ def test_bad_preset_keywords_are_config_errors(tiny_bert_dir, preset, kwargs, ne
     with pytest.raises(ConfigError) as info:
         alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
     assert needle in str(info.value)
+
+
+# -- 10. [RM] with SentencePiece tokenizers --------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_sentencepiece_dir(tmp_path_factory) -> str:
+    """A SentencePiece-style tokenizer (Unigram + Metaspace) trained here on a few lines with CJK
+    text, and a random 2-layer XLM-R."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    out = tmp_path_factory.mktemp("tiny-sp")
+    lines = ["我们喜欢外国汽车。", "他说这很好。", "今天下雨了。", "the cat sat on the mat", "people like foreign cars",
+             "我喜欢猫", "猫坐在垫子上", "consumers prefer imported cars"] * 3
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    tok.train_from_iterator(lines, trainers.UnigramTrainer(vocab_size=120, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                                           unk_token="<unk>"))
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
+                            cls_token="<s>", sep_token="</s>", model_max_length=64).save_pretrained(out)
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
+    XLMRobertaModel(config).eval().save_pretrained(out)
+    return str(out)
+
+
+def test_rm_keeps_the_first_real_piece_not_a_bare_sentencepiece_marker(tiny_sentencepiece_dir) -> None:
+    from alignscore.tokens import TokenTable
+
+    texts = ["猫坐在垫子上 the cat", "我喜欢外国汽车"]
+    table = TokenTable.from_tokenized(alignscore.HFEncoder(tiny_sentencepiece_dir).tokenize(texts))
+    assert "▁" in table.tokens  # the tokenizer does split off a bare marker here
+    kept = [t for t, k in zip(table.tokens, alignscore.FILTERS.build("rm").keep(table).tolist()) if k]
+    assert "▁" not in kept
+    assert kept[:2] == ["猫", "t"] and "▁ca" in kept  # one piece per word: its first that is text
+    for token, surface in zip(table.tokens, table.surface):
+        if token == "▁":
+            assert surface == ""
+    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_sentencepiece_dir), SingleLayer(2),
+                               filters=(alignscore.FILTERS.build("rm"),), aligner=WMD())
+    assert torch.isfinite(scorer.score(texts, texts[::-1]).score).all()

@@ -21,6 +21,8 @@ from ..tokens import gc_paused
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
 _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mbart"}
 
+_SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
+
 BACKENDS = ("torch", "onnx")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -218,10 +220,12 @@ class HFEncoder(Encoder):
             starts = []
             surface = []
             covered = 0  # characters of the text already covered by earlier tokens
-            for w, sp, (begin, end) in zip(words, special, spans):
+            for w, sp, (begin, end), piece in zip(words, special, spans, tokens):
                 starts.append(w is not None and not sp and w != prev)
                 prev = w
-                if sp or end <= max(begin, covered):
+                # a bare SentencePiece marker covers no text, although tokenizers gives it the
+                # offsets of the character after it where the text has no space there (CJK)
+                if sp or piece == _SP_MARKER or end <= max(begin, covered):
                     surface.append("")
                 else:
                     surface.append(text[max(begin, covered):end])
