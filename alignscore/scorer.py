@@ -195,11 +195,15 @@ class Scorer:
 
     def signature(self) -> str:
         """Everything that changes a number, sacreBLEU-style, e.g.
-        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
+        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
+        a default layer taken from a known model that a local directory copies reads
+        ``layers:L17(default of roberta-large)``."""
         enc = self.encoder
+        layers = self.aggregator.signature(enc.num_layers, self._default_layer())
+        origin = enc.default_layer_origin() if self._default_layer() is not None else None
         parts = [
             f"model:{enc.signature()}",
-            f"layers:{self.aggregator.signature(enc.num_layers, self._default_layer())}",
+            f"layers:{layers}" + (f"(default of {origin})" if origin else ""),
             "tokens:special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters),
             f"w:{self.weighting.signature()}",
             f"align:{self.aligner.signature()}",

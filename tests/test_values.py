@@ -601,3 +601,40 @@ def test_rm_keeps_the_first_real_piece_not_a_bare_sentencepiece_marker(tiny_sent
     scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_sentencepiece_dir), SingleLayer(2),
                                filters=(alignscore.FILTERS.build("rm"),), aligner=WMD())
     assert torch.isfinite(scorer.score(texts, texts[::-1]).score).all()
+
+
+# -- 11. default layers ----------------------------------------------------------------------------
+def test_default_layers_are_bert_scores_whole_table() -> None:
+    from bert_score.utils import model2layers
+
+    from alignscore.encoders.layers import DEFAULT_LAYERS, default_layer
+
+    assert default_layer("xlm-mlm-en-2048") == 6 and default_layer("xlm-mlm-100-1280") == 10
+    assert {k: DEFAULT_LAYERS.get(k) for k in model2layers} == dict(model2layers)
+    assert default_layer("google-t5/t5-base") == 11 and default_layer("FacebookAI/xlm-roberta-large") == 17
+
+
+def _copy(src: str, dest) -> str:
+    import shutil
+
+    shutil.copytree(src, dest)
+    return str(dest)
+
+
+def test_a_local_copy_of_a_known_model_gets_its_default_layer(tmp_path, tiny_bert_dir, io) -> None:
+    known = "google/bert_uncased_L-4_H-256_A-4"  # 4 layers like the tiny model; default 3
+    named = _copy(tiny_bert_dir, tmp_path / "named")
+    config = json.loads((tmp_path / "named" / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "named" / "config.json").write_text(json.dumps({**config, "_name_or_path": known}), encoding="utf-8")
+    cached = _copy(tiny_bert_dir, tmp_path / "hub" / "models--google--bert_uncased_L-4_H-256_A-4" / "snapshots" / "0a1b")
+    for path in (named, cached):
+        scorer = alignscore.bertscore(path)
+        assert scorer.layers() == [3]
+        assert f"|layers:L3(default of {known})|" in scorer.signature()
+        code, out, err = score_cli(io, path)
+        assert code == 0, err
+        assert f"layers:L3(default of {known})|" in err
+    # a model given by name keeps the plain signature; a directory that names no known model has no default
+    assert alignscore.HFEncoder("roberta-large").default_layer_origin() is None
+    with pytest.raises(ConfigError, match="no default layer"):
+        alignscore.bertscore(tiny_bert_dir).layers()

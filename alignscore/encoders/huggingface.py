@@ -14,7 +14,7 @@ import torch
 from ..errors import ConfigError, ModelLoadError
 from .base import Encoder, Tokenized
 from .fingerprint import fingerprint as model_fingerprint
-from .layers import default_layer, packaged_model_dir
+from .layers import default_layer, known_model_of, packaged_model_dir
 from ..tokens import gc_paused
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
@@ -160,12 +160,20 @@ class HFEncoder(Encoder):
 
     def default_layer(self) -> int:
         layer = default_layer(self.model)
+        origin = self.default_layer_origin() if layer is None else None
+        if origin is not None:
+            layer = default_layer(origin)
         if layer is None:
             raise ConfigError(
                 f"no default layer is known for model {self.model!r}; give one "
                 f"(--layer N, 0..{self.num_layers})"
             )
         return layer
+
+    def default_layer_origin(self) -> str | None:
+        """The known model whose default layer a local directory gets (a copy of it, see
+        :func:`~alignscore.encoders.layers.known_model_of`); None for a model given by name."""
+        return None if default_layer(self.model) is not None else known_model_of(self.model)
 
     def signature(self) -> str:
         """``name[@revision][+onnx][+bfloat16]``: the backend and dtype only when not the
