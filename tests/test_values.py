@@ -155,6 +155,14 @@ def test_sinkhorn_that_stops_at_max_iter_says_so() -> None:
     assert "max_iter=30" in str(record[0].message) and "tol 1e-06" in str(record[0].message)
 
 
+@pytest.mark.parametrize("reg, dtype", [(1e-12, "float64"), (5e-4, "float32")])
+def test_sinkhorn_at_the_smallest_reg_gives_finite_scores_or_says_why(reg, dtype) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it may not converge: that is said, and tested above
+        scores = Sinkhorn(reg=reg, dtype=dtype, max_iter=50)(batch(seed=6))["score"]
+    assert torch.isfinite(scores).all()
+
+
 def test_sinkhorn_result_reports_each_pairs_marginal_error() -> None:
     b = batch(seed=4, pairs=3)
     b.ref_mass[2] = 0.0  # an empty pair: no plan, error 0
@@ -179,6 +187,7 @@ def test_sinkhorn_default_converges_and_stays_close_to_exact() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"reg": math.nan}, {"reg": math.inf}, {"reg": 0.0}, {"reg": -1.0}, {"reg": "0.1"},
+                                    {"reg": 5e-324}, {"reg": 1e-13}, {"reg": 1e-4, "dtype": "float32"},
                                     {"tol": 0.0}, {"tol": math.nan}, {"max_iter": 2.5}, {"max_iter": 0}])
 def test_sinkhorn_settings_are_checked(kwargs) -> None:
     with pytest.raises(ConfigError):

@@ -194,7 +194,8 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
     after the last), so its plan does not depend on which other pairs share the batch. All stop
     after ``max_iter``: the result says which pairs did not converge (a caller must say so).
     Units without mass get no flow; pairs where either side has no mass get ``T = 0``.
-    A cost with NaN or infinity raises :class:`~alignscore.errors.ConfigError`.
+    A cost with NaN or infinity, or a plan that is not finite (``reg`` too small for the dtype),
+    raises :class:`~alignscore.errors.ConfigError`.
     """
     check_finite_cost(cost)
     empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
@@ -236,5 +237,7 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
             if not bool(active.any()):
                 break
     plan = plan_of(f, col_update(f)).masked_fill(empty.view(-1, 1, 1), 0.0)
+    if not bool(torch.isfinite(plan).all()):
+        raise ConfigError(f"Sinkhorn's plan is not finite: reg {reg!r} is too small for {cost.dtype}")
     err = row_error(plan).flatten().masked_fill(empty, 0.0)
     return SinkhornResult(plan, it, err, err < tol)
