@@ -30,8 +30,8 @@ _COLUMNS = {"P": "precision", "R": "recall", "F": "f1"}
 def _row_problem(layer: object, row: dict[str, float]) -> str | None:
     """Why ``row`` cannot rescale, or None: each ``b`` must be finite and below 1 (the rescaled
     score divides by ``1 - b``)."""
-    if isinstance(layer, bool) or not isinstance(layer, int):
-        return f"the layer must be an integer, not {layer!r}"
+    if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+        return f"the layer must be an integer >= 0 (0: the embeddings), not {layer!r}"
     for metric, b in row.items():
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b):
             return f"layer {layer}: the {metric} baseline {b!r} is not a finite number"

@@ -7,7 +7,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import torch
 
@@ -68,8 +68,8 @@ class Scores:
 
 
 def _texts(items: Any, what: str) -> list[Any]:
-    """``items`` as a list, read once (any iterable but a single string or bytes)."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+    """``items`` as a list, read once (any iterable but a single string, bytes or a mapping)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise InputError(f"{what} must be a list of texts, not {_describe(items)}")
     return list(items)
 
@@ -98,7 +98,7 @@ def _reference_groups(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]
         raise InputError(f"{len(cands)} candidates but {len(refs)} references (or reference groups)")
     groups = []
     for i, r in enumerate(refs):
-        if not isinstance(r, str) and (isinstance(r, bytes) or not isinstance(r, Iterable)):
+        if not isinstance(r, str) and (isinstance(r, (bytes, Mapping)) or not isinstance(r, Iterable)):
             raise InputError(f"reference {i} is {_describe(r)}, not a text (str) nor a list of texts")
         groups.append([r] if isinstance(r, str) else list(r))
     for i, c in enumerate(cands):
