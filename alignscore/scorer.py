@@ -165,9 +165,8 @@ class Scorer:
             raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {_describe(self.baseline)}")
         if self.multi_ref not in MULTI_REF:
             raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
-        for name, value in (("batch_size", self.batch_size), ("token_budget", self.token_budget)):
-            if value is None and name == "token_budget":
-                continue
+        for name in ("batch_size",) + (("token_budget",) if self.token_budget is not None else ()):
+            value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, not {_describe(value)}")
 
@@ -193,6 +192,9 @@ class Scorer:
             raise ConfigError(f"the baseline has no value for the metrics {self.aligner.metrics}")
         return values
 
+    def _roles_signature(self) -> str:
+        return "special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters)
+
     def signature(self) -> str:
         """Everything that changes a number, sacreBLEU-style, e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
@@ -204,7 +206,7 @@ class Scorer:
         parts = [
             f"model:{enc.signature()}",
             f"layers:{layers}" + (f"(default of {origin})" if origin else ""),
-            "tokens:special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters),
+            f"tokens:{self._roles_signature()}",
             f"w:{self.weighting.signature()}",
             f"align:{self.aligner.signature()}",
             f"refs:{self.multi_ref}",
@@ -308,7 +310,6 @@ class Scorer:
 
         ref, cand = cause(prepared.pair_ref, prepared.ref_mass), cause(prepared.pair_cand, prepared.cand_mass)
         counts = {k: int(((ref == k) | (cand == k)).sum()) for k in (1, 2, 3)}
-        roles = "special=" + self.special_tokens + "".join("+" + f.signature() for f in self.filters)
         corpus = getattr(self.weighting, "corpus", None)
         source = (f"the {len(corpus)} sentence(s) of its corpus" if corpus is not None
                   else f"the {len(prepared.pair_ref)} reference sentence(s) being scored")
@@ -316,7 +317,8 @@ class Scorer:
             source += f", candidate idf from the {len(prepared.group_offsets) - 1} candidate(s)"
         messages = {
             1: "{n} pair(s) have an empty text; they score 0",
-            2: f"{{n}} pair(s) have a text whose every token the token roles ({roles}) took out; they score 0",
+            2: (f"{{n}} pair(s) have a text whose every token the token roles ({self._roles_signature()}) took out; "
+                "they score 0"),
             3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({self.weighting.signature()}: idf "
                 f"from {source}; a token found in every one of those sentences gets idf 0, and from a single "
                 "sentence every token does), so nothing carries mass and they score 0; use idf-L with a larger "
