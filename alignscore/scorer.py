@@ -317,8 +317,8 @@ class Scorer:
             source += f", candidate idf from the {len(prepared.group_offsets) - 1} candidate(s)"
         messages = {
             1: "{n} pair(s) have an empty text; they score 0",
-            2: (f"{{n}} pair(s) have a text whose every token the token roles ({self._roles_signature()}) took out; "
-                "they score 0"),
+            2: (f"{{n}} pair(s) have a text that the token roles ({self._roles_signature()}) left empty (every "
+                "token taken out); they score 0"),
             3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({self.weighting.signature()}: idf "
                 f"from {source}; a token found in every one of those sentences gets idf 0, and from a single "
                 "sentence every token does), so nothing carries mass and they score 0; use idf-L with a larger "

@@ -444,8 +444,8 @@ def test_the_three_reasons_for_nothing_to_align_are_told_apart(tiny_bert_dir) ->
     messages = _warnings_of(lambda: scorer.score(["a cat", "a cat", "a cat", "a cat"],
                                                  ["", "  ", "!!! ?", "the cat"]))
     assert messages == ["2 pair(s) have an empty text; they score 0",
-                        "1 pair(s) have a text whose every token the token roles (special=match-only+rm) took out; "
-                        "they score 0"]
+                        "1 pair(s) have a text that the token roles (special=match-only+rm) left empty (every token "
+                        "taken out); they score 0"]
     sep = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=alignscore.idf_s(sep=True))
     messages = _warnings_of(lambda: sep.score(["a cat"], ["the cat"]))
     assert len(messages) == 1 and "candidate idf from the 1 candidate(s)" in messages[0]
