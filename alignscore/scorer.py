@@ -156,8 +156,9 @@ class Scorer:
         check_special_policy(self.special_tokens)
         for name, kind in (("encoder", Encoder), ("aggregator", Aggregator), ("weighting", Weighting),
                            ("aligner", Aligner)):
-            if not isinstance(getattr(self, name), kind):
-                raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {_describe(getattr(self, name))}")
+            part = getattr(self, name)
+            if not isinstance(part, kind):
+                raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {_describe(part)}")
         if not isinstance(self.filters, Iterable) or not all(isinstance(f, TokenFilter) for f in self.filters):
             raise ConfigError(f"filters must be a list of TokenFilter, not {_describe(self.filters)}")
         self.filters = tuple(self.filters)

@@ -62,7 +62,8 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
 
 def batch(seed: int = 0, n: int = 7, m: int = 6, pairs: int = 3) -> PairBatch:
     gen = torch.Generator().manual_seed(seed)
-    return PairBatch(unit_rows(torch.randn(pairs, n, 8, generator=gen)), unit_rows(torch.randn(pairs, m, 8, generator=gen)),
+    ref, cand = unit_rows(torch.randn(pairs, n, 8, generator=gen)), unit_rows(torch.randn(pairs, m, 8, generator=gen))
+    return PairBatch(ref, cand,
                      torch.rand(pairs, n, generator=gen) + 0.1, torch.rand(pairs, m, generator=gen) + 0.1,
                      torch.ones(pairs, n, dtype=torch.bool), torch.ones(pairs, m, dtype=torch.bool))
 
@@ -542,7 +543,8 @@ def test_ablate_shows_cells_with_constant_scores_as_undefined(tmp_path, tiny_ber
     ("moverscore-v2", {"special_tokens": "drop", "weighting": alignscore.Uniform()}, "special=drop+ms2-punct|w:none"),
     ("moverscore-v2", {"multi_ref": "max", "aligner": Sinkhorn(reg=0.05)}, "reg=0.05,"),
     ("moverscore-v1", {"aggregator": SingleLayer(1), "filters": ()}, "layers:L1|tokens:special=keep|"),
-    ("moverscore-v1", {"weighting": alignscore.Uniform(), "special_tokens": "match-only"}, "special=match-only+rm|w:none"),
+    ("moverscore-v1", {"weighting": alignscore.Uniform(), "special_tokens": "match-only"},
+     "special=match-only+rm|w:none"),
 ])
 def test_preset_parts_are_overridden_by_keyword(tiny_bert_dir, preset, kwargs, expect) -> None:
     scorer = alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
@@ -583,14 +585,15 @@ def tiny_sentencepiece_dir(tmp_path_factory) -> str:
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    tok.train_from_iterator(lines, trainers.UnigramTrainer(vocab_size=120, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                                           unk_token="<unk>"))
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    tok.train_from_iterator(lines, trainers.UnigramTrainer(vocab_size=120, special_tokens=specials, unk_token="<unk>"))
     tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
-                            cls_token="<s>", sep_token="</s>", model_max_length=64).save_pretrained(out)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>", model_max_length=64)
+    fast.save_pretrained(out)
     torch.manual_seed(0)
-    config = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                              intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
+    config = XLMRobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                              num_attention_heads=4, intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
     XLMRobertaModel(config).eval().save_pretrained(out)
     return str(out)
 
@@ -635,7 +638,7 @@ def test_a_local_copy_of_a_known_model_gets_its_default_layer(tmp_path, tiny_ber
     named = _copy(tiny_bert_dir, tmp_path / "named")
     config = json.loads((tmp_path / "named" / "config.json").read_text(encoding="utf-8"))
     (tmp_path / "named" / "config.json").write_text(json.dumps({**config, "_name_or_path": known}), encoding="utf-8")
-    cached = _copy(tiny_bert_dir, tmp_path / "hub" / "models--google--bert_uncased_L-4_H-256_A-4" / "snapshots" / "0a1b")
+    cached = _copy(tiny_bert_dir, tmp_path / "hub" / "models--google--bert_uncased_L-4_H-256_A-4" / "snapshots" / "0a")
     for path in (named, cached):
         scorer = alignscore.bertscore(path)
         assert scorer.layers() == [3]
