@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .aggregators import AGGREGATORS
-from .aggregators.base import Aggregator
+from .aggregators.base import Aggregator, check_layer
 from .aggregators.single import SingleLayer
 from .aligners import ALIGNERS
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, describe
 from .filters import FILTERS
 from .filters.base import TokenFilter, TokenRoles, check_special_policy
 from .registry import Registry
@@ -109,6 +109,8 @@ class Composition:
     aligner's primary: F1 for greedy, the score for optimal transport), how a candidate's several
     references reduce (``multi_ref``: ``"max"`` per metric as bert_score, or ``"mean"``) and the
     optional ``baseline`` rescaling ``x' = (x - b) / (1 - b)`` (single-layer aggregators only).
+    ``default_of`` names the known model whose default layer a local copy of it was given (set
+    by :meth:`resolve`; the signature says so).
 
     Built once per model with :meth:`resolve` (layers counted from the top and the model's
     default layer become layer numbers); the engine takes resolved compositions.
@@ -121,16 +123,17 @@ class Composition:
     metric: str | None = None
     multi_ref: str = "max"
     baseline: Baseline | None = None
+    default_of: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name, kind in (("aggregator", Aggregator), ("roles", TokenRoles), ("weighting", Weighting),
                            ("aligner", Aligner)):
             if not isinstance(getattr(self, name), kind):
-                raise ConfigError(f"the {name} must be a {kind.__name__}, not {getattr(self, name)!r}")
+                raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {describe(getattr(self, name))}")
         if self.multi_ref not in MULTI_REF:
-            raise ConfigError(f"multi_ref must be one of {', '.join(MULTI_REF)}, not {self.multi_ref!r}")
+            raise ConfigError(f"multi_ref must be one of {MULTI_REF}, not {self.multi_ref!r}")
         if self.baseline is not None and not isinstance(self.baseline, Baseline):
-            raise ConfigError(f"the baseline must be a Baseline, not {self.baseline!r}")
+            raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {describe(self.baseline)}")
         metrics = self.aligner.metrics
         if self.metric is None:
             object.__setattr__(self, "metric", self.aligner.primary)
@@ -150,7 +153,10 @@ class Composition:
             aggregator = self.aggregator.resolve(encoder.num_layers, encoder.default_layer())
         except ConfigError as exc:
             raise ConfigError(f"model {encoder.name!r}: {exc}") from None
-        out = replace(self, aggregator=aggregator)
+        default_of = None
+        if isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None:
+            default_of = encoder.default_layer_origin()
+        out = replace(self, aggregator=aggregator, default_of=default_of)
         out.baseline_values()
         return out
 
@@ -173,7 +179,7 @@ class Composition:
 
         parts = [
             f"model:{encoder.signature()}",
-            f"layers:{self.aggregator.signature()}",
+            f"layers:{self.aggregator.signature()}" + (f"(default of {self.default_of})" if self.default_of else ""),
             f"tokens:{self.roles.signature()}",
             f"w:{self.weighting.signature()}",
             f"align:{self.aligner.signature()}",
@@ -213,8 +219,8 @@ def check_spec(spec: Mapping[str, Any], where: str = "composition") -> dict[str,
                              ("sep", bool, "true or false")):
         if key in out and out[key] is not None and not isinstance(out[key], kinds):
             raise ConfigError(f"{where}.{key}: expected {what}, not {out[key]!r}")
-    if out.get("layer") is not None and (isinstance(out["layer"], bool) or not isinstance(out["layer"], int)):
-        raise ConfigError(f"{where}.layer: expected a layer number, not {out['layer']!r}")
+    if out.get("layer") is not None:
+        out["layer"] = check_layer(out["layer"], f"{where}.layer")
     if "special_tokens" in out:
         check_special_policy(out["special_tokens"])
     if "multi_ref" in out and out["multi_ref"] not in MULTI_REF:

@@ -122,21 +122,32 @@ class Encoded:
 class Setting:
     """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
     each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
-    ``[N]``) and who may be aligned to (``matchable [N]``)."""
+    ``[N]``), who may be aligned to (``matchable [N]``) and who the token roles let carry mass
+    (``carries [N]``, on the CPU)."""
 
     vectors: torch.Tensor
     ref_mass: torch.Tensor
     cand_mass: torch.Tensor
     matchable: torch.Tensor
+    carries: torch.Tensor
+
+
+# Why a side of a pair carries no mass (:func:`empty_reasons`); 0: it does.
+EMPTY_REASONS = {1: "empty text", 2: "every token taken out by the token roles", 3: "every token weighs 0"}
 
 
 @dataclass
 class PairScores:
-    """One composition's scores per pair: ``metrics`` (``{output: [P]}``) and ``empty [P]``, the
-    pairs where either side carries no mass (they score 0)."""
+    """One composition's scores per pair: ``metrics`` (``{output: [P]}``) and ``reasons [P, 2]``,
+    why the reference / candidate side carries no mass (:data:`EMPTY_REASONS`; 0: it does)."""
 
     metrics: dict[str, torch.Tensor]
-    empty: torch.Tensor
+    reasons: torch.Tensor
+
+    @property
+    def empty(self) -> torch.Tensor:
+        """``[P]`` bool: pairs where either side carries no mass (they score 0)."""
+        return (self.reasons > 0).any(1)
 
 
 class _Stacked:
@@ -215,7 +226,7 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
             (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
             device = vectors.device
             out[key] = Setting(vectors, (ref_w[table.ids] * carries).to(device),
-                               (cand_w[table.ids] * carries).to(device), matchable.to(device))
+                               (cand_w[table.ids] * carries).to(device), matchable.to(device), carries.cpu())
         result.append(out[key])
     return result
 
@@ -316,15 +327,23 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
     return out
 
 
-def empty_pairs(encoded: Encoded, setting: Setting) -> torch.Tensor:
-    """``[P]`` bool: pairs where either side carries no mass (empty or wholly filtered text)."""
+def empty_reasons(encoded: Encoded, setting: Setting) -> torch.Tensor:
+    """``[P, 2]``: why the reference / candidate side of each pair carries no mass
+    (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every token out, 3 every
+    token weighs 0), 0 where it does."""
     table, p = encoded.table, encoded.pairs
-    text = table.text_index().to(setting.ref_mass.device)
-    n = len(table)
-    ref_total = torch.zeros(n, dtype=setting.ref_mass.dtype, device=text.device).index_add_(0, text, setting.ref_mass)
-    cand_total = torch.zeros(n, dtype=setting.cand_mass.dtype, device=text.device).index_add_(0, text,
-                                                                                              setting.cand_mass)
-    return ((ref_total[p.ref.to(text.device)] <= 0) | (cand_total[p.cand.to(text.device)] <= 0)).cpu()
+    text = table.text_index()
+
+    def per_text(x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(table), dtype=torch.float64).index_add_(0, text, x.detach().double().cpu())
+
+    words, carrying = per_text(~table.special), per_text(setting.carries)
+
+    def reason(side: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
+        lacking = per_text(mass)[side] <= 0
+        return lacking * torch.where(words[side] == 0, 1, torch.where(carrying[side] == 0, 2, 3))
+
+    return torch.stack([reason(p.ref, setting.ref_mass), reason(p.cand, setting.cand_mass)], 1).to(torch.int8)
 
 
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
@@ -348,7 +367,7 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
         encoded = Encoded(pairs, everything.table, everything.vectors)
         settings_ = settings(encoded, comps, encoder, weights)
         scores = align(encoded, comps, settings_, runtime)
-        out.append([PairScores(s, empty_pairs(encoded, st)) for s, st in zip(scores, settings_)])
+        out.append([PairScores(s, empty_reasons(encoded, st)) for s, st in zip(scores, settings_)])
     return out
 
 
@@ -359,6 +378,6 @@ def _union(merged: Sequence[Pairs]) -> Pairs:
     return Pairs(merged[0].texts, empty, empty, zeros, zeros, torch.zeros(1, dtype=torch.long))
 
 
-__all__ = ["Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "empty_pairs", "encode",
+__all__ = ["EMPTY_REASONS", "Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "empty_reasons", "encode",
            "fit_weights", "merge", "pair_batch", "pair_batches", "score_groups", "score_many", "settings",
            "unique_texts"]

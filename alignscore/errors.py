@@ -28,3 +28,9 @@ class ConfigError(AlignScoreError):
 
 class ModelLoadError(AlignScoreError):
     """The encoder's model or tokenizer could not be loaded."""
+
+
+def describe(x: object) -> str:
+    """``x`` named for an error message: its type and a short repr."""
+    text = repr(x)
+    return f"{type(x).__name__} {text if len(text) <= 40 else text[:39] + '…'}"

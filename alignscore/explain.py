@@ -23,7 +23,7 @@ from .aligners.base import Alignment
 from .baseline import rescale
 from .composition import Composition
 from .encoders.base import Encoder
-from .engine import Encoded, Pairs, Setting, empty_pairs, encode, pair_batches, settings
+from .engine import Encoded, Pairs, PairScores, Setting, empty_reasons, encode, pair_batches, settings
 from .runtime import Runtime
 from .scores import check_references, reduce
 
@@ -123,7 +123,7 @@ def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Seq
         InputError: as :meth:`Scorer.score` does for bad input.
         NotImplementedError: the aligner cannot explain its alignments.
     """
-    groups = check_references(cands, refs)
+    cands, groups = check_references(cands, refs)
     composition = scorer.resolved()
     encoder, runtime = scorer.scoring_encoder(), scorer.runtime
     if batch_size is not None:
@@ -139,8 +139,8 @@ def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Seq
         for name, value in alignment.scores.items():
             raw.setdefault(name, torch.empty(n_pairs, dtype=value.dtype))[sel] = value.detach().cpu()
         pairs += _split(encoded, setting, sel, batch.ref_mass, batch.cand_mass, alignment, values)
-    reduced = reduce(raw, empty_pairs(encoded, setting), encoded.pairs.groups, composition.metric,
-                     composition.multi_ref, values, composition.signature(scorer.encoder))
+    reduced = reduce(PairScores(raw, empty_reasons(encoded, setting)), encoded.pairs, composition,
+                     composition.signature(scorer.encoder))
     offsets = encoded.pairs.groups.tolist()
     out = []
     for i, cand in enumerate(cands):

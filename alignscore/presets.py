@@ -5,9 +5,10 @@ arguments override any part (``bertscore(..., aligner=Sinkhorn())``) or runtime 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+import os
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .baseline import Baseline
 from .composition import build
@@ -21,11 +22,18 @@ from .scorer import Scorer
 
 @dataclass(frozen=True)
 class Preset:
-    """A named composition: its ``spec`` (the model included) and what it reproduces."""
+    """A named composition: its ``spec`` (the model included), what it reproduces, and the
+    function that makes its :class:`Scorer` (calling the preset calls it)."""
 
     name: str
     spec: Mapping[str, Any]
     doc: str
+    factory: Callable[..., Scorer] | None = field(default=None, compare=False)
+
+    def __call__(self, **kwargs: Any) -> Scorer:
+        if self.factory is None:
+            raise ConfigError(f"preset {self.name} has no scorer function")
+        return self.factory(**kwargs)
 
 
 PRESETS: Registry[Preset] = Registry("preset")
@@ -47,28 +55,38 @@ MOVERSCORE_V1 = Preset(
      "special_tokens": "keep", "filters": ["rm"], "weighting": "idf-S", "sep": True,
      "aligner": {"name": "wmd", "cost": "sqeuclidean", "score": "1-d"}, "multi_ref": "mean"},
     "MoverScore as the paper computes it (moverscore.py)")
-for _preset in (BERTSCORE, MOVERSCORE_V2, MOVERSCORE_V1):
-    PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets
 
 
-def scorer_from(preset: Preset, model: str | None = None, device: str | None = None, **overrides: Any) -> Scorer:
-    """A :class:`Scorer` of ``preset`` (its model unless ``model``); ``overrides`` replace
-    composition parts or runtime settings by :class:`Scorer` field name (``aggregator``,
-    ``filters``, ``special_tokens``, ``weighting``, ``aligner``, ``metric``, ``multi_ref``,
-    ``baseline``, ``batch_size``, ``cache``, ...)."""
-    spec = dict(preset.spec)
-    model = model or spec.pop("model")
-    spec.pop("model", None)
-    composition = build(spec, where=f"preset {preset.name}")
-    known = {f.name for f in fields(Scorer)} - {"encoder"}
-    unknown = set(overrides) - known
+def scorer_from(preset: Preset, spec: Mapping[str, Any], device: str | None, overrides: dict[str, Any],
+                set_by: dict[str, list[str]]) -> Scorer:
+    """The :class:`Scorer` of ``spec`` (``preset``'s, adjusted by the preset function's own
+    arguments), each part replaced by the keyword of the same name in ``overrides`` (any Scorer
+    field: ``aggregator``, ``filters``, ``special_tokens``, ``weighting``, ``aligner``, ``metric``,
+    ``multi_ref``, ``baseline``, ``encoder``, ``batch_size``, ``cache``, ...). An unknown keyword,
+    or a part given both by keyword and through the preset's own arguments that build it
+    (``set_by``: part -> the arguments the caller set, e.g. ``layer=`` and ``aggregator=``), is a
+    ConfigError."""
+    function = preset.name.replace("-", "_")
+    names = [f.name for f in fields(Scorer)]
+    unknown = sorted(set(overrides) - set(names))
     if unknown:
-        raise ConfigError(f"preset {preset.name}: unknown argument(s) {', '.join(sorted(unknown))}; "
-                          f"parts and settings are: {', '.join(sorted(known))}")
-    c = composition
-    parts = dict(aggregator=c.aggregator, filters=c.roles.filters, special_tokens=c.roles.special,
-                 weighting=c.weighting, aligner=c.aligner, metric=None, multi_ref=c.multi_ref)
-    return Scorer(encoder=HFEncoder(model, device_name=device), **{**parts, **overrides})
+        raise ConfigError(f"{function}() got unknown keyword(s) {', '.join(unknown)}; besides its own arguments "
+                          f"it takes the parts of a Scorer: {', '.join(names)}")
+    for part, arguments in set_by.items():
+        if part in overrides and arguments:
+            raise ConfigError(f"{function}(): {', '.join(a + '=' for a in arguments)} and {part}= both set the "
+                              f"{part}; give one")
+    spec = dict(spec)
+    model = spec.pop("model")
+    c = build(spec, where=f"preset {preset.name}")
+    parts = dict(encoder=HFEncoder(model, device_name=device), aggregator=c.aggregator, filters=c.roles.filters,
+                 special_tokens=c.roles.special, weighting=c.weighting, aligner=c.aligner, multi_ref=c.multi_ref)
+    return Scorer(**{**parts, **overrides})
+
+
+def _given(**flags: bool) -> list[str]:
+    """The names of the arguments a caller set (those whose flag is true)."""
+    return [name for name, given in flags.items() if given]
 
 
 def bertscore(model: str = DEFAULT_MODEL, layer: int | None = None, idf: bool = False,
@@ -81,11 +99,12 @@ def bertscore(model: str = DEFAULT_MODEL, layer: int | None = None, idf: bool = 
     >>> scorer = bertscore("all-MiniLM-L6-v2", layer=4)            # doctest: +SKIP
     >>> scorer.score(["a cat sat"], ["the cat sat down"]).f1          # doctest: +SKIP
     """
-    if baseline is not None and not isinstance(baseline, Baseline):
+    if isinstance(baseline, (str, os.PathLike)):
         baseline = Baseline.read(baseline)
-    preset = Preset(BERTSCORE.name, {**BERTSCORE.spec, "layer": layer, "weighting": "idf-S" if idf else "none"},
-                    BERTSCORE.doc)
-    return scorer_from(preset, model, device, **{"baseline": baseline, **overrides})
+    spec = {**BERTSCORE.spec, "model": model, "layer": layer, "weighting": "idf-S" if idf else "none"}
+    return scorer_from(BERTSCORE, spec, device, {"baseline": baseline, **overrides},
+                       {"encoder": _given(model=model != DEFAULT_MODEL, device=device is not None),
+                        "aggregator": _given(layer=layer is not None), "weighting": _given(idf=idf)})
 
 
 def moverscore_v2(model: str = "distilbert-base-uncased", idf: bool = True, n_gram: int | str = 1,
@@ -105,14 +124,17 @@ def moverscore_v2(model: str = "distilbert-base-uncased", idf: bool = True, n_gr
     is filtered out, moverscore_v2 returns 1 (zero transport cost) and this preset 0, as every
     aligner here does for a text with nothing to align.
     """
-    spec = dict(MOVERSCORE_V2.spec)
-    spec["aligner"] = {**spec["aligner"], "n_gram": n_gram}
+    spec = {**MOVERSCORE_V2.spec, "model": model, "aligner": {**MOVERSCORE_V2.spec["aligner"], "n_gram": n_gram}}
     if not idf:
         spec.update(weighting="none", sep=False)
-    if stop_words:
-        overrides.setdefault("filters", (MoverScoreV2Strings(),
-                                         StopWords(stop_words, label="moverscore-stop-words", unit="token")))
-    return scorer_from(Preset(MOVERSCORE_V2.name, spec, MOVERSCORE_V2.doc), model, device, **overrides)
+    set_by = {"encoder": _given(model=model != MOVERSCORE_V2.spec["model"], device=device is not None),
+              "weighting": _given(idf=not idf), "aligner": _given(n_gram=n_gram != 1),
+              "filters": _given(stop_words=bool(stop_words))}
+    if stop_words and "filters" not in overrides:
+        overrides["filters"] = (MoverScoreV2Strings(), StopWords(stop_words, label="moverscore-stop-words",
+                                                                 unit="token"))
+        set_by["filters"] = []
+    return scorer_from(MOVERSCORE_V2, spec, device, overrides, set_by)
 
 
 def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: int | str = 1,
@@ -131,11 +153,17 @@ def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: in
     references per candidate are averaged, as in MoverScore's examples (``multi_ref="max"``
     to override), in both MoverScore presets.
     """
-    spec = dict(MOVERSCORE_V1.spec)
-    spec["aligner"] = {**spec["aligner"], "n_gram": n_gram}
+    spec = {**MOVERSCORE_V1.spec, "model": model, "aligner": {**MOVERSCORE_V1.spec["aligner"], "n_gram": n_gram}}
     if not idf:
         spec.update(weighting="none", sep=False)
-    return scorer_from(Preset(MOVERSCORE_V1.name, spec, MOVERSCORE_V1.doc), model, device, **overrides)
+    return scorer_from(MOVERSCORE_V1, spec, device, overrides,
+                       {"encoder": _given(model=model != MOVERSCORE_V1.spec["model"], device=device is not None),
+                        "weighting": _given(idf=not idf), "aligner": _given(n_gram=n_gram != 1)})
+
+
+for _preset, _factory in ((BERTSCORE, bertscore), (MOVERSCORE_V2, moverscore_v2), (MOVERSCORE_V1, moverscore_v1)):
+    object.__setattr__(_preset, "factory", _factory)
+    PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets
 
 
 __all__ = ["BERTSCORE", "MOVERSCORE_V1", "MOVERSCORE_V2", "PRESETS", "Preset", "bertscore", "moverscore_v1",

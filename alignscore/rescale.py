@@ -27,13 +27,15 @@ def compute_baseline(encoder: Encoder, texts: Sequence[str], pairs: int = 10_000
     """Mean BERTScore P, R, F of ``pairs`` random pairs of distinct lines of ``texts``, for every
     layer 0..L of the encoder (no idf, special tokens match-only: bert_score's own setting).
 
-    Pairs are drawn uniformly with a seeded generator; blank lines are skipped. Every layer is
+    Pairs are drawn uniformly with a seeded generator; blank lines are skipped, and lines are
+    compared (a pair must be of two different lines) stripped, as they are scored. Every layer is
     scored from one encoding (one composition per layer through the engine); pairs are processed
     ``chunk`` at a time so memory stays bounded for any model depth.
     """
-    texts = [t for t in texts if t.strip()]
+    texts = [t.strip() for t in texts if t.strip()]  # as scoring sees them
     if len(set(texts)) < 2:
-        raise ConfigError("a baseline needs a corpus of at least two different non-empty lines")
+        raise ConfigError("a baseline needs a corpus of at least two different non-empty lines "
+                          "(compared without their leading and trailing whitespace)")
     rng = random.Random(seed)
     drawn = []
     while len(drawn) < pairs:

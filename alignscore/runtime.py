@@ -9,13 +9,14 @@ this process encodes its share of the batches and receives the others' vectors.
 from __future__ import annotations
 
 import sys
+from numbers import Integral
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 
 import torch
 from tqdm.auto import tqdm
 
-from .errors import ConfigError
+from .errors import ConfigError, describe
 from .tokens import TokenTable, pad_gather
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ T = TypeVar("T")
 
 
 def _positive_int(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{what} must be an integer >= 1, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ConfigError(f"{what} must be an integer >= 1, not {describe(value)}")
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,10 @@ class Runtime:
     shard: Shard | None = None
 
     def __post_init__(self) -> None:
-        _positive_int(self.batch_size, "the batch size")
-        _positive_int(self.pair_batch_size, "the pair batch size")
+        _positive_int(self.batch_size, "batch_size")
+        _positive_int(self.pair_batch_size, "pair_batch_size")
         if self.token_budget is not None:
-            _positive_int(self.token_budget, "the token budget")
+            _positive_int(self.token_budget, "token_budget")
 
     def mine(self, count: int) -> range:
         """The items (batches) of ``count`` that this process handles (all without a shard)."""

@@ -15,7 +15,7 @@ from .baseline import Baseline
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
 from .engine import Pairs, PairScores, score_many
-from .errors import ConfigError
+from .errors import ConfigError, describe
 from .filters.base import TokenFilter, TokenRoles
 from .runtime import Runtime
 from .scores import Scores, check_references, reduce
@@ -79,9 +79,10 @@ class Scorer:
 
             self.cache = EmbeddingCache(self.cache)
         if not isinstance(self.encoder, Encoder):
-            raise ConfigError(f"the encoder must be an Encoder (e.g. HFEncoder(...)), not {self.encoder!r}")
-        self.filters = tuple(self.filters) if not isinstance(self.filters, TokenFilter) else (self.filters,)
-        self.composition, self.runtime  # noqa: B018 - both validate their settings here
+            raise ConfigError(f"encoder must be an instance of Encoder (e.g. HFEncoder(...)), not "
+                              f"{describe(self.encoder)}")
+        self.filters = self.composition.roles.filters  # the composition and the runtime check their settings
+        self.runtime  # noqa: B018
 
     @classmethod
     def of(cls, encoder: Encoder, composition: Composition, runtime: Runtime = Runtime(),
@@ -133,7 +134,7 @@ class Scorer:
         references). Empty or whitespace-only texts are valid: a pair with an empty side scores
         0 on every metric (bert_score's convention), with a warning; never NaN.
         """
-        groups = check_references(cands, refs)
+        cands, groups = check_references(cands, refs)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
@@ -141,8 +142,7 @@ class Scorer:
 
     def reduce(self, composition: Composition, pairs: Pairs, result: PairScores) -> Scores:
         """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`)."""
-        return reduce(result.metrics, result.empty, pairs.groups, composition.metric, composition.multi_ref,
-                      composition.baseline_values(), composition.signature(self.encoder))
+        return reduce(result, pairs, composition, composition.signature(self.encoder))
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the
@@ -158,7 +158,7 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
     (the same object) and cache share one engine call: each text is encoded once for all of them
     (with the first one's runtime); caches are compared by directory."""
-    groups = check_references(cands, refs)
+    cands, groups = check_references(cands, refs)
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import torch
 
 from .baseline import rescale
-from .errors import InputError
+from .errors import InputError, describe
 
-__all__ = ["Scores", "check_references", "reduce", "reduce_groups"]
+if TYPE_CHECKING:
+    from .composition import Composition
+    from .engine import Pairs, PairScores
+
+__all__ = ["Scores", "check_references", "reduce", "reduce_groups", "why_empty"]
 
 
 @dataclass
@@ -42,35 +46,91 @@ class Scores:
         return len(self.best_reference)
 
     def means(self) -> dict[str, float]:
-        return {k: float(v.double().mean()) if len(v) else float("nan") for k, v in self.metrics.items()}
+        """Each metric's mean over the candidates. Raises :class:`InputError` when there are
+        none: a mean of no scores is undefined (never NaN)."""
+        if len(self) == 0:
+            raise InputError("no candidates were scored: there is no mean score")
+        return {k: float(v.double().mean()) for k, v in self.metrics.items()}
 
 
-def check_references(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
-    if isinstance(cands, str) or isinstance(refs, str):
-        raise InputError("candidates and references must be lists of texts, not a single string")
+def _texts(items: Any, what: str) -> list[Any]:
+    """``items`` as a list, read once (any iterable but a single string, bytes or a mapping)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InputError(f"{what} must be a list of texts, not {describe(items)}")
+    return list(items)
+
+
+def _check_text(t: Any, where: str) -> None:
+    if not isinstance(t, str):
+        raise InputError(f"{where} is {describe(t)}, not a text (str)")
+    try:
+        t.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{where} is not valid Unicode: character {exc.start} is a lone surrogate "
+                         f"({t[exc.start]!r}), which no tokenizer can encode") from None
+
+
+def check_references(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]:
+    """The candidates and, per candidate, its references, checked: one text (str) or one
+    iterable of texts per candidate; generators are read once. Raises InputError naming the
+    position of what is wrong."""
+    cands = _texts(cands, "candidates")
+    refs = _texts(refs, "references")
     if len(refs) != len(cands):
         raise InputError(f"{len(cands)} candidates but {len(refs)} references (or reference groups)")
-    groups = [[r] if isinstance(r, str) else list(r) for r in refs]
+    groups = []
+    for i, r in enumerate(refs):
+        if not isinstance(r, str) and (isinstance(r, (bytes, Mapping)) or not isinstance(r, Iterable)):
+            raise InputError(f"reference {i} is {describe(r)}, not a text (str) nor a list of texts")
+        groups.append([r] if isinstance(r, str) else list(r))
+    for i, c in enumerate(cands):
+        _check_text(c, f"candidate {i}")
     for i, g in enumerate(groups):
         if not g:
             raise InputError(f"candidate {i} has no reference")
-        if not all(isinstance(t, str) for t in g):
-            raise InputError(f"reference group {i} holds something that is not a text")
-    return groups
+        for j, t in enumerate(g):
+            _check_text(t, f"reference {i}" if isinstance(refs[i], str) else f"reference group {i}, item {j}")
+    return cands, groups
 
 
-def reduce(metrics: dict[str, torch.Tensor], empty: torch.Tensor, groups: torch.Tensor, primary: str, how: str,
-           baseline: dict[str, float] | None, signature: str) -> Scores:
-    """Per-pair scores -> per-candidate :class:`Scores`: warn about empty pairs, reduce several
-    references (``how``), name the best one by ``primary``, rescale with ``baseline``."""
-    if bool(empty.any()):
-        warnings.warn(f"{int(empty.sum())} pair(s) have an empty text (nothing left to align); "
-                      f"they score 0", stacklevel=4)
-    reduced, best = reduce_groups(metrics, groups, primary, how)
-    empty_any = reduce_groups({"e": empty.float()}, groups, "e", "max")[0]["e"] > 0
+def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: str) -> Scores:
+    """Per-pair scores -> per-candidate :class:`Scores`: warn about pairs with nothing to align
+    (and why), reduce several references (``composition.multi_ref``), name the best one by
+    ``composition.metric``, rescale with its baseline."""
+    if len(pairs.groups) == 1:  # no candidates: every metric is an empty tensor
+        return Scores({m: torch.empty(0) for m in composition.metrics}, torch.empty(0, dtype=torch.long),
+                      torch.empty(0, dtype=torch.bool), signature)
+    for message in why_empty(result.reasons, pairs, composition):
+        warnings.warn(message, stacklevel=4)
+    reduced, best = reduce_groups(result.metrics, pairs.groups, composition.metric, composition.multi_ref)
+    empty_any = reduce_groups({"e": result.empty.float()}, pairs.groups, "e", "max")[0]["e"] > 0
+    baseline = composition.baseline_values()
     if baseline is not None:
         reduced = rescale(reduced, baseline)
     return Scores(reduced, best, empty_any, signature)
+
+
+def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition) -> list[str]:
+    """One message per reason why pairs have a side without mass (``reasons [P, 2]``, see
+    :data:`alignscore.engine.EMPTY_REASONS`): an empty text, a text whose every token the token
+    roles took out, or a text whose every token weighs 0 (idf)."""
+    counts = {k: int((reasons == k).any(1).sum()) for k in (1, 2, 3)}
+    w = composition.weighting
+    corpus = getattr(w, "corpus", None)
+    source = (f"the {len(corpus)} sentence(s) of its corpus" if corpus is not None
+              else f"the {int(pairs.ref_counts.sum())} reference sentence(s) being scored")
+    if getattr(w, "sep", False):
+        source += f", candidate idf from the {len(pairs.groups) - 1} candidate(s)"
+    messages = {
+        1: "{n} pair(s) have an empty text; they score 0",
+        2: (f"{{n}} pair(s) have a text that the token roles ({composition.roles.signature()}) left empty "
+            "(every token taken out); they score 0"),
+        3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({w.signature()}: idf from {source}; a "
+            "token found in every one of those sentences gets idf 0, and from a single sentence every token "
+            "does), so nothing carries mass and they score 0; use idf-L with a larger corpus (--weighting "
+            "idf-L --idf-corpus FILE), or no idf"),
+    }
+    return [messages[k].format(n=n) for k, n in counts.items() if n]
 
 
 def reduce_groups(values: dict[str, torch.Tensor], group_offsets: torch.Tensor, primary: str,

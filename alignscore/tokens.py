@@ -26,8 +26,9 @@ class Tokenized:
     from the tokenizer's word ids, so it is right for WordPiece, BPE and SentencePiece alike;
     ``truncated`` lists the indices of the texts that were cut to the model's limit. ``surface[i][t]`` is the
     text the token covers that no earlier token covered (from the tokenizer's character
-    offsets; "" for special tokens), so it reads the same for every tokenizer ("," is ","
-    whether the token string is ",", "Ġ," or "▁,"); empty when the encoder cannot tell.
+    offsets; "" for special tokens and for a bare SentencePiece "▁"), so it reads the same for
+    every tokenizer ("," is "," whether the token string is ",", "Ġ," or "▁,"); empty when the
+    encoder cannot tell.
     """
 
     ids: list[list[int]]

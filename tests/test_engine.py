@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import alignscore
+
 from alignscore import (WMD, Composition, HFEncoder, Idf, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
                         TokenRoles, build, read_spec, score_many, to_spec, write_spec)
 from alignscore.errors import ConfigError

@@ -35,6 +35,7 @@ class CellStat:
     ci_high: float | None = None
     not_beaten: bool | None = None
     skipped: str | None = None
+    undefined: str | None = None  # why r is undefined although the cell ran
 
 
 def evaluate(run: GridRun, methods: Sequence[str] = ("pearson",), alpha: float = 0.05, bootstrap: int = 1000,
@@ -64,15 +65,29 @@ def evaluate(run: GridRun, methods: Sequence[str] = ("pearson",), alpha: float =
                 stat = CellStat(run.row_names[c.row], run.grid.columns[c.column].name, lp.name, method,
                                 c.row, c.column, n=len(human), skipped=c.skipped)
                 if c.scores is not None:
-                    stat.r, stat.p_value = correlation(c.scores, human, method)
+                    r, p = correlation(c.scores, human, method)
+                    if math.isnan(r):
+                        stat.undefined = _why_undefined(c.scores, human)
+                        out.append(stat)
+                        continue
+                    stat.r, stat.p_value = r, p if math.isfinite(p) else None
                     if method == "pearson":
                         stat.not_beaten = best.get(id(c))
                         if indices is not None:
                             ci = bootstrap_ci(abs_pearson, c.scores, human, confidence=confidence,
                                               indices=indices)
-                            stat.ci_low, stat.ci_high = ci.low, ci.high
+                            if math.isfinite(ci.low) and math.isfinite(ci.high):
+                                stat.ci_low, stat.ci_high = ci.low, ci.high
                 out.append(stat)
     return out
+
+
+def _why_undefined(scores: np.ndarray, human: np.ndarray) -> str:
+    if np.ptp(human) == 0:
+        return "the human scores are all equal: the correlation is undefined"
+    if np.ptp(scores) == 0:
+        return "the cell's scores are all equal: the correlation is undefined"
+    return "the correlation is undefined"
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -114,7 +129,10 @@ def markdown(run: GridRun, stats: list[CellStat], method: str = "pearson", alpha
             cells = []
             values = []
             for s in row_stats[j]:
-                if s is None or s.r is None or math.isnan(s.r):
+                if s is not None and s.undefined:
+                    cells.append("undefined " + note(s.undefined))
+                    continue
+                if s is None or s.r is None:
                     cells.append("—" + (" " + note(s.skipped) if s is not None and s.skipped else ""))
                     continue
                 v = abs(s.r)
@@ -166,7 +184,8 @@ def write_csv(path: str | Path, stats: list[CellStat]) -> None:
                         "" if s.r is None else repr(s.r), "" if s.p_value is None else repr(s.p_value), s.n,
                         "" if s.ci_low is None else repr(s.ci_low), "" if s.ci_high is None else repr(s.ci_high),
                         "" if s.not_beaten is None else str(s.not_beaten).lower(),
-                        "ok" if s.skipped is None else f"skipped: {s.skipped}"])
+                        f"skipped: {s.skipped}" if s.skipped else f"undefined: {s.undefined}" if s.undefined
+                        else "ok"])
 
 
 def write_signatures(path: str | Path, run: GridRun) -> None:

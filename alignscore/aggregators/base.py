@@ -9,11 +9,29 @@ of one model, once, when a composition is built for that model. After that :attr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from numbers import Integral
+from typing import Any, Sequence
 
 import torch
 
 from ..errors import ConfigError
+
+
+def check_layer(k: Any, what: str = "layer") -> int:
+    """``k`` as an int when it is an integer (``True``, ``"4"`` and ``4.0`` are not)."""
+    if isinstance(k, bool) or not isinstance(k, Integral):
+        raise ConfigError(f"{what} must be an integer, not {k!r}")
+    return int(k)
+
+
+def check_layer_spec(spec: Any, owner: str) -> tuple[int, ...]:
+    """A non-empty sequence of layer numbers as a tuple of ints."""
+    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
+        raise ConfigError(f"the {owner} aggregator needs a list of layers, not {spec!r}")
+    layers = tuple(check_layer(k) for k in spec)
+    if not layers:
+        raise ConfigError(f"the {owner} aggregator needs at least one layer")
+    return layers
 
 
 def resolve_layers(spec: Sequence[int], num_layers: int) -> tuple[int, ...]:
@@ -26,19 +44,6 @@ def resolve_layers(spec: Sequence[int], num_layers: int) -> tuple[int, ...]:
             raise ConfigError(f"layer {k} does not exist: the model has layers 0..{num_layers}")
         out.append(r)
     return tuple(out)
-
-
-def check_layer_spec(spec: Sequence[int], what: str) -> tuple[int, ...]:
-    """A non-empty tuple of distinct integer layers (``bool`` is not a layer)."""
-    spec = tuple(spec) if not isinstance(spec, (str, bytes)) else spec
-    if not isinstance(spec, tuple) or not spec:
-        raise ConfigError(f"{what} needs at least one layer, not {spec!r}")
-    for k in spec:
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise ConfigError(f"{what}: a layer is an integer, not {k!r}")
-    if len(set(spec)) != len(spec):
-        raise ConfigError(f"{what}: layers {spec} repeat")
-    return spec
 
 
 def layer_list(layers: Sequence[int]) -> str:

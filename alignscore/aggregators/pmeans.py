@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from numbers import Real
 
 import torch
 
@@ -12,24 +13,47 @@ from .._ops import unit
 from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
 
+def check_power(p: object) -> float:
+    """``p`` as a float when a power mean is defined for it: ``+inf``, ``-inf`` or a finite
+    ``p > 0``. NaN, ``p = 0`` and finite ``p < 0`` are refused: with signed components, the
+    signed geometric mean (``p = 0``) and ``sign(v)|v|^p`` for ``p < 0`` are infinite at a
+    zero component, and where the signed terms cancel ``|m|^(1/p)`` is infinite too."""
+    if isinstance(p, bool) or not isinstance(p, Real) or math.isnan(p):
+        raise ConfigError(f"power-mean exponent {p!r} is not a number; use -inf, inf or a number > 0")
+    p = float(p)
+    if not (p > 0 or p == -math.inf):
+        raise ConfigError(f"power-mean exponent {p:g} is not defined for signed hidden states; "
+                          "use -inf (min), inf (max) or a number > 0 (1 = mean)")
+    return p
+
+
 def power_mean(x: torch.Tensor, p: float, dim: int = 0) -> torch.Tensor:
     """Element-wise power mean along ``dim``.
 
-    ``M_p(x) = g^{-1}(mean_l g(x_l))`` with the odd power ``g(v) = sign(v)|v|^p``, so that negative
-    components are defined for every real ``p != 0`` (for odd integer ``p`` this is the usual
-    power mean); ``p = 1`` is the arithmetic mean, ``p = +inf`` the maximum, ``p = -inf`` the
-    minimum. ``p = 0`` is rejected (the signed geometric mean is not defined at zero).
+    ``M_p(x) = g^{-1}(mean_l g(x_l))`` with the odd power ``g(v) = sign(v)|v|^p``, which defines
+    negative components (for odd integer ``p`` it is the usual power mean); ``p = 1`` is the
+    arithmetic mean, ``p = +inf`` the maximum, ``p = -inf`` the minimum. Defined for those and
+    for every finite ``p > 0`` (:func:`check_power` refuses the rest). Computed on
+    ``x / s`` with ``s = max_l |x_l|``: ``M_p(x) = s M_p(x / s)`` (0 where ``s = 0``), so that
+    a large ``p`` neither underflows nor overflows (the largest term is ``|1|^p = 1``).
     """
+    p = check_power(p)
     if p == math.inf:
         return x.amax(dim=dim)
     if p == -math.inf:
         return x.amin(dim=dim)
     if p == 1:
         return x.mean(dim=dim)
-    if p == 0:
-        raise ConfigError("power mean with p = 0 is not defined here; use p != 0")
-    m = (x.sign() * x.abs().pow(p)).mean(dim=dim)
-    return m.sign() * m.abs().pow(1.0 / p)
+    s = x.abs().amax(dim=dim, keepdim=True)
+    y = x / torch.where(s > 0, s, torch.ones_like(s))
+    m = (y.sign() * y.abs().pow(p)).mean(dim=dim)
+    return s.squeeze(dim) * m.sign() * m.abs().pow(1.0 / p)
+
+
+def _shortest(p: float) -> str:
+    """The shortest text that reads back as ``p`` ("1", "2.5", "1e-300", "inf", "-inf")."""
+    text = repr(p)
+    return text[:-2] if text.endswith(".0") else text
 
 
 @dataclass(frozen=True)
@@ -40,7 +64,8 @@ class PowerMeans(Aggregator):
         layers_spec: layers to aggregate; negative numbers count from the top, so the default
             ``(-5, -4, -3, -2, -1)`` is "the last five layers" of any model (MoverScore).
         powers: the exponents, concatenated in this order; MoverScore v1 uses ``(-inf, 1, inf)``
-            i.e. [min, mean, max].
+            i.e. [min, mean, max]. Each is ``-inf``, ``inf`` or a finite number > 0
+            (see :func:`power_mean`); others raise :class:`~alignscore.errors.ConfigError` here.
         normalize: L2-normalise each layer's token vectors first (MoverScore v1 does).
     """
 
@@ -49,8 +74,13 @@ class PowerMeans(Aggregator):
     normalize: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "power means"))
-        object.__setattr__(self, "powers", tuple(self.powers))
+        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "pmeans"))
+        if isinstance(self.powers, (str, bytes)) or not hasattr(self.powers, "__iter__"):
+            raise ConfigError(f"powers must be a list of exponents, not {self.powers!r}")
+        powers = tuple(check_power(p) for p in self.powers)
+        if not powers:
+            raise ConfigError("power means need at least one exponent")
+        object.__setattr__(self, "powers", powers)
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "PowerMeans":
         return replace(self, layers_spec=resolve_layers(self.layers_spec, num_layers))
@@ -65,5 +95,5 @@ class PowerMeans(Aggregator):
         return torch.cat([power_mean(states, p, dim=0) for p in self.powers], dim=-1)
 
     def signature(self) -> str:
-        ps = ",".join("inf" if p == math.inf else "-inf" if p == -math.inf else f"{p:g}" for p in self.powers)
+        ps = ",".join(map(_shortest, self.powers))
         return f"pmeans(L{layer_list(self.layers)};p={ps}{';norm' if self.normalize else ''})"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..errors import ConfigError
-from .base import Aggregator, check_layer_spec, resolve_layers
+from .base import Aggregator, check_layer, resolve_layers
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class SingleLayer(Aggregator):
 
     def __post_init__(self) -> None:
         if self.layer is not None:
-            check_layer_spec((self.layer,), "the single-layer aggregator")
+            object.__setattr__(self, "layer", check_layer(self.layer))
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "SingleLayer":
         k = self.layer if self.layer is not None else default_layer

@@ -8,6 +8,11 @@ from typing import ClassVar, Sequence
 
 import torch
 
+from ..errors import ConfigError
+
+NOT_FINITE = ("hold NaN or infinity (made by the encoder or the aggregator, e.g. a float16 overflow): "
+              "no score is computed from them")
+
 
 @dataclass
 class PairBatch:
@@ -77,11 +82,21 @@ class Aligner(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not explain its alignments")
 
 
+def check_finite(batch: PairBatch) -> PairBatch:
+    """``batch``, after checking that its vectors are finite: a NaN would become a NaN score, or
+    (through a NaN cost matrix, on which the exact solver returns 0) a perfect one."""
+    for side in (batch.ref, batch.cand):
+        # one reduction, no [B, T, D] temporary: a NaN or infinity anywhere makes the sum non-finite
+        if not bool(torch.isfinite(side.sum())):
+            raise ConfigError(f"the token vectors {NOT_FINITE}")
+    return batch
+
+
 def same_vectors(batches: Sequence[PairBatch]) -> PairBatch:
     """The first of ``batches``, after checking that all share its ``ref`` and ``cand`` tensors."""
     if not batches or any(b.ref is not batches[0].ref or b.cand is not batches[0].cand for b in batches):
         raise ValueError("score_variants needs one or more batches over the same ref and cand tensors")
-    return batches[0]
+    return check_finite(batches[0])
 
 
 def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import torch
 
-from .base import Aligner, Alignment, PairBatch, same_vectors, weighted_mean
+from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -58,6 +58,7 @@ class Greedy(Aligner):
     primary = "f1"
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        check_finite(batch)
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                   batch.ref_match, batch.cand_match)
         return {"precision": p, "recall": r, "f1": f}
@@ -76,6 +77,7 @@ class Greedy(Aligner):
         """Matches and contributions. With normalised masses ``w``, candidate token j adds
         ``w_j max_i s_ij`` to P and reference token i adds ``w_i max_j s_ij`` to R; F is split as
         ``F = F/(2P) * P + F/(2R) * R``, so each side's shares scale its P or R shares."""
+        check_finite(batch)
         p, r, f, sim = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                     batch.ref_match, batch.cand_match)
         sim_rc = sim.transpose(1, 2)  # [B, Tr, Tc]

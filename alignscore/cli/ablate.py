@@ -61,10 +61,10 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     start = time.perf_counter()
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
     spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model)
+    pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
     for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
         check_output(out / name, [grid, idf_corpus])
-    pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
     run = run_grid(spec, pairs, device=device, batch_size=batch_size, download=download,
                    progress=not quiet, log=say)

@@ -62,12 +62,25 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
-def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Spearman's rho: Pearson's r of the average ranks."""
+def spearman(a: torch.Tensor, b: torch.Tensor) -> float | None:
+    """Spearman's rho: Pearson's r of the average ranks. ``None`` where it is undefined: a side
+    whose scores are all equal (or fewer than two pairs), or scores that are not finite."""
+    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return None
     ra, rb = average_ranks(a.double()), average_ranks(b.double())
     ra, rb = ra - ra.mean(), rb - rb.mean()
     denom = (ra.norm() * rb.norm()).item()
-    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
+    return float((ra * rb).sum() / denom) if denom > 0 else None
+
+
+def _rho_text(a: torch.Tensor, b: torch.Tensor) -> str:
+    """Spearman's rho to 4 decimals, or "undefined" and why."""
+    rho = spearman(a, b)
+    if rho is not None:
+        return f"{rho:.4f}"
+    constant = [name for name, v in (("A", a), ("B", b)) if len(v) < 2 or bool((v == v[0]).all())]
+    why = f"{' and '.join(constant)}: all scores equal" if constant else "scores not finite"
+    return f"undefined ({why})"
 
 
 def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -131,9 +144,8 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
     va, vb = sa[metric_a], sb[metric_b]
     ra, rb, order = disagreements(va, vb)
-    rho = spearman(va, vb)
     head = [f"# A: {sa.signature}", f"# B: {sb.signature}",
-            f"# {len(cand_texts)} pairs; Spearman rho(A {metric_a}, B {metric_b}) = {rho:.4f}; "
+            f"# {len(cand_texts)} pairs; Spearman rho(A {metric_a}, B {metric_b}) = {_rho_text(va, vb)}; "
             f"rank 1 = best; shift = rank B - rank A"]
     columns = ["line", f"A.{metric_a}", "A.rank", f"B.{metric_b}", "B.rank", "shift", "candidate", "reference"]
 

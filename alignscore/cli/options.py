@@ -10,7 +10,8 @@ from typing import Any, Callable
 import click
 
 from ..aggregators import AGGREGATORS
-from ..aligners import ALIGNERS
+from ..aligners import ALIGNERS, SCORE_FORMS
+from ..aligners.transport import COSTS
 from ..cache import EmbeddingCache, parse_size
 from ..composition import PartSpec, build, part_spec, read_spec
 from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
@@ -29,8 +30,10 @@ def _int_list(text: str) -> tuple[int, ...]:
     for part in text.split(","):
         part = part.strip()
         if part.count("-") == 1 and not part.startswith("-"):
-            lo, hi = part.split("-")
-            out += range(int(lo), int(hi) + 1)
+            lo, hi = (int(x) for x in part.split("-"))
+            if lo > hi:
+                raise ConfigError(f"--layers {text!r}: the range {part} is empty (write ranges low-high)")
+            out += range(lo, hi + 1)
         else:
             out.append(int(part))
     return tuple(out)
@@ -76,6 +79,15 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--metric", default=None,
                  help="Which of the aligner's outputs is the score (picks the best reference; diff ranks by it). "
                       "Default: f1 for greedy, score for optimal transport."),
+    click.option("--cost", type=click.Choice(COSTS), default=None,
+                 help="OT aligners: cost between unit vectors, euclidean (moverscore_v2, the default) "
+                      "or sqeuclidean (MoverScore v1)."),
+    click.option("--score-form", type=click.Choice(SCORE_FORMS), default=None,
+                 help="OT aligners: the score from the distance d, 1-d (moverscore 1.0.3, the default) "
+                      "or 1/(1+d)."),
+    click.option("--reg", type=float, default=None,
+                 help="sinkhorn: entropic regularisation, > 0 (default 0.02); smaller is closer to the "
+                      "exact wmd and needs more iterations."),
     click.option("--multi-ref", type=click.Choice(MULTI_REF), default=None,
                  help="Several references: max per metric (bert_score) or mean."),
     click.option("--rescale", is_flag=True, default=False, help="Rescale with --baseline."),
@@ -151,11 +163,17 @@ def options_spec(opts: dict[str, Any]) -> dict[str, Any]:
     if opts.get("aligner") and opts["aligner"] != aligner.name:
         # another aligner keeps the settings it shares with the one it replaces (wmd -> sinkhorn:
         # cost, score form, n-gram size)
-        accepts = set(inspect.signature(ALIGNERS.get(opts["aligner"])).parameters)
-        args = {k: v for k, v in args.items() if k in accepts}
+        args = {k: v for k, v in args.items() if k in _settings(opts["aligner"])}
         aligner = PartSpec(opts["aligner"])
-    if opts.get("n_gram"):
-        args["n_gram"] = opts["n_gram"] if opts["n_gram"] == "sentence" else _parse(int, opts["n_gram"], "--n-gram")
+    for key, flag in _ALIGNER_OPTIONS.items():
+        if opts.get(flag) is None:
+            continue
+        if key not in _settings(aligner.name):
+            takers = [n for n in ALIGNERS.names() if key in _settings(n)]
+            what = ("n-grams apply to the optimal-transport aligners" if key == "n_gram"
+                    else f"--{flag.replace('_', '-')} applies to --aligner")
+            raise ConfigError(f"{what} {' or '.join(takers)}, not {aligner.name}")
+        args[key] = _parse_n_gram(opts[flag]) if key == "n_gram" else opts[flag]
     spec["aligner"] = {"name": aligner.name, **args}
 
     filters = list(spec.get("filters", ()))
@@ -190,6 +208,19 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     return Scorer.of(encoder, composition, runtime, cache)
 
 
+# aligner setting -> the option (scorer_opts key) that sets it
+_ALIGNER_OPTIONS = {"n_gram": "n_gram", "cost": "cost", "score": "score_form", "reg": "reg"}
+
+
+def _settings(aligner: str) -> set[str]:
+    """The settings an aligner takes (its constructor's arguments)."""
+    return set(inspect.signature(ALIGNERS.get(aligner)).parameters)
+
+
+def _parse_n_gram(text: str) -> int | str:
+    return text if text == "sentence" else _parse(int, text, "--n-gram")
+
+
 def _parse(fn: Callable[[str], Any], text: str, option: str) -> Any:
     try:
         return fn(text)
@@ -205,7 +236,8 @@ def option_files(opts: dict[str, Any]) -> list[str]:
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
     names = {"preset", "config", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
-             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "metric", "multi_ref", "rescale",
+             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "cost", "score_form", "reg",
+             "metric", "multi_ref", "rescale",
              "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
              "token_budget"}
     return {k: v for k, v in kwargs.items() if k in names}

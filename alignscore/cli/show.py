@@ -72,12 +72,7 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     if output is not None:  # before any work: writable, and none of the inputs
         check_output(output, [*refs_file, cands_file, *option_files(opts)])
     scorer = build_scorer(opts, progress=False)
-    expl = explain(scorer, [candidate], [references])[0]
-    if scorer.weighting.signature().startswith("idf-S") and any(
-            not p.ref_mass.any() or not p.cand_mass.any() for p in expl.pairs):
-        click.echo("alignscore: warning: idf-S is computed from the texts given here: a token found in all "
-                   "of them gets idf 0, so nothing may carry mass; use --weighting idf-L --idf-corpus FILE",
-                   err=True)
+    expl = explain(scorer, [candidate], [references])[0]  # warns when a side carries no mass, and why
     if output is None:
         text = write(expl, None, fmt, ref_index)
         if text is not None:

@@ -47,6 +47,11 @@ class Encoder(ABC):
     def default_layer(self) -> int | None:
         """The layer BERTScore uses for this model when the user names none (``None``: unknown)."""
 
+    def default_layer_origin(self) -> str | None:
+        """The model whose default layer :meth:`default_layer` gives when the encoder's own name
+        does not say it (a local copy of a known model); None otherwise."""
+        return None
+
     @abstractmethod
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
         """Tokenize texts (stripped; truncated to the model's limit, counting how many were)."""

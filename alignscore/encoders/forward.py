@@ -58,8 +58,9 @@ def layer_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tens
                  layers: Sequence[int]) -> torch.Tensor:
     """``[len(layers), B, T, D]`` float32: layer k is the output of the model's k-th block,
     running only the blocks up to ``max(layers)`` (the final layer norm of a T5-like stack is
-    applied to every layer, as a k-block encoder would)."""
-    with _first_blocks(model, max(layers)) as final_norm:
+    applied to every layer, as a k-block encoder would). Layer 0 alone still runs the first
+    block: a stack cut to no block returns no hidden states at all."""
+    with _first_blocks(model, max(1, *layers)) as final_norm:
         out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
                     return_dict=True)
         hidden = out.hidden_states

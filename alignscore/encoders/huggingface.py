@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +15,14 @@ from ..tokens import Tokenized, gc_paused
 from .base import Encoder
 from .fingerprint import fingerprint as model_fingerprint
 from .forward import ForwardStrategy, TorchForward
-from .layers import default_layer, packaged_model_dir
+from .layers import default_layer, known_model_of, packaged_model_dir
 from .onnx import OnnxForward, default_export_dir
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
 _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mbart"}
+
+_SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
 
 BACKENDS = ("torch", "onnx")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -64,6 +67,10 @@ class HFEncoder(Encoder):
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.model, os.PathLike):
+            self.model = os.fspath(self.model)
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError(f"model must be a hub id or a local directory, not {self.model!r}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}")
         if self.dtype not in DTYPES:
@@ -156,7 +163,13 @@ class HFEncoder(Encoder):
         return self._limit
 
     def default_layer(self) -> int | None:
-        return default_layer(self.model)
+        origin = self.default_layer_origin()
+        return default_layer(origin if origin is not None else self.model)
+
+    def default_layer_origin(self) -> str | None:
+        """The known model whose default layer a local directory gets (a copy of it, see
+        :func:`~alignscore.encoders.layers.known_model_of`); None for a model given by name."""
+        return None if default_layer(self.model) is not None else known_model_of(self.model)
 
     def signature(self) -> str:
         """``name[@revision][+onnx][+bfloat16]``: the backend and dtype only when not the
@@ -211,10 +224,12 @@ class HFEncoder(Encoder):
             starts = []
             surface = []
             covered = 0  # characters of the text already covered by earlier tokens
-            for w, sp, (begin, end) in zip(words, special, spans):
+            for w, sp, (begin, end), piece in zip(words, special, spans, tokens):
                 starts.append(w is not None and not sp and w != prev)
                 prev = w
-                if sp or end <= max(begin, covered):
+                # a bare SentencePiece marker covers no text, although tokenizers gives it the
+                # offsets of the character after it where the text has no space there (CJK)
+                if sp or piece == _SP_MARKER or end <= max(begin, covered):
                     surface.append("")
                 else:
                     surface.append(text[max(begin, covered):end])

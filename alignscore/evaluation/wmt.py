@@ -71,14 +71,31 @@ def discover(folder: str | Path) -> dict[str, dict[tuple[str, str], dict[str, Pa
     return found
 
 
+# the fewest segments a language pair can be meta-evaluated on (Williams' test needs 4)
+MIN_SEGMENTS = 4
+
+
 def _read_scores(path: Path) -> np.ndarray:
+    """Human scores, one finite number per line."""
     values = []
     for n, line in enumerate(read_lines(path), start=1):
         try:
-            values.append(float(line))
+            value = float(line)
         except ValueError:
             raise InputError(f"not a number: {line[:40]!r}", str(path), n) from None
+        if not np.isfinite(value):
+            raise InputError(f"not a finite number: {line[:40]!r}", str(path), n)
+        values.append(value)
     return np.asarray(values, dtype=np.float64)
+
+
+def _check_human(human: np.ndarray, path: Path) -> None:
+    """Human scores a correlation is defined with: at least :data:`MIN_SEGMENTS`, not all equal."""
+    if len(human) < MIN_SEGMENTS:
+        raise InputError(f"{len(human)} segment(s): meta-evaluation needs at least {MIN_SEGMENTS}", str(path))
+    if human.min() == human.max():
+        raise InputError(f"every human score is {float(human[0])!r}: a correlation with constant scores is undefined, "
+                         "so this language pair cannot be meta-evaluated", str(path))
 
 
 def _corpus_path(folder: Path, year: str, src: str, tgt: str, idf_corpus: str | Path | None) -> Path | None:
@@ -109,7 +126,8 @@ def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year
             file next to the DAseg files, when it is there.
 
     Raises:
-        InputError: missing files, files of different lengths, scores that are not numbers.
+        InputError: missing files, files of different lengths, human scores that are not finite
+            numbers, that are all equal or fewer than :data:`MIN_SEGMENTS`.
         ConfigError: an unknown language pair or year, or several years and none chosen.
     """
     folder = Path(folder)
@@ -144,6 +162,7 @@ def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year
                         ("source", len(sources) if sources is not None else len(refs))):
             if n != len(refs):
                 raise InputError(f"{n} lines but the reference file has {len(refs)}", str(files[kind]))
+        _check_human(human, files["human"])
         corpus_path = _corpus_path(folder, year, src, tgt, idf_corpus)
         corpus = read_lines(corpus_path) if corpus_path is not None else None
         out.append(LangPair(year, src, tgt, refs, cands, human, sources, corpus, corpus_path))

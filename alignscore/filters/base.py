@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Iterable
 
 import torch
 
-from ..errors import ConfigError
+from ..errors import ConfigError, describe
 from ..tokens import TokenTable
 
 SPECIAL_POLICIES = ("match-only", "drop", "keep")
@@ -68,11 +69,10 @@ class TokenRoles:
 
     def __post_init__(self) -> None:
         check_special_policy(self.special)
-        filters = (self.filters,) if isinstance(self.filters, TokenFilter) else tuple(self.filters)
-        for f in filters:
-            if not isinstance(f, TokenFilter):
-                raise ConfigError(f"a token filter must be a TokenFilter, not {f!r}")
-        object.__setattr__(self, "filters", filters)
+        filters = (self.filters,) if isinstance(self.filters, TokenFilter) else self.filters
+        if not isinstance(filters, Iterable) or not all(isinstance(f, TokenFilter) for f in filters):
+            raise ConfigError(f"filters must be a list of TokenFilter, not {describe(self.filters)}")
+        object.__setattr__(self, "filters", tuple(filters))
 
     def __call__(self, table: TokenTable) -> tuple[torch.Tensor, torch.Tensor]:
         return token_roles(table, self.filters, self.special)
