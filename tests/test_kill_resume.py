@@ -1,29 +1,58 @@
-"""``alignscore score --stream`` killed with SIGKILL at random points, then ``--resume``d: the
-final file is byte for byte the file of an uninterrupted run (same chunk size, no cache)."""
+"""``alignscore score --stream`` killed with SIGKILL at random points of its output, then
+``--resume``d: the final file is byte for byte the file of an uninterrupted run (same chunk size,
+no cache)."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import subprocess
-import time
+import sys
 
 import pytest
 
-from cli_checks import invoke, spawn
+from cli_checks import CODE_ROOT, invoke, spawn
 
 
-def _wait_then_kill(proc: subprocess.Popen, out, target_bytes: float | None, delay: float) -> None:
-    """SIGKILL ``proc`` once ``out`` has ``target_bytes`` (polled every 2 ms), or after ``delay``
-    seconds when no target is given; a process that ends first is left alone."""
-    start = time.monotonic()
-    while proc.poll() is None and time.monotonic() - start < 300:
-        if target_bytes is None and time.monotonic() - start >= delay:
-            break
-        if target_bytes is not None and out.exists() and out.stat().st_size >= target_bytes:
-            break
-        time.sleep(0.002)
-    proc.kill()
-    proc.wait()
+# Runs ``alignscore ARGS`` with its streamed output written through a file object that SIGKILLs the
+# process once LIMIT characters of rows are written (the last write cut there, flushed first): a
+# kill -9 at an exact, random point of the output, whatever the machine's speed.
+KILLER = """
+import contextlib, os, signal, sys
+import alignscore.stream as stream
+
+limit = int(sys.argv.pop(1))
+opened = stream._open_output
+
+
+class Killing:
+    def __init__(self, fh):
+        self.fh, self.left = fh, limit
+
+    def writelines(self, lines):
+        data = "".join(lines)
+        if len(data) >= self.left:
+            self.fh.write(data[:self.left])
+            self.fh.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.left -= len(data)
+        self.fh.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+
+@contextlib.contextmanager
+def open_output(*args, **kwargs):
+    with opened(*args, **kwargs) as fh:
+        yield Killing(fh)
+
+
+stream._open_output = open_output
+from alignscore.cli import main
+main()
+"""
 
 
 @pytest.mark.slow
@@ -43,21 +72,20 @@ def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_file(wmt_da
 
     out = tmp_path / f"out.{fmt}"
     log = open(tmp_path / "stderr.txt", "w")
-    cut_mid_way = 0
-    for attempt in range(3):
-        proc = spawn(*args, "-o", out, "--resume" if attempt else "--stream", stdout=subprocess.DEVNULL, stderr=log)
-        if attempt == 0:  # anywhere from start-up to the first rows
-            _wait_then_kill(proc, out, None, rng.uniform(0.5, 8.0))
-        else:  # somewhere in the rest of the file
-            have = out.stat().st_size if out.exists() else 0
-            _wait_then_kill(proc, out, have + rng.uniform(0.05, 0.6) * (len(want) - have), 0)
-        assert proc.returncode in (-9, 0), (tmp_path / "stderr.txt").read_text()
-        size = out.stat().st_size if out.exists() else 0
-        cut_mid_way += proc.returncode == -9 and 0 < size < len(want)
+    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    written = 0  # characters of rows the runs so far wrote (resumed runs rewrite their chunk: approximate)
+    for attempt in range(4):
+        # the first run is killed anywhere from its first row, the others somewhere in the rest of the rows
+        limit = rng.randrange(0, 40) if attempt == 0 else rng.randrange(1, max(2, (len(want) - written) // 2))
+        proc = subprocess.run([sys.executable, "-c", KILLER, str(limit), *map(str, args), "-o", str(out),
+                               "--resume" if attempt else "--stream"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=log, timeout=300)
+        assert proc.returncode == -signal.SIGKILL, (tmp_path / "stderr.txt").read_text()
+        written += limit
+        assert out.exists() and out.stat().st_size < len(want)  # killed part-way through the output
     final = spawn(*args, "-o", out, "--resume", stdout=subprocess.DEVNULL, stderr=log)
     assert final.wait(300) == 0, (tmp_path / "stderr.txt").read_text()
     log.close()
-    assert cut_mid_way >= 2  # the runs really were killed part-way through the output
     assert out.read_bytes() == want
     if fmt == "jsonl":
         assert (tmp_path / "out.jsonl.signature").read_text() == (tmp_path / "want.jsonl.signature").read_text()
