@@ -18,7 +18,7 @@ size) plus ``4 T H`` for the attention products of a text of T tokens. Strategie
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
 - ``openvino``: OpenVINO's CPU plugin on the exported graph, f32 inference precision.
-- ``onnx-int8`` (approximate): ``onnx-fused`` with weights quantised to int8 (dynamic quantisation).
+- ``onnx-int8`` (approximate): the exported graph with weights quantised to int8 (dynamic quantisation).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         int8_path = path.with_suffix(".int8.onnx")
-        quantize_dynamic(str(fused_path), str(int8_path), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(path), str(int8_path), weight_type=QuantType.QInt8)
         sess8 = ort.InferenceSession(str(int8_path), so, providers=["CPUExecutionProvider"])
         out["onnx-int8"] = lambda ids, mask: torch.from_numpy(
             sess8.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0])
@@ -133,12 +133,13 @@ def main() -> None:
     p.add_argument("--layer", type=int, required=True)
     p.add_argument("--texts", type=int, default=3000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=64, help="texts per batch (the engine's default: 64)")
     p.add_argument("--only", nargs="*", default=None, help="strategies to run (default: all)")
     args = p.parse_args()
     enc = HFEncoder(args.model, device_name="cpu")
     texts = list(dict.fromkeys(t.strip() for lp in load_daseg(DATA / "wmt16-da-seg")
                                for t in lp.references + lp.candidates))[:args.texts]
-    work = batches(enc, texts)
+    work = batches(enc, texts, args.batch_size)
     layers = [args.layer]
     counted = flops(enc, work, args.layer)
     runs = strategies(enc, layers)
@@ -158,7 +159,7 @@ def main() -> None:
         rates.append(gemm_rate())
     rate = statistics.median(rates)
     tokens = sum(int(m.sum()) for _, m in work)
-    print(f"model {args.model} layer {args.layer}: {len(texts)} texts, {tokens} tokens, {counted / 1e12:.3f} TFLOP "
+    print(f"model {args.model} layer {args.layer}, batches of {args.batch_size}: {len(texts)} texts, {tokens} tokens, {counted / 1e12:.3f} TFLOP "
           f"counted; GEMM rate {rate:.1f} GFLOP/s (median of {len(rates)}: {min(rates):.1f}-{max(rates):.1f}); "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for name in runs:
