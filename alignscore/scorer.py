@@ -145,8 +145,10 @@ class Scorer:
         if not isinstance(self.aggregator, SingleLayer):
             raise ConfigError("baseline rescaling reads one row per layer: it needs a single-layer aggregator")
         values = self.baseline.values(self.layers()[0])
-        if not set(values) & set(self.aligner.metrics):
-            raise ConfigError(f"the baseline has no value for the metrics {self.aligner.metrics}")
+        missing = [m for m in self.aligner.metrics if m not in values]
+        if missing:  # rescaling only some metrics would report rescaled and raw scores side by side
+            raise ConfigError(f"the baseline has no value for the metric(s) {', '.join(missing)} "
+                              f"of {self.aligner.signature()}")
         return values
 
     def signature(self) -> str:

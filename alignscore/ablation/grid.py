@@ -219,10 +219,14 @@ def parse_grid(data: Mapping[str, Any], base_dir: Path = Path("."), name: str = 
             aligner = PartSpec(aligner.name, tuple(sorted(aligner.args + tuple((k, _freeze(v))
                                                                              for k, v in args.items()))))
         metric = col.get("metric")
-        metrics = getattr(ALIGNERS.get(aligner.name), "metrics", None)
-        if metric is not None and metrics is not None and metric not in metrics:
-            raise ConfigError(f"{where}: aligner {aligner.name!r} has no metric {metric!r} "
-                              f"(it reports {', '.join(metrics)})")
+        if metric is not None:  # an aligner's metrics may depend on its settings: ask an instance
+            try:
+                metrics = ALIGNERS.build(aligner.name, **aligner.kwargs).metrics
+            except TypeError as exc:
+                raise ConfigError(f"{where}: aligner {aligner}: {exc}") from None
+            if metric not in metrics:
+                raise ConfigError(f"{where}: aligner {aligner.name!r} has no metric {metric!r} "
+                                  f"(it reports {', '.join(metrics)})")
         columns.append(Column(col["name"], aligner, metric, _parts(part_keys, where, PART_KEYS)))
     if not columns:
         raise ConfigError("a grid needs at least one [[columns]] table (name, aligner)")
