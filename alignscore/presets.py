@@ -8,6 +8,8 @@ from typing import Any, Callable, Sequence
 
 from .aggregators.pmeans import PowerMeans
 from .aggregators.single import SingleLayer
+from .aggregators.stack import LayerStack
+from .aligners.barycenter import BaryScore
 from .aligners.greedy import Greedy
 from .aligners.optimal import WMD
 from .encoders.huggingface import HFEncoder
@@ -87,7 +89,22 @@ def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: in
                   aligner=WMD(cost="sqeuclidean", score="1-d", n_gram=n_gram), **scorer_kwargs)
 
 
+def baryscore(model: str = "bert-base-uncased", idf: bool = True, reg: float = 0.01, device: str | None = None,
+              **scorer_kwargs: Any) -> Scorer:
+    """BaryScore (Colombo et al., 2021) with the defaults of the authors' ``BaryScoreMetric``:
+    bert-base-uncased, the last five layers kept side by side (``LayerStack``), every token
+    taking part ([CLS]/[SEP] too: ``keep``), idf masses (``idf=True``; reference idf from the
+    references, candidate idf from the candidates), the barycenter of the layers per text and
+    the entropic (``reg``) transport cost between the two barycenters, reported as ``1 - d``.
+    See :class:`~alignscore.aligners.barycenter.BaryScore` for what differs from their code.
+    """
+    return Scorer(encoder=HFEncoder(model, device_name=device), aggregator=LayerStack((-5, -4, -3, -2, -1)),
+                  special_tokens="keep", weighting=Idf(sep=True) if idf else Uniform(),
+                  aligner=BaryScore(layers=5, reg=reg), **scorer_kwargs)
+
+
 PRESETS: Registry[Callable[..., Scorer]] = Registry("preset")
 PRESETS.register("bertscore")(bertscore)
 PRESETS.register("moverscore-v2")(moverscore_v2)
 PRESETS.register("moverscore-v1")(moverscore_v1)
+PRESETS.register("baryscore")(baryscore)

@@ -98,10 +98,12 @@ def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
                        torch.zeros((), dtype=values.dtype, device=values.device))
 
 
-def positive_number(value: Any, what: str) -> float:
-    """``value`` as a float, after checking that it is a finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
-        raise ConfigError(f"{what} must be a finite number > 0, not {value!r}")
+def real_number(value: Any, what: str, zero_ok: bool = False) -> float:
+    """``value`` as a float, after checking that it is a finite real number ``> 0`` (``>= 0``
+    with ``zero_ok``)."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not zero_ok)):
+        raise ConfigError(f"{what} must be a finite number {'>=' if zero_ok else '>'} 0, not {value!r}")
     return float(value)
 
 

@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 
 from ..errors import ConfigError
-from .base import Aligner, Alignment, PairBatch, number, positive_number, same_vectors, weighted_mean
+from .base import Aligner, Alignment, PairBatch, number, real_number, same_vectors, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -86,7 +86,7 @@ class Greedy(Aligner):
         if n_gram is not None:
             raise ConfigError("n-grams apply to the optimal-transport aligners, not greedy")
         if self.beta is not None:
-            object.__setattr__(self, "beta", positive_number(self.beta, "beta"))
+            object.__setattr__(self, "beta", real_number(self.beta, "beta"))
 
     @property
     def metrics(self) -> tuple[str, ...]:  # type: ignore[override]

@@ -112,7 +112,7 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
                         dtype=opts.get("dtype") or "float32")
 
     agg_name = opts.get("aggregator") or ("pmeans" if opts.get("layers") or opts.get("powers") else None)
-    if agg_name in ("pmeans", "routing"):
+    if agg_name in ("pmeans", "routing", "stack"):
         kwargs: dict[str, Any] = {}
         if opts.get("layers"):
             kwargs["layers_spec"] = _parse(_int_list, opts["layers"], "--layers")
