@@ -167,8 +167,10 @@ class Composition:
         if not isinstance(self.aggregator, SingleLayer):
             raise ConfigError("baseline rescaling reads one row per layer: it needs a single-layer aggregator")
         values = self.baseline.values(self.aggregator.layers[0])
-        if not set(values) & set(self.metrics):
-            raise ConfigError(f"the baseline has no value for the outputs {', '.join(self.metrics)}")
+        missing = [m for m in self.metrics if m not in values]
+        if missing:  # rescaling only some outputs would report rescaled and raw scores side by side
+            raise ConfigError(f"the baseline has no value for the output(s) {', '.join(missing)} "
+                              f"of {self.aligner.signature()}")
         return values
 
     def signature(self, encoder: Encoder) -> str:
