@@ -183,9 +183,11 @@ def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
     return out
 
 
-def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
-    """TSV: the signature and means as comment lines, the column names, one row per candidate;
-    JSONL: one object per candidate."""
+def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool, comments: Sequence[str] = ()) -> None:
+    """TSV: the signature and means as comment lines (then ``comments``, each a ``# ...`` line),
+    the column names, one row per candidate; JSONL: one object per candidate."""
     names = list(scores.metrics) + (["best_ref"] if multi else [])
-    out.writelines(tsv_header(scores.signature, names, scores.means()) if fmt == "tsv" else [])
+    if fmt == "tsv":
+        header = tsv_header(scores.signature, names, scores.means())
+        out.writelines(header[:2] + list(comments) + header[2:])
     out.writelines(rows(scores, fmt, multi))

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from ..evaluation.chart import dot_line_chart
 from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
                                 not_beaten)
 from ..textio import replacing
@@ -200,43 +201,14 @@ def write_signatures(path: str | Path, run: GridRun) -> None:
 def write_chart(path: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson") -> None:
     """One line per column through the rows' average absolute correlation (markers), with each
     language pair's value as a faint dot; rows that did not run are marked "skipped"."""
-    from matplotlib.figure import Figure  # no pyplot: no global backend state; PNG via Agg
-
     lps = [lp.name for lp in run.lang_pairs]
-    cols = [c.name for c in run.grid.columns]
     by_key = {(s.row_index, s.column_index, s.lang_pair): s for s in stats if s.method == method}
-    rows = run.row_names
-    fig = Figure(figsize=(min(14.0, 3.0 + 0.9 * len(rows)), 4.8))
-    ax = fig.subplots()
-    colours = [f"C{j % 10}" for j in range(len(cols))]
-    shift = 0.08
-    ran = set()
-    for j, col in enumerate(cols):
-        xs, avgs = [], []
-        for i in range(len(rows)):
-            vals = [abs(s.r) for lp in lps if (s := by_key.get((i, j, lp))) is not None
-                    and s.r is not None and not math.isnan(s.r)]
-            x = i + (j - (len(cols) - 1) / 2) * shift
-            if vals:
-                ran.add(i)
-                ax.scatter([x] * len(vals), vals, s=10, color=colours[j], alpha=0.35, linewidths=0)
-            xs.append(x)  # NaN where a language pair is missing: the line breaks there
-            avgs.append(float(np.mean(vals)) if vals and len(vals) == len(lps) else float("nan"))
-        ax.plot(xs, avgs, marker="o", color=colours[j], label=f"{col} (average)", linewidth=1.4)
-    for i in range(len(rows)):
-        if i not in ran:
-            ax.annotate("skipped", (i, 0.5), xycoords=("data", "axes fraction"), ha="center", va="center",
-                        rotation=90, fontsize=8, color="gray")
+    series = {col.name: [[abs(s.r) if (s := by_key.get((i, j, lp))) is not None and s.r is not None else None
+                          for lp in lps] for i in range(len(run.row_names))]
+              for j, col in enumerate(run.grid.columns)}
     label = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall": "Kendall tau"}[method]
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(rows, rotation=30, ha="right", fontsize=8)
-    ax.set_xlim(-0.5, len(rows) - 0.5)
-    ax.set_ylabel(f"|{label}| with human scores")
-    ax.set_title(f"{run.grid.title}\n(dots: the {len(lps)} language pairs)", fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    dot_line_chart(path, run.row_names, series, f"{run.grid.title}\n(dots: the {len(lps)} language pairs)",
+                   f"|{label}| with human scores")
 
 
 OUTPUT_FILES = {"table": "table.md", "csv": "results.csv", "chart": "chart.png", "signatures": "signatures.tsv"}

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
+import numpy as np
+import torch
 
 from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
+from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation
+from ..evaluation.wmt import read_human
 from ..stream import clear_sidecar, score_stream
 from ..textio import check_output, read_aligned, replacing, write_scores
 from . import main
@@ -33,8 +39,18 @@ from .options import build_scorer, option_files, scorer_options, scorer_opts
               "(implies --stream).")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Candidates per chunk with --stream.")
+@click.option("--human", type=click.Path(dir_okay=False), default=None,
+              help="Human scores, one number per candidate: print the Pearson r of the composition's metric "
+                   "with them (e.g. to check a composition `alignscore tune` selected).")
+@click.option("--confidence", is_flag=True, help="Also a bootstrap confidence interval of each metric's corpus "
+              "mean (sacreBLEU's --confidence: percentile interval of resampled means, the same resamples for "
+              "every metric).")
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Resamples for --confidence.")
+@click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the --confidence resamples.")
 def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
-          resume: bool, chunk_size: int, **kwargs: Any) -> None:
+          resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
+          **kwargs: Any) -> None:
     """Score each line of CANDS against the same line of REFS.
 
     The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
@@ -42,20 +58,35 @@ def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet
     """
     opts = scorer_opts(kwargs)
     shard, opts["device"] = init_from_env(opts.get("device"))
-    _score(refs, cands, fmt, output, quiet, stream, resume, chunk_size, opts, shard)
+    judged = _Judged(human, confidence, resamples, seed)
+    _score(refs, cands, fmt, output, quiet, stream, resume, chunk_size, opts, shard, judged)
     leave(shard)
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """What is computed from the scores beside them: the correlation with ``human`` scores and
+    the bootstrap ``confidence`` interval of each mean."""
+
+    human: str | None
+    confidence: bool
+    resamples: int
+    seed: int
+
+
 def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
-           resume: bool, chunk_size: int, opts: dict[str, Any], shard: Shard | None) -> None:
+           resume: bool, chunk_size: int, opts: dict[str, Any], shard: Shard | None,
+           judged: _Judged = _Judged(None, False, 1000, SACREBLEU_SEED)) -> None:
     """The work of :func:`score`, between joining and leaving the process group (if any)."""
     writer = shard is None or shard.rank == 0
     if (stream or resume) and not output:
         raise InputError("--stream and --resume write to a file: give -o OUT")
+    if (stream or resume) and (judged.human or judged.confidence):
+        raise InputError("--human and --confidence need every score at once: not with --stream or --resume")
     if (stream or resume) and shard is not None:
         raise InputError("--stream does not run under torchrun yet: shard the input files instead")
     if output and writer:  # before any work: the output must be writable and none of the inputs
-        check_output(output, [cands, *refs, *option_files(opts)])
+        check_output(output, [cands, *refs, *option_files(opts), judged.human])
     scorer = build_scorer(opts, progress=not quiet and writer)
     scorer.shard = shard
     if stream or resume:
@@ -65,16 +96,43 @@ def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quie
         click.echo(f"signature: {result.signature}", err=True)
         return
     cand_texts, ref_groups = read_aligned(cands, refs)
+    human = read_human(judged.human, len(cand_texts)) if judged.human else None
     scores = scorer.score(cand_texts, ref_groups)
     if not writer:
         return
+    metric = scorer.composition.metric or ""
+    r = human_r(scores[metric], human, metric) if human is not None else None
+    intervals = ({k: bootstrap_mean(v.double().numpy(), judged.resamples, judged.seed)
+                  for k, v in scores.metrics.items()} if judged.confidence else {})
+    extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
     if output:
         with replacing(output) as tmp:
             with open(tmp, "w", encoding="utf-8") as fh:
-                write_scores(scores, fh, fmt, len(refs) > 1)
+                write_scores(scores, fh, fmt, len(refs) > 1, extra)
             clear_sidecar(output)  # before the rename: OUT never sits next to another run's signature
     else:
-        write_scores(scores, sys.stdout, fmt, len(refs) > 1)
+        write_scores(scores, sys.stdout, fmt, len(refs) > 1, extra)
     means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
     click.echo(f"{len(scores)} candidates: {means}", err=True)
+    if intervals:
+        click.echo(f"confidence: {confidence_text(intervals)}", err=True)
+    if r is not None:
+        click.echo(f"pearson r({metric}, human) = {r:.12f} (n = {len(human)})", err=True)
     click.echo(f"signature: {scores.signature}", err=True)
+
+
+def human_r(values: torch.Tensor, human: np.ndarray, metric: str) -> float:
+    """Pearson r of a metric's scores with the human scores; an error where it is undefined."""
+    r, _ = correlation(values.double().numpy(), human)
+    if not math.isfinite(r):
+        raise InputError(f"every {metric} score is the same: its correlation with the human scores is undefined")
+    return r
+
+
+def confidence_text(intervals: dict[str, BootstrapMean]) -> str:
+    """``f1=0.798134 ±0.008012 [0.790123, 0.806012] ...``: per metric the observed mean,
+    sacreBLEU's half-width and the 95% percentile interval, then the resampling."""
+    first = next(iter(intervals.values()))
+    body = " ".join(f"{k}={b.estimate:.6f} ±{b.half_width:.6f} [{b.low:.6f}, {b.high:.6f}]"
+                    for k, b in intervals.items())
+    return f"{body} (95% bootstrap intervals, {first.resamples} resamples, seed {first.seed})"

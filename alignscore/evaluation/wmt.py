@@ -75,7 +75,7 @@ def discover(folder: str | Path) -> dict[str, dict[tuple[str, str], dict[str, Pa
 MIN_SEGMENTS = 4
 
 
-def _read_scores(path: Path) -> np.ndarray:
+def read_scores(path: str | Path) -> np.ndarray:
     """Human scores, one finite number per line."""
     values = []
     for n, line in enumerate(read_lines(path), start=1):
@@ -89,13 +89,24 @@ def _read_scores(path: Path) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def _check_human(human: np.ndarray, path: Path) -> None:
+def check_human(human: np.ndarray, path: str | Path) -> None:
     """Human scores a correlation is defined with: at least :data:`MIN_SEGMENTS`, not all equal."""
     if len(human) < MIN_SEGMENTS:
         raise InputError(f"{len(human)} segment(s): meta-evaluation needs at least {MIN_SEGMENTS}", str(path))
     if human.min() == human.max():
         raise InputError(f"every human score is {float(human[0])!r}: a correlation with constant scores is undefined, "
                          "so this language pair cannot be meta-evaluated", str(path))
+
+
+def read_human(path: str | Path, n: int) -> np.ndarray:
+    """The human scores of ``n`` segments, one finite number per line of ``path``, that a
+    correlation is defined with (:func:`check_human`)."""
+    human = read_scores(path)
+    if len(human) != n:
+        raise InputError(f"{len(human)} human scores, but there are {n} candidates: give one per candidate",
+                         str(path))
+    check_human(human, path)
+    return human
 
 
 def _corpus_path(folder: Path, year: str, src: str, tgt: str, idf_corpus: str | Path | None) -> Path | None:
@@ -156,13 +167,13 @@ def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year
         if missing:
             raise InputError(f"{lp}: missing DAseg.newstest{year}.{{{','.join(missing)}}}.{lp}", str(folder))
         refs, cands = read_lines(files["reference"]), read_lines(files["mt-system"])
-        human = _read_scores(files["human"])
+        human = read_scores(files["human"])
         sources = read_lines(files["source"]) if "source" in files else None
         for kind, n in (("mt-system", len(cands)), ("human", len(human)),
                         ("source", len(sources) if sources is not None else len(refs))):
             if n != len(refs):
                 raise InputError(f"{n} lines but the reference file has {len(refs)}", str(files[kind]))
-        _check_human(human, files["human"])
+        check_human(human, files["human"])
         corpus_path = _corpus_path(folder, year, src, tgt, idf_corpus)
         corpus = read_lines(corpus_path) if corpus_path is not None else None
         out.append(LangPair(year, src, tgt, refs, cands, human, sources, corpus, corpus_path))

@@ -1,0 +1,294 @@
+"""``alignscore tune``: search spaces (format, errors, size), the search through one engine call
+(equal to scoring each composition alone), leave-one-language-pair-out cross-validation, the
+outputs, and `score --config best.toml --human` reproducing the dev r. Also `score --human` and
+`score --confidence`. Tiny local model, 2 language pairs x 30 WMT16 segments."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alignscore.composition import build, read_spec
+from alignscore.encoders.huggingface import HFEncoder
+from alignscore.errors import ConfigError, InputError
+from alignscore.evaluation.search import (aligner_runs, cross_validate, estimate_seconds, reference_composition,
+                                          select, tune)
+from alignscore.evaluation.space import load_space, parse_space
+from alignscore.evaluation.stats import bootstrap_mean, correlation
+from alignscore.evaluation.wmt import load_daseg
+from alignscore.runtime import Runtime
+from alignscore.scorer import Scorer
+from tests.cli_checks import assert_one_error, fingerprint, invoke
+from tests.conftest import wmt16
+
+N = 30
+LPS = ("de-en", "ru-en")
+
+TINY_SPACE = """
+layer = [-1, 2]
+weighting = ["none", "idf-S"]
+
+[[subspace]]
+name = "greedy"
+aligner = [{ name = "greedy", beta = 2.0 }]
+metric = ["recall", "f1", "fbeta"]
+
+[[subspace]]
+name = "wmd"
+aligner = [{ name = "wmd", n_gram = 2 }]
+special_tokens = ["keep"]
+filters = [[], ["rm"]]
+
+[[exclude]]
+aligner = { name = "wmd", n_gram = 2 }
+weighting = "idf-S"
+filters = ["rm"]
+"""
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("daseg")
+    for lp in LPS:
+        files = wmt16(lp)
+        for kind in ("reference", "mt-system", "human"):
+            (out / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n", encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="module")
+def space_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("space") / "tiny.toml"
+    path.write_text(TINY_SPACE, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tuned(space_file: Path, data_dir: Path, tiny_bert_dir: str):
+    encoder = HFEncoder(tiny_bert_dir)
+    space = load_space(space_file)
+    pairs = load_daseg(data_dir)
+    run = tune(encoder, space.candidates(), pairs, Runtime(batch_size=7), reference_composition(encoder, 3))
+    return run, encoder, pairs
+
+
+# -- spaces ---------------------------------------------------------------------------------------
+def test_space_product_subspaces_and_exclusions(space_file: Path) -> None:
+    space = load_space(space_file)
+    specs = space.specs()
+    # greedy: 2 layers x 2 weightings x 3 metrics; wmd: 2 x 2 x 2 filter lists, minus idf-S + rm (2 layers)
+    assert space.size() == 12 + 8
+    assert len(specs) == 12 + 6
+    assert not any(s.get("weighting") == "idf-S" and s.get("filters") == ["rm"] for _, s in specs)
+    assert {name for name, _ in specs} == {"greedy", "wmd"}
+    candidates = space.candidates()
+    assert all(c.composition.metric == c.spec.get("metric", "score") for c in candidates)
+
+
+def test_default_space_builds_and_fits_the_budget() -> None:
+    space = load_space()
+    candidates = space.candidates()
+    assert len(candidates) == 72
+    metrics = {c.composition.metric for c in candidates}
+    assert metrics == {"precision", "recall", "f1", "fbeta", "score"}
+    assert {c.spec.get("weighting") for c in candidates} == {"none", "idf-S"}
+    # WMT16 with all-MiniLM-L6-v2: 6 x 560 pairs, about 6,000 unique texts; 6 layers
+    resolved = [build({**c.spec, "layer": 6 + c.spec["layer"] + 1}) for c in candidates]
+    assert len(aligner_runs(resolved)) == 48
+    assert estimate_seconds(resolved, 3360, 6000) < 8 * 60
+
+
+@pytest.mark.parametrize("text, needles", [
+    ("lyer = [3]", ["lyer"]),
+    ("model = ['x']", ["model", "--model"]),
+    ("layer = 3", ["layer", "list"]),
+    ("weighting = ['tfidf']", ["weighting", "tfidf"]),
+    ("[[subspace]]\nname = 'g'\naligner = [{ name = 'greedy', bta = 2.0 }]", ["subspace g", "bta"]),
+    ("[[subspace]]\nname = 'g'\nmetric = ['fscore']", ["subspace g", "fscore"]),
+    ("[[exclude]]\nweigting = 'none'", ["exclude", "weigting"]),
+    ("layer = [", ["TOML"]),
+])
+def test_bad_space_files_get_one_clear_error(tmp_path: Path, data_dir: Path, tiny_bert_dir: str, text: str,
+                                             needles: list[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code, _, err = invoke("tune", path, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3, "-o", out, "-q")
+    assert_one_error(code, err, str(path), *needles)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_layer_the_model_lacks_names_the_file(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    path = tmp_path / "deep.toml"
+    path.write_text("layer = [2, 9]\n", encoding="utf-8")
+    code, _, err = invoke("tune", path, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
+                          "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, str(path), "9")
+
+
+def test_too_large_space_is_refused_with_its_size(tmp_path: Path, space_file: Path, data_dir: Path,
+                                                  tiny_bert_dir: str) -> None:
+    out = tmp_path / "out"
+    code, _, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
+                          "-o", out, "-q", "--budget", "0.001")
+    assert_one_error(code, err, "too large", "18 compositions", "aligner runs", "min")
+    code, _, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
+                          "-o", out, "-q", "--max-compositions", "10")
+    assert_one_error(code, err, "20 compositions", "--max-compositions 10")
+    assert not (out / "best.toml").exists()
+
+
+# -- selection and cross-validation ----------------------------------------------------------------
+def test_cross_validation_by_hand() -> None:
+    r = np.array([[0.50, 0.60, 0.70],   # mean 0.600
+                  [0.65, 0.40, 0.72],   # mean 0.590
+                  [0.55, 0.62, 0.60],   # mean 0.590
+                  [0.90, 0.90, 0.90]])  # the best, but not eligible (the reference outside the space)
+    eligible = np.array([True, True, True, False])
+    assert select(r, eligible) == 0
+    folds = cross_validate(r, eligible)
+    # leave out 0: means over 1, 2 -> 0.65, 0.56, 0.61 -> row 0, held out 0.50
+    # leave out 1: means over 0, 2 -> 0.60, 0.685, 0.575 -> row 1, held out 0.40
+    # leave out 2: means over 0, 1 -> 0.55, 0.525, 0.585 -> row 2, held out 0.60
+    assert folds == [(0, 0.50), (1, 0.40), (2, 0.60)]
+    assert math.isclose(np.mean([h for _, h in folds]), 0.5)
+    with pytest.raises(ConfigError, match="two"):
+        cross_validate(r[:, :1], eligible)
+    undefined = r.copy()
+    undefined[0, 2] = np.nan  # an undefined correlation is never selected
+    assert select(undefined, eligible) == 1
+
+
+def test_tune_equals_each_composition_scored_alone(tuned) -> None:
+    run, encoder, pairs = tuned
+    assert len(run.entries) == 18 + 1  # the reference (layer 3) is not in the space
+    assert run.entries[run.reference].in_space is False
+    for e in run.entries:
+        for k, lp in enumerate(pairs):
+            alone = Scorer.of(encoder, e.composition).score(lp.candidates, lp.references)
+            values = alone[e.composition.metric].double().numpy()
+            np.testing.assert_allclose(e.scores[k], values, atol=1e-6)
+            r, _ = correlation(values, lp.human)
+            assert abs(e.r[k] - r) < 1e-6
+
+
+def test_tune_selection_and_folds(tuned) -> None:
+    run, _, pairs = tuned
+    means = np.array([e.average if e.in_space else -1 for e in run.entries])
+    assert run.best == int(np.argmax(means))
+    assert len(run.folds) == 2
+    for f, other in zip(run.folds, reversed(range(2))):  # two pairs: each fold selects on the other one
+        col = np.array([e.abs_r[other] if e.in_space else -1 for e in run.entries])
+        assert f.selected == int(np.argmax(col))
+        left = [lp.name for lp in pairs].index(f.lang_pair)
+        assert f.heldout == run.entries[f.selected].abs_r[left]
+        assert f.reference == run.entries[run.reference].abs_r[left]
+        assert 0 < f.williams_p < 1
+    assert run.estimate == pytest.approx(np.mean([f.heldout for f in run.folds]))
+
+
+# -- the command, its outputs, and score --config best.toml --------------------------------------------
+@pytest.fixture(scope="module")
+def tune_out(tmp_path_factory: pytest.TempPathFactory, space_file: Path, data_dir: Path, tiny_bert_dir: str):
+    out = tmp_path_factory.mktemp("tune") / "out"
+    code, stdout, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
+                               "-o", out, "--holdout", data_dir, "--batch-size", 5)
+    assert code == 0, err
+    assert "[tune] scoring 19 composition(s)" in err and "encoding" in err  # stages and progress bars
+    assert "Cross-validated estimate" in stdout
+    return out
+
+
+def test_tune_writes_its_outputs(tune_out: Path, tuned) -> None:
+    run, _, _ = tuned
+    assert sorted(p.name for p in tune_out.iterdir()) == ["best.toml", "chart.png", "folds.csv", "holdout.csv",
+                                                         "leaderboard.csv", "leaderboard.md"]
+    rows = list(csv.DictReader(open(tune_out / "leaderboard.csv", encoding="utf-8")))
+    assert len(rows) == 19
+    assert [r["selected"] for r in rows].count("true") == 1 and rows[0]["selected"] == "true"
+    assert rows[0]["signature"] == run.entries[run.best].signature
+    means = [float(r["mean"]) for r in rows]
+    assert means == sorted(means, reverse=True)
+    for r in rows:
+        assert float(r["mean"]) == pytest.approx((float(r["de-en"]) + float(r["ru-en"])) / 2)
+    folds = list(csv.DictReader(open(tune_out / "folds.csv", encoding="utf-8")))
+    assert float(folds[-1]["heldout_abs_r"]) == pytest.approx(run.estimate)
+    held = list(csv.DictReader(open(tune_out / "holdout.csv", encoding="utf-8")))
+    # the held-out folder is the dev folder here: the same |r| as on the leaderboard
+    assert [float(h["selected_abs_r"]) for h in held] == pytest.approx(list(run.entries[run.best].abs_r), abs=1e-6)
+    table = (tune_out / "leaderboard.md").read_text(encoding="utf-8")
+    assert "Cross-validation folds" in table and "Held-out data" in table and "nan" not in table
+    assert (tune_out / "chart.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_best_toml_round_trips_and_reproduces_the_dev_r(tune_out: Path, data_dir: Path, tuned,
+                                                         tiny_bert_dir: str) -> None:
+    run, encoder, _ = tuned
+    best = run.entries[run.best]
+    spec = read_spec(tune_out / "best.toml")
+    assert spec["model"] == tiny_bert_dir and spec["metric"] == best.composition.metric
+    again = build({k: v for k, v in spec.items() if k != "model"}).resolve(encoder)
+    assert again.signature(encoder) == best.signature
+    for k, lp in enumerate(LPS):
+        code, _, err = invoke("score", "-r", data_dir / f"DAseg.newstest2016.reference.{lp}",
+                              "-c", data_dir / f"DAseg.newstest2016.mt-system.{lp}", "--config", tune_out / "best.toml",
+                              "--human", data_dir / f"DAseg.newstest2016.human.{lp}", "-q")
+        assert code == 0, err
+        line = next(ln for ln in err.splitlines() if ln.startswith("pearson r("))
+        assert line.startswith(f"pearson r({best.composition.metric}, human) = ")
+        assert abs(float(line.split("= ")[1].split()[0]) - best.r[k]) < 1e-6
+
+
+def test_tune_never_overwrites_an_input(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    space = out / "leaderboard.md"  # the space file sits where an output would go
+    space.write_text("layer = [2]\n", encoding="utf-8")
+    before = fingerprint(out)
+    code, _, err = invoke("tune", space, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3, "-o", out, "-q")
+    assert_one_error(code, err, "input")
+    assert fingerprint(out) == before
+
+
+# -- score --human and --confidence ----------------------------------------------------------------------
+def test_score_human_refuses_bad_judgments(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    ref, cand = data_dir / "DAseg.newstest2016.reference.de-en", data_dir / "DAseg.newstest2016.mt-system.de-en"
+    short = tmp_path / "short.txt"
+    short.write_text("1\n2\n3\n4\n", encoding="utf-8")
+    flat = tmp_path / "flat.txt"
+    flat.write_text("0.5\n" * N, encoding="utf-8")
+    nan = tmp_path / "nan.txt"
+    nan.write_text("nan\n" * N, encoding="utf-8")
+    for path, needle in ((short, "4 human scores"), (flat, "every human score"), (nan, "not a finite number")):
+        code, _, err = invoke("score", "-r", ref, "-c", cand, "--model", tiny_bert_dir, "--layer", 2, "--human", path,
+                              "-q")
+        assert_one_error(code, err, str(path), needle)
+    same = tmp_path / "same.txt"
+    same.write_text("the cat\n" * N, encoding="utf-8")
+    code, _, err = invoke("score", "-r", same, "-c", same, "--model", tiny_bert_dir, "--layer", 2,
+                          "--human", data_dir / "DAseg.newstest2016.human.de-en", "-q")
+    assert_one_error(code, err, "f1", "undefined")
+    code, _, err = invoke("score", "-r", ref, "-c", cand, "--model", tiny_bert_dir, "--layer", 2, "--confidence",
+                          "--stream", "-o", tmp_path / "s.tsv", "-q")
+    assert_one_error(code, err, "--stream")
+
+
+def test_score_confidence_is_the_bootstrap_of_each_mean(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    ref, cand = data_dir / "DAseg.newstest2016.reference.de-en", data_dir / "DAseg.newstest2016.mt-system.de-en"
+    out = tmp_path / "scores.tsv"
+    code, _, err = invoke("score", "-r", ref, "-c", cand, "--model", tiny_bert_dir, "--layer", 2, "--confidence",
+                          "--bootstrap", 200, "--seed", 7, "-o", out, "-q")
+    assert code == 0, err
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[2].startswith("# confidence ")
+    columns = lines[3].split("\t")
+    values = np.array([[float(x) for x in ln.split("\t")] for ln in lines[4:]])
+    for j, name in enumerate(columns):
+        b = bootstrap_mean(values[:, j], 200, 7)
+        text = f"{name}={b.estimate:.6f} ±{b.half_width:.6f} [{b.low:.6f}, {b.high:.6f}]"
+        assert text in lines[2] and text in err
+    assert "200 resamples, seed 7" in lines[2]
