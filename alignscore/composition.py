@@ -39,11 +39,11 @@ from .aggregators.single import SingleLayer
 from .aligners import ALIGNERS
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
+from .baseline import Baseline
 from .errors import ConfigError, InputError, describe
 from .filters import FILTERS
 from .filters.base import TokenFilter, TokenRoles, check_special_policy
 from .registry import Registry
-from .baseline import Baseline
 from .textio import read_lines
 from .weighting import WEIGHTINGS
 from .weighting.base import Weighting
