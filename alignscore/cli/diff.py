@@ -91,7 +91,7 @@ def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch
     return ra, rb, order
 
 
-def _share_encoder(a: Scorer, b: Scorer) -> None:
+def share_encoder(a: Scorer, b: Scorer) -> None:
     """Let both compositions use one loaded model when they name the same one."""
     ea, eb = a.encoder, b.encoder
     same = all(getattr(ea, k, None) == getattr(eb, k, None)
@@ -139,7 +139,7 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     cand_texts, ref_groups = read_aligned(cands, refs)
     scorer_a = build_scorer(opts_a, progress=not quiet)
     scorer_b = build_scorer(opts_b, progress=not quiet)
-    _share_encoder(scorer_a, scorer_b)
+    share_encoder(scorer_a, scorer_b)
     metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
     sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
     va, vb = sa[metric_a], sb[metric_b]
