@@ -14,10 +14,10 @@ import pytest
 
 from alignscore.composition import build, read_spec
 from alignscore.encoders.huggingface import HFEncoder
-from alignscore.errors import ConfigError, InputError
+from alignscore.errors import ConfigError
 from alignscore.evaluation.search import (aligner_runs, cross_validate, estimate_seconds, reference_composition,
                                           select, tune)
-from alignscore.evaluation.space import load_space, parse_space
+from alignscore.evaluation.space import load_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import load_daseg
 from alignscore.runtime import Runtime

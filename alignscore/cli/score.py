@@ -100,7 +100,7 @@ def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quie
     scores = scorer.score(cand_texts, ref_groups)
     if not writer:
         return
-    metric = scorer.composition.metric or ""
+    metric = scorer.composition.metric
     r = human_r(scores[metric], human, metric) if human is not None else None
     intervals = ({k: bootstrap_mean(v.double().numpy(), judged.resamples, judged.seed)
                   for k, v in scores.metrics.items()} if judged.confidence else {})
