@@ -17,7 +17,7 @@ from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.search import (aligner_runs, cross_validate, estimate_seconds, reference_composition,
                                           select, tune)
-from alignscore.evaluation.space import load_space
+from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import load_daseg
 from alignscore.runtime import Runtime
@@ -72,7 +72,21 @@ def tuned(space_file: Path, data_dir: Path, tiny_bert_dir: str):
     encoder = HFEncoder(tiny_bert_dir)
     space = load_space(space_file)
     pairs = load_daseg(data_dir)
-    run = tune(encoder, space.candidates(), pairs, Runtime(batch_size=7), reference_composition(encoder, 3))
+    calls = {"n": 0}
+    original = HFEncoder.forward
+
+    def counting(self, *args, **kwargs):
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    HFEncoder.forward = counting  # type: ignore[method-assign]
+    try:
+        run = tune(encoder, space.candidates(), pairs, Runtime(batch_size=7), reference_composition(encoder, 3))
+    finally:
+        HFEncoder.forward = original  # type: ignore[method-assign]
+    # one encoding: every unique sentence of both language pairs once, for all 19 compositions
+    unique = {t.strip() for lp in pairs for t in lp.references + lp.candidates}
+    assert calls["n"] == -(-len(unique) // 7)
     return run, encoder, pairs
 
 
@@ -189,6 +203,17 @@ def test_tune_selection_and_folds(tuned) -> None:
         assert f.reference == run.entries[run.reference].abs_r[left]
         assert 0 < f.williams_p < 1
     assert run.estimate == pytest.approx(np.mean([f.heldout for f in run.folds]))
+
+
+def test_one_language_pair_has_no_cross_validation(data_dir: Path, tiny_bert_dir: str) -> None:
+    from alignscore.evaluation.leaderboard import markdown
+
+    encoder = HFEncoder(tiny_bert_dir)
+    space = parse_space({"layer": [2, 3], "aligner": ["greedy"]})
+    run = tune(encoder, space.candidates(), load_daseg(data_dir, ["de-en"]), Runtime(), reference_composition(encoder, 3))
+    assert run.folds == [] and run.estimate is None
+    assert run.reference == 1 and run.entries[run.reference].in_space  # layer 3, greedy F1 is in the space
+    assert "No cross-validated estimate" in markdown(run, "data")
 
 
 # -- the command, its outputs, and score --config best.toml --------------------------------------------
