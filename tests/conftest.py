@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -24,6 +26,36 @@ def wmt16(lp: str) -> dict[str, list[str]]:
 
     return {kind: read_lines(WMT16 / f"DAseg.newstest2016.{kind}.{lp}")
             for kind in ("reference", "mt-system", "human", "source")}
+
+
+def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int) -> Path:
+    """A DAseg folder with the first ``n`` WMT16 segments of each language pair (reference,
+    mt-system, human)."""
+    for lp in lang_pairs:
+        files = wmt16(lp)
+        for kind in ("reference", "mt-system", "human"):
+            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:n]) + "\n",
+                                                                   encoding="utf-8")
+    return folder
+
+
+@contextmanager
+def counted_forward() -> Iterator[dict[str, int]]:
+    """Counts the encoder forward passes (``HFEncoder.forward`` calls) made inside the block."""
+    from alignscore.encoders.huggingface import HFEncoder
+
+    calls = {"n": 0}
+    original = HFEncoder.forward
+
+    def counting(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    HFEncoder.forward = counting  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        HFEncoder.forward = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

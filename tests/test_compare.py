@@ -14,19 +14,14 @@ from alignscore.evaluation.stats import (bootstrap_r_difference, correlation, pe
                                          williams_test)
 from alignscore.scorer import Scorer
 from tests.cli_checks import assert_one_error, invoke
-from tests.conftest import wmt16
+from tests.conftest import counted_forward, write_daseg, wmt16
 
 N = 30
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("daseg")
-    for lp in ("de-en", "ru-en"):
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human"):
-            (out / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n", encoding="utf-8")
-    return out
+    return write_daseg(tmp_path_factory.mktemp("daseg"), ("de-en", "ru-en"), N)
 
 
 def _files(data_dir: Path, lp: str) -> list[object]:
@@ -40,20 +35,10 @@ def _rows(stdout: str) -> list[list[str]]:
 
 
 def test_compare_reports_the_statistics_of_both_compositions(data_dir: Path, tiny_bert_dir: str) -> None:
-    calls = {"n": 0}
-    original = HFEncoder.forward
-
-    def counting(self, *args, **kwargs):
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    HFEncoder.forward = counting  # type: ignore[method-assign]
-    try:
+    with counted_forward() as calls:
         code, out, err = invoke("compare", *_files(data_dir, "de-en"), "--model", tiny_bert_dir, "--layer", 2,
                                 "--batch-size", 8, "--a", "--aligner wmd --n-gram 2", "--b", "--layer 3",
                                 "--bootstrap", 300, "--permutations", 500, "--seed", 3, "-q")
-    finally:
-        HFEncoder.forward = original  # type: ignore[method-assign]
     assert code == 0, err
     texts = wmt16("de-en")
     assert calls["n"] == -(-len({t.strip() for t in texts["reference"][:N] + texts["mt-system"][:N]}) // 8)

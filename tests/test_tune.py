@@ -23,7 +23,7 @@ from alignscore.evaluation.wmt import load_daseg
 from alignscore.runtime import Runtime
 from alignscore.scorer import Scorer
 from tests.cli_checks import assert_one_error, fingerprint, invoke
-from tests.conftest import wmt16
+from tests.conftest import counted_forward, write_daseg
 
 N = 30
 LPS = ("de-en", "ru-en")
@@ -52,12 +52,7 @@ filters = ["rm"]
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("daseg")
-    for lp in LPS:
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human"):
-            (out / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n", encoding="utf-8")
-    return out
+    return write_daseg(tmp_path_factory.mktemp("daseg"), LPS, N)
 
 
 @pytest.fixture(scope="module")
@@ -72,18 +67,8 @@ def tuned(space_file: Path, data_dir: Path, tiny_bert_dir: str):
     encoder = HFEncoder(tiny_bert_dir)
     space = load_space(space_file)
     pairs = load_daseg(data_dir)
-    calls = {"n": 0}
-    original = HFEncoder.forward
-
-    def counting(self, *args, **kwargs):
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    HFEncoder.forward = counting  # type: ignore[method-assign]
-    try:
+    with counted_forward() as calls:
         run = tune(encoder, space.candidates(), pairs, Runtime(batch_size=7), reference_composition(encoder, 3))
-    finally:
-        HFEncoder.forward = original  # type: ignore[method-assign]
     # one encoding: every unique sentence of both language pairs once, for all 19 compositions
     unique = {t.strip() for lp in pairs for t in lp.references + lp.candidates}
     assert calls["n"] == -(-len(unique) // 7)
