@@ -22,6 +22,11 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "undefined" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _num(x: float) -> str:
+    """A CSV cell: the full-precision number, or empty where it is undefined (never ``nan``)."""
+    return repr(float(x)) if math.isfinite(x) else ""
+
+
 def _p(p: float) -> str:
     return f"{p:.3g}" if p >= 0.001 else "<0.001"
 
@@ -35,8 +40,8 @@ def summary(run: TuneRun) -> list[str]:
     if run.estimate is not None:
         gain = run.estimate - ref.average
         lines.append(f"Cross-validated estimate (leave one language pair out: select on the others, score the "
-                     f"left-out pair): **{_f(run.estimate)}** mean |r|; {ref_text}: {_f(ref.average)} "
-                     f"({gain:+.3f}).")
+                     f"left-out pair): **{_f(run.estimate)}** mean |r|; {ref_text}: {_f(ref.average)}"
+                     + (f" ({gain:+.3f})." if math.isfinite(gain) else "."))
     else:
         lines.append(f"No cross-validated estimate: it needs at least two language pairs. {ref_text}: "
                      f"{_f(ref.average)}.")
@@ -108,8 +113,8 @@ def write_csv(path: Path, run: TuneRun) -> None:
                     "selected", "reference", "folds_selected", "signature"])
         for rank, i in enumerate(run.ranking, start=1):
             e = run.entries[i]
-            w.writerow([rank, e.id, e.subspace, e.label, *[repr(float(v)) if math.isfinite(v) else "" for v in e.abs_r],
-                        repr(e.average) if math.isfinite(e.average) else "", str(i == run.best).lower(),
+            w.writerow([rank, e.id, e.subspace, e.label, *[_num(v) for v in e.abs_r], _num(e.average),
+                        str(i == run.best).lower(),
                         str(i == run.reference).lower(), ";".join(folds.get(i, [])), e.signature])
 
 
@@ -118,10 +123,10 @@ def write_folds(path: Path, run: TuneRun) -> None:
         w = csv.writer(fh)
         w.writerow(["left_out", "selected", "heldout_abs_r", "reference_abs_r", "williams_p"])
         for f in run.folds:
-            w.writerow([f.lang_pair, run.entries[f.selected].id, repr(f.heldout), repr(f.reference),
-                        repr(f.williams_p)])
+            w.writerow([f.lang_pair, run.entries[f.selected].id, _num(f.heldout), _num(f.reference),
+                        _num(f.williams_p)])
         if run.estimate is not None:
-            w.writerow(["mean", "", repr(run.estimate), repr(sum(f.reference for f in run.folds) / len(run.folds)), ""])
+            w.writerow(["mean", "", _num(run.estimate), _num(sum(f.reference for f in run.folds) / len(run.folds)), ""])
 
 
 def write_holdout(path: Path, run: TuneRun) -> None:
@@ -129,7 +134,7 @@ def write_holdout(path: Path, run: TuneRun) -> None:
         w = csv.writer(fh)
         w.writerow(["lang_pair", "n", "selected_abs_r", "reference_abs_r", "williams_p"])
         for h in run.holdout:
-            w.writerow([h.lang_pair, h.n, repr(h.selected), repr(h.reference), repr(h.williams_p)])
+            w.writerow([h.lang_pair, h.n, _num(h.selected), _num(h.reference), _num(h.williams_p)])
 
 
 def write_chart(path: Path, run: TuneRun) -> None:

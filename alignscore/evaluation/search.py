@@ -255,7 +255,8 @@ def tune(encoder: Encoder, candidates: Sequence[Candidate], lang_pairs: Sequence
             e.scores.append(row)
             e.r = np.append(e.r, r)
     abs_r = np.stack([e.abs_r for e in entries])
-    eligible = np.array([e.in_space for e in entries])
+    # a composition whose correlation is undefined on any pair is never selected, in any fold
+    eligible = np.array([e.in_space for e in entries]) & np.isfinite(abs_r).all(axis=1)
     best = select(abs_r, eligible)
     folds: list[Fold] = []
     estimate = None
