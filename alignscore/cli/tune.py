@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import resource
 import shlex
 import sys
 import time
@@ -82,6 +81,14 @@ def tune(space: str | None, data: str, model: str, output: str, lang_pairs: tupl
     written = write_outputs(output, run, data, command)
     for line in summary(run):
         click.echo(line.replace("**", ""))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    click.echo(f"wrote {', '.join(str(p) for p in written.values())} ({time.perf_counter() - start:.1f} s, "
-               f"peak memory {peak:.0f} MiB)", err=True)
+    click.echo(f"wrote {', '.join(str(p) for p in written.values())} ({time.perf_counter() - start:.1f} s"
+               f"{_peak_memory()})", err=True)
+
+
+def _peak_memory() -> str:
+    """``, peak memory N MiB`` (this process's peak resident set), where the system says it."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return ""
+    return f", peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
