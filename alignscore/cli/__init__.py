@@ -85,4 +85,4 @@ def main() -> None:
         pass
 
 
-from . import ablate, baseline, diff, score, show  # noqa: E402,F401  (commands register themselves on ``main``)
+from . import ablate, baseline, diff, mbr, score, show  # noqa: E402,F401  (commands register themselves on ``main``)
