@@ -136,3 +136,40 @@ def test_align_chunks_equals_align_of_all_pairs(tiny_bert_dir):
     assert len(parts) == 2
     for name in comp.metrics:
         assert (torch.cat([parts[0][0][name], parts[1][0][name]]) - whole[name]).abs().max() < TOL
+
+
+def test_cli_pairwise_writes_the_matrix_as_npy(tiny_bert_dir, tmp_path):
+    import numpy as np
+
+    from cli_checks import invoke
+
+    texts = wmt16("de-en")["reference"][:6] + [""]
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    out = tmp_path / "self.npy"
+    code, _, err = invoke("score", "--pairwise", "-c", path, "--model", tiny_bert_dir, "--layer", 3,
+                          "--aligner", "wmd", "-o", out, "-q")
+    assert code == 0, err
+    got = np.load(out)
+    assert got.dtype == np.float32 and got.shape == (7, 7)
+    expected = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3), aligner=WMD()).pairwise(texts, texts).score
+    assert np.abs(got - expected.numpy()).max() < TOL
+    assert "7 x 7 score matrix" in err and "signature: model:" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-r", "{path}", "-o", "{tmp}/m.npy"], "give no -r"),
+    (["-o", "{tmp}/m.tsv"], "-o OUT.npy"),
+    ([], "-o OUT.npy"),
+    (["-o", "{tmp}/m.npy", "--stream"], "--stream"),
+    (["-o", "{path}.npy", "--format", "jsonl"], "--format"),
+])
+def test_cli_pairwise_bad_options_are_one_error(tiny_bert_dir, tmp_path, args, needle):
+    from cli_checks import assert_one_error, invoke
+
+    path = tmp_path / "texts.txt"
+    path.write_text("a b\nc d\n", encoding="utf-8")
+    args = [a.format(path=path, tmp=tmp_path) for a in args]
+    code, _, err = invoke("score", "--pairwise", "-c", path, "--model", tiny_bert_dir, *args)
+    assert_one_error(code, err, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["texts.txt"]
