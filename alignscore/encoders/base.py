@@ -62,6 +62,12 @@ class Encoder(ABC):
         """Hidden states ``[len(layers), B, T, D]`` of a right-padded batch, float32, on CPU or
         the encoder's device. Layer k is the output of the k-th block (0: embeddings)."""
 
+    def forward_shape(self, length: int) -> tuple[int, int]:
+        """``(rows, width)``: what a text of ``length`` tokens costs :meth:`forward`, in rows of
+        that many tokens (the runtime's token budget counts ``rows x width``): one row of its
+        length, unless the encoder splits long texts into windows."""
+        return 1, length
+
     @property
     @abstractmethod
     def device(self) -> torch.device:
