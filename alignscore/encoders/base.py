@@ -41,7 +41,8 @@ class Encoder(ABC):
     @property
     @abstractmethod
     def model_max_length(self) -> int:
-        """The longest input in tokens, special tokens included; longer texts are truncated."""
+        """The longest input in tokens, special tokens included; longer texts are truncated, or
+        encoded in windows by an encoder that does so (see :meth:`forward_shape`)."""
 
     @abstractmethod
     def default_layer(self) -> int | None:
@@ -54,7 +55,8 @@ class Encoder(ABC):
 
     @abstractmethod
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """Tokenize texts (stripped; truncated to the model's limit, counting how many were)."""
+        """Tokenize texts (stripped; truncated to the model's limit, counting how many were, unless
+        the encoder encodes long texts in windows)."""
 
     @abstractmethod
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,

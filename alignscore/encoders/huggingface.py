@@ -230,8 +230,9 @@ class HFEncoder(Encoder):
 
     # -- tokenization ----------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """Tokenize stripped texts with special tokens; texts over the limit keep their first
-        tokens and their closing special tokens (the tokenizer's own truncation)."""
+        """Tokenize stripped texts with special tokens; in truncate mode, texts over the limit
+        keep their first tokens and their closing special tokens (the tokenizer's own
+        truncation); in window mode every token is kept."""
         tok = self.load_tokenizer()
         stripped = [t.strip() for t in texts]
         # the tokenizers backend itself (what ``tok(...)`` calls), without transformers' per-text
