@@ -19,8 +19,23 @@ if TYPE_CHECKING:
 __all__ = ["PairwiseScores", "Scores", "check_references", "check_texts", "reduce", "reduce_groups", "why_empty"]
 
 
+class _ByMetric:
+    """Metrics by name: ``scores.f1``, ``scores["f1"]`` (from a ``metrics`` dict)."""
+
+    metrics: dict[str, torch.Tensor]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.metrics[name]
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(name)
+
+
 @dataclass
-class Scores:
+class Scores(_ByMetric):
     """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``).
 
     ``best_reference[i]`` is the index, among candidate i's references, of the one with the best
@@ -32,15 +47,6 @@ class Scores:
     best_reference: torch.Tensor
     empty: torch.Tensor
     signature: str
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self.metrics[name]
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
 
     def __len__(self) -> int:
         return len(self.best_reference)
@@ -54,7 +60,7 @@ class Scores:
 
 
 @dataclass
-class PairwiseScores:
+class PairwiseScores(_ByMetric):
     """Scores of every candidate against every reference: each metric an ``[N, M]`` matrix
     (``scores.f1[i, j]``: candidate i against reference j); ``empty [N, M]`` marks pairs with a
     side that carries no mass (they score 0); ``signature`` as for :class:`Scores`."""
@@ -62,15 +68,6 @@ class PairwiseScores:
     metrics: dict[str, torch.Tensor]
     empty: torch.Tensor
     signature: str
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self.metrics[name]
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
 
     @property
     def shape(self) -> tuple[int, int]:
