@@ -50,16 +50,19 @@ def expected_utility(utility: torch.Tensor, exclude_self: bool = False) -> torch
     return (u.sum(1) - u.diagonal()) / (k - 1)
 
 
-def check_blocks(n_lines: int, k: int, exclude_self: bool, where: str = "the samples") -> int:
-    """The number of blocks of ``k`` samples in ``n_lines``; InputError when they do not divide."""
+def check_blocks(n_samples: int, k: int, exclude_self: bool, path: str | None = None) -> int:
+    """The number of blocks of ``k`` samples among ``n_samples`` (the lines of ``path``, when
+    given); InputError when they do not divide, or when ``exclude_self`` leaves a block's
+    samples nothing to be compared with."""
     if k < 1:
         raise InputError(f"--samples must be >= 1, not {k}")
-    if n_lines % k:
-        raise InputError(f"{where} has {n_lines} lines, which is not a multiple of --samples {k}: every "
-                         f"block of {k} consecutive lines must hold one source's samples")
+    if n_samples % k:
+        what = f"has {n_samples} lines" if path is not None else f"there are {n_samples} samples"
+        raise InputError(f"{what}, which is not a multiple of --samples {k}: every block of {k} consecutive "
+                         "samples must hold one source's samples", path)
     if exclude_self and k < 2:
         raise InputError("--exclude-self needs --samples >= 2: a block of one sample has no other sample")
-    return n_lines // k
+    return n_samples // k
 
 
 def mbr_select(scorer: Scorer, samples: Sequence[str], k: int, exclude_self: bool = False,
