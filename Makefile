@@ -7,7 +7,7 @@ BIN      = $(VENV)/bin
 # torch is pinned to the CPU build that pip finds locally on our machines; an unpinned torch pulls CUDA wheels.
 TORCH   ?= torch==2.13.0
 
-.PHONY: setup setup-test score test clean
+.PHONY: setup setup-test setup-bench score test clean
 
 $(BIN)/alignscore: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,11 @@ $(VENV)/.test-extras: $(BIN)/alignscore
 	@touch $@
 
 setup-test: $(VENV)/.test-extras
+
+# benchmarks/bench_mbr.py's reference: mbrs without its dependencies (see the bench extra)
+setup-bench: $(VENV)/.test-extras
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/pip install -q --no-deps mbrs==0.1.8
 
 score: setup
 	$(BIN)/alignscore score -r examples/refs.txt -c examples/cands.txt --model all-MiniLM-L6-v2

@@ -421,5 +421,6 @@ def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -
     stored_cut = len(out.truncated) - len(cut)
     if stored_cut:
         warnings.warn(f"{stored_cut} text(s) longer than {encoder.model_max_length} tokens were truncated to "
-                      f"the model's limit", stacklevel=3)
+                      f"the model's limit (long_texts='window', --long-texts window, encodes them whole)",
+                      stacklevel=3)
     return out

@@ -22,7 +22,7 @@ only the batches differ, which changes nothing beyond float rounding.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -32,7 +32,7 @@ from .aggregators.base import Aggregator
 from .aligners.base import Aligner, PairBatch
 from .composition import Composition
 from .encoders.base import Encoder
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .runtime import Runtime, embed
 from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
@@ -146,8 +146,9 @@ class PairScores:
 
     @property
     def empty(self) -> torch.Tensor:
-        """``[P]`` bool: pairs where either side carries no mass (they score 0)."""
-        return (self.reasons > 0).any(1)
+        """``[P]`` (or the shape of the metrics) bool: pairs where either side carries no mass
+        (they score 0)."""
+        return (self.reasons > 0).any(-1)
 
 
 class _Stacked:
@@ -331,7 +332,13 @@ def empty_reasons(encoded: Encoded, setting: Setting) -> torch.Tensor:
     """``[P, 2]``: why the reference / candidate side of each pair carries no mass
     (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every token out, 3 every
     token weighs 0), 0 where it does."""
-    table, p = encoded.table, encoded.pairs
+    reasons, p = text_reasons(encoded.table, setting), encoded.pairs
+    return torch.stack([reasons[p.ref, 0], reasons[p.cand, 1]], 1)
+
+
+def text_reasons(table: TokenTable, setting: Setting) -> torch.Tensor:
+    """``[U, 2]``: why each unique text carries no mass as a reference / as a candidate
+    (:data:`EMPTY_REASONS`), 0 where it does."""
     text = table.text_index()
 
     def per_text(x: torch.Tensor) -> torch.Tensor:
@@ -339,11 +346,10 @@ def empty_reasons(encoded: Encoded, setting: Setting) -> torch.Tensor:
 
     words, carrying = per_text(~table.special), per_text(setting.carries)
 
-    def reason(side: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
-        lacking = per_text(mass)[side] <= 0
-        return lacking * torch.where(words[side] == 0, 1, torch.where(carrying[side] == 0, 2, 3))
+    def reason(mass: torch.Tensor) -> torch.Tensor:
+        return (per_text(mass) <= 0) * torch.where(words == 0, 1, torch.where(carrying == 0, 2, 3))
 
-    return torch.stack([reason(p.ref, setting.ref_mass), reason(p.cand, setting.cand_mass)], 1).to(torch.int8)
+    return torch.stack([reason(setting.ref_mass), reason(setting.cand_mass)], 1).to(torch.int8)
 
 
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
@@ -371,6 +377,128 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
     return out
 
 
+def align_chunks(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequence[Setting],
+                 chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], runtime: Runtime = Runtime()
+                 ) -> Iterator[list[dict[str, torch.Tensor]]]:
+    """:func:`align` over successive subsets of pairs of the same encoded texts, yielding each
+    chunk's outputs as they are done: a chunk is ``(ref, cand)``, unique-text indices into
+    ``encoded.pairs.texts``. The settings are computed once, by the caller; only one chunk's
+    pairs and outputs are held at a time."""
+    for ref, cand in chunks:
+        sub = replace(encoded.pairs, ref=ref, cand=cand)
+        yield align(Encoded(sub, encoded.table, encoded.vectors), compositions, settings_, runtime)
+
+
+@dataclass
+class Blocks:
+    """Blocks of all-against-all pairs over unique texts: block b aligns each of its candidates
+    ``cands[b] [N_b]`` (indices into ``pairs.texts``) with each of its references ``refs[b]
+    [M_b]``. ``pairs`` holds the texts and the weightings' counts (no pair lists): each
+    reference counts once per place it has in a block's references, each candidate once per
+    place in a block's candidates, so idf-S is fitted over the references of the blocks (not
+    over the ``N_b x M_b`` pairs) and SEP's candidate idf over the candidates."""
+
+    pairs: Pairs
+    cands: list[torch.Tensor]
+    refs: list[torch.Tensor]
+
+    @classmethod
+    def of(cls, blocks: Sequence[tuple[Sequence[str], Sequence[str]]]) -> "Blocks":
+        """From ``(candidates, references)`` per block (checked lists of strings)."""
+        flat = [t for cands, refs in blocks for t in (*refs, *cands)]
+        texts, inverse = unique_texts(flat)
+        cand_idx, ref_idx, at = [], [], 0
+        for cands, refs in blocks:
+            ref_idx.append(inverse[at:at + len(refs)])
+            cand_idx.append(inverse[at + len(refs):at + len(refs) + len(cands)])
+            at += len(refs) + len(cands)
+        empty = torch.empty(0, dtype=torch.long)
+
+        def counts(parts: list[torch.Tensor]) -> torch.Tensor:
+            return torch.bincount(torch.cat([empty, *parts]), minlength=len(texts)).double()
+
+        n_cands = sum(len(c) for c in cand_idx)
+        pairs = Pairs(texts, empty, empty, counts(ref_idx), counts(cand_idx), torch.arange(n_cands + 1))
+        return cls(pairs, cand_idx, ref_idx)
+
+    def __len__(self) -> int:
+        return len(self.cands)
+
+    def rows(self) -> Iterator[tuple[int, int]]:
+        """``(block, candidate)`` in order: one row of pairs each."""
+        for b, cands in enumerate(self.cands):
+            for i in range(len(cands)):
+                yield b, i
+
+
+def score_blocks(encoder: Encoder, blocks: Blocks, compositions: Sequence[Composition],
+                 runtime: Runtime = Runtime(), max_pairs: int = 1 << 16) -> Iterator[list[PairScores]]:
+    """Score every block of ``blocks`` with every composition (resolved for ``encoder``): each
+    unique text is encoded once for all the blocks, the weights fitted once (see
+    :class:`Blocks`), and the pairs aligned in chunks of about ``max_pairs`` (whole rows: one
+    candidate against all of its block's references; a chunk may span blocks). Yields, block by
+    block in order, one :class:`PairScores` per composition whose ``metrics`` are ``[N_b, M_b]``
+    matrices (candidate i against reference j) and ``reasons`` ``[N_b, M_b, 2]``. At most one
+    chunk of pairs and the blocks it touches are held at a time."""
+    if max_pairs < 1:
+        raise ConfigError(f"max_pairs must be >= 1, not {max_pairs}")
+    encoded = encode(encoder, blocks.pairs, [c.aggregator for c in compositions], runtime)
+    settings_ = settings(encoded, compositions, encoder)
+    reasons = [text_reasons(encoded.table, s) for s in settings_]
+    pending: dict[int, list[dict[str, torch.Tensor]]] = {}
+
+    def scores_of(b: int, like: list[dict[str, torch.Tensor]] | None = None) -> list[dict[str, torch.Tensor]]:
+        """Block b's matrices (new ones in the dtype of the outputs ``like``)."""
+        if b not in pending:
+            shape = (len(blocks.cands[b]), len(blocks.refs[b]))
+            pending[b] = [{m: torch.zeros(shape, dtype=like[k][m].dtype if like else torch.float32)
+                           for m in c.metrics} for k, c in enumerate(compositions)]
+        return pending[b]
+
+    def finish(b: int) -> list[PairScores]:
+        cands, refs, metrics = blocks.cands[b], blocks.refs[b], scores_of(b)
+        del pending[b]
+        return [PairScores(values, torch.stack(torch.broadcast_tensors(why[refs, 0].unsqueeze(0),
+                                                                       why[cands, 1].unsqueeze(1)), -1))
+                for values, why in zip(metrics, reasons)]
+
+    chunks = list(_row_chunks(blocks, max_pairs))
+    pairs = ((torch.cat([blocks.refs[b] for b, _ in chunk]),
+              torch.cat([blocks.cands[b][i].repeat(len(blocks.refs[b])) for b, i in chunk])) for chunk in chunks)
+    done = 0  # blocks yielded so far
+    outputs_ = align_chunks(encoded, compositions, settings_, pairs, replace(runtime, progress=False))
+    for chunk, outputs in zip(runtime.bar(chunks, "aligning", unit="chunk"), outputs_):
+        at = 0
+        for b, i in chunk:
+            width = len(blocks.refs[b])
+            for values, out in zip(scores_of(b, outputs), outputs):
+                for name, v in values.items():
+                    v[i] = out[name][at:at + width]
+            at += width
+        b, i = chunk[-1]  # rows come in order: the blocks before it are complete, and so is it at its last row
+        while done < (b + 1 if i == len(blocks.cands[b]) - 1 else b):
+            yield finish(done)
+            done += 1
+    while done < len(blocks):  # blocks without candidates
+        yield finish(done)
+        done += 1
+
+
+def _row_chunks(blocks: Blocks, max_pairs: int) -> Iterator[list[tuple[int, int]]]:
+    """Consecutive rows ``(block, candidate)`` of ``blocks`` in chunks of at most ``max_pairs``
+    pairs (a row longer than that is a chunk of its own)."""
+    chunk: list[tuple[int, int]] = []
+    size = 0
+    for b, i in blocks.rows():
+        if chunk and size + len(blocks.refs[b]) > max_pairs:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((b, i))
+        size += len(blocks.refs[b])
+    if chunk:
+        yield chunk
+
+
 def _union(merged: Sequence[Pairs]) -> Pairs:
     """The pairs of ``merged`` (over the same texts) together: what :func:`encode` needs."""
     empty = torch.empty(0, dtype=torch.long)
@@ -378,6 +506,6 @@ def _union(merged: Sequence[Pairs]) -> Pairs:
     return Pairs(merged[0].texts, empty, empty, zeros, zeros, torch.zeros(1, dtype=torch.long))
 
 
-__all__ = ["EMPTY_REASONS", "Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "empty_reasons", "encode",
-           "fit_weights", "merge", "pair_batch", "pair_batches", "score_groups", "score_many", "settings",
-           "unique_texts"]
+__all__ = ["EMPTY_REASONS", "Blocks", "Encoded", "PairScores", "Pairs", "Setting", "align", "align_chunks",
+           "batch_order", "empty_reasons", "encode", "fit_weights", "merge", "pair_batch", "pair_batches",
+           "score_blocks", "score_groups", "score_many", "settings", "text_reasons", "unique_texts"]

@@ -71,19 +71,26 @@ class Runtime:
         return tqdm(items, desc=desc, disable=not self.progress, file=sys.stderr, leave=False, **kwargs)
 
 
-def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | None = None
-                 ) -> list[tuple[int, int]]:
+def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | None = None,
+                 shape: Callable[[int], tuple[int, int]] | None = None) -> list[tuple[int, int]]:
     """``[start, end)`` bounds of consecutive batches over texts of ``lengths``, sorted longest
-    first: at most ``batch_size`` texts each and, with a ``token_budget``, at most that many
-    padded tokens (``texts x longest length``; a single longer text forms a batch of its own)."""
-    if token_budget is None:
+    first: at most ``batch_size`` rows each and, with a ``token_budget``, at most that many
+    padded tokens (``rows x the widest row``; a single larger text forms a batch of its own).
+    ``shape(length) -> (rows, width)`` is what a text costs the encoder
+    (:meth:`~alignscore.encoders.base.Encoder.forward_shape`: a text encoded in windows counts
+    as its windows); default: one row of its length."""
+    if token_budget is None and shape is None:
         return [(s, min(s + batch_size, len(lengths))) for s in range(0, len(lengths), batch_size)]
-    bounds, start, n = [], 0, len(lengths)
-    longest = lengths.tolist()
+    costs = [shape(n) if shape is not None else (1, n) for n in lengths.tolist()]
+    bounds, start, n = [], 0, len(costs)
     while start < n:
-        size = max(1, min(batch_size, token_budget // max(longest[start], 1), n - start))
-        bounds.append((start, start + size))
-        start += size
+        width, rows, end = max(costs[start][1], 1), costs[start][0], start + 1
+        while end < n and rows + costs[end][0] <= batch_size and (
+                token_budget is None or (rows + costs[end][0]) * width <= token_budget):
+            rows += costs[end][0]
+            end += 1
+        bounds.append((start, end))
+        start = end
     return bounds
 
 
@@ -98,7 +105,7 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
     order = torch.argsort(table.lengths, descending=True, stable=True)
     out: torch.Tensor | None = None
     pad = encoder.pad_id
-    bounds = plan_batches(table.lengths[order], runtime.batch_size, runtime.token_budget)
+    bounds = plan_batches(table.lengths[order], runtime.batch_size, runtime.token_budget, encoder.forward_shape)
     filled = []
     for b in runtime.bar(runtime.mine(len(bounds)), desc):
         texts = order[bounds[b][0]:bounds[b][1]]

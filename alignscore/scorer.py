@@ -4,21 +4,24 @@ with one composition plus the reduction over each candidate's references."""
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
+
+import torch
 
 from .aggregators.base import Aggregator
 from .aggregators.single import SingleLayer
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
-from .baseline import Baseline
+from .baseline import Baseline, rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
-from .engine import Pairs, PairScores, score_many
+from .engine import Blocks, Pairs, PairScores, score_blocks, score_many
 from .errors import ConfigError, describe
 from .filters.base import TokenFilter, TokenRoles
 from .runtime import Runtime
-from .scores import Scores, check_references, reduce
+from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty
 from .weighting.base import Weighting
 from .weighting.schemes import Uniform
 
@@ -139,6 +142,33 @@ class Scorer:
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
         return self.reduce(composition, pairs, result)
+
+    def pairwise(self, cands: Sequence[str], refs: Sequence[str], max_pairs: int = 1 << 16) -> PairwiseScores:
+        """Every candidate against every reference: each metric as an ``[N, M]`` matrix
+        (``[i, j]``: candidate i against reference j), equal to :meth:`score` of that one pair
+        with the same weights.
+
+        Each unique text is encoded once; the ``N x M`` pairs are aligned in chunks of about
+        ``max_pairs`` pairs (whole rows), so memory beyond the matrices stays bounded.
+        Weightings are fitted on the two lists, not on the pairs: idf-S on the M references,
+        each counted once (as if each were scored once); with SEP, the candidates' idf on the N
+        candidates, each once; idf-L on its corpus. Pairs with an empty side score 0, with a
+        warning, as in :meth:`score`; a baseline rescales every matrix.
+        """
+        cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
+        composition = self.resolved()
+        signature = composition.signature(self.encoder)
+        if not cands or not refs:
+            shape = (len(cands), len(refs))
+            return PairwiseScores({m: torch.zeros(shape) for m in composition.metrics},
+                                  torch.zeros(shape, dtype=torch.bool), signature)
+        blocks = Blocks.of([(cands, refs)])
+        (result,) = next(score_blocks(self.scoring_encoder(), blocks, [composition], self.runtime, max_pairs))
+        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition):
+            warnings.warn(message, stacklevel=2)
+        baseline = composition.baseline_values()
+        metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
+        return PairwiseScores(metrics, result.empty, signature)
 
     def reduce(self, composition: Composition, pairs: Pairs, result: PairScores) -> Scores:
         """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`)."""

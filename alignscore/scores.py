@@ -16,11 +16,26 @@ if TYPE_CHECKING:
     from .composition import Composition
     from .engine import Pairs, PairScores
 
-__all__ = ["Scores", "check_references", "reduce", "reduce_groups", "why_empty"]
+__all__ = ["PairwiseScores", "Scores", "check_references", "check_texts", "reduce", "reduce_groups", "why_empty"]
+
+
+class _ByMetric:
+    """Metrics by name: ``scores.f1``, ``scores["f1"]`` (from a ``metrics`` dict)."""
+
+    metrics: dict[str, torch.Tensor]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.metrics[name]
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(name)
 
 
 @dataclass
-class Scores:
+class Scores(_ByMetric):
     """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``).
 
     ``best_reference[i]`` is the index, among candidate i's references, of the one with the best
@@ -33,15 +48,6 @@ class Scores:
     empty: torch.Tensor
     signature: str
 
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self.metrics[name]
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
-
     def __len__(self) -> int:
         return len(self.best_reference)
 
@@ -51,6 +57,30 @@ class Scores:
         if len(self) == 0:
             raise InputError("no candidates were scored: there is no mean score")
         return {k: float(v.double().mean()) for k, v in self.metrics.items()}
+
+
+@dataclass
+class PairwiseScores(_ByMetric):
+    """Scores of every candidate against every reference: each metric an ``[N, M]`` matrix
+    (``scores.f1[i, j]``: candidate i against reference j); ``empty [N, M]`` marks pairs with a
+    side that carries no mass (they score 0); ``signature`` as for :class:`Scores`."""
+
+    metrics: dict[str, torch.Tensor]
+    empty: torch.Tensor
+    signature: str
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.empty.shape)  # type: ignore[return-value]
+
+
+def check_texts(items: Any, what: str) -> list[str]:
+    """A list of texts (str), checked: any iterable but a single string (read once); raises
+    InputError naming the position of what is not a text."""
+    texts = _texts(items, what)
+    for i, t in enumerate(texts):
+        _check_text(t, f"{what[:-1]} {i}")
+    return texts
 
 
 def _texts(items: Any, what: str) -> list[Any]:

@@ -85,4 +85,4 @@ def main() -> None:
         pass
 
 
-from . import ablate, baseline, compare, diff, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)
+from . import ablate, baseline, compare, diff, mbr, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

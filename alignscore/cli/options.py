@@ -14,7 +14,7 @@ from ..aligners import ALIGNERS, SCORE_FORMS
 from ..aligners.transport import COSTS
 from ..cache import EmbeddingCache, parse_size
 from ..composition import PartSpec, build, part_spec, read_spec
-from ..encoders.huggingface import BACKENDS, DTYPES, HFEncoder
+from ..encoders.huggingface import BACKENDS, DTYPES, LONG_TEXTS, HFEncoder
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 from ..filters import FILTERS, SPECIAL_POLICIES
@@ -105,6 +105,13 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
                  help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly; int8 "
                       "(CPU, dynamic quantisation) is the approximate fast mode: scores drift."),
+    click.option("--long-texts", type=click.Choice(LONG_TEXTS), default="truncate", show_default=True,
+                 help="Texts over the model's limit: truncate (with a warning), or window: encode them "
+                      "whole in overlapping windows of the limit, each token's state from the window "
+                      "where it is most central (costs one forward pass per window; same scores for "
+                      "texts within the limit)."),
+    click.option("--window-stride", type=click.IntRange(min=1), default=None,
+                 help="--long-texts window: tokens between window starts (default: half a window)."),
     click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
                  envvar="ALIGNSCORE_CACHE", show_envvar=True,
                  help="Directory of a persistent cache of hidden states: texts encoded before by the "
@@ -203,7 +210,8 @@ def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
     runtime = Runtime(batch_size=opts.get("batch_size") or 64, token_budget=opts.get("token_budget"),
                       progress=progress, device=opts.get("device"))
     encoder = HFEncoder(spec.get("model") or DEFAULT_MODEL, device_name=runtime.device,
-                        backend=opts.get("backend") or "torch", dtype=opts.get("dtype") or "float32")
+                        backend=opts.get("backend") or "torch", dtype=opts.get("dtype") or "float32",
+                        long_texts=opts.get("long_texts") or "truncate", stride=opts.get("window_stride"))
     cache = (EmbeddingCache(opts["cache_dir"], max_bytes=parse_size(opts.get("cache_size") or "4G"))
              if opts.get("cache_dir") else None)
     return Scorer.of(encoder, composition, runtime, cache)
@@ -240,7 +248,7 @@ def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
              "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "cost", "score_form", "reg",
              "metric", "multi_ref", "rescale",
              "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
-             "token_budget"}
+             "token_budget", "long_texts", "window_stride"}
     return {k: v for k, v in kwargs.items() if k in names}
 
 

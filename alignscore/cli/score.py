@@ -16,13 +16,13 @@ from ..errors import InputError
 from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation
 from ..evaluation.wmt import read_human
 from ..stream import clear_sidecar, score_stream
-from ..textio import check_output, read_aligned, replacing, write_scores
+from ..textio import check_output, read_aligned, read_lines, replacing, write_scores
 from . import main
 from .options import build_scorer, option_files, scorer_options, scorer_opts
 
 
 @main.command()
-@click.option("-r", "--refs", "refs", multiple=True, required=True, type=click.Path(dir_okay=False),
+@click.option("-r", "--refs", "refs", multiple=True, type=click.Path(dir_okay=False),
               help="Reference file, one text per line; repeat for several references per candidate.")
 @click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
               help="Candidate file, one text per line.")
@@ -48,19 +48,53 @@ from .options import build_scorer, option_files, scorer_options, scorer_opts
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Resamples for --confidence.")
 @click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the --confidence resamples.")
+@click.option("--pairwise", is_flag=True, help="Every line of CANDS against every line of CANDS (no -r): "
+              "the primary metric's N x N matrix as float32 to -o OUT.npy (self-similarity, diversity).")
 def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
           resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
-          **kwargs: Any) -> None:
+          pairwise: bool, **kwargs: Any) -> None:
     """Score each line of CANDS against the same line of REFS.
 
     The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
     torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT.
     """
     opts = scorer_opts(kwargs)
+    if pairwise:
+        if human or confidence:
+            raise InputError("--pairwise writes a matrix: --human and --confidence do not apply")
+        _pairwise(refs, cands, fmt, output, quiet, stream or resume, opts)
+        return
+    if not refs:
+        raise click.UsageError("Missing option '-r' / '--refs'.")
     shard, opts["device"] = init_from_env(opts.get("device"))
     judged = _Judged(human, confidence, resamples, seed)
     _score(refs, cands, fmt, output, quiet, stream, resume, chunk_size, opts, shard, judged)
     leave(shard)
+
+
+def _pairwise(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
+              opts: dict[str, Any]) -> None:
+    """``score --pairwise``: the primary metric of every line of CANDS (row i, candidate) against
+    every line (column j, reference), written with numpy as an ``[N, N]`` float32 ``.npy``."""
+    if refs:
+        raise InputError("--pairwise scores every line of -c against every line of -c: give no -r")
+    if not output or not output.endswith(".npy"):
+        raise InputError("--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)")
+    if stream or fmt != "tsv":
+        raise InputError("--pairwise writes one .npy matrix: --stream, --resume and --format do not apply")
+    check_output(output, [cands, *option_files(opts)])
+    texts = read_lines(cands)
+    if not texts:
+        raise InputError("is empty: there is nothing to score", cands)
+    scorer = build_scorer(opts, progress=not quiet)
+    matrix = scorer.pairwise(texts, texts)
+    metric = scorer.resolved().metric
+    with replacing(output) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, matrix[metric].numpy().astype(np.float32))
+    click.echo(f"{len(texts)} x {len(texts)} {metric} matrix: mean={float(matrix[metric].double().mean()):.6f}",
+               err=True)
+    click.echo(f"signature: {matrix.signature}", err=True)
 
 
 @dataclass(frozen=True)

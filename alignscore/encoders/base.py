@@ -41,7 +41,8 @@ class Encoder(ABC):
     @property
     @abstractmethod
     def model_max_length(self) -> int:
-        """The longest input in tokens, special tokens included; longer texts are truncated."""
+        """The longest input in tokens, special tokens included; longer texts are truncated, or
+        encoded in windows by an encoder that does so (see :meth:`forward_shape`)."""
 
     @abstractmethod
     def default_layer(self) -> int | None:
@@ -54,13 +55,20 @@ class Encoder(ABC):
 
     @abstractmethod
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """Tokenize texts (stripped; truncated to the model's limit, counting how many were)."""
+        """Tokenize texts (stripped; truncated to the model's limit, counting how many were, unless
+        the encoder encodes long texts in windows)."""
 
     @abstractmethod
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 layers: Sequence[int]) -> torch.Tensor:
         """Hidden states ``[len(layers), B, T, D]`` of a right-padded batch, float32, on CPU or
         the encoder's device. Layer k is the output of the k-th block (0: embeddings)."""
+
+    def forward_shape(self, length: int) -> tuple[int, int]:
+        """``(rows, width)``: what a text of ``length`` tokens costs :meth:`forward`, in rows of
+        that many tokens (the runtime's token budget counts ``rows x width``): one row of its
+        length, unless the encoder splits long texts into windows."""
+        return 1, length
 
     @property
     @abstractmethod

@@ -52,6 +52,9 @@ class CachedEncoder(Encoder):
     def default_layer(self) -> int | None:
         return self.inner.default_layer()
 
+    def forward_shape(self, length: int) -> tuple[int, int]:
+        return self.inner.forward_shape(length)
+
     def signature(self) -> str:
         return self.inner.signature()
 

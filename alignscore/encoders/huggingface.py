@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, MutableMapping, Sequence
 
@@ -17,6 +18,7 @@ from .fingerprint import fingerprint as model_fingerprint
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
 from .onnx import OnnxForward, default_export_dir
+from .windows import window_starts, windowed_states
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
 # add_prefix_space so that the first word is tokenized like every other word (as bert_score does).
@@ -25,6 +27,7 @@ _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mba
 _SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
 
 BACKENDS = ("torch", "onnx")
+LONG_TEXTS = ("truncate", "window")
 # precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
 
@@ -55,6 +58,15 @@ class HFEncoder(Encoder):
             channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
             scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
         export_dir: where the onnx backend keeps its exported graphs.
+        long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
+            and the closing special tokens, with a warning) or ``"window"`` (keep every token;
+            encode the text in windows of the limit and take each token's state from the window
+            where it is most central, see :mod:`alignscore.encoders.windows`; costs one
+            full-length forward pass per window). Texts within the limit get the same states
+            either way.
+        stride: ``"window"`` mode: tokens between the starts of consecutive windows; default
+            half a window's content (the limit less the special tokens), so that every token
+            lies at least a quarter window from its window's edge, except near the text's ends.
     """
 
     model: str
@@ -64,12 +76,15 @@ class HFEncoder(Encoder):
     backend: str = "torch"
     dtype: str = "float32"
     export_dir: str | None = None
+    long_texts: str = "truncate"
+    stride: int | None = None
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _limit: int = field(default=0, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
     _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
+    _ends: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.model, os.PathLike):
@@ -84,6 +99,13 @@ class HFEncoder(Encoder):
             raise ConfigError("backend 'onnx' runs in float32 only")
         if self.dtype == "int8" and self.device_name is not None and torch.device(self.device_name).type != "cpu":
             raise ConfigError(f"dtype int8 (dynamic quantisation) runs on the CPU only, not on {self.device_name}")
+        if self.long_texts not in LONG_TEXTS:
+            raise ConfigError(f"unknown long_texts {self.long_texts!r}; choose one of: {', '.join(LONG_TEXTS)}")
+        if self.stride is not None and self.long_texts != "window":
+            raise ConfigError("a window stride applies to long_texts='window' (--long-texts window) only")
+        if self.stride is not None and (isinstance(self.stride, bool) or not isinstance(self.stride, int)
+                                        or self.stride < 1):
+            raise ConfigError(f"stride must be an integer >= 1, not {self.stride!r}")
 
     # -- loading -------------------------------------------------------------------------------
     @property
@@ -187,9 +209,12 @@ class HFEncoder(Encoder):
         return None if default_layer(self.model) is not None else known_model_of(self.model)
 
     def signature(self) -> str:
-        """``name[@revision][+onnx][+bfloat16]``: the backend and dtype only when not the
-        defaults (torch, float32)."""
+        """``name[@revision][+onnx][+bfloat16][+window[(stride=S)]]``: the backend, dtype and
+        long-text mode only when not the defaults (torch, float32, truncate); ``+window``
+        changes the numbers of texts over the limit only."""
         extras = ("+onnx" if self.backend == "onnx" else "") + ("" if self.dtype == "float32" else f"+{self.dtype}")
+        if self.long_texts == "window":
+            extras += "+window" + (f"(stride={self.stride})" if self.stride else "")
         return self.model + (f"@{self.revision}" if self.revision else "") + extras
 
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
@@ -198,13 +223,16 @@ class HFEncoder(Encoder):
         if self._fingerprint is None:
             self.load_tokenizer()  # downloads the model when it comes from the hub
             files = model_fingerprint(self._source(), self.revision, memo)
-            self._fingerprint = f"{files}|{self.backend}|{self.dtype}"
+            # window mode keeps every token and stitches long texts from windows: its own entries
+            window = f"|window:{self.window_stride()}" if self.long_texts == "window" else ""
+            self._fingerprint = f"{files}|{self.backend}|{self.dtype}{window}"
         return self._fingerprint
 
     # -- tokenization ----------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """Tokenize stripped texts with special tokens; texts over the limit keep their first
-        tokens and their closing special tokens (the tokenizer's own truncation)."""
+        """Tokenize stripped texts with special tokens; in truncate mode, texts over the limit
+        keep their first tokens and their closing special tokens (the tokenizer's own
+        truncation); in window mode every token is kept."""
         tok = self.load_tokenizer()
         stripped = [t.strip() for t in texts]
         # the tokenizers backend itself (what ``tok(...)`` calls), without transformers' per-text
@@ -219,15 +247,15 @@ class HFEncoder(Encoder):
         if out.truncated:
             warnings.warn(
                 f"{len(out.truncated)} text(s) longer than {self._limit} tokens were truncated to the "
-                f"model's limit", stacklevel=2)
+                f"model's limit (long_texts='window', --long-texts window, encodes them whole)", stacklevel=2)
         return out
 
     def _unpack(self, stripped: Sequence[str], encodings: Sequence[Any], out: Tokenized) -> None:
         """Fill ``out`` from the backend's encodings, truncating as :meth:`tokenize` says."""
-        limit = self._limit
+        limit = self._limit if self.long_texts == "truncate" else None
         for i, (text, e) in enumerate(zip(stripped, encodings)):
             ids, special, words, spans, tokens = e.ids, e.special_tokens_mask, e.word_ids, e.offsets, e.tokens
-            if len(ids) > limit:
+            if limit is not None and len(ids) > limit:
                 tail = 0
                 while tail < len(ids) and special[len(ids) - 1 - tail]:
                     tail += 1
@@ -262,7 +290,42 @@ class HFEncoder(Encoder):
         bad = [k for k in layers if not 0 <= k <= n]
         if bad:
             raise ConfigError(f"layer {bad[0]} does not exist: model {self.model!r} has layers 0..{n}")
+        if self.long_texts == "window" and input_ids.shape[1] > self.model_max_length:
+            prefix, suffix = self._special_ends()
+            return windowed_states(partial(self._strategy().states, self), input_ids, attention_mask, layers,
+                                   self._limit, prefix, suffix, self.window_stride())
         return self._strategy().states(self, input_ids, attention_mask, layers)
+
+    def forward_shape(self, length: int) -> tuple[int, int]:
+        """One row of ``length`` tokens, or, for a longer text in window mode, its windows of
+        the limit."""
+        if self.long_texts == "window" and length > self.model_max_length:
+            prefix, suffix = self._special_ends()
+            width = self._limit - prefix - suffix
+            return len(window_starts(length - prefix - suffix, width, self.window_stride())), self._limit
+        return 1, length
+
+    def window_stride(self) -> int:
+        """Content tokens between window starts (window mode): ``stride``, or half a window."""
+        prefix, suffix = self._special_ends()
+        width = self.model_max_length - prefix - suffix
+        stride = self.stride or max(1, width // 2)
+        if stride > width:
+            raise ConfigError(f"stride {stride} is longer than a window ({width} tokens between the special "
+                              "tokens): windows would skip tokens")
+        return stride
+
+    def _special_ends(self) -> tuple[int, int]:
+        """How many special tokens the tokenizer puts before and after a text's tokens."""
+        if self._ends is None:
+            mask = self.load_tokenizer().backend_tokenizer.encode("a", add_special_tokens=True).special_tokens_mask
+            prefix = next((i for i, m in enumerate(mask) if not m), len(mask))
+            suffix = next((i for i, m in enumerate(reversed(mask)) if not m), len(mask))
+            if self._limit - prefix - suffix < 1:
+                raise ConfigError(f"model {self.model!r}: a limit of {self._limit} tokens leaves no room for "
+                                  "text between the special tokens")
+            self._ends = (prefix, suffix)
+        return self._ends
 
     def _strategy(self) -> ForwardStrategy:
         if self._forward is None:

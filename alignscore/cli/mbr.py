@@ -1,0 +1,66 @@
+"""``alignscore mbr``: minimum Bayes risk selection, one sample per block of K lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+import click
+
+from ..errors import InputError
+from ..mbr import Selection, check_blocks, mbr_select, mbr_signature
+from ..textio import check_output, read_lines, replacing
+from . import main
+from .options import build_scorer, option_files, scorer_options, scorer_opts
+
+
+@main.command()
+@click.option("-c", "--cands", "samples_file", required=True, type=click.Path(dir_okay=False),
+              help="Samples, one per line: each block of --samples consecutive lines is one source's.")
+@click.option("--samples", "k", type=click.IntRange(min=1), default=None,
+              help="Samples per source (K). Default: the whole file is one block.")
+@click.option("--exclude-self", is_flag=True,
+              help="Expected utility over the other samples of the block only (j != i).")
+@scorer_options
+@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
+              help="tsv: a signature comment line, then 'block index utility text' rows; jsonl: one "
+                   "object per block with those keys.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Output file (default: stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: str | None, quiet: bool,
+        **kwargs: Any) -> None:
+    """Pick, for each source, the sample with the highest expected utility: the mean primary
+    score (the composition's --metric) of the sample as candidate against each sample of its
+    block as reference, itself included unless --exclude-self. Ties go to the first sample.
+    Any composition is the utility; every text is encoded once for the whole file."""
+    opts = scorer_opts(kwargs)
+    if output:
+        check_output(output, [samples_file, *option_files(opts)])
+    samples = read_lines(samples_file)
+    if not samples:
+        raise InputError("is empty: there are no samples to select from", samples_file)
+    k = k or len(samples)
+    check_blocks(len(samples), k, exclude_self, samples_file)
+    scorer = build_scorer(opts, progress=not quiet)
+    selections = mbr_select(scorer, samples, k, exclude_self)
+    signature = mbr_signature(scorer.signature(), k, exclude_self)
+    if output:
+        with replacing(output) as tmp:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                _write(selections, signature, fmt, fh)
+    else:
+        _write(selections, signature, fmt, sys.stdout)
+    mean = sum(s.utility for s in selections) / len(selections)
+    click.echo(f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", err=True)
+    click.echo(f"signature: {signature}", err=True)
+
+
+def _write(selections: list[Selection], signature: str, fmt: str, out: TextIO) -> None:
+    if fmt == "jsonl":
+        out.writelines(json.dumps({"block": s.block, "index": s.index, "utility": s.utility, "text": s.text},
+                                  ensure_ascii=False) + "\n" for s in selections)
+        return
+    out.write(f"# {signature}\nblock\tindex\tutility\ttext\n")
+    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{s.text}\n" for s in selections)

@@ -1,0 +1,99 @@
+"""Minimum Bayes risk (MBR) selection: for each source, the sample that agrees most with the
+others under a metric.
+
+Each block of K samples (one source's) gives a utility matrix ``U [K, K]``, ``U[i, j]`` the
+composition's primary score (``composition.metric``) of sample i as the candidate against sample
+j as the reference. The expected utility of sample i is the mean of its row: over every j (self
+included), or over ``j != i`` (``exclude_self``). The selection is the argmax (ties: the first).
+Every text is encoded once for the whole input, through :func:`~alignscore.engine.score_blocks`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import torch
+
+from .baseline import rescale
+from .engine import Blocks, score_blocks
+from .errors import InputError
+from .scores import check_texts, why_empty
+
+if TYPE_CHECKING:
+    from .scorer import Scorer
+
+__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The sample chosen for one block: its ``index`` in the block (0-based), its expected
+    ``utility`` and its ``text``."""
+
+    block: int
+    index: int
+    utility: float
+    text: str
+
+
+def expected_utility(utility: torch.Tensor, exclude_self: bool = False) -> torch.Tensor:
+    """``[K]`` float64: the mean of each row of ``utility [K, K]``, over every column, or over
+    the columns ``j != i`` with ``exclude_self`` (needs K >= 2)."""
+    u = utility.double()
+    k = u.shape[0]
+    if not exclude_self:
+        return u.mean(1)
+    if k < 2:
+        raise InputError("--exclude-self needs at least 2 samples per block: one sample has no other")
+    return (u.sum(1) - u.diagonal()) / (k - 1)
+
+
+def check_blocks(n_samples: int, k: int, exclude_self: bool, path: str | None = None) -> int:
+    """The number of blocks of ``k`` samples among ``n_samples`` (the lines of ``path``, when
+    given); InputError when they do not divide, or when ``exclude_self`` leaves a block's
+    samples nothing to be compared with."""
+    if k < 1:
+        raise InputError(f"--samples must be >= 1, not {k}")
+    if n_samples % k:
+        what = f"has {n_samples} lines" if path is not None else f"there are {n_samples} samples"
+        raise InputError(f"{what}, which is not a multiple of --samples {k}: every block of {k} consecutive "
+                         "samples must hold one source's samples", path)
+    if exclude_self and k < 2:
+        raise InputError("--exclude-self needs --samples >= 2: a block of one sample has no other sample")
+    return n_samples // k
+
+
+def mbr_select(scorer: Scorer, samples: Sequence[str], k: int, exclude_self: bool = False,
+               max_pairs: int = 1 << 16) -> list[Selection]:
+    """MBR over ``samples`` in blocks of ``k`` consecutive texts (one source's samples each):
+    one :class:`Selection` per block. Every unique text is encoded once for all the blocks; the
+    weights of an idf weighting are fitted on every sample, each once per block it appears in
+    (as candidate and as reference). Pairs with an empty side score 0, with a warning."""
+    return list(_select(scorer, check_texts(samples, "samples"), k, exclude_self, max_pairs))
+
+
+def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_pairs: int
+            ) -> Iterator[Selection]:
+    n_blocks = check_blocks(len(samples), k, exclude_self)
+    composition = scorer.resolved()
+    blocks = Blocks.of([(samples[b * k:(b + 1) * k],) * 2 for b in range(n_blocks)])
+    baseline = composition.baseline_values()
+    reasons = []
+    for b, (result,) in enumerate(score_blocks(scorer.scoring_encoder(), blocks, [composition], scorer.runtime,
+                                                max_pairs)):
+        values = {composition.metric: result.metrics[composition.metric]}
+        utility = (rescale(values, baseline) if baseline is not None else values)[composition.metric]
+        expected = expected_utility(utility, exclude_self)
+        best = int(torch.argmax(expected))  # the first of equal maxima
+        reasons.append(result.reasons.reshape(-1, 2))
+        yield Selection(b, best, float(expected[best]), samples[b * k + best])
+    if reasons:
+        for message in why_empty(torch.cat(reasons), blocks.pairs, composition):
+            warnings.warn(message, stacklevel=3)
+
+
+def mbr_signature(signature: str, k: int, exclude_self: bool) -> str:
+    """The scorer's signature with the MBR settings: ``...|mbr:K=16,self=in``."""
+    return f"{signature}|mbr:K={k},self={'out' if exclude_self else 'in'}"
