@@ -295,9 +295,10 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
     """Every composition's outputs per pair, ``{output: [P]}``, in pair order, on the CPU.
 
     The scores stay on the vectors' device until every batch is aligned and come to the host
-    once (no synchronisation per batch). Distinct (setting, aligner) combinations are aligned once; those over the same vectors share
-    each batch's gathered vectors, and one aligner's combinations go to it together. With a shard,
-    this process aligns its share of the batches and every process receives every score.
+    once (no synchronisation per batch). Distinct (setting, aligner) combinations are aligned
+    once; those over the same vectors share each batch's gathered vectors, and one aligner's
+    combinations go to it together. With a shard, this process aligns its share of the batches
+    and every process receives every score.
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (setting, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -397,6 +398,7 @@ def _union(merged: Sequence[Pairs]) -> Pairs:
     return Pairs(merged[0].texts, empty, empty, zeros, zeros, torch.zeros(1, dtype=torch.long))
 
 
-__all__ = ["EMPTY_REASONS", "Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "check_vectors", "empty_reasons", "encode",
+__all__ = ["EMPTY_REASONS", "Encoded", "PairScores", "Pairs", "Setting", "align", "batch_order", "check_vectors",
+           "empty_reasons", "encode",
            "fit_weights", "merge", "pair_batch", "pair_batches", "score_groups", "score_many", "settings",
            "unique_texts"]

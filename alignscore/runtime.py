@@ -113,11 +113,12 @@ def auto_token_budget(encoder: Encoder, layers: Sequence[int]) -> int | None:
     device = encoder.device
     if device.type != "cuda":
         return None
-    config = getattr(getattr(encoder, "inner", encoder), "config", None)
+    model = getattr(encoder, "inner", encoder)  # a CachedEncoder's own encoder
+    config = getattr(model, "config", None)
     width = int(getattr(config, "hidden_size", 1024))
     ffn = int(getattr(config, "intermediate_size", 4 * width))
     heads = int(getattr(config, "num_attention_heads", 16))
-    size = {"float16": 2, "bfloat16": 2}.get(getattr(getattr(encoder, "inner", encoder), "dtype", "float32"), 4)
+    size = {"float16": 2, "bfloat16": 2}.get(getattr(model, "dtype", "float32"), 4)
     per_token = size * ((max(layers) + 1) * width + ffn + 3 * width + heads * encoder.model_max_length) + 4 * width
     free, _total = torch.cuda.mem_get_info(device)
     return max(1, int(AUTO_MEMORY_SHARE * free / per_token))

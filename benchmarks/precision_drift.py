@@ -37,7 +37,8 @@ def load(data: Path, per_lp: int | None) -> dict[str, dict[str, list]]:
 
     out = {}
     for lp in LANG_PAIRS:
-        files = {k: read_lines(data / f"DAseg.newstest2016.{k}.{lp}")[:per_lp] for k in ("mt-system", "reference", "human")}
+        files = {k: read_lines(data / f"DAseg.newstest2016.{k}.{lp}")[:per_lp]
+                 for k in ("mt-system", "reference", "human")}
         out[lp] = {"cands": files["mt-system"], "refs": files["reference"],
                    "human": np.array([float(h) for h in files["human"]])}
     return out
@@ -61,7 +62,8 @@ def drift(model: str, dtype: str, device: str, layer: int | None, data: dict[str
 
     full, low = (score(model, d, device, layer, data) for d in ("float32", dtype))
     bounds = np.cumsum([0] + [len(d["cands"]) for d in data.values()])
-    r = {name: {lp: correlation(s["f1"][bounds[i]:bounds[i + 1]], d["human"])[0] for i, (lp, d) in enumerate(data.items())}
+    r = {name: {lp: correlation(s["f1"][bounds[i]:bounds[i + 1]], d["human"])[0]
+                for i, (lp, d) in enumerate(data.items())}
          for name, s in (("float32", full), (dtype, low))}
     mean_abs = {name: float(np.mean([abs(v) for v in rs.values()])) for name, rs in r.items()}
     return {"model": model, "dtype": dtype, "device": device, "layer": layer, "pairs": int(bounds[-1]),
