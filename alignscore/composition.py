@@ -39,11 +39,11 @@ from .aggregators.single import SingleLayer
 from .aligners import ALIGNERS
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
+from .baseline import Baseline
 from .errors import ConfigError, InputError, describe
 from .filters import FILTERS
 from .filters.base import TokenFilter, TokenRoles, check_special_policy
 from .registry import Registry
-from .baseline import Baseline
 from .textio import read_lines
 from .weighting import WEIGHTINGS
 from .weighting.base import Weighting
@@ -167,8 +167,10 @@ class Composition:
         if not isinstance(self.aggregator, SingleLayer):
             raise ConfigError("baseline rescaling reads one row per layer: it needs a single-layer aggregator")
         values = self.baseline.values(self.aggregator.layers[0])
-        if not set(values) & set(self.metrics):
-            raise ConfigError(f"the baseline has no value for the outputs {', '.join(self.metrics)}")
+        missing = [m for m in self.metrics if m not in values]
+        if missing:  # rescaling only some outputs would report rescaled and raw scores side by side
+            raise ConfigError(f"the baseline has no value for the output(s) {', '.join(missing)} "
+                              f"of {self.aligner.signature()}")
         return values
 
     def signature(self, encoder: Encoder) -> str:

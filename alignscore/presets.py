@@ -55,6 +55,12 @@ MOVERSCORE_V1 = Preset(
      "special_tokens": "keep", "filters": ["rm"], "weighting": "idf-S", "sep": True,
      "aligner": {"name": "wmd", "cost": "sqeuclidean", "score": "1-d"}, "multi_ref": "mean"},
     "MoverScore as the paper computes it (moverscore.py)")
+BARYSCORE = Preset(
+    "baryscore",
+    {"model": "bert-base-uncased", "aggregator": {"name": "stack", "layers_spec": [-5, -4, -3, -2, -1]},
+     "special_tokens": "keep", "weighting": "idf-S", "sep": True,
+     "aligner": {"name": "baryscore", "layers": 5, "reg": 0.01}},
+    "BaryScore (Colombo et al., 2021): Wasserstein barycenters of the last five layers")
 
 
 def scorer_from(preset: Preset, spec: Mapping[str, Any], device: str | None, overrides: dict[str, Any],
@@ -161,10 +167,28 @@ def moverscore_v1(model: str = "bert-base-uncased", idf: bool = True, n_gram: in
                         "weighting": _given(idf=not idf), "aligner": _given(n_gram=n_gram != 1)})
 
 
-for _preset, _factory in ((BERTSCORE, bertscore), (MOVERSCORE_V2, moverscore_v2), (MOVERSCORE_V1, moverscore_v1)):
+def baryscore(model: str = "bert-base-uncased", idf: bool = True, reg: float = 0.01, device: str | None = None,
+              **overrides: Any) -> Scorer:
+    """BaryScore (Colombo et al., 2021) with the defaults of the authors' ``BaryScoreMetric``:
+    bert-base-uncased, the last five layers kept side by side (``stack``), every token taking
+    part ([CLS]/[SEP] too: ``keep``), idf masses (``idf=True``; reference idf from the
+    references, candidate idf from the candidates), the barycenter of the layers per text and
+    the entropic (``reg``) transport cost between the two barycenters, reported as ``1 - d``.
+    See :class:`~alignscore.aligners.barycenter.BaryScore` for what differs from their code.
+    """
+    spec = {**BARYSCORE.spec, "model": model, "aligner": {**BARYSCORE.spec["aligner"], "reg": reg}}
+    if not idf:
+        spec.update(weighting="none", sep=False)
+    return scorer_from(BARYSCORE, spec, device, overrides,
+                       {"encoder": _given(model=model != BARYSCORE.spec["model"], device=device is not None),
+                        "weighting": _given(idf=not idf), "aligner": _given(reg=reg != 0.01)})
+
+
+for _preset, _factory in ((BERTSCORE, bertscore), (MOVERSCORE_V2, moverscore_v2), (MOVERSCORE_V1, moverscore_v1),
+                          (BARYSCORE, baryscore)):
     object.__setattr__(_preset, "factory", _factory)
     PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets
 
 
-__all__ = ["BERTSCORE", "MOVERSCORE_V1", "MOVERSCORE_V2", "PRESETS", "Preset", "bertscore", "moverscore_v1",
-           "moverscore_v2", "scorer_from"]
+__all__ = ["BARYSCORE", "BERTSCORE", "MOVERSCORE_V1", "MOVERSCORE_V2", "PRESETS", "Preset", "baryscore",
+           "bertscore", "moverscore_v1", "moverscore_v2", "scorer_from"]

@@ -4,17 +4,29 @@ no input and no good earlier output is ever lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-import json
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TextIO
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
+
+import torch
 
 from .errors import InputError
 
-if TYPE_CHECKING:
-    from .scores import Scores
+
+class ScoreTable(Protocol):
+    """What the writers read of :class:`~alignscore.scores.Scores` (kept structural so that
+    text I/O does not depend on the scoring modules)."""
+
+    signature: str
+    metrics: Mapping[str, torch.Tensor]
+    best_reference: torch.Tensor
+
+    def __len__(self) -> int: ...
+
+    def means(self) -> dict[str, float]: ...
 
 
 def iter_lines(path: str | Path) -> Iterator[str]:
@@ -165,7 +177,7 @@ def tsv_header(signature: str, columns: Sequence[str], means: dict[str, float] |
     return [f"# {signature}\n", mean_line + "\n", "\t".join(columns) + "\n"]
 
 
-def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
+def rows(scores: ScoreTable, fmt: str, multi: bool) -> list[str]:
     """The output lines of ``scores`` (as ``alignscore score`` writes them)."""
     names = list(scores.metrics)
     columns = {k: v.tolist() for k, v in scores.metrics.items()}
@@ -183,7 +195,7 @@ def rows(scores: Scores, fmt: str, multi: bool) -> list[str]:
     return out
 
 
-def write_scores(scores: Scores, out: TextIO, fmt: str, multi: bool) -> None:
+def write_scores(scores: ScoreTable, out: TextIO, fmt: str, multi: bool) -> None:
     """TSV: the signature and means as comment lines, the column names, one row per candidate;
     JSONL: one object per candidate."""
     names = list(scores.metrics) + (["best_ref"] if multi else [])

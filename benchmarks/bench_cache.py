@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_greedy import LAYER, MODEL  # noqa: E402
+from benchmarks.bench_greedy import MODEL, MODELS  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     LANG_PAIRS, Case, Work, interleave, machine, markdown, save_json, summarize, wmt_pairs)
 
@@ -30,7 +30,7 @@ def cached_case(lps: list[str], cache: str, fresh: bool, backend: str = "torch",
 
     def run() -> dict:
         enc = alignscore.HFEncoder(MODEL, backend=backend, export_dir=export_dir)
-        scorer = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(LAYER), cache=cache)
+        scorer = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(MODELS[MODEL]), cache=cache)
         return dict(scorer.score(cands, refs).metrics)
 
     return Work(len(cands), run)
@@ -48,7 +48,7 @@ def main() -> None:
     import alignscore
 
     enc = alignscore.HFEncoder(MODEL, backend="onnx", export_dir=export_dir)  # export once, untimed
-    alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(LAYER)).score(["warm up"], ["warm up"])
+    alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(MODELS[MODEL])).score(["warm up"], ["warm up"])
     cases = []
     for backend in ("torch", "onnx"):
         kw = {"lps": lps, "cache": str(work / backend), "backend": backend, "export_dir": export_dir}

@@ -18,6 +18,8 @@ size) plus ``4 T H`` for the attention products of a text of T tokens. Strategie
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
 - ``openvino``: OpenVINO's CPU plugin on the exported graph, f32 inference precision.
+- ``torch-int8`` (approximate): alignscore's ``dtype="int8"`` (PyTorch dynamic quantisation of
+  the linear layers, int8 weights per output channel).
 - ``onnx-int8`` (approximate): the exported graph with weights quantised to int8 (dynamic quantisation).
 """
 
@@ -81,6 +83,8 @@ def flops(enc: HFEncoder, work: list[tuple[torch.Tensor, torch.Tensor]], top: in
 def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
     out: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
         "torch": lambda ids, mask: enc.forward(ids, mask, layers)}
+    int8_enc = HFEncoder(enc.model, device_name="cpu", dtype="int8")
+    out["torch-int8"] = lambda ids, mask: int8_enc.forward(ids, mask, layers)
     onnx_enc = HFEncoder(enc.model, backend="onnx")
     out["onnx"] = lambda ids, mask: onnx_enc.forward(ids, mask, layers)
     onnx_enc.forward(*next(iter([(torch.tensor([[enc.pad_id]]), torch.tensor([[1]]))])), layers)  # export now

@@ -110,3 +110,20 @@ def test_bfloat16_stays_close(wmt_data, tiny_bert_dir):
     diff = float((half.f1 - full.f1).abs().max())
     assert 0 < diff < 0.05
     assert half.f1.dtype == torch.float32 and "+bfloat16" in half.signature
+
+
+def test_int8_is_an_approximate_cpu_mode(wmt_data, tiny_bert_dir):
+    """int8 quantises the linear layers: scores move a little, the signature says so, and it
+    runs on the CPU only (and not through ONNX Runtime)."""
+    cands, refs = wmt_data["de-en"]["mt-system"][:40], wmt_data["de-en"]["reference"][:40]
+    full = _scorer(tiny_bert_dir, "torch", None, 3).score(cands, refs)
+    enc = alignscore.HFEncoder(tiny_bert_dir, dtype="int8")
+    quant = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(3)).score(cands, refs)
+    diff = float((quant.f1 - full.f1).abs().max())
+    assert 0 < diff < 0.1
+    assert bool(torch.isfinite(quant.f1).all()) and "+int8" in quant.signature
+    assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in enc.load_model().modules())
+    with pytest.raises(alignscore.ConfigError, match="CPU only"):
+        alignscore.HFEncoder(tiny_bert_dir, dtype="int8", device_name="cuda")
+    with pytest.raises(alignscore.ConfigError, match="float32"):
+        alignscore.HFEncoder(tiny_bert_dir, backend="onnx", dtype="int8")

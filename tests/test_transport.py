@@ -222,6 +222,20 @@ def test_network_simplex_entry_point_equals_pot_emd2() -> None:
         assert solve(a, b, c) == pytest.approx(ot.emd2(a, b, c, numItermax=10**7), abs=1e-12)
 
 
+def test_network_simplex_plans_equal_pot_emd() -> None:
+    """The plan solver (exact plans, BaryScore's barycenters) gives ``ot.emd``'s plan."""
+    solve = network_simplex(plans=True)
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        n, m = rng.integers(1, 30, size=2)
+        a, b = rng.random(n) + 1e-3, rng.random(m) + 1e-3
+        a[rng.random(n) < 0.2] = 0.0
+        a[0] = 1.0
+        a, b = a / a.sum(), b / b.sum()
+        c = rng.random((n, m))
+        np.testing.assert_allclose(solve(a, b, c), ot.emd(a, b, c, numItermax=10**7), rtol=0, atol=1e-15)
+
+
 def test_network_simplex_falls_back_to_emd2_without_the_c_entry_point(monkeypatch) -> None:
     """A POT without ``ot.lp.emd_wrap.emd_c`` (another version) gets ``ot.emd2``, same values."""
     monkeypatch.setitem(sys.modules, "ot.lp.emd_wrap", None)  # importing it now fails
@@ -229,6 +243,9 @@ def test_network_simplex_falls_back_to_emd2_without_the_c_entry_point(monkeypatc
     assert solve.__name__ == "public"
     a, b, c = np.array([0.25, 0.75, 0.0]), np.array([0.5, 0.5]), np.array([[0.0, 1.0], [2.0, 0.5], [9.0, 9.0]])
     assert solve(a, b, c) == pytest.approx(0.75, abs=1e-12)
+    plans = network_simplex.__wrapped__(plans=True)
+    assert plans.__name__ == "public"
+    np.testing.assert_allclose(plans(a, b, c), [[0.25, 0.0], [0.25, 0.5], [0.0, 0.0]], atol=1e-15)
 
 
 VARIANT_ALIGNERS = [WMD(), WMD(cost="sqeuclidean", n_gram=2), WMD(n_gram="sentence"), Greedy()]

@@ -160,10 +160,11 @@ def parse_grid(data: Mapping[str, Any], base_dir: Path = Path("."), name: str = 
         if args:
             aligner = part_spec({"name": aligner.name, **aligner.kwargs, **args}, f"{where}.aligner", ALIGNERS)
         metric = col.get("metric")
-        metrics = getattr(ALIGNERS.get(aligner.name), "metrics", None)
-        if metric is not None and metrics is not None and metric not in metrics:
-            raise ConfigError(f"{where}: aligner {aligner.name!r} has no metric {metric!r} "
-                              f"(it reports {', '.join(metrics)})")
+        if metric is not None:  # an aligner's metrics may depend on its settings: ask an instance
+            metrics = ALIGNERS.build(aligner.name, **aligner.kwargs).metrics
+            if metric not in metrics:
+                raise ConfigError(f"{where}: aligner {aligner.name!r} has no metric {metric!r} "
+                                  f"(it reports {', '.join(metrics)})")
         columns.append(Column(col["name"], aligner, metric, _parts(part_keys, where, PART_KEYS)))
     if not columns:
         raise ConfigError("a grid needs at least one [[columns]] table (name, aligner)")

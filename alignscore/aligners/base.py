@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 import torch
 
@@ -57,12 +59,13 @@ class Alignment:
 
 
 class Aligner(ABC):
-    """Scores pairs. ``name`` is its registry name; ``metrics`` names the outputs; ``primary``
-    picks the best reference."""
+    """Scores pairs. ``name`` is its registry name; ``metrics`` names the outputs, in the order
+    :meth:`__call__` returns them (fixed for an instance; it may depend on its settings, so ask
+    an instance, not the class); ``primary`` picks the best reference."""
 
     name: ClassVar[str]
-    metrics: ClassVar[tuple[str, ...]]
-    primary: ClassVar[str]
+    metrics: tuple[str, ...]
+    primary: str
 
     @abstractmethod
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
@@ -112,3 +115,18 @@ def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
     v = torch.where(mass > 0, values, torch.zeros((), dtype=values.dtype, device=values.device))
     return torch.where(total > 0, (v * mass).sum(-1) / total.clamp_min(torch.finfo(mass.dtype).tiny),
                        torch.zeros((), dtype=values.dtype, device=values.device))
+
+
+def real_number(value: Any, what: str, zero_ok: bool = False) -> float:
+    """``value`` as a float, after checking that it is a finite real number ``> 0`` (``>= 0``
+    with ``zero_ok``)."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not zero_ok)):
+        raise ConfigError(f"{what} must be a finite number {'>=' if zero_ok else '>'} 0, not {value!r}")
+    return float(value)
+
+
+def number(x: float) -> str:
+    """``x`` for a signature: the shortest text that reads back as exactly ``x`` (``2``, ``0.01``)."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text

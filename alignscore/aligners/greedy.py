@@ -7,7 +7,7 @@ from typing import Sequence
 
 import torch
 
-from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors, weighted_mean
+from .base import Aligner, Alignment, PairBatch, check_finite, number, real_number, same_vectors, weighted_mean
 
 
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
@@ -49,19 +49,56 @@ def match_similarities(sim: torch.Tensor, ref_mass: torch.Tensor, cand_mass: tor
     return p, r, f, sim
 
 
+def f_beta(p: torch.Tensor, r: torch.Tensor, beta: float) -> torch.Tensor:
+    """The recall-weighted F-score ``F_beta = (1 + beta^2) P R / (beta^2 P + R)``: the weighted
+    harmonic mean ``1 / F_beta = w_P / P + w_R / R`` with ``w_P = 1 / (1 + beta^2)`` and
+    ``w_R = beta^2 / (1 + beta^2)``, so recall counts ``beta^2`` times as much as precision
+    (van Rijsbergen's F; ``beta = 1`` is F1, ``beta = 2`` weighs recall 4 : 1). ``F_beta = 0``
+    where ``beta^2 P + R = 0`` (as F1 where ``P + R = 0``: empty pairs score 0, never NaN)."""
+    b2 = beta * beta
+    denom = b2 * p + r
+    ok = denom != 0
+    zero = torch.zeros((), dtype=p.dtype, device=p.device)
+    return torch.where(ok, (1 + b2) * p * r / torch.where(ok, denom, torch.ones_like(denom)), zero)
+
+
 @dataclass(frozen=True)
 class Greedy(Aligner):
-    """Each token is matched to its most similar token on the other side (cosine similarity)."""
+    """Each token is matched to its most similar token on the other side (cosine similarity).
+
+    Reports ``precision``, ``recall`` and ``f1`` (:func:`greedy_match`); with ``beta`` also
+    ``fbeta``, the recall-weighted :func:`f_beta` of the same P and R. The best of several
+    references is the one with the best F1, whatever ``beta``.
+
+    Args:
+        beta: adds the ``fbeta`` metric with this ``beta > 0`` (``beta > 1`` weighs recall
+            more, ``beta = 1`` equals ``f1``); ``None``: P, R and F1 only.
+    """
+
+    beta: float | None = None
 
     name = "greedy"
-    metrics = ("precision", "recall", "f1")
     primary = "f1"
+
+    def __post_init__(self) -> None:
+        if self.beta is not None:
+            object.__setattr__(self, "beta", real_number(self.beta, "beta"))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("precision", "recall", "f1") + (("fbeta",) if self.beta is not None else ())
+
+    def _scores(self, p: torch.Tensor, r: torch.Tensor, f: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = {"precision": p, "recall": r, "f1": f}
+        if self.beta is not None:
+            out["fbeta"] = f_beta(p, r, self.beta)
+        return out
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         check_finite(batch)
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                   batch.ref_match, batch.cand_match)
-        return {"precision": p, "recall": r, "f1": f}
+        return self._scores(p, r, f)
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
         """One similarity matrix for all the variants (it only depends on the vectors)."""
@@ -69,14 +106,19 @@ class Greedy(Aligner):
         sim = torch.bmm(first.cand, first.ref.transpose(1, 2))
         out = []
         for b in batches:
-            p, r, f, _ = match_similarities(sim, b.ref_mass, b.cand_mass, b.ref_match, b.cand_match)
-            out.append({"precision": p, "recall": r, "f1": f})
+            out.append(self._scores(*match_similarities(sim, b.ref_mass, b.cand_mass, b.ref_match,
+                                                        b.cand_match)[:3]))
         return out
 
     def alignment(self, batch: PairBatch) -> Alignment:
         """Matches and contributions. With normalised masses ``w``, candidate token j adds
-        ``w_j max_i s_ij`` to P and reference token i adds ``w_i max_j s_ij`` to R; F is split as
-        ``F = F/(2P) * P + F/(2R) * R``, so each side's shares scale its P or R shares."""
+        ``w_j max_i s_ij`` to P and reference token i adds ``w_i max_j s_ij`` to R; F1 is split as
+        ``F = F/(2P) * P + F/(2R) * R``, so each side's shares scale its P or R shares.
+
+        ``F_beta`` is split by the weights of its harmonic mean (:func:`f_beta`):
+        ``F_beta = w_P F_beta / P * P + w_R F_beta / R * R`` with ``w_P = 1 / (1 + beta^2)``,
+        ``w_R = beta^2 / (1 + beta^2)``: the candidate tokens carry ``w_P F_beta`` in all, the
+        reference tokens ``w_R F_beta``, ``beta^2`` times as much (for ``beta = 1``, F1's split)."""
         check_finite(batch)
         p, r, f, sim = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
                                     batch.ref_match, batch.cand_match)
@@ -94,19 +136,28 @@ class Greedy(Aligner):
         r_share, c_share = share(r_best, batch.ref_mass), share(c_best, batch.cand_mass)
         recall_flow = torch.zeros_like(sim_rc).scatter_(2, r_arg.unsqueeze(2), r_share.unsqueeze(2))
         precision_flow = torch.zeros_like(sim_rc).scatter_(1, c_arg.unsqueeze(1), c_share.unsqueeze(1))
-        half_p = torch.where(p != 0, f / (2 * torch.where(p != 0, p, torch.ones_like(p))), zero)
-        half_r = torch.where(r != 0, f / (2 * torch.where(r != 0, r, torch.ones_like(r))), zero)
+
+        def split(score: torch.Tensor, w_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+            """``score = (w_R score / R) R + (w_P score / P) P`` as per-token shares."""
+            on_p = torch.where(p != 0, w_p * score / torch.where(p != 0, p, torch.ones_like(p)), zero)
+            on_r = torch.where(r != 0, (1 - w_p) * score / torch.where(r != 0, r, torch.ones_like(r)), zero)
+            return r_share * on_r.unsqueeze(-1), c_share * on_p.unsqueeze(-1)
+
+        scores = self._scores(p, r, f)
+        contributions = {
+            "precision": (torch.zeros_like(r_share), c_share),
+            "recall": (r_share, torch.zeros_like(c_share)),
+            "f1": split(f, 0.5),
+        }
+        if self.beta is not None:
+            contributions["fbeta"] = split(scores["fbeta"], 1 / (1 + self.beta * self.beta))
         return Alignment(
             kind="similarity",
             matrix=sim_rc.masked_fill(~torch.isfinite(sim_rc), float("nan")),
             flows={"recall": recall_flow, "precision": precision_flow},
-            contributions={
-                "precision": (torch.zeros_like(r_share), c_share),
-                "recall": (r_share, torch.zeros_like(c_share)),
-                "f1": (r_share * half_r.unsqueeze(-1), c_share * half_p.unsqueeze(-1)),
-            },
-            scores={"precision": p, "recall": r, "f1": f},
+            contributions=contributions,
+            scores=scores,
         )
 
     def signature(self) -> str:
-        return "greedy(cos)"
+        return "greedy(cos)" if self.beta is None else f"greedy(cos,beta={number(self.beta)})"

@@ -44,16 +44,14 @@ def pairwise_cost(x: torch.Tensor, y: torch.Tensor, cost: str) -> torch.Tensor:
 def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Optimal plans ``T [B, Tr, Tc]`` (float64, on ``cost``'s device), one exact problem per pair.
 
-    Each pair is solved by POT's network simplex (``ot.emd``) on its rectangular problem
-    restricted to the units with mass (``a_i > 0``, ``b_j > 0``); units without mass get no
-    flow. This equals the square problem over the union of both texts' units with zero mass on
-    the other side (what MoverScore hands to pyemd), only smaller. Pairs where either side has
+    Each pair is solved by POT's network simplex (:func:`network_simplex`, the solver behind
+    ``ot.emd``) on its rectangular problem restricted to the units with mass (``a_i > 0``, ``b_j > 0``); units without mass get no flow. This equals the
+    square problem over the union of both texts' units with zero mass on the other side (what MoverScore hands to pyemd), only smaller. Pairs where either side has
     no mass get ``T = 0``. A cost with NaN or infinity raises
     :class:`~alignscore.errors.ConfigError` (on NaN costs the solver returns a plan of cost 0).
     """
-    import ot  # POT; imported here so that importing alignscore stays light
-
     check_finite_cost(cost)
+    solve = network_simplex(plans=True)
     c_np = cost.detach().double().cpu().numpy()
     a_np = a.detach().double().cpu().numpy()
     b_np = b.detach().double().cpu().numpy()
@@ -65,7 +63,7 @@ def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.T
             continue
         ak, bk = a_np[k, rows], b_np[k, cols]
         sub = np.ascontiguousarray(c_np[k][np.ix_(rows, cols)])
-        plans[k][np.ix_(rows, cols)] = ot.emd(ak / ak.sum(), bk / bk.sum(), sub, numItermax=EMD_MAX_ITER)
+        plans[k][np.ix_(rows, cols)] = solve(ak / ak.sum(), bk / bk.sum(), sub)
     return torch.from_numpy(plans).to(cost.device)
 
 
@@ -113,19 +111,23 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-@functools.lru_cache(maxsize=1)
-def network_simplex() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
-    """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` for masses ``a, b >= 0`` that each
-    sum to 1 (float64, ``C`` C-contiguous); units without mass take no part (POT drops them).
+@functools.lru_cache(maxsize=2)
+def network_simplex(plans: bool = False) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
+    """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` (``plans``: ``-> T``, the optimal
+    plan) for masses ``a, b >= 0`` that each sum to 1 (float64, ``C`` C-contiguous); units
+    without mass take no part (POT drops them).
 
     Calls POT's C entry point ``emd_c`` directly: ``ot.emd2``'s per-call backend, marginal and
     gradient handling cost more than solving a 30 x 30 problem (measured on the table9 grid).
     As ``ot.emd2`` does, ``b`` is rescaled to ``a``'s total. ``emd_c`` is not public API: when it
-    is missing or answers a test problem wrongly (another POT version), ``ot.emd2`` is used.
+    is missing or answers a test problem wrongly (another POT version), ``ot.emd2`` (``ot.emd``)
+    is used.
     """
     import ot  # POT; imported here so that importing alignscore stays light
 
-    def public(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    def public(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
+        if plans:
+            return ot.emd(a, b, c, numItermax=EMD_MAX_ITER, check_marginals=False)
         return float(ot.emd2(a, b, c, numItermax=EMD_MAX_ITER, check_marginals=False))
 
     try:
@@ -133,15 +135,15 @@ def network_simplex() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
     except ImportError:
         return public
 
-    def direct(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-        _plan, value, _u, _v, code = emd_c(a, b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
+    def direct(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
+        plan, value, _u, _v, code = emd_c(a, b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
         if code != 1:  # 1: optimal; POT warns in the same way
             warnings.warn(f"POT's network simplex stopped before optimality (code {code})", stacklevel=3)
-        return float(value)
+        return plan if plans else float(value)
 
     a, b, c = np.array([0.25, 0.75]), np.array([0.5, 0.5]), np.array([[0.0, 1.0], [2.0, 0.5]])
     try:
-        ok = abs(direct(a, b, c) - public(a, b, c)) < 1e-12
+        ok = bool(np.allclose(direct(a, b, c), public(a, b, c), rtol=0, atol=1e-12))
     except (TypeError, ValueError):
         ok = False
     return direct if ok else public

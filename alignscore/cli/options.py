@@ -120,7 +120,8 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Encoder runtime: torch, or onnx (ONNX Runtime, float32; needs alignscore[onnx]; "
                       "the fastest on CPU, same scores to 1e-6)."),
     click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
-                 help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly."),
+                 help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly; int8 "
+                      "(CPU, dynamic quantisation) is the approximate fast mode: scores drift."),
     click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
                  envvar="ALIGNSCORE_CACHE", show_envvar=True,
                  help="Directory of a persistent cache of hidden states: texts encoded before by the "

@@ -25,7 +25,8 @@ _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mba
 _SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
 
 BACKENDS = ("torch", "onnx")
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
 
 
 @dataclass(eq=False)
@@ -48,7 +49,11 @@ class HFEncoder(Encoder):
             :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
         dtype: the model's weights and activations: ``"float32"`` (default), or
             ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
-            returned as float32; scores drift, see benchmarks/RESULTS.md).
+            returned as float32; scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the
+            approximate CPU mode, every ``nn.Linear`` quantised to int8 with dynamic activation
+            quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
+            channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
+            scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
         export_dir: where the onnx backend keeps its exported graphs.
     """
 
@@ -77,6 +82,8 @@ class HFEncoder(Encoder):
             raise ConfigError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
         if self.backend == "onnx" and self.dtype != "float32":
             raise ConfigError("backend 'onnx' runs in float32 only")
+        if self.dtype == "int8" and self.device_name is not None and torch.device(self.device_name).type != "cpu":
+            raise ConfigError(f"dtype int8 (dynamic quantisation) runs on the CPU only, not on {self.device_name}")
 
     # -- loading -------------------------------------------------------------------------------
     @property
@@ -119,11 +126,16 @@ class HFEncoder(Encoder):
                 raise ModelLoadError(f"cannot load model {self.model!r}: {_first_line(exc)}") from None
             if getattr(model.config, "is_encoder_decoder", False):
                 model = model.get_encoder()
-            device = self.device_name or ("cuda" if torch.cuda.is_available() else "cpu")
+            device = self._device_of_model()
             try:
-                self._model = model.eval().to(device=device, dtype=DTYPES[self.dtype])
+                model = model.eval().to(device=device, dtype=DTYPES[self.dtype])
             except Exception as exc:
                 raise ConfigError(f"cannot use device {device!r}: {_first_line(exc)}") from None
+            if self.dtype == "int8":
+                from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+                model = quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+            self._model = model
         return self._model
 
     # -- properties ------------------------------------------------------------------------------
@@ -154,9 +166,12 @@ class HFEncoder(Encoder):
     @property
     def model_device(self) -> torch.device:
         """Where the PyTorch model's weights are (known without loading it)."""
-        if self._model is not None:
-            return next(self._model.parameters()).device
-        return torch.device(self.device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return torch.device(self._device_of_model())
+
+    def _device_of_model(self) -> str:
+        if self.dtype == "int8":
+            return "cpu"
+        return self.device_name or ("cuda" if torch.cuda.is_available() else "cpu")
 
     @property
     def device(self) -> torch.device:

@@ -7,12 +7,17 @@
   (Graham & Baldwin, 2014); :func:`not_beaten` marks the cells no other cell significantly beats,
   the cells the papers print in bold.
 - :func:`bootstrap_ci`: seeded percentile bootstrap confidence intervals over segments.
+- :func:`bootstrap_mean`: sacreBLEU's ``--confidence`` for a corpus mean of segment scores.
+- :func:`bootstrap_r_difference` and :func:`permutation_r_difference`: paired resampling tests
+  of the difference in |Pearson r| of two metrics against the same human scores (Deutsch et al.,
+  2021), beside Williams' test.
 
 All functions take numpy arrays and are vectorised over the metrics / resamples they compare.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -159,3 +164,188 @@ def bootstrap_ci(statistic: Callable[..., np.ndarray], *arrays: np.ndarray, resa
 def abs_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``|r|`` row-wise, for :func:`bootstrap_ci` (the tables report absolute r)."""
     return np.abs(pearson_rows(x, y))
+
+
+SACREBLEU_SEED = 12345  # sacreBLEU's default seed (its SACREBLEU_SEED environment variable)
+
+
+def _finite_vectors(*arrays: np.ndarray, minimum: int = 1) -> tuple[np.ndarray, ...]:
+    """``arrays`` as float64 1-d arrays of one length (at least ``minimum``), all finite."""
+    out = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
+    if any(a.ndim != 1 or a.shape != out[0].shape for a in out):
+        raise ConfigError(f"expected 1-d arrays of one length, not {', '.join(str(a.shape) for a in out)}")
+    if len(out[0]) < minimum:
+        raise ConfigError(f"need at least {minimum} segment(s), not {len(out[0])}")
+    if not all(np.isfinite(a).all() for a in out):
+        raise ConfigError("scores must be finite numbers (no NaN or infinity)")
+    return out
+
+
+def _order_statistic_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """sacreBLEU's interval from ``B`` resampled values: sorted, the entries at
+    ``k = floor(B (1 - c) / 2)`` and ``B - 1 - k`` (for ``c = 0.95``, sacreBLEU's ``B // 40``)."""
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), not {confidence}")
+    ordered = np.sort(values)
+    k = int(math.floor(len(ordered) * (1 - confidence) / 2 + 1e-9))  # 1e-9: 0.05 / 2 * 40 is 1, not 0.999..
+    return float(ordered[k]), float(ordered[len(ordered) - 1 - k])
+
+
+@dataclass(frozen=True)
+class BootstrapMean(Interval):
+    """:func:`bootstrap_mean`'s result: ``estimate`` (the corpus mean of the data), ``mean`` (the
+    mean of the resampled corpus means, sacreBLEU's ``mu``), the interval ``low`` .. ``high`` and
+    its ``half_width`` (sacreBLEU's ``+-`` figure), for ``resamples`` draws with ``seed``."""
+
+    mean: float
+    resamples: int
+    seed: int
+
+    @property
+    def half_width(self) -> float:
+        return 0.5 * (self.high - self.low)
+
+
+def bootstrap_mean(values: np.ndarray, resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                   confidence: float = 0.95) -> BootstrapMean:
+    """Bootstrap confidence interval of a corpus mean, as ``sacrebleu --confidence`` computes it.
+
+    sacreBLEU (``metrics/base.py`` ``corpus_score(n_bootstrap=...)`` and ``significance.py``
+    ``_bootstrap_resample``): draw ``B`` resamples of the ``n`` segments with replacement,
+    ``numpy.random.default_rng(seed).choice(n, size=(B, n), replace=True)`` (the same draws as
+    :func:`bootstrap_indices`), defaults ``B = 1000`` (``--confidence-n``) and ``seed = 12345``;
+    recompute the corpus score of each resample (here the mean ``x*_b = mean_i x[idx_bi]``); sort
+    them; the interval is the percentile interval from order statistics, ``x*_(k)`` ..
+    ``x*_(B-1-k)`` with ``k = B // 40`` for 95% (no interpolation); sacreBLEU prints
+    ``mu +- half`` with ``mu = mean_b x*_b`` (the bootstrap mean, not the observed score) and
+    ``half = (x*_(B-1-k) - x*_(k)) / 2``: a percentile interval reported as a half-width, not
+    ``mean +- 1.96 sd``. Other ``confidence`` levels use ``k = floor(B (1 - c) / 2)``.
+
+    Raises:
+        ConfigError: no segments, a non-finite value, ``resamples < 1``, or a confidence outside (0, 1).
+    """
+    (x,) = _finite_vectors(values)
+    idx = bootstrap_indices(len(x), resamples, seed)
+    means = x[idx].mean(axis=1)
+    low, high = _order_statistic_interval(means, confidence)
+    return BootstrapMean(float(x.mean()), low, high, float(means.mean()), resamples, seed)
+
+
+@dataclass(frozen=True)
+class DifferenceTest:
+    """A paired test of ``|r(A, H)| - |r(B, H)|``: the observed ``difference``, its two-sided
+    ``p_value``, an interval ``low`` .. ``high`` (what it is depends on the test: see the
+    function) and the number of ``resamples`` that entered them."""
+
+    difference: float
+    p_value: float
+    low: float
+    high: float
+    resamples: int
+
+
+def _oriented(a: np.ndarray, b: np.ndarray, human: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` multiplied by the sign of their Pearson r with ``human`` (so their r is
+    ``|r|``), after checking that the three have a defined correlation."""
+    for name, v in (("metric A", a), ("metric B", b), ("the human scores", human)):
+        if np.ptp(v) == 0:
+            raise ConfigError(f"{name} is constant: its correlation with the others is undefined")
+    r = pearson_rows(np.stack([a, b]), np.stack([human, human]))
+    return a * (1.0 if r[0] >= 0 else -1.0), b * (1.0 if r[1] >= 0 else -1.0)
+
+
+def _count_p(count: int, total: int) -> float:
+    """``(count + 1) / (total + 1)``, at most 1: a Monte Carlo p-value that is never 0 (the
+    observed data count as one draw; Phipson & Smyth, 2010; sacreBLEU's randomisation test)."""
+    return min(1.0, (count + 1) / (total + 1))
+
+
+def bootstrap_r_difference(a: np.ndarray, b: np.ndarray, human: np.ndarray, resamples: int = 1000,
+                           seed: int = SACREBLEU_SEED, confidence: float = 0.95) -> DifferenceTest:
+    """Paired bootstrap of the difference in |Pearson r| of metrics ``a`` and ``b`` with ``human``.
+
+    Each metric is first oriented by the sign of its correlation on all the data (a distance
+    correlates negatively; the tables report |r|), so ``delta = r(a', h) - r(b', h) = |r_a| -
+    |r_b|``. Segments are resampled with replacement (:func:`bootstrap_indices`, the same draw
+    for both metrics and the humans: paired; Deutsch et al., 2021, Boot-Inputs), giving
+    ``delta*_1 .. delta*_B``. The interval is the percentile interval of the ``delta*``
+    (order statistics, as :func:`bootstrap_mean`); the two-sided p-value inverts it: with
+    ``m = min(#{delta* <= 0}, #{delta* >= 0})``, ``p = min(1, 2 (m + 1) / (B + 1))``, the level
+    at which 0 leaves the interval (Koehn, 2004, reports ``#{delta* <= 0} / B`` one-sided).
+    Resamples whose correlation is undefined (a constant resample) are left out; ``resamples``
+    in the result counts those used.
+
+    Raises:
+        ConfigError: inputs of different lengths, fewer than 3 segments, non-finite or constant
+            scores, ``resamples < 1``, or no resample with a defined correlation.
+    """
+    a, b, h = _finite_vectors(a, b, human, minimum=3)
+    a, b = _oriented(a, b, h)
+    observed = float(pearson_rows(a, h) - pearson_rows(b, h))
+    deltas = []
+    for idx in _chunks(bootstrap_indices(len(h), resamples, seed)):
+        deltas.append(pearson_rows(a[idx], h[idx]) - pearson_rows(b[idx], h[idx]))
+    delta = np.concatenate(deltas)
+    delta = delta[np.isfinite(delta)]
+    if len(delta) == 0:
+        raise ConfigError("no bootstrap resample has a defined correlation")
+    low, high = _order_statistic_interval(delta, confidence)
+    m = min(int((delta <= 0).sum()), int((delta >= 0).sum()))
+    return DifferenceTest(observed, min(1.0, 2 * _count_p(m, len(delta))), low, high, len(delta))
+
+
+def swap_masks(n: int, resamples: int, seed: int) -> np.ndarray:
+    """``[resamples, n]`` bool, each entry True with probability 1/2
+    (``numpy.random.default_rng(seed).integers(2, ...)``): which segments swap metrics."""
+    if resamples < 1:
+        raise ConfigError("the permutation test needs at least one permutation")
+    return np.random.default_rng(seed).integers(2, size=(resamples, n), dtype=bool)
+
+
+def permutation_r_difference(a: np.ndarray, b: np.ndarray, human: np.ndarray, resamples: int = 10_000,
+                             seed: int = SACREBLEU_SEED, confidence: float = 0.95) -> DifferenceTest:
+    """Paired permutation (approximate randomisation) test of the difference in |Pearson r|.
+
+    The procedure of Deutsch et al. (2021, "A Statistical Analysis of Summarization Evaluation
+    Metrics using Resampling Methods", Perm-Inputs; their ``nlpstats`` package), for one score
+    per segment: orient each metric by the sign of its r with ``human`` (as
+    :func:`bootstrap_r_difference`), standardise each metric to mean 0 and standard deviation 1
+    over the segments (so that the two are exchangeable: swapping raw scores of metrics on
+    different scales would compare scales, not rankings), and take the observed ``delta = r(a,
+    h) - r(b, h)``. Under H0 (the metrics correlate equally with the humans) the metric labels
+    are exchangeable within a segment: each permutation swaps the two metrics' standardised
+    scores in each segment with probability 1/2 (:func:`swap_masks`) and recomputes ``delta*``.
+    Two-sided ``p = (#{|delta*| >= |delta|} + 1) / (B + 1)`` (Deutsch et al. count without the
+    ``+ 1``; with it the p-value is never 0, as in sacreBLEU's randomisation test).
+
+    The interval is the central ``confidence`` range of ``delta*`` under H0 (order statistics,
+    as :func:`bootstrap_mean`): the test rejects at level ``1 - confidence`` about when the
+    observed ``delta`` lies outside it. It is not a confidence interval of ``delta`` (use
+    :func:`bootstrap_r_difference` for that). Permutations whose correlation is undefined are
+    left out, and ``resamples`` in the result counts those used.
+
+    Raises:
+        ConfigError: as :func:`bootstrap_r_difference`.
+    """
+    a, b, h = _finite_vectors(a, b, human, minimum=3)
+    a, b = _oriented(a, b, h)
+    a, b = (a - a.mean()) / a.std(), (b - b.mean()) / b.std()
+    observed = float(pearson_rows(a, h) - pearson_rows(b, h))
+    deltas = []
+    for swap in _chunks(swap_masks(len(h), resamples, seed)):
+        deltas.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
+    delta = np.concatenate(deltas)
+    delta = delta[np.isfinite(delta)]
+    if len(delta) == 0:
+        raise ConfigError("no permutation has a defined correlation")
+    low, high = _order_statistic_interval(delta, confidence)
+    # |delta*| >= |delta| up to rounding: a permutation that reproduces the data (or its mirror
+    # image) must count, whatever the last bit of its arithmetic
+    extreme = np.abs(delta) >= abs(observed) - 1e-12
+    return DifferenceTest(observed, _count_p(int(extreme.sum()), len(delta)), low, high, len(delta))
+
+
+def _chunks(rows: np.ndarray, max_values: int = 4_000_000) -> list[np.ndarray]:
+    """``rows [B, n]`` in consecutive blocks of at most ``max_values`` entries (bounds memory)."""
+    step = max(1, max_values // max(rows.shape[1], 1))
+    return [rows[i:i + step] for i in range(0, len(rows), step)]
