@@ -45,8 +45,9 @@ class Shard:
     def gather(self, values: torch.Tensor, index: torch.Tensor, total: int) -> torch.Tensor:
         """Every rank passes its rows ``values [n_r]`` or ``[n_r, D]`` and their positions
         ``index [n_r]`` in a ``[total]`` or ``[total, D]`` result; every rank gets the whole
-        result (rows no rank sent are 0). Ranks may hold different numbers of rows; a rank with
-        none may pass any empty tensor (the others tell the shape and dtype)."""
+        result (rows no rank sent are 0), on ``values``' device. Ranks may hold different numbers
+        of rows; a rank with none may pass any empty tensor (the others tell the shape and
+        dtype). With NCCL the exchange runs on this rank's CUDA device, whatever ``values``' is."""
         import torch.distributed as dist
 
         device = _comm_device()
@@ -69,7 +70,7 @@ class Shard:
         all_where = [torch.empty_like(where) for _ in range(self.world)]
         dist.all_gather(all_values, padded)
         dist.all_gather(all_where, where)
-        home = values.device if n else torch.device("cpu")
+        home = values.device  # where the caller keeps its rows (a rank with none passes an empty tensor there)
         out = torch.zeros((total, *tail), dtype=dtype, device=home)
         for c, v, w in zip(counts, all_values, all_where):
             out[w[:c].to(home)] = v[:c].to(home)

@@ -29,7 +29,7 @@ import torch
 
 from ._ops import unit
 from .aggregators.base import Aggregator
-from .aligners.base import Aligner, PairBatch
+from .aligners.base import NOT_FINITE, Aligner, PairBatch
 from .composition import Composition
 from .encoders.base import Encoder
 from .errors import ConfigError, InputError
@@ -213,6 +213,7 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
     fitted: dict[str, Weights] = dict(weights or {})
     roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     out: dict[tuple[str, str, str], Setting] = {}
+    checked: set[str] = set()
     table = encoded.table
     result = []
     for comp in compositions:
@@ -224,6 +225,9 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
             if r_sig not in roles:
                 roles[r_sig] = comp.roles(table)
             vectors = encoded.vectors[a_sig]
+            if a_sig not in checked:
+                check_vectors(vectors)
+                checked.add(a_sig)
             (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
             device = vectors.device
             out[key] = Setting(vectors, (ref_w[table.ids] * carries).to(device),
@@ -232,21 +236,34 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
     return result
 
 
-def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, width: int) -> torch.Tensor:
-    """``[B, width, D]``: row b holds the packed rows of text ``texts[b]`` (its tokens), then 0.
-    Each text is one contiguous block of ``packed``, copied as such (a loop over texts, far
-    cheaper on CPU than gathering every token through an index tensor)."""
-    out = packed.new_zeros(len(texts), width, packed.shape[-1])
+def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, index: torch.Tensor,
+                  valid: torch.Tensor) -> torch.Tensor:
+    """``[B, T, D]``: row b holds the packed rows of text ``texts[b]`` (its tokens), then 0
+    (``index``, ``valid``: :func:`~alignscore.tokens.pad_gather` of the texts, on ``packed``'s
+    device). On a CPU each text is one contiguous block of ``packed``, copied as such (a loop
+    over texts, far cheaper there than gathering every token through an index tensor); on a GPU
+    one gather, with no per-text kernels and nothing read back to the host."""
+    if packed.device.type != "cpu":
+        return packed[index].masked_fill_(~valid.unsqueeze(-1), 0)
+    out = packed.new_zeros(len(texts), index.shape[1], packed.shape[-1])
     for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
         out[row, :n] = packed[start:start + n]
     return out
+
+
+def check_vectors(vectors: torch.Tensor) -> None:
+    """Raise :class:`~alignscore.errors.ConfigError` when ``vectors`` hold NaN or infinity (once
+    per encoding: the batches built from them need no check of their own)."""
+    if not bool(torch.isfinite(vectors.sum())):
+        raise ConfigError(f"the token vectors {NOT_FINITE}")
 
 
 def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
                like: PairBatch | None = None) -> PairBatch:
     """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
     under ``setting``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
-    the same pairs over the same vectors, whose vectors are reused (only masses differ)."""
+    the same pairs over the same vectors, whose vectors are reused (only masses differ). The
+    setting's vectors were checked finite when it was made (:func:`check_vectors`)."""
     device = setting.vectors.device
     r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
     c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
@@ -254,8 +271,8 @@ def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: tor
                   ref_match=setting.matchable[r_idx] & r_ok, cand_match=setting.matchable[c_idx] & c_ok)
     if like is not None:
         return replace(like, **masses)
-    return PairBatch(ref=padded_blocks(setting.vectors, table, ref, r_idx.shape[1]),
-                     cand=padded_blocks(setting.vectors, table, cand, c_idx.shape[1]), **masses)
+    return PairBatch(ref=padded_blocks(setting.vectors, table, ref, r_idx, r_ok),
+                     cand=padded_blocks(setting.vectors, table, cand, c_idx, c_ok), finite=True, **masses)
 
 
 def batch_order(encoded: Encoded) -> torch.Tensor:
@@ -276,11 +293,13 @@ def pair_batches(encoded: Encoded, setting: Setting, runtime: Runtime = Runtime(
 
 def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequence[Setting],
           runtime: Runtime = Runtime()) -> list[dict[str, torch.Tensor]]:
-    """Every composition's outputs per pair, ``{output: [P]}``, in pair order.
+    """Every composition's outputs per pair, ``{output: [P]}``, in pair order, on the CPU.
 
-    Distinct (setting, aligner) combinations are aligned once; those over the same vectors share
-    each batch's gathered vectors, and one aligner's combinations go to it together. With a shard,
-    this process aligns its share of the batches and every process receives every score.
+    The scores stay on the vectors' device until every batch is aligned and come to the host
+    once (no synchronisation per batch). Distinct (setting, aligner) combinations are aligned
+    once; those over the same vectors share each batch's gathered vectors, and one aligner's
+    combinations go to it together. With a shard, this process aligns its share of the batches
+    and every process receives every score.
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (setting, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -313,14 +332,15 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
                 for key, scores in zip(same, aligners[same[0]].score_variants(batches)):
                     for name, value in scores.items():
                         if name not in results[key]:
-                            results[key][name] = torch.zeros(len(order), dtype=value.dtype)
-                        results[key][name][sel] = value.detach().cpu()
+                            results[key][name] = torch.zeros(len(order), dtype=value.dtype, device=value.device)
+                        results[key][name][sel.to(value.device)] = value.detach()
     if runtime.shard is not None:
         rows = torch.cat(done) if done else torch.empty(0, dtype=torch.long)
         results = {key: {name: runtime.shard.gather(values[name][rows] if name in values else torch.empty(0),
                                                      rows, len(order))
                          for name in aligners[key].metrics}
                    for key, values in results.items()}
+    results = {key: {name: value.cpu() for name, value in values.items()} for key, values in results.items()}
     out = []
     for comp, s in zip(compositions, settings_):
         values = results[(id(s), comp.aligner.signature())]
@@ -507,5 +527,5 @@ def _union(merged: Sequence[Pairs]) -> Pairs:
 
 
 __all__ = ["EMPTY_REASONS", "Blocks", "Encoded", "PairScores", "Pairs", "Setting", "align", "align_chunks",
-           "batch_order", "empty_reasons", "encode", "fit_weights", "merge", "pair_batch", "pair_batches",
-           "score_blocks", "score_groups", "score_many", "settings", "text_reasons", "unique_texts"]
+           "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge", "pair_batch",
+           "pair_batches", "score_blocks", "score_groups", "score_many", "settings", "text_reasons", "unique_texts"]

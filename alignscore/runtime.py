@@ -9,6 +9,7 @@ this process encodes its share of the batches and receives the others' vectors.
 from __future__ import annotations
 
 import sys
+import warnings
 from numbers import Integral
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
@@ -39,7 +40,10 @@ class Runtime:
         batch_size: texts per encoder batch.
         token_budget: also at most this many padded tokens per encoder batch (bounds the
             encoder's memory on long texts, whose attention grows with ``B T^2``); ``None``: only
-            ``batch_size``.
+            ``batch_size``; ``"auto"``: on CUDA, from the free GPU memory
+            (:func:`auto_token_budget`), on a CPU none. On CUDA, a batch that runs out of
+            memory is split in halves and retried (a warning says so once; later batches keep
+            to the smaller size): scores never depend on the batching.
         pair_batch_size: pairs per alignment batch (64: large padded batches cost more in page
             faults than they save on a CPU).
         progress: progress bars on stderr.
@@ -50,7 +54,7 @@ class Runtime:
     """
 
     batch_size: int = 64
-    token_budget: int | None = None
+    token_budget: int | str | None = None
     pair_batch_size: int = 64
     progress: bool = False
     device: str | None = None
@@ -59,8 +63,8 @@ class Runtime:
     def __post_init__(self) -> None:
         _positive_int(self.batch_size, "batch_size")
         _positive_int(self.pair_batch_size, "pair_batch_size")
-        if self.token_budget is not None:
-            _positive_int(self.token_budget, "token_budget")
+        if self.token_budget is not None and self.token_budget != "auto":
+            _positive_int(self.token_budget, "token_budget")  # or "auto"
 
     def mine(self, count: int) -> range:
         """The items (batches) of ``count`` that this process handles (all without a shard)."""
@@ -94,39 +98,135 @@ def plan_batches(lengths: torch.Tensor, batch_size: int, token_budget: int | Non
     return bounds
 
 
+# Share of the free GPU memory that an encoder batch may take under ``token_budget="auto"``.
+AUTO_MEMORY_SHARE = 0.5
+
+
+def auto_token_budget(encoder: Encoder, layers: Sequence[int]) -> int | None:
+    """Padded tokens per encoder batch that fit in half the free memory of the encoder's CUDA
+    device (``None`` elsewhere: no budget on a CPU).
+
+    For a model of width ``D``, feed-forward width ``I``, ``H`` attention heads, ``s`` bytes per
+    value (its dtype) and ``L = max(layers)`` blocks run, one token of a batch whose texts have
+    ``T`` tokens holds at most::
+
+        s * ((L + 1) * D        hidden states of every block run (kept for the output)
+             + I + 3 * D        the largest transient: feed-forward activations, or q, k, v
+             + H * T)           attention scores (T: the model's length limit, the worst case)
+        + 4 * D                 the float32 states the aggregator reads
+
+    and the budget is ``AUTO_MEMORY_SHARE * free / that`` (``torch.cuda.mem_get_info``).
+    """
+    device = encoder.device
+    if device.type != "cuda":
+        return None
+    model = getattr(encoder, "inner", encoder)  # a CachedEncoder's own encoder
+    config = getattr(model, "config", None)
+    width = int(getattr(config, "hidden_size", 1024))
+    ffn = int(getattr(config, "intermediate_size", 4 * width))
+    heads = int(getattr(config, "num_attention_heads", 16))
+    size = {"float16": 2, "bfloat16": 2}.get(getattr(model, "dtype", "float32"), 4)
+    per_token = size * ((max(layers) + 1) * width + ffn + 3 * width + heads * encoder.model_max_length) + 4 * width
+    free, _total = torch.cuda.mem_get_info(device)
+    return max(1, int(AUTO_MEMORY_SHARE * free / per_token))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+class _Fitting:
+    """Runs the encoder on a padded batch in pieces that fit: after an out-of-memory error the
+    piece is halved and retried, and later batches keep to at most :attr:`cap` padded tokens
+    (warned once). A single text that does not fit raises :class:`ConfigError`."""
+
+    def __init__(self, encoder: Encoder, layers: Sequence[int],
+                 aggregate: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        self.encoder, self.layers, self.aggregate = encoder, list(layers), aggregate
+        self.cap: int | None = None
+
+    def __call__(self, ids: torch.Tensor, valid: torch.Tensor) -> Iterable[tuple[slice, torch.Tensor]]:
+        """``(rows, vectors)`` pieces covering the batch's rows in order."""
+        n, width = ids.shape
+        step = n if self.cap is None else max(1, min(n, self.cap // max(width, 1)))
+        start = 0
+        while start < n:
+            end = min(n, start + step)
+            try:
+                vectors = self.aggregate(self.encoder.forward(ids[start:end], valid[start:end].long(), self.layers))
+            except (RuntimeError, MemoryError) as exc:
+                if not _out_of_memory(exc):
+                    raise
+                if end - start == 1:
+                    raise ConfigError(f"out of memory on a single text of {width} tokens: use a smaller model, "
+                                      "--dtype bfloat16, or a device with more memory") from None
+                if self.cap is None:
+                    warnings.warn(f"out of memory on an encoder batch of {end - start} texts x {width} tokens: "
+                                  "splitting batches (scores do not change; set --token-budget or "
+                                  "--batch-size lower to avoid the retries)", stacklevel=3)
+                step = max(1, (end - start) // 2)
+                self.cap = step * width
+                del exc
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                continue
+            yield slice(start, end), vectors
+            start = end
+
+
 def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
           aggregate: Callable[[torch.Tensor], torch.Tensor], runtime: Runtime = Runtime(),
           desc: str = "encoding") -> torch.Tensor:
-    """Token vectors ``[N, D]`` for every token of ``table``, packed in the same order.
+    """Token vectors ``[N, D]`` for every token of ``table``, packed in the same order, on the
+    encoder's device.
 
     ``aggregate`` maps the ``[L, B, T, D]`` hidden states of ``layers`` to ``[B, T, D']``. The
-    result does not depend on the batching: padding is masked out of attention.
+    result does not depend on the batching: padding is masked out of attention. Nothing comes
+    back to the host: on CUDA each batch's vectors are scattered into the packed buffer on the
+    device by an index built on the host (one transfer to the device, no synchronisation).
     """
     order = torch.argsort(table.lengths, descending=True, stable=True)
     out: torch.Tensor | None = None
     pad = encoder.pad_id
-    bounds = plan_batches(table.lengths[order], runtime.batch_size, runtime.token_budget, encoder.forward_shape)
+    budget = runtime.token_budget
+    if budget == "auto":
+        budget = auto_token_budget(encoder, layers)
+    bounds = plan_batches(table.lengths[order], runtime.batch_size, budget, encoder.forward_shape)
+    fitting = _Fitting(encoder, layers, aggregate)
     filled = []
     for b in runtime.bar(runtime.mine(len(bounds)), desc):
         texts = order[bounds[b][0]:bounds[b][1]]
         index, valid = pad_gather(table.offsets, texts)
         ids = torch.where(valid, table.ids[index], torch.full((), pad, dtype=torch.long))
-        vectors = aggregate(encoder.forward(ids, valid.long(), layers))
-        if out is None:
-            # zeros, not empty: filling the fresh buffer in one pass maps its pages faster than
-            # the copies below would one by one
-            out = torch.zeros(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
-                              device=vectors.device)
-        # each text's tokens are one contiguous block of ``out``: copy block by block (a loop
-        # over the batch's texts, far cheaper on CPU than a scatter through an index tensor)
-        for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
-            out[start:start + n] = vectors[row, :n].to(out.device)
+        for rows, vectors in fitting(ids, valid):
+            if out is None:
+                # zeros, not empty: filling the fresh buffer in one pass maps its pages faster than
+                # the copies below would one by one
+                out = torch.zeros(int(table.offsets[-1]), vectors.shape[-1], dtype=vectors.dtype,
+                                  device=vectors.device)
+            _scatter(out, vectors, table, texts[rows], index[rows], valid[rows])
         if runtime.shard is not None:
             filled.append(index[valid])
     if runtime.shard is not None:
         rows = torch.cat(filled) if filled else torch.empty(0, dtype=torch.long)
-        mine_out = out[rows.to(out.device)] if out is not None else torch.empty(0, 0)
+        mine_out = out[rows.to(out.device)] if out is not None else torch.empty(0, 0, device=encoder.device)
         return runtime.shard.gather(mine_out, rows, int(table.offsets[-1]))
     if out is None:
-        out = torch.empty(0, 0)
+        out = torch.empty(0, 0, device=encoder.device)
     return out
+
+
+def _scatter(out: torch.Tensor, vectors: torch.Tensor, table: TokenTable, texts: torch.Tensor, index: torch.Tensor,
+             valid: torch.Tensor) -> None:
+    """Copy the batch's token vectors ``vectors [B, T, D]`` (of ``texts``; ``index``/``valid`` from
+    :func:`~alignscore.tokens.pad_gather`) into their rows of the packed ``out``."""
+    if out.device.type == "cpu":
+        # each text's tokens are one contiguous block of ``out``: copy block by block (a loop
+        # over the batch's texts, far cheaper on CPU than a scatter through an index tensor)
+        for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
+            out[start:start + n] = vectors[row, :n].to(out.device)
+        return
+    # on a GPU one indexed copy instead of a kernel per text; the positions are found on the host
+    b, t = valid.nonzero(as_tuple=True)
+    dest, b, t = (x.to(out.device, non_blocking=True) for x in (index[b, t], b, t))
+    out[dest] = vectors[b, t].to(out.dtype)

@@ -53,7 +53,8 @@ class Scorer:
         baseline: rescale with this per-layer baseline (single-layer compositions only).
         batch_size: texts per encoder batch; never changes a score.
         token_budget: also at most this many padded tokens per encoder batch (bounds the
-            encoder's memory on long texts); ``None``: batches of ``batch_size`` texts.
+            encoder's memory on long texts); ``None``: batches of ``batch_size`` texts; ``"auto"``: from
+            the free GPU memory (none on a CPU).
         progress: show progress bars on stderr.
         cache: a persistent :class:`~alignscore.cache.EmbeddingCache` of hidden states (or its
             directory): texts already encoded by this model skip the encoder.
@@ -74,7 +75,7 @@ class Scorer:
     progress: bool = False
     cache: EmbeddingCache | str | None = None
     shard: Shard | None = None
-    token_budget: int | None = None
+    token_budget: int | str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.cache, (str, os.PathLike)):

@@ -307,7 +307,7 @@ def test_sinkhorn_does_not_depend_on_the_rest_of_the_batch() -> None:
     assert torch.allclose(together, alone, atol=1e-12, rtol=0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.cuda
 def test_sinkhorn_on_gpu_matches_cpu() -> None:
     gen = torch.Generator().manual_seed(6)
     batch = make_batch([unit_rows(torch.randn(7, DIM, generator=gen))], [unit_rows(torch.randn(5, DIM, generator=gen))],

@@ -22,7 +22,9 @@ class PairBatch:
 
     ``*_mass`` are the unnormalised token masses (0 for padding, filtered tokens and, under the
     ``match-only`` policy, special tokens); ``*_match`` marks the tokens that may be aligned to
-    (False at padding). A token with mass is always matchable.
+    (False at padding). A token with mass is always matchable. ``finite``: whoever built the
+    batch has checked that its vectors are finite (the engine, once per encoding), so
+    :func:`check_finite` need not read them back from the device.
     """
 
     ref: torch.Tensor  # [B, Tr, D]
@@ -31,6 +33,7 @@ class PairBatch:
     cand_mass: torch.Tensor  # [B, Tc]
     ref_match: torch.Tensor  # [B, Tr] bool
     cand_match: torch.Tensor  # [B, Tc] bool
+    finite: bool = False
 
 
 @dataclass
@@ -87,7 +90,10 @@ class Aligner(ABC):
 
 def check_finite(batch: PairBatch) -> PairBatch:
     """``batch``, after checking that its vectors are finite: a NaN would become a NaN score, or
-    (through a NaN cost matrix, on which the exact solver returns 0) a perfect one."""
+    (through a NaN cost matrix, on which the exact solver returns 0) a perfect one. A batch
+    marked ``finite`` is not read again (no host synchronisation)."""
+    if batch.finite:
+        return batch
     for side in (batch.ref, batch.cand):
         # one reduction, no [B, T, D] temporary: a NaN or infinity anywhere makes the sum non-finite
         if not bool(torch.isfinite(side.sum())):

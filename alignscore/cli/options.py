@@ -44,6 +44,23 @@ def _float_list(text: str) -> tuple[float, ...]:
                  for p in (s.strip() for s in text.split(",")))
 
 
+class TokenBudget(click.ParamType):
+    """An integer >= 1 or ``auto``."""
+
+    name = "INTEGER|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number < 1:
+            self.fail(f"{value!r} is neither an integer >= 1 nor 'auto'", param, ctx)
+        return number
+
+
 SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--preset", type=click.Choice(PRESETS.names()), default=None,
                  help="A named composition; the options below override its parts."),
@@ -95,9 +112,9 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."),
     click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
                  help="Texts per encoder batch (never changes a score)."),
-    click.option("--token-budget", type=click.IntRange(min=1), default=None,
+    click.option("--token-budget", type=TokenBudget(), default=None,
                  help="Also at most this many padded tokens per encoder batch (bounds memory on long "
-                      "texts; never changes a score)."),
+                      "texts; never changes a score); 'auto': from the free GPU memory (none on a CPU)."),
     click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available."),
     click.option("--backend", type=click.Choice(BACKENDS), default="torch", show_default=True,
                  help="Encoder runtime: torch, or onnx (ONNX Runtime, float32; needs alignscore[onnx]; "

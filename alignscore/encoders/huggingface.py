@@ -171,6 +171,12 @@ class HFEncoder(Encoder):
         raise ConfigError(f"cannot tell how many layers model {self.model!r} has")
 
     @property
+    def config(self) -> Any:
+        """The model's configuration (``transformers``' ``PretrainedConfig``)."""
+        self.load_tokenizer()
+        return self._config
+
+    @property
     def vocab_size(self) -> int:
         return len(self.load_tokenizer())
 
