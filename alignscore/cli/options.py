@@ -44,6 +44,27 @@ def _float_list(text: str) -> tuple[float, ...]:
                  for p in (s.strip() for s in text.split(",")))
 
 
+class ManyValues(click.Option):
+    """A repeatable option that also takes the arguments after it, up to the next option or
+    ``--``: ``-r a.txt b.txt`` is ``-r a.txt -r b.txt`` (bert-score's habit). For commands
+    without positional arguments, which these extra values would otherwise be."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, multiple=True, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        option = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
+        take = option.process
+
+        def process(value: Any, state: Any) -> None:
+            take(value, state)
+            while state.rargs and not (state.rargs[0][:1] in parser._opt_prefixes and len(state.rargs[0]) > 1):
+                take(state.rargs.pop(0), state)
+
+        option.process = process
+
+
 SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--preset", type=click.Choice(PRESETS.names()), default=None,
                  help="A named composition; the options below override its parts."),
