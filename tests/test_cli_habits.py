@@ -24,16 +24,6 @@ REFS2 = ["cats sit on mats", "a dog ran", "good morning"]
 
 
 @pytest.fixture
-def files(tmp_path):
-    def make(name: str, lines: list[str]) -> str:
-        path = tmp_path / name
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        return str(path)
-
-    return make
-
-
-@pytest.fixture
 def tiny(tiny_bert_dir):
     return ["--model", tiny_bert_dir, "--layer", "2", "-q"]
 
