@@ -92,6 +92,13 @@ def test_several_files_after_one_r(files, tiny):
     assert_one_error(code, err, "nope.txt", "cannot read file")
 
 
+def test_diff_takes_several_files_after_one_r(files, tiny_bert_dir):
+    c, r1, r2 = files("c.txt", CANDS), files("r1.txt", REFS), files("r2.txt", REFS2)
+    args = ["-c", c, "--model", tiny_bert_dir, "--layer", "1", "--a", "--aligner greedy", "--b", "--layer 2", "-q"]
+    repeated, _ = ok("diff", "-r", r1, "-r", r2, *args)
+    assert ok("diff", "-r", r1, r2, *args)[0] == repeated != ok("diff", "-r", r1, *args)[0]
+
+
 # -- texts given inline ------------------------------------------------------------------------
 def test_inline_texts_score_as_files(files, tiny):
     c, r = files("c.txt", CANDS), files("r.txt", REFS)

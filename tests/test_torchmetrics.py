@@ -93,6 +93,18 @@ def test_reset_and_nothing_to_compute(encoder, weighting):
     _close(metric.compute(), scorer.score(cands[4:], targets[4:]).metrics, ("precision", "recall", "f1"))
 
 
+@pytest.mark.parametrize("weighting", [None, Idf(sep=True)])
+def test_forward_gives_the_batch_scores(encoder, weighting):
+    extra = {"weighting": weighting} if weighting is not None else {}
+    scorer = Scorer(encoder, SingleLayer(2), **extra)
+    metric = AlignScore(scorer)
+    cands, targets = _data(10)
+    names = ("precision", "recall", "f1")
+    _close(metric(cands[:4], targets[:4]), scorer.score(cands[:4], targets[:4]).metrics, names)
+    _close(metric(cands[4:], targets[4:]), scorer.score(cands[4:], targets[4:]).metrics, names)
+    _close(metric.compute(), scorer.score(cands, targets).metrics, names)  # and the whole, as ever
+
+
 def test_single_strings_and_bad_input(encoder):
     scorer = Scorer(encoder, SingleLayer(2))
     metric = AlignScore(scorer)

@@ -62,7 +62,8 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
     scorer = build_scorer(opts, progress=not quiet and writer)
     scorer.shard = shard
     if stream or resume:
-        result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume, chunk_size=chunk_size)
+        result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume,
+                              chunk_size=chunk_size)
         means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
         click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)
         click.echo(f"signature: {result.signature}", err=True)

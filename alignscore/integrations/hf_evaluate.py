@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..cli.options import SCORER_OPTION_NAMES, build_scorer
 from ..errors import ConfigError
+from ..presets import PRESETS
 from ..scorer import Scorer
 
 __all__ = ["CITATION", "DESCRIPTION", "EVALUATE_MODULE", "INPUTS", "OPTIONS", "compute"]
@@ -60,7 +61,7 @@ Args:
     model: Hugging Face hub id or local directory (default roberta-large); or
     lang: the model BERTScore picks for a language (en, zh, ...).
     layer: the layer (default: the model's tuned layer).
-    preset: bertscore, moverscore-v1 or moverscore-v2; the options below override its parts.
+    preset: {", ".join(PRESETS.names())}; the options below override its parts.
     idf: True for idf from the references (weighting="idf-S").
     other options, as `alignscore score` names them with underscores: {", ".join(OPTIONS)}.
 Returns:

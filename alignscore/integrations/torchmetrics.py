@@ -121,7 +121,8 @@ class AlignScore(Metric):
         return cands, groups
 
 
-_NOTHING = "AlignScore.compute(): no predictions were given to update() (since the last reset()): there is nothing to score"
+_NOTHING = ("AlignScore.compute(): no predictions were given to update() (since the last reset()): there is "
+            "nothing to score")
 
 
 def _score_state(output: str) -> str:
