@@ -20,7 +20,7 @@ $(BIN)/alignscore: pyproject.toml
 setup: $(BIN)/alignscore
 
 $(VENV)/.test-extras: $(BIN)/alignscore
-	$(BIN)/pip install -q -e '.[test,reference,onnx]'
+	$(BIN)/pip install -q -e '.[test,reference,onnx,torchmetrics,evaluate]'
 	@touch $@
 
 setup-test: $(VENV)/.test-extras

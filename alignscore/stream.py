@@ -53,7 +53,6 @@ from .scorer import Scorer
 from .textio import check_inputs, check_output, iter_pairs, replacing, rows, tsv_header
 from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
-from .weighting.schemes import Uniform
 
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
@@ -68,6 +67,9 @@ class FrozenWeighting(Weighting):
                cand_counts: torch.Tensor) -> None:
         pass  # fitted already
 
+    def depends_on_texts(self) -> bool:
+        return False
+
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         return self.ref, self.cand
 
@@ -80,7 +82,7 @@ def freeze_weighting(scorer: Scorer, cands_path: str | Path, refs_paths: Sequenc
     """The scorer's weighting fitted on the whole input: its document frequencies are counted
     chunk by chunk in a tokenization pass (counts add up exactly), then the weights computed once."""
     w = scorer.weighting
-    if isinstance(w, Uniform):
+    if not w.depends_on_texts():  # nothing to fit on the stream
         return w
     enc = scorer.scoring_encoder()
     state = WeightState.empty(enc.vocab_size)

@@ -107,6 +107,31 @@ def read_aligned(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> tu
     return cands, [list(group) for group in zip(*ref_files)]
 
 
+def read_tsv(path: str | Path) -> tuple[list[str], list[list[str]]]:
+    """Candidates and their references from a TSV file, any number of references per candidate:
+    each line is ``candidate<TAB>reference<TAB>reference...`` (texts cannot hold tabs). An empty
+    candidate is an empty text, as an empty line of a candidate file; an empty reference field
+    (two tabs in a row, a tab at the end) is an error, as is a line without a tab.
+
+    Raises:
+        InputError: naming the file and line.
+    """
+    cands, groups = [], []
+    for number, line in enumerate(iter_lines(path), start=1):
+        cand, *refs = line.split("\t")
+        if not refs:
+            raise InputError("has no tab: each line is a candidate, then its references, separated by tabs",
+                             str(path), number)
+        if "" in refs:
+            raise InputError(f"reference {refs.index('') + 1} is empty (two tabs in a row, or a tab at the end)",
+                             str(path), number)
+        cands.append(cand)
+        groups.append(refs)
+    if not cands:
+        raise InputError("is empty: there is nothing to score", str(path))
+    return cands, groups
+
+
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """Refuse, before any work, an output that would destroy an input or cannot be written.
 

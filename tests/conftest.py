@@ -77,6 +77,21 @@ def wmt_data() -> dict[str, dict[str, list[str]]]:
     return {lp: wmt16(lp) for lp in LANG_PAIRS}
 
 
+@pytest.fixture
+def files(tmp_path: Path):
+    """``files(name, lines)``: a file in the test's folder, one line per text (or the given
+    bytes), and its path."""
+    def make(name: str, lines: list[str] | bytes) -> str:
+        path = tmp_path / name
+        if isinstance(lines, bytes):
+            path.write_bytes(lines)
+        else:
+            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return str(path)
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def minilm_dir() -> str:
     """Directory of the real all-MiniLM-L6-v2 (6-layer uncased BERT, 384 dims)."""

@@ -16,19 +16,6 @@ def run(*args: str):
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.fixture
-def files(tmp_path):
-    def make(name: str, lines: list[str] | bytes) -> str:
-        path = tmp_path / name
-        if isinstance(lines, bytes):
-            path.write_bytes(lines)
-        else:
-            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        return str(path)
-
-    return make
-
-
 def _assert_one_line_error(code: int, stderr: str, *needles: str) -> None:
     assert code != 0
     lines = [ln for ln in stderr.splitlines() if ln.strip()]

@@ -21,16 +21,6 @@ def run(*args: str):
 
 
 @pytest.fixture
-def files(tmp_path):
-    def make(name: str, lines: list[str]) -> str:
-        path = tmp_path / name
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        return str(path)
-
-    return make
-
-
-@pytest.fixture
 def io(files):
     return files("refs.txt", REFS), files("cands.txt", CANDS)
 

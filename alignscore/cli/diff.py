@@ -18,7 +18,7 @@ from ..render import text_report, write
 from ..scorer import Scorer, score_together
 from ..textio import check_output, read_aligned, replacing
 from . import main
-from .options import build_scorer, option_files, scorer_options, scorer_opts
+from .options import ManyValues, build_scorer, option_files, scorer_options, scorer_opts
 
 
 def _spec_command() -> click.Command:
@@ -101,8 +101,9 @@ def share_encoder(a: Scorer, b: Scorer) -> None:
 
 
 @main.command()
-@click.option("-r", "--refs", "refs", multiple=True, required=True, type=click.Path(dir_okay=False),
-              help="Reference file, one text per line; repeat for several references per candidate.")
+@click.option("-r", "--refs", "refs", cls=ManyValues, required=True, type=click.Path(dir_okay=False),
+              help="Reference file, one text per line; several files (-r a.txt b.txt, or -r repeated) give "
+                   "several references per candidate.")
 @click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
               help="Candidate file, one text per line.")
 @click.option("--a", "spec_a", required=True,

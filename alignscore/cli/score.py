@@ -16,16 +16,14 @@ from ..errors import InputError
 from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation
 from ..evaluation.wmt import read_human
 from ..stream import clear_sidecar, score_stream
-from ..textio import check_output, read_aligned, read_lines, replacing, write_scores
+from ..textio import check_output, read_lines, replacing, write_scores
 from . import main
+from .inputs import Sources, input_options
 from .options import build_scorer, option_files, scorer_options, scorer_opts
 
 
 @main.command()
-@click.option("-r", "--refs", "refs", multiple=True, type=click.Path(dir_okay=False),
-              help="Reference file, one text per line; repeat for several references per candidate.")
-@click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
-              help="Candidate file, one text per line.")
+@input_options
 @scorer_options
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
               help="tsv: a header comment with the signature and means, then one row per candidate; "
@@ -50,10 +48,11 @@ from .options import build_scorer, option_files, scorer_options, scorer_opts
 @click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the --confidence resamples.")
 @click.option("--pairwise", is_flag=True, help="Every line of CANDS against every line of CANDS (no -r): "
               "the primary metric's N x N matrix as float32 to -o OUT.npy (self-similarity, diversity).")
-def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
-          resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
-          pairwise: bool, **kwargs: Any) -> None:
-    """Score each line of CANDS against the same line of REFS.
+def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...], ref_texts: tuple[str, ...],
+          tsv: str | None, fmt: str, output: str | None, quiet: bool, stream: bool, resume: bool, chunk_size: int,
+          human: str | None, confidence: bool, resamples: int, seed: int, pairwise: bool, **kwargs: Any) -> None:
+    """Score each line of CANDS against the same line of REFS (or the pairs of --tsv FILE, or of
+    --cand-text/--ref-text).
 
     The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
     torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT.
@@ -62,13 +61,16 @@ def score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet
     if pairwise:
         if human or confidence:
             raise InputError("--pairwise writes a matrix: --human and --confidence do not apply")
+        if cand_texts or ref_texts or tsv:
+            raise InputError("--pairwise reads one file of texts: give -c CANDS only")
+        if not cands:
+            raise click.UsageError("Missing option '-c' / '--cands'.")
         _pairwise(refs, cands, fmt, output, quiet, stream or resume, opts)
         return
-    if not refs:
-        raise click.UsageError("Missing option '-r' / '--refs'.")
+    sources = Sources(cands, refs, cand_texts, ref_texts, tsv)
     shard, opts["device"] = init_from_env(opts.get("device"))
-    judged = _Judged(human, confidence, resamples, seed)
-    _score(refs, cands, fmt, output, quiet, stream, resume, chunk_size, opts, shard, judged)
+    _score(sources, fmt, output, quiet, stream, resume, chunk_size, opts, shard,
+           _Judged(human, confidence, resamples, seed))
     leave(shard)
 
 
@@ -108,8 +110,8 @@ class _Judged:
     seed: int
 
 
-def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quiet: bool, stream: bool,
-           resume: bool, chunk_size: int, opts: dict[str, Any], shard: Shard | None,
+def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: bool, resume: bool,
+           chunk_size: int, opts: dict[str, Any], shard: Shard | None,
            judged: _Judged = _Judged(None, False, 1000, SACREBLEU_SEED)) -> None:
     """The work of :func:`score`, between joining and leaving the process group (if any)."""
     writer = shard is None or shard.rank == 0
@@ -119,17 +121,20 @@ def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quie
         raise InputError("--human and --confidence need every score at once: not with --stream or --resume")
     if (stream or resume) and shard is not None:
         raise InputError("--stream does not run under torchrun yet: shard the input files instead")
+    if (stream or resume) and not sources.cands:
+        raise InputError("--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once")
     if output and writer:  # before any work: the output must be writable and none of the inputs
-        check_output(output, [cands, *refs, *option_files(opts), judged.human])
+        check_output(output, [*sources.files, *option_files(opts), judged.human])
     scorer = build_scorer(opts, progress=not quiet and writer)
     scorer.shard = shard
     if stream or resume:
-        result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, chunk_size=chunk_size)
+        result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume,
+                              chunk_size=chunk_size)
         means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
         click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)
         click.echo(f"signature: {result.signature}", err=True)
         return
-    cand_texts, ref_groups = read_aligned(cands, refs)
+    cand_texts, ref_groups = sources.read()
     human = read_human(judged.human, len(cand_texts)) if judged.human else None
     scores = scorer.score(cand_texts, ref_groups)
     if not writer:
@@ -142,10 +147,10 @@ def _score(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, quie
     if output:
         with replacing(output) as tmp:
             with open(tmp, "w", encoding="utf-8") as fh:
-                write_scores(scores, fh, fmt, len(refs) > 1, extra)
+                write_scores(scores, fh, fmt, sources.several_refs, extra)
             clear_sidecar(output)  # before the rename: OUT never sits next to another run's signature
     else:
-        write_scores(scores, sys.stdout, fmt, len(refs) > 1, extra)
+        write_scores(scores, sys.stdout, fmt, sources.several_refs, extra)
     means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
     click.echo(f"{len(scores)} candidates: {means}", err=True)
     if intervals:

@@ -7,7 +7,10 @@ A local directory that is a copy of a known model (:func:`known_model_of`) gets 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+from ..errors import ConfigError
 
 # hub id -> best layer on WMT16 to-English: BERTScore Table 8 (DESIGN.md) and, for the models tuned
 # since, the table bert_score 0.3.13 ships (model2layers); the same numbers for every model it names.
@@ -80,6 +83,23 @@ _ALIASES = {"FacebookAI/": "", "google-bert/": "", "distilbert/": "", "openai-co
 
 DEFAULT_MODEL = "roberta-large"
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# language -> the model bert_score picks for it (``--lang``): the lang2model table of bert_score
+# 0.3.13 (bert_score/utils.py); every other language gets LANG_FALLBACK there, and here.
+LANG_MODELS: dict[str, str] = {"en": "roberta-large", "zh": "bert-base-chinese", "tr": "dbmdz/bert-base-turkish-cased",
+                               "en-sci": "allenai/scibert_scivocab_uncased"}
+LANG_FALLBACK = "bert-base-multilingual-cased"
+_LANG_CODE = re.compile(r"[a-z]{2,3}(-[a-z]+)?")
+
+
+def model_for_lang(lang: str) -> str:
+    """BERTScore's default model for texts in language ``lang`` (an ISO 639 code such as
+    ``en``, ``zh``, ``de``; ``en-sci`` for scientific English): :data:`LANG_MODELS`, else the
+    multilingual :data:`LANG_FALLBACK`."""
+    if not _LANG_CODE.fullmatch(lang):
+        raise ConfigError(f"--lang {lang!r} is not a language code (an ISO 639 code in lower case such as en, zh, "
+                          "de; en-sci for scientific English)")
+    return LANG_MODELS.get(lang, LANG_FALLBACK)
 
 
 def canonical_name(name: str) -> str:

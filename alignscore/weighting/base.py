@@ -97,6 +97,12 @@ class Weighting(ABC):
         state.ref.update(table, ref_counts)
         state.cand.update(table, cand_counts)
 
+    def depends_on_texts(self) -> bool:
+        """Whether the weights depend on the texts being scored (what :meth:`update` counts): then
+        pairs scored in separate calls get other weights than pairs scored together. A weighting
+        that counts nothing says ``False``."""
+        return True
+
     @abstractmethod
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         """The weights from what ``state`` counted (``encoder`` tokenizes an outside corpus)."""

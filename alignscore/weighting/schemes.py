@@ -63,6 +63,9 @@ class Uniform(Weighting):
                cand_counts: torch.Tensor) -> None:
         pass  # nothing to count
 
+    def depends_on_texts(self) -> bool:
+        return False
+
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         ones = torch.ones(len(state.ref.df))
         return ones, ones
@@ -100,6 +103,9 @@ class Idf(Weighting):
             state.ref.update(table, ref_counts)
         if self.sep:
             state.cand.update(table, cand_counts)
+
+    def depends_on_texts(self) -> bool:
+        return self.corpus is None or self.sep
 
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         ref = self.corpus.frequencies(encoder).idf() if self.corpus is not None else state.ref.idf()

@@ -1,0 +1,81 @@
+"""Where ``alignscore score`` reads its pairs: a candidate file and reference files (``-c``,
+``-r``), texts on the command line (``--cand-text``, ``--ref-text``), or a TSV of candidates
+with any number of references each (``--tsv``). One way per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import click
+
+from ..textio import read_aligned, read_tsv
+from .options import ManyValues
+
+INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    click.option("-r", "--refs", "refs", cls=ManyValues, type=click.Path(dir_okay=False),
+                 help="Reference file, one text per line; several files (-r a.txt b.txt, or -r repeated) give "
+                      "several references per candidate."),
+    click.option("-c", "--cands", default=None, type=click.Path(dir_okay=False),
+                 help="Candidate file, one text per line."),
+    click.option("--cand-text", "cand_texts", multiple=True,
+                 help="A candidate given as text (repeat for more; instead of -c/-r files)."),
+    click.option("--ref-text", "ref_texts", multiple=True,
+                 help="A reference given as text: the n-th --ref-text is the reference of the n-th --cand-text."),
+    click.option("--tsv", default=None, type=click.Path(dir_okay=False),
+                 help="Candidates with any number of references (instead of -c/-r): each line is "
+                      "candidate<TAB>reference<TAB>reference... (an empty candidate is an empty text; "
+                      "an empty reference field is an error)."),
+]
+
+
+def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(INPUT_OPTIONS):
+        fn = opt(fn)
+    return fn
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The pairs to score, as the options give them (checked when built: one way, complete; a
+    usage error otherwise)."""
+
+    cands: str | None
+    refs: tuple[str, ...]
+    cand_texts: tuple[str, ...]
+    ref_texts: tuple[str, ...]
+    tsv: str | None
+
+    def __post_init__(self) -> None:
+        ways = [way for way, given in (("-c/-r files", self.cands or self.refs),
+                                       ("--cand-text/--ref-text", self.cand_texts or self.ref_texts),
+                                       ("--tsv", self.tsv)) if given]
+        if not ways:
+            raise click.UsageError("nothing to score: give -c CANDS -r REFS, --cand-text TEXT --ref-text TEXT, "
+                                   "or --tsv FILE")
+        if len(ways) > 1:
+            raise click.UsageError(f"give the pairs one way: {' or '.join(ways)}, not both")
+        if ways[0] == "-c/-r files" and not (self.cands and self.refs):
+            raise click.UsageError("Missing option '-c' / '--cands': -r REFS needs the candidate file"
+                                   if self.refs else "Missing option '-r' / '--refs': -c CANDS needs reference files")
+        if len(self.cand_texts) != len(self.ref_texts):
+            raise click.UsageError(f"{len(self.cand_texts)} --cand-text but {len(self.ref_texts)} --ref-text: the "
+                                   "n-th --ref-text is the reference of the n-th --cand-text")
+
+    @property
+    def files(self) -> list[str]:
+        """The input files (which no output may overwrite)."""
+        return [self.tsv] if self.tsv else [self.cands, *self.refs] if self.cands else []
+
+    @property
+    def several_refs(self) -> bool:
+        """Whether a candidate may have several references (the output names the best one)."""
+        return self.tsv is not None or len(self.refs) > 1
+
+    def read(self) -> tuple[list[str], list[list[str]]]:
+        """The candidates and each one's references."""
+        if self.tsv:
+            return read_tsv(self.tsv)
+        if self.cands:
+            return read_aligned(self.cands, self.refs)
+        return list(self.cand_texts), [[r] for r in self.ref_texts]
