@@ -221,11 +221,11 @@ def test_cli_reg_cost_and_score_form_change_the_scores_as_documented(io, tiny_be
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--reg", "0.1"], "--reg applies to --aligner sinkhorn, not greedy"),
+    (["--reg", "0.1"], "--reg applies to --aligner baryscore or sinkhorn, not greedy"),
     (["--cost", "sqeuclidean"], "--cost applies to --aligner sinkhorn or wmd, not greedy"),
-    (["--score-form", "1/(1+d)"], "--score-form applies to --aligner sinkhorn or wmd, not greedy"),
-    (["--aligner", "wmd", "--reg", "0.1"], "--reg applies to --aligner sinkhorn, not wmd"),
-    (["--preset", "moverscore-v2", "--reg", "0.1"], "--reg applies to --aligner sinkhorn, not wmd"),
+    (["--score-form", "1/(1+d)"], "--score-form applies to --aligner baryscore or sinkhorn or wmd, not greedy"),
+    (["--aligner", "wmd", "--reg", "0.1"], "--reg applies to --aligner baryscore or sinkhorn, not wmd"),
+    (["--preset", "moverscore-v2", "--reg", "0.1"], "--reg applies to --aligner baryscore or sinkhorn, not wmd"),
     (["--aligner", "sinkhorn", "--reg", "0"], "reg must be a finite number > 0"),
     (["--aligner", "sinkhorn", "--reg", "nan"], "reg must be a finite number > 0"),
     (["--aligner", "sinkhorn", "--reg", "-inf"], "reg must be a finite number > 0"),
