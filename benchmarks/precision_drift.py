@@ -1,4 +1,4 @@
-"""Mixed precision against float32: per-pair drift and the change in Pearson r on WMT16.
+"""Mixed precision (or the int8 approximate mode) against float32: per-pair drift and the change in Pearson r on WMT16.
 
 Scores the WMT16 DAseg pairs of the six language pairs (mt-system against reference, BERTScore
 greedy F1, no idf) with one model in float32 and in ``--dtype``, on one device, and reports
@@ -90,7 +90,8 @@ def markdown(result: dict) -> str:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
-    ap.add_argument("--dtype", choices=("bfloat16", "float16"), default="bfloat16")
+    ap.add_argument("--dtype", choices=("bfloat16", "float16", "int8"), default="bfloat16",
+                    help="int8: the approximate CPU mode (dynamic quantisation)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--layer", type=int, default=None, help="default: the model's BERTScore layer")
     ap.add_argument("--per-lp", type=int, default=None, help="first N pairs of each language pair (default: all 560)")

@@ -146,7 +146,7 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available."),
     click.option("--backend", type=click.Choice(BACKENDS), default="torch", show_default=True,
                  help="Encoder runtime: torch, or onnx (ONNX Runtime, float32; needs alignscore[onnx]; "
-                      "the fastest on CPU, same scores to 1e-6)."),
+                      "same scores to 1e-6; about as fast as torch on a 2-core CPU)."),
     click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
                  help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly; int8 "
                       "(CPU, dynamic quantisation) is the approximate fast mode: scores drift."),
