@@ -101,12 +101,17 @@ def test_onnx_matches_bert_score_on_wmt16(wmt_data, minilm_dir, export_dir):
         assert (ours[name].double() - theirs.double()).abs().max() < TOL
 
 
-def test_bfloat16_stays_close(wmt_data, tiny_bert_dir):
-    """Mixed precision is an option for GPUs: scores move, but only a little."""
+def _float32_and(wmt_data, tiny_bert_dir, dtype):  # noqa: ANN001, ANN202
+    """Scores of 40 de-en pairs in float32 and in ``dtype`` (layer 3), and the ``dtype`` encoder."""
     cands, refs = wmt_data["de-en"]["mt-system"][:40], wmt_data["de-en"]["reference"][:40]
     full = _scorer(tiny_bert_dir, "torch", None, 3).score(cands, refs)
-    enc = alignscore.HFEncoder(tiny_bert_dir, dtype="bfloat16")
-    half = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(3)).score(cands, refs)
+    enc = alignscore.HFEncoder(tiny_bert_dir, dtype=dtype)
+    return full, alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(3)).score(cands, refs), enc
+
+
+def test_bfloat16_stays_close(wmt_data, tiny_bert_dir):
+    """Mixed precision is an option for GPUs: scores move, but only a little."""
+    full, half, _ = _float32_and(wmt_data, tiny_bert_dir, "bfloat16")
     diff = float((half.f1 - full.f1).abs().max())
     assert 0 < diff < 0.05
     assert half.f1.dtype == torch.float32 and "+bfloat16" in half.signature
@@ -115,15 +120,13 @@ def test_bfloat16_stays_close(wmt_data, tiny_bert_dir):
 def test_int8_is_an_approximate_cpu_mode(wmt_data, tiny_bert_dir):
     """int8 quantises the linear layers: scores move a little, the signature says so, and it
     runs on the CPU only (and not through ONNX Runtime)."""
-    cands, refs = wmt_data["de-en"]["mt-system"][:40], wmt_data["de-en"]["reference"][:40]
-    full = _scorer(tiny_bert_dir, "torch", None, 3).score(cands, refs)
-    enc = alignscore.HFEncoder(tiny_bert_dir, dtype="int8")
-    quant = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(3)).score(cands, refs)
+    full, quant, enc = _float32_and(wmt_data, tiny_bert_dir, "int8")
     diff = float((quant.f1 - full.f1).abs().max())
     assert 0 < diff < 0.1
     assert bool(torch.isfinite(quant.f1).all()) and "+int8" in quant.signature
     assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in enc.load_model().modules())
-    with pytest.raises(alignscore.ConfigError, match="CPU only"):
-        alignscore.HFEncoder(tiny_bert_dir, dtype="int8", device_name="cuda")
+    for device in ("cuda", "cuda:1", "nonsense"):  # never torch's parser error: one ConfigError
+        with pytest.raises(alignscore.ConfigError, match="CPU only"):
+            alignscore.HFEncoder(tiny_bert_dir, dtype="int8", device_name=device)
     with pytest.raises(alignscore.ConfigError, match="float32"):
         alignscore.HFEncoder(tiny_bert_dir, backend="onnx", dtype="int8")

@@ -97,7 +97,7 @@ class HFEncoder(Encoder):
             raise ConfigError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
         if self.backend == "onnx" and self.dtype != "float32":
             raise ConfigError("backend 'onnx' runs in float32 only")
-        if self.dtype == "int8" and self.device_name is not None and torch.device(self.device_name).type != "cpu":
+        if self.dtype == "int8" and self.device_name is not None and self.device_name.split(":")[0] != "cpu":
             raise ConfigError(f"dtype int8 (dynamic quantisation) runs on the CPU only, not on {self.device_name}")
         if self.long_texts not in LONG_TEXTS:
             raise ConfigError(f"unknown long_texts {self.long_texts!r}; choose one of: {', '.join(LONG_TEXTS)}")
@@ -191,6 +191,8 @@ class HFEncoder(Encoder):
         return torch.device(self._device_of_model())
 
     def _device_of_model(self) -> str:
+        """The device name the model is loaded on: the CPU for int8, else the one given, else CUDA
+        when available."""
         if self.dtype == "int8":
             return "cpu"
         return self.device_name or ("cuda" if torch.cuda.is_available() else "cpu")
