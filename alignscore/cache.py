@@ -389,6 +389,34 @@ def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: t
     return states
 
 
+@dataclass(frozen=True)
+class EncoderFacts:
+    """What a caller asks an encoder besides its numbers (see :class:`~alignscore.encoders.base.Encoder`)."""
+
+    num_layers: int
+    vocab_size: int
+    pad_id: int
+    model_max_length: int
+
+
+def facts_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str) -> EncoderFacts:
+    """``encoder``'s :class:`EncoderFacts` through the cache, stored (beside the tokenizations)
+    under ``sha256(fingerprint | facts | encoder.facts_key() | marshal version)``: a run that finds
+    them, and every text's tokens and states, never loads the tokenizer. An encoder whose
+    ``facts_key()`` is None is asked every time."""
+    settings = encoder.facts_key()
+    if settings is None:
+        return EncoderFacts(encoder.num_layers, encoder.vocab_size, encoder.pad_id, encoder.model_max_length)
+    key = hashlib.sha256(f"{fingerprint}|facts|{settings}|{marshal.version}".encode("utf-8")).digest()
+    stored = cache.get_tokens([key]).get(key)
+    if stored is not None:
+        return EncoderFacts(*marshal.loads(stored))
+    facts = EncoderFacts(encoder.num_layers, encoder.vocab_size, encoder.pad_id, encoder.model_max_length)
+    cache.put_tokens({key: marshal.dumps((facts.num_layers, facts.vocab_size, facts.pad_id,
+                                          facts.model_max_length))})
+    return facts
+
+
 def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -> Tokenized:
     """``encoder.tokenize(texts)`` through the cache: each text's tokenization is stored (as
     ``marshal`` data: plain lists of ints, bools and strings) under
@@ -396,7 +424,8 @@ def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -
     over the same texts does not tokenize again. The truncation warning is given for stored
     texts too."""
     fingerprint = encoder.fingerprint(cache.digests)
-    prefix = f"{fingerprint}|tokens|{encoder.model_max_length}|{marshal.version}|".encode("utf-8")
+    limit = facts_cached(cache, encoder, fingerprint).model_max_length
+    prefix = f"{fingerprint}|tokens|{limit}|{marshal.version}|".encode("utf-8")
     stripped = [t.strip() for t in texts]
     keys = [hashlib.sha256(prefix + t.encode("utf-8")).digest() for t in stripped]
     found = cache.get_tokens(keys)
@@ -420,7 +449,7 @@ def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -
                 out.truncated.append(i)
     stored_cut = len(out.truncated) - len(cut)
     if stored_cut:
-        warnings.warn(f"{stored_cut} text(s) longer than {encoder.model_max_length} tokens were truncated to "
+        warnings.warn(f"{stored_cut} text(s) longer than {limit} tokens were truncated to "
                       f"the model's limit (long_texts='window', --long-texts window, encodes them whole)",
                       stacklevel=3)
     return out

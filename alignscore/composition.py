@@ -383,11 +383,12 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 
 def _transformers_version() -> str:
-    try:
-        import transformers
+    """The installed transformers' version, read from its metadata (importing it costs a second)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-        return transformers.__version__
-    except ImportError:  # pragma: no cover
+    try:
+        return version("transformers")
+    except PackageNotFoundError:  # pragma: no cover
         return "none"
 
 

@@ -28,6 +28,7 @@ from .weighting.schemes import Uniform
 if TYPE_CHECKING:
     from .cache import EmbeddingCache
     from .distributed import Shard
+    from .encoders.cached import CachedEncoder
     from .explain import Explanation
 
 __all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
@@ -76,6 +77,7 @@ class Scorer:
     cache: EmbeddingCache | str | None = None
     shard: Shard | None = None
     token_budget: int | str | None = None
+    _cached: CachedEncoder | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.cache, (str, os.PathLike)):
@@ -111,15 +113,18 @@ class Scorer:
     def resolved(self) -> Composition:
         """The composition for this encoder's model (its layers resolved; ConfigError if it
         cannot be built for it)."""
-        return self.composition.resolve(self.encoder)
+        return self.composition.resolve(self.scoring_encoder())
 
     def scoring_encoder(self) -> Encoder:
-        """The encoder the engine runs: the scorer's own, through the cache when there is one."""
+        """The encoder the engine runs: the scorer's own, through the cache when there is one
+        (one wrapper per encoder and cache, so the model's facts are read once)."""
         if self.cache is None:
             return self.encoder
-        from .encoders.cached import CachedEncoder
+        if self._cached is None or self._cached.inner is not self.encoder or self._cached.cache is not self.cache:
+            from .encoders.cached import CachedEncoder
 
-        return CachedEncoder(self.encoder, self.cache)
+            self._cached = CachedEncoder(self.encoder, self.cache)
+        return self._cached
 
     def layers(self) -> list[int]:
         """The encoder layers this composition reads."""

@@ -3,9 +3,12 @@ hits, the size bound holds, and processes can share it."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import shutil
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -45,9 +48,26 @@ def test_hit_gives_identical_scores_without_encoding(wmt_data, tiny_bert_dir, tm
     warm = second.score(cands, refs)
     assert counter.texts == 0  # every text came from the cache
     assert second.encoder._model is None  # the model was not even loaded
+    assert second.encoder._tok is None  # nor its tokenizer: the encoder's facts are stored too
     for name in ("precision", "recall", "f1"):
         assert torch.equal(cold[name], plain[name])
         assert torch.equal(warm[name], cold[name])
+
+
+def test_a_fully_cached_process_never_imports_transformers(wmt_data, tiny_bert_dir, tmp_path):
+    """A re-run whose tokens, states and encoder facts are all stored skips transformers' import
+    (about a second and a half of start-up) as well as the model's weights."""
+    cands, refs = _pairs(wmt_data, 20)
+    want = alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path / "c").score(cands, refs)["f1"]
+    script = (
+        "import json, sys, alignscore\n"
+        f"s = alignscore.bertscore({str(tiny_bert_dir)!r}, layer=3, cache={str(tmp_path / 'c')!r})\n"
+        f"f1 = s.score({cands!r}, {refs!r})['f1'].tolist()\n"
+        "print(json.dumps({'f1': f1, 'transformers': 'transformers' in sys.modules}))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["transformers"] is False
+    assert got["f1"] == want.tolist()
 
 
 def test_tokenizations_are_stored_exactly_and_keyed_on_the_length_limit(tiny_bert_dir, tmp_path):

@@ -76,13 +76,15 @@ def main() -> None:
     """Text-generation metrics that align contextual token embeddings."""
     _one_line_warnings()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
+    # transformers' own messages and progress bars off, without importing it here (a run whose
+    # states are all cached never does): both are read when transformers is first imported
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # already imported (the CLI called from Python)
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
 
 
 from . import ablate, baseline, compare, diff, mbr, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

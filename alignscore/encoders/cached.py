@@ -3,7 +3,8 @@
 :class:`CachedEncoder` wraps any encoder that has a fingerprint: :meth:`CachedEncoder.tokenize`
 reads stored tokenizations and :meth:`CachedEncoder.forward` stored hidden states (see
 :mod:`alignscore.cache`), and asks the wrapped encoder only for what is missing, so a run whose
-states are all stored never loads the model's weights. Everything else is the wrapped encoder's.
+states are all stored never loads the model's weights, nor its tokenizer (the encoder's layer
+count, vocabulary size, pad id and token limit are stored too). Everything else is the wrapped encoder's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import MutableMapping, Sequence
 
 import torch
 
-from ..cache import EmbeddingCache, forward_cached, tokenize_cached
+from ..cache import EmbeddingCache, EncoderFacts, facts_cached, forward_cached, tokenize_cached
 from ..tokens import Tokenized
 from .base import Encoder
 
@@ -24,6 +25,7 @@ class CachedEncoder(Encoder):
         self.inner = inner
         self.cache = cache
         self._fingerprint: str | None = None
+        self._stored_facts: EncoderFacts | None = None
 
     @property
     def name(self) -> str:
@@ -31,19 +33,27 @@ class CachedEncoder(Encoder):
 
     @property
     def num_layers(self) -> int:
-        return self.inner.num_layers
+        return self._facts().num_layers
 
     @property
     def vocab_size(self) -> int:
-        return self.inner.vocab_size
+        return self._facts().vocab_size
 
     @property
     def pad_id(self) -> int:
-        return self.inner.pad_id
+        return self._facts().pad_id
 
     @property
     def model_max_length(self) -> int:
-        return self.inner.model_max_length
+        return self._facts().model_max_length
+
+    def facts_key(self) -> str | None:
+        return self.inner.facts_key()
+
+    def _facts(self) -> EncoderFacts:
+        if self._stored_facts is None:
+            self._stored_facts = facts_cached(self.cache, self.inner, self.fingerprint())
+        return self._stored_facts
 
     @property
     def device(self) -> torch.device:

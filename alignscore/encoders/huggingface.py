@@ -15,6 +15,7 @@ from ..errors import ConfigError, ModelLoadError
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
 from .fingerprint import fingerprint as model_fingerprint
+from .fingerprint import model_directory
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
 from .onnx import OnnxForward, default_export_dir
@@ -225,11 +226,16 @@ class HFEncoder(Encoder):
             extras += "+window" + (f"(stride={self.stride})" if self.stride else "")
         return self.model + (f"@{self.revision}" if self.revision else "") + extras
 
+    def facts_key(self) -> str:
+        """The model's files decide the four facts, except for the user's token limit."""
+        return f"max_length={self.max_length}"
+
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
         backend and dtype: what the embedding cache keys on."""
         if self._fingerprint is None:
-            self.load_tokenizer()  # downloads the model when it comes from the hub
+            if model_directory(self._source(), self.revision) is None:
+                self.load_tokenizer()  # not on disk: downloads the model from the hub
             files = model_fingerprint(self._source(), self.revision, memo)
             # window mode keeps every token and stitches long texts from windows: its own entries
             window = f"|window:{self.window_stride()}" if self.long_texts == "window" else ""

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import stats as sps
 
 from ..errors import ConfigError
 
@@ -40,6 +39,8 @@ def correlation(x: np.ndarray, y: np.ndarray, method: str = "pearson") -> tuple[
         raise ConfigError(f"correlation needs two 1-d arrays of one length, not {x.shape} and {y.shape}")
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan")
+    from scipy import stats as sps  # here, not at import: scipy.stats costs most of a second
+
     if method == "pearson":
         res = sps.pearsonr(x, y)
     elif method == "spearman":
@@ -89,7 +90,9 @@ def williams_test(r12: np.ndarray | float, r13: np.ndarray | float, r23: np.ndar
         t = (r12 - r13) * np.sqrt((n - 1) * (1 + r23)) / np.sqrt(den)
     # Two identical metrics (r23 = 1, r12 = r13) are not different: t = 0, not nan.
     t = np.where((r12 == r13) & ~np.isnan(r12), 0.0, t)
-    return t, sps.t.sf(t, n - 3)
+    from scipy.special import stdtr
+
+    return t, stdtr(n - 3, -t)  # P(T >= t) = P(T <= -t)
 
 
 def williams_matrix(scores: np.ndarray, human: np.ndarray) -> np.ndarray:
