@@ -69,7 +69,7 @@ def cli_case(cands: str, refs: str, out: str, layer: int, backend: str, stream: 
     if stream:
         args += ["--stream", "--chunk-size", str(chunk_size)]
     if export_dir:
-        os.environ["ALIGNSCORE_ONNX_DIR"] = export_dir
+        os.environ["ALIGNSCORE_EXPORT_DIR"] = export_dir
 
     def run() -> dict:
         main(args, standalone_mode=False)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -56,6 +58,17 @@ def counted_forward() -> Iterator[dict[str, int]]:
         yield calls
     finally:
         HFEncoder.forward = original  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Exported graphs (the CPU's TorchScript traces, ONNX graphs) go to a folder of this run,
+    not the user's cache: every run traces afresh, and in-process and CLI tests alike."""
+    config._alignscore_exports = tempfile.mkdtemp(prefix="alignscore-exports-")  # type: ignore[attr-defined]
+    os.environ["ALIGNSCORE_EXPORT_DIR"] = config._alignscore_exports  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(getattr(config, "_alignscore_exports", ""), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -29,7 +29,8 @@ def _samples(blocks: int = 3) -> list[str]:
     return out
 
 
-def _brute_force(scorer: Scorer, samples: list[str], exclude_self: bool) -> list[tuple[int, float]]:
+def _brute_force(scorer: Scorer, samples: list[str], exclude_self: bool) -> list[list[float]]:
+    """Each block's expected utilities, pair by pair through ``Scorer.score``."""
     out = []
     for b in range(0, len(samples), K):
         block = samples[b:b + K]
@@ -38,8 +39,7 @@ def _brute_force(scorer: Scorer, samples: list[str], exclude_self: bool) -> list
             js = [j for j in range(K) if not (exclude_self and j == i)]
             scores = scorer.score([block[i]] * len(js), [block[j] for j in js])
             expected.append(float(scores[scorer.resolved().metric].double().mean()))
-        best = max(range(K), key=lambda i: (expected[i], -i))
-        out.append((best, expected[best]))
+        out.append(expected)
     return out
 
 
@@ -52,8 +52,11 @@ def test_selection_equals_brute_force_argmax(tiny_bert_dir, exclude_self, aligne
     got = mbr_select(scorer, samples, K, exclude_self=exclude_self, max_pairs=6)
     expected = _brute_force(scorer, samples, exclude_self)
     assert [s.block for s in got] == list(range(len(expected)))
-    for s, (index, utility) in zip(got, expected):
-        assert s.index == index and abs(s.utility - utility) < 1e-6
+    for s, utilities in zip(got, expected):
+        best = max(range(K), key=lambda i: (utilities[i], -i))
+        # the argmax, or a sample within float noise of it (a near copy can tie its original)
+        assert s.index == best or utilities[s.index] > utilities[best] - 1e-6
+        assert abs(s.utility - utilities[s.index]) < 1e-6
         assert s.text == samples[s.block * K + s.index]
 
 

@@ -18,7 +18,9 @@ from .fingerprint import fingerprint as model_fingerprint
 from .fingerprint import model_directory
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
-from .onnx import OnnxForward, default_export_dir
+from .exports import default_export_dir
+from .onnx import OnnxForward
+from .traced import TracedForward
 from .windows import window_starts, windowed_states
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
@@ -48,7 +50,7 @@ class HFEncoder(Encoder):
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
         revision: hub revision, recorded in the signature.
-        backend: ``"torch"`` (PyTorch eager) or ``"onnx"`` (ONNX Runtime, float32 only; the
+        backend: ``"torch"`` (PyTorch) or ``"onnx"`` (ONNX Runtime, float32 only; the
             graph is exported once per model and layer set into ``export_dir``, see
             :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
         dtype: the model's weights and activations: ``"float32"`` (default), or
@@ -58,7 +60,11 @@ class HFEncoder(Encoder):
             quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
             channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
             scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
-        export_dir: where the onnx backend keeps its exported graphs.
+        export_dir: where exported graphs are kept: the onnx backend's, and the TorchScript traces
+            that the torch backend runs on the CPU in float32 (the same numbers as eager mode,
+            without building the transformers model in every process; see
+            :mod:`alignscore.encoders.traced`). Default: ``$ALIGNSCORE_EXPORT_DIR``, else
+            ``~/.cache/alignscore/exports``.
         long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
             and the closing special tokens, with a warning) or ``"window"`` (keep every token;
             encode the text in windows of the limit and take each token's state from the window
@@ -342,9 +348,17 @@ class HFEncoder(Encoder):
         return self._ends
 
     def _strategy(self) -> ForwardStrategy:
+        """ONNX Runtime for the onnx backend; PyTorch otherwise: through a saved trace on the CPU
+        in float32 (the same numbers, without building the transformers model every run), eager
+        mode elsewhere."""
         if self._forward is None:
-            self._forward = TorchForward() if self.backend == "torch" else OnnxForward(
-                Path(self.export_dir) if self.export_dir else default_export_dir())
+            export_dir = Path(self.export_dir) if self.export_dir else default_export_dir()
+            if self.backend == "onnx":
+                self._forward = OnnxForward(export_dir)
+            elif self.dtype == "float32" and self._device_of_model().split(":")[0] == "cpu":
+                self._forward = TracedForward(export_dir)
+            else:
+                self._forward = TorchForward()
         return self._forward
 
 

@@ -4,41 +4,26 @@ The model is exported once, cut to the highest layer asked for and with one outp
 asked for, with dynamic batch and sequence axes; the graph is written to ``export_dir`` under
 the model's fingerprint and the layers (so another model, even in the same directory, never
 reuses it) and read from there on later runs. ONNX Runtime then runs it with every graph
-optimisation on. Before a new export is used it is checked against the PyTorch forward pass on
-a padded probe batch: every hidden state of a real token must agree to ``tolerance``
-(relative to the largest state); otherwise the export is refused with an error.
+optimisation on. Before a new export is used it is checked against the PyTorch forward pass
+(:func:`~alignscore.encoders.exports.export_error`): every hidden state of a real token must
+agree to ``tolerance`` (relative to the largest state); otherwise the export is refused with an
+error.
 
 Needs ``pip install alignscore[onnx]`` (onnxruntime and onnx).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
-from .forward import ForwardStrategy, ModelSource, layer_states
-
-PROBE_TEXTS = (
-    "A short probe.",
-    "A somewhat longer probe sentence, with punctuation, numbers (1,234.5) and rare words: zygote!",
-    "Hello world",
-)
-
-
-def default_export_dir() -> Path:
-    """``$ALIGNSCORE_ONNX_DIR``, else ``$XDG_CACHE_HOME/alignscore/onnx`` (``~/.cache/...``)."""
-    env = os.environ.get("ALIGNSCORE_ONNX_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "alignscore" / "onnx"
+from .exports import LayersModule, default_export_dir, export_error, graph_path, probe_batch, write_atomically
+from .forward import ForwardStrategy, ModelSource
 
 
 def _require_onnxruntime() -> Any:
@@ -47,20 +32,6 @@ def _require_onnxruntime() -> Any:
     except ImportError:
         raise ConfigError("backend 'onnx' needs onnxruntime: pip install 'alignscore[onnx]'") from None
     return onnxruntime
-
-
-class _LayersModule(torch.nn.Module):
-    """``(input_ids, attention_mask) -> [L, B, T, D]``: what the exported graph computes."""
-
-    def __init__(self, model: torch.nn.Module, layers: Sequence[int],
-                 states: Callable[[Any, torch.Tensor, torch.Tensor, Sequence[int]], torch.Tensor]) -> None:
-        super().__init__()
-        self.model = model
-        self.layers = list(layers)
-        self.states = states
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.states(self.model, input_ids, attention_mask, self.layers)
 
 
 @dataclass
@@ -80,7 +51,7 @@ class OnnxForward(ForwardStrategy):
     _sessions: dict[tuple[int, ...], Any] = field(default_factory=dict, init=False, repr=False)
 
     def path(self, fingerprint: str, layers: Sequence[int]) -> Path:
-        return Path(self.export_dir) / f"{fingerprint[:40]}-L{'.'.join(map(str, layers))}.onnx"
+        return graph_path(self.export_dir, fingerprint, layers, ".onnx")
 
     def states(self, source: ModelSource, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                layers: Sequence[int]) -> torch.Tensor:
@@ -96,12 +67,12 @@ class OnnxForward(ForwardStrategy):
         if key in self._sessions:
             return self._sessions[key]
         ort = _require_onnxruntime()
-        load_model, device, states = source.load_model, source.model_device, layer_states
+        load_model, device = source.load_model, source.model_device
         path = self.path(source.fingerprint(), layers)
-        probe = source.load_tokenizer()(list(PROBE_TEXTS), padding=True, return_tensors="pt")
+        probe = probe_batch(source)
         fresh = not path.is_file()
         if fresh:
-            self._export(load_model(), layers, states, probe, path)
+            self._export(load_model(), layers, probe, path)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = self.threads or torch.get_num_threads()
@@ -117,10 +88,10 @@ class OnnxForward(ForwardStrategy):
         except Exception as exc:  # an unreadable file (a foreign or damaged one): export again
             if fresh:
                 raise ModelLoadError(f"ONNX Runtime cannot load the exported model: {exc}") from None
-            self._export(load_model(), layers, states, probe, path)
+            self._export(load_model(), layers, probe, path)
             sess, fresh = ort.InferenceSession(str(path), opts, providers=providers), True
         if fresh:
-            self._check(sess, load_model(), layers, states, probe, path)
+            self._check(sess, load_model(), layers, probe, path)
         self._sessions[key] = sess
         return sess
 
@@ -131,18 +102,13 @@ class OnnxForward(ForwardStrategy):
         return torch.from_numpy(out)
 
     # -- export and check ---------------------------------------------------------------------
-    def _export(self, model: Any, layers: Sequence[int], states: Callable[..., torch.Tensor],
-                probe: dict[str, torch.Tensor], path: Path) -> None:
+    def _export(self, model: Any, layers: Sequence[int], probe: dict[str, torch.Tensor], path: Path) -> None:
         """Export with eager attention (explicit masks: nothing about the probe's padding is
-        baked into the graph) to a temporary file, then move it into place atomically."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        module = _LayersModule(model, layers, states).cpu().eval()  # the exporter restores this mode
+        baked into the graph), written atomically."""
+        module = LayersModule(model, layers).cpu().eval()  # the exporter restores this mode
         previous = getattr(model.config, "_attn_implementation", None)
-        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            if hasattr(model, "set_attn_implementation"):
-                model.set_attn_implementation("eager")
+
+        def write(tmp: str) -> None:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
@@ -152,31 +118,24 @@ class OnnxForward(ForwardStrategy):
                                   "attention_mask": {0: "batch", 1: "tokens"},
                                   "states": {1: "batch", 2: "tokens"}},
                     opset_version=17, do_constant_folding=True)
-            os.replace(tmp, path)
+
+        try:
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation("eager")
+            write_atomically(path, write)
         except Exception as exc:
             raise ModelLoadError(f"cannot export the model to ONNX: {str(exc).splitlines()[0]}") from None
         finally:
             model.eval()
             if previous is not None and hasattr(model, "set_attn_implementation"):
                 model.set_attn_implementation(previous)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
-    def _check(self, sess: Any, model: Any, layers: Sequence[int], states: Callable[..., torch.Tensor],
-               probe: dict[str, torch.Tensor], path: Path) -> None:
-        """Compare with PyTorch on the probe batch and on its first two texts alone (another
-        batch and sequence size than the export saw); raise if a real token's state differs."""
-        for ids, mask in ((probe["input_ids"], probe["attention_mask"]),
-                          (probe["input_ids"][:2, :-1], probe["attention_mask"][:2, :-1])):
-            device = next(model.parameters()).device
-            with torch.inference_mode():
-                want = states(model, ids.to(device), mask.to(device), layers).float().cpu()
-            got = self.run(sess, ids, mask)
-            valid = mask.bool().unsqueeze(0).unsqueeze(-1)
-            err = float(((got - want).abs() * valid).max())
-            scale = float((want.abs() * valid).max())
-            if not err <= self.tolerance * max(scale, 1.0):
-                path.unlink(missing_ok=True)  # never trusted later without a check
-                raise ModelLoadError(
-                    f"the ONNX export of this model does not reproduce PyTorch (max difference "
-                    f"{err:.2e}); use the torch backend")
+    def _check(self, sess: Any, model: Any, layers: Sequence[int], probe: dict[str, torch.Tensor],
+               path: Path) -> None:
+        """Raise (and delete the graph) if it does not reproduce PyTorch on the probe batches."""
+        err = export_error(lambda ids, mask: self.run(sess, ids, mask), model, layers, probe)
+        if not err <= self.tolerance:
+            path.unlink(missing_ok=True)  # never trusted later without a check
+            raise ModelLoadError(
+                f"the ONNX export of this model does not reproduce PyTorch (max relative difference "
+                f"{err:.2e}); use the torch backend")
