@@ -11,8 +11,8 @@ branch, such as the attention mask, is taken as for a padded batch), and checks 
 eager mode (:func:`~alignscore.encoders.exports.export_error`: it must agree to ``tolerance``,
 relative to the largest state, on a batch of another size and on an unpadded one) before writing
 it into the export folder. A model that cannot be traced, or whose trace fails the check, is run
-eagerly, and a marker file says so to later runs. The traced graph runs with TorchScript's
-optimising executor off, so that it runs the ops it recorded whatever the batch shapes.
+eagerly, and a marker file says so to later runs. A loaded trace is first run on a few tiny inputs
+(TorchScript's profiling runs), so that real batches run its optimised graph.
 """
 
 from __future__ import annotations
@@ -53,14 +53,17 @@ class TracedForward(ForwardStrategy):
         module = self.module(source, layers)
         if module is None:
             return self._eager.states(source, input_ids, attention_mask, layers)
-        with torch.inference_mode(), torch.jit.optimized_execution(False):
+        with torch.inference_mode():
             return module(input_ids.cpu().long(), attention_mask.cpu().long())  # the dtypes it was traced with
 
     def module(self, source: ModelSource, layers: Sequence[int]) -> Any:
         """The loaded trace for ``layers``, made (and checked) when not on disk; None: run eagerly."""
         key = tuple(layers)
         if key not in self._modules:
-            self._modules[key] = self._load_or_trace(source, key)
+            module = self._load_or_trace(source, key)
+            if module is not None:
+                _warm_up(module)
+            self._modules[key] = module
         return self._modules[key]
 
     def _load_or_trace(self, source: ModelSource, layers: tuple[int, ...]) -> Any:
@@ -80,11 +83,7 @@ class TracedForward(ForwardStrategy):
                 traced = torch.jit.trace(LayersModule(model, layers).eval(),
                                          (probe["input_ids"], probe["attention_mask"]), check_trace=False)
 
-            def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-                with torch.jit.optimized_execution(False):
-                    return traced(ids, mask)
-
-            ok = export_error(run, model, layers, probe) <= self.tolerance
+            ok = export_error(traced, model, layers, probe) <= self.tolerance
         except Exception:  # noqa: BLE001 - a model the tracer cannot follow runs eagerly
             traced, ok = None, False
         try:
@@ -95,3 +94,13 @@ class TracedForward(ForwardStrategy):
         except OSError:  # a folder that cannot be written: this process still uses what it made
             pass
         return traced if ok else None
+
+
+def _warm_up(module: Any) -> None:
+    """Run the trace on three one-text inputs of different lengths, so that TorchScript's profiling
+    runs (which keep every intermediate tensor of the pass alive) happen on tiny inputs and real
+    batches run the optimised graph, which frees each tensor after its last use: peak memory
+    otherwise grows with the model's depth (measured, benchmarks/RESULTS.md)."""
+    with torch.inference_mode():
+        for length in (3, 5, 7):
+            module(torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
