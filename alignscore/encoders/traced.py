@@ -12,7 +12,8 @@ eager mode (:func:`~alignscore.encoders.exports.export_error`: it must agree to 
 relative to the largest state, on a batch of another size and on an unpadded one) before writing
 it into the export folder. A model that cannot be traced, or whose trace fails the check, is run
 eagerly, and a marker file says so to later runs. A loaded trace is first run on a few tiny inputs
-(TorchScript's profiling runs), so that real batches run its optimised graph.
+(TorchScript's profiling runs), so that real batches run its optimised graph, with the kernel
+fusers off (PyTorch's own kernels, as in eager mode).
 """
 
 from __future__ import annotations
@@ -53,8 +54,7 @@ class TracedForward(ForwardStrategy):
         module = self.module(source, layers)
         if module is None:
             return self._eager.states(source, input_ids, attention_mask, layers)
-        with torch.inference_mode():
-            return module(input_ids.cpu().long(), attention_mask.cpu().long())  # the dtypes it was traced with
+        return _run(module, input_ids.cpu().long(), attention_mask.cpu().long())  # the dtypes it was traced with
 
     def module(self, source: ModelSource, layers: Sequence[int]) -> Any:
         """The loaded trace for ``layers``, made (and checked) when not on disk; None: run eagerly."""
@@ -83,7 +83,7 @@ class TracedForward(ForwardStrategy):
                 traced = torch.jit.trace(LayersModule(model, layers).eval(),
                                          (probe["input_ids"], probe["attention_mask"]), check_trace=False)
 
-            ok = export_error(traced, model, layers, probe) <= self.tolerance
+            ok = export_error(lambda ids, mask: _run(traced, ids, mask), model, layers, probe) <= self.tolerance
         except Exception:  # noqa: BLE001 - a model the tracer cannot follow runs eagerly
             traced, ok = None, False
         try:
@@ -101,6 +101,13 @@ def _warm_up(module: Any) -> None:
     runs (which keep every intermediate tensor of the pass alive) happen on tiny inputs and real
     batches run the optimised graph, which frees each tensor after its last use: peak memory
     otherwise grows with the model's depth (measured, benchmarks/RESULTS.md)."""
-    with torch.inference_mode():
-        for length in (3, 5, 7):
-            module(torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
+    for length in (3, 5, 7):
+        _run(module, torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
+
+
+def _run(module: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The trace on a batch, with TorchScript's kernel fusers off: the optimised graph then calls
+    PyTorch's own (multi-threaded) kernels, as eager mode does; the CPU fuser's kernels made
+    MPNet 12% slower than eager mode here (benchmarks/RESULTS.md)."""
+    with torch.inference_mode(), torch.jit.fuser("none"):
+        return module(input_ids, attention_mask)
