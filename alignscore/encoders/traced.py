@@ -107,7 +107,7 @@ def _warm_up(module: Any) -> None:
 
 def _run(module: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """The trace on a batch, with TorchScript's kernel fusers off: the optimised graph then calls
-    PyTorch's own (multi-threaded) kernels, as eager mode does; the CPU fuser's kernels made
-    MPNet 12% slower than eager mode here (benchmarks/RESULTS.md)."""
+    PyTorch's own (multi-threaded) kernels, as eager mode does; the CPU fuser's kernels were
+    slower than eager mode (benchmarks/RESULTS.md)."""
     with torch.inference_mode(), torch.jit.fuser("none"):
         return module(input_ids, attention_mask)
