@@ -18,10 +18,11 @@ fusers off (PyTorch's own kernels, as in eager mode).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -109,5 +110,22 @@ def _run(module: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> 
     """The trace on a batch, with TorchScript's kernel fusers off: the optimised graph then calls
     PyTorch's own (multi-threaded) kernels, as eager mode does; the CPU fuser's kernels were
     slower than eager mode (benchmarks/RESULTS.md)."""
-    with torch.inference_mode(), torch.jit.fuser("none"):
+    with torch.inference_mode(), _cpu_fuser_off():
         return module(input_ids, attention_mask)
+
+
+@contextlib.contextmanager
+def _cpu_fuser_off() -> Iterator[None]:
+    """TorchScript's CPU kernel fuser (NNC) off for the block, restored after. Not
+    ``torch.jit.fuser("none")``: that also sets the retired nvfuser's flag, and torch prints a
+    warning line on stderr each time."""
+    get, set_ = (getattr(torch._C, name, None) for name in ("_jit_texpr_fuser_enabled", "_jit_set_texpr_fuser_enabled"))
+    if get is None or set_ is None:  # a torch without it: nothing to turn off
+        yield
+        return
+    before = get()
+    set_(False)
+    try:
+        yield
+    finally:
+        set_(before)
