@@ -33,7 +33,7 @@ import os
 import sqlite3
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, MutableMapping, Sequence, TypeVar
 
@@ -405,15 +405,13 @@ def facts_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str) -> Encod
     them, and every text's tokens and states, never loads the tokenizer. An encoder whose
     ``facts_key()`` is None is asked every time."""
     settings = encoder.facts_key()
-    if settings is None:
-        return EncoderFacts(encoder.num_layers, encoder.vocab_size, encoder.pad_id, encoder.model_max_length)
     key = hashlib.sha256(f"{fingerprint}|facts|{settings}|{marshal.version}".encode("utf-8")).digest()
-    stored = cache.get_tokens([key]).get(key)
+    stored = cache.get_tokens([key]).get(key) if settings is not None else None
     if stored is not None:
         return EncoderFacts(*marshal.loads(stored))
     facts = EncoderFacts(encoder.num_layers, encoder.vocab_size, encoder.pad_id, encoder.model_max_length)
-    cache.put_tokens({key: marshal.dumps((facts.num_layers, facts.vocab_size, facts.pad_id,
-                                          facts.model_max_length))})
+    if settings is not None:
+        cache.put_tokens({key: marshal.dumps(astuple(facts))})
     return facts
 
 

@@ -4,7 +4,7 @@ exported, the probe batch, an atomic write, and the check against PyTorch eager.
 A graph computes ``(input_ids, attention_mask) -> [L, B, T, D]`` for one model and one layer set
 (:class:`LayersModule`); it is kept under the model's fingerprint and the layers, so another
 model, even in the same directory, never reuses it. A new graph is used only once it reproduces
-the eager forward pass (:func:`check_export`) on batches of other sizes than the one it was made
+the eager forward pass (:func:`export_error`) on batches of other sizes than the one it was made
 from, padded and not.
 """
 
