@@ -6,14 +6,20 @@ never reuses what the old one computed. Every top-level file of the model direct
 (config, tokenizer files, weights), hashed in full with SHA-256; a read-me or ``.gitattributes``
 does not. Hashing a large checkpoint takes a second or two, so a ``memo`` may remember a file's
 digest under its path, inode, size, modification and change times: any write to the file, or
-another file put at the same path, changes one of them and makes it hash again.
+another file put at the same path, changes one of them and makes it hash again. The embedding
+cache keeps its memo in its database; :func:`stored_digests` keeps one in a JSON file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 from pathlib import Path
-from typing import MutableMapping
+from typing import Iterator, MutableMapping
+
+from .exports import write_atomically
 
 # Files that never change what a model computes.
 _IGNORED_SUFFIXES = (".md", ".txt.lock", ".lock")
@@ -29,13 +35,12 @@ def model_directory(source: str, revision: str | None = None) -> Path | None:
     if path.is_dir():
         return path.resolve()
     try:
-        from transformers.utils import cached_file
+        from huggingface_hub import try_to_load_from_cache  # what transformers looks in, offline
 
-        config = cached_file(source, "config.json", revision=revision, local_files_only=True,
-                             _raise_exceptions_for_missing_entries=False)
+        config = try_to_load_from_cache(source, "config.json", revision=revision)
     except Exception:  # noqa: BLE001 - any failure to resolve means "not available offline"
         return None
-    return Path(config).resolve().parent if config else None
+    return Path(config).resolve().parent if isinstance(config, str) else None
 
 
 def file_digest(path: Path, memo: MutableMapping[str, str] | None = None) -> str:
@@ -67,16 +72,31 @@ def directory_fingerprint(directory: Path, memo: MutableMapping[str, str] | None
     return h.hexdigest()
 
 
-def fingerprint(source: str, revision: str | None = None, memo: MutableMapping[str, str] | None = None) -> str:
-    """The fingerprint of the model ``source`` (a directory or a hub id) at ``revision``.
-
-    A hub id that is not in the local cache cannot be fingerprinted offline; it falls back to
-    ``name@revision``, which is only as safe as the revision is pinned (a commit hash is).
-    """
-    directory = model_directory(source, revision)
-    if directory is None:
-        return hashlib.sha256(f"hub:{source}@{revision or 'main'}".encode("utf-8")).hexdigest()
-    return directory_fingerprint(directory, memo)
+def hub_fingerprint(source: str, revision: str | None = None) -> str:
+    """What a hub id that is not in the local cache gets: a digest of ``name@revision``, which is
+    only as safe as the revision is pinned (a commit hash is)."""
+    return hashlib.sha256(f"hub:{source}@{revision or 'main'}".encode("utf-8")).hexdigest()
 
 
-__all__ = ["directory_fingerprint", "file_digest", "fingerprint", "model_directory"]
+@contextlib.contextmanager
+def stored_digests(path: Path) -> Iterator[dict[str, str]]:
+    """A digest memo read from the JSON file ``path`` (empty when missing or damaged) and written
+    back when the block added to it, without the entries of files that no longer exist. The file
+    is replaced whole; an unwritable folder only costs hashing again next time."""
+    try:
+        loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+        memo = {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}
+    except (OSError, ValueError, AttributeError):
+        memo = {}
+    before = dict(memo)
+    yield memo
+    if memo == before:
+        return
+    kept = {ident: digest for ident, digest in memo.items() if os.path.exists(ident.rsplit("|", 4)[0])}
+    try:
+        write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(kept, sort_keys=True), encoding="utf-8"))
+    except OSError:
+        pass
+
+
+__all__ = ["directory_fingerprint", "file_digest", "hub_fingerprint", "model_directory", "stored_digests"]

@@ -14,12 +14,12 @@ import torch
 from ..errors import ConfigError, ModelLoadError
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
-from .fingerprint import fingerprint as model_fingerprint
-from .fingerprint import model_directory
+from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory, stored_digests
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
 from .exports import default_export_dir
 from .onnx import OnnxForward
+from .saved_tokenizer import SavedTokenizer, load_saved, save, tokenizer_path
 from .traced import TracedForward
 from .windows import window_starts, windowed_states
 
@@ -33,6 +33,7 @@ BACKENDS = ("torch", "onnx")
 LONG_TEXTS = ("truncate", "window")
 # precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
+DIGESTS = "digests.json"  # the export folder's memo of model file digests
 
 
 @dataclass(eq=False)
@@ -60,10 +61,12 @@ class HFEncoder(Encoder):
             quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
             channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
             scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
-        export_dir: where exported graphs are kept: the onnx backend's, and the TorchScript traces
-            that the torch backend runs on the CPU in float32 (the same numbers as eager mode,
-            without building the transformers model in every process; see
-            :mod:`alignscore.encoders.traced`). Default: ``$ALIGNSCORE_EXPORT_DIR``, else
+        export_dir: where what is derived from the model's files is kept: the onnx backend's
+            graphs, the TorchScript traces that the torch backend runs on the CPU in float32 (the
+            same numbers as eager mode, without building the transformers model in every process;
+            see :mod:`alignscore.encoders.traced`), the tokenizer as transformers builds it (read
+            back without importing transformers, see :mod:`alignscore.encoders.saved_tokenizer`)
+            and a memo of the files' digests. Default: ``$ALIGNSCORE_EXPORT_DIR``, else
             ``~/.cache/alignscore/exports``.
         long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
             and the closing special tokens, with a warning) or ``"window"`` (keep every token;
@@ -89,7 +92,9 @@ class HFEncoder(Encoder):
     _model: Any = field(default=None, init=False, repr=False)
     _limit: int = field(default=0, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
+    _saved: SavedTokenizer | None = field(default=None, init=False, repr=False)
     _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
+    _files: tuple[Path | None, str] | None = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
     _ends: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
@@ -124,6 +129,8 @@ class HFEncoder(Encoder):
         return str(packaged) if packaged is not None else self.model
 
     def load_tokenizer(self) -> Any:
+        """transformers' tokenizer (``AutoTokenizer``, fast); scoring itself tokenizes with
+        :meth:`tokenizer`, which needs transformers only the first time."""
         if self._tok is None:
             from transformers import AutoConfig, AutoTokenizer
 
@@ -137,12 +144,29 @@ class HFEncoder(Encoder):
             if not getattr(tok, "is_fast", False):
                 raise ModelLoadError(f"model {self.model!r} has no fast tokenizer (needed for word ids)")
             self._config = config
-            limit = tok.model_max_length if tok.model_max_length < 100_000 else None
-            if limit is None:
-                limit = getattr(config, "max_position_embeddings", None) or 512
-            self._limit = min(limit, self.max_length) if self.max_length else limit
             self._tok = tok
         return self._tok
+
+    def tokenizer(self) -> SavedTokenizer:
+        """The backend tokenizer (``tokenizers.Tokenizer``) and the facts read with it: saved in
+        the export folder for a model on disk (see :mod:`alignscore.encoders.saved_tokenizer`),
+        else built through transformers (and saved)."""
+        if self._saved is None:
+            directory, files = self._files_fingerprint()
+            path = tokenizer_path(self._export_dir(), files) if directory is not None else None
+            saved = load_saved(path) if path is not None else None
+            if saved is None:
+                tok = self.load_tokenizer()
+                limit = tok.model_max_length if tok.model_max_length < 100_000 else None
+                if limit is None:
+                    limit = getattr(self._config, "max_position_embeddings", None) or 512
+                saved = SavedTokenizer(tok.backend_tokenizer, _num_layers(self._config), len(tok),
+                                       tok.pad_token_id if tok.pad_token_id is not None else 0, limit)
+                if path is not None:
+                    save(path, saved)
+            self._limit = min(saved.limit, self.max_length) if self.max_length else saved.limit
+            self._saved = saved
+        return self._saved
 
     def load_model(self) -> Any:
         if self._model is None:
@@ -170,12 +194,10 @@ class HFEncoder(Encoder):
     # -- properties ------------------------------------------------------------------------------
     @property
     def num_layers(self) -> int:
-        self.load_tokenizer()
-        cfg = self._config
-        for key in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
-            if isinstance(getattr(cfg, key, None), int):
-                return getattr(cfg, key)
-        raise ConfigError(f"cannot tell how many layers model {self.model!r} has")
+        n = self.tokenizer().num_layers
+        if n is None:
+            raise ConfigError(f"cannot tell how many layers model {self.model!r} has")
+        return n
 
     @property
     def config(self) -> Any:
@@ -185,12 +207,11 @@ class HFEncoder(Encoder):
 
     @property
     def vocab_size(self) -> int:
-        return len(self.load_tokenizer())
+        return self.tokenizer().vocab_size
 
     @property
     def pad_id(self) -> int:
-        tok = self.load_tokenizer()
-        return tok.pad_token_id if tok.pad_token_id is not None else 0
+        return self.tokenizer().pad_id
 
     @property
     def model_device(self) -> torch.device:
@@ -211,7 +232,7 @@ class HFEncoder(Encoder):
 
     @property
     def model_max_length(self) -> int:
-        self.load_tokenizer()
+        self.tokenizer()
         return self._limit
 
     def default_layer(self) -> int | None:
@@ -240,24 +261,40 @@ class HFEncoder(Encoder):
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
         backend and dtype: what the embedding cache keys on."""
         if self._fingerprint is None:
-            if model_directory(self._source(), self.revision) is None:
-                self.load_tokenizer()  # not on disk: downloads the model from the hub
-            files = model_fingerprint(self._source(), self.revision, memo)
+            _, files = self._files_fingerprint(memo)
             # window mode keeps every token and stitches long texts from windows: its own entries
             window = f"|window:{self.window_stride()}" if self.long_texts == "window" else ""
             self._fingerprint = f"{files}|{self.backend}|{self.dtype}{window}"
         return self._fingerprint
+
+    def _files_fingerprint(self, memo: MutableMapping[str, str] | None = None) -> tuple[Path | None, str]:
+        """The model's directory (None: not on disk after all) and its files' fingerprint (see
+        :mod:`alignscore.encoders.fingerprint`), with the digests remembered in ``memo``, else in
+        the export folder."""
+        if self._files is None:
+            source = self._source()
+            directory = model_directory(source, self.revision)
+            if directory is None:
+                self.load_tokenizer()  # not on disk: downloads the model from the hub
+                directory = model_directory(source, self.revision)
+            if directory is None:
+                self._files = (None, hub_fingerprint(source, self.revision))
+            elif memo is not None:
+                self._files = (directory, directory_fingerprint(directory, memo))
+            else:
+                with stored_digests(self._export_dir() / DIGESTS) as stored:
+                    self._files = (directory, directory_fingerprint(directory, stored))
+        return self._files
 
     # -- tokenization ----------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
         """Tokenize stripped texts with special tokens; in truncate mode, texts over the limit
         keep their first tokens and their closing special tokens (the tokenizer's own
         truncation); in window mode every token is kept."""
-        tok = self.load_tokenizer()
         stripped = [t.strip() for t in texts]
-        # the tokenizers backend itself (what ``tok(...)`` calls), without transformers' per-text
-        # conversion to Python lists: no truncation, no padding, special tokens added
-        backend = tok.backend_tokenizer
+        # the tokenizers backend itself (what transformers' ``tok(...)`` calls), without its
+        # per-text conversion to Python lists: no truncation, no padding, special tokens added
+        backend = self.tokenizer().backend
         backend.no_truncation()
         backend.no_padding()
         out = Tokenized([], [], [], [])
@@ -338,7 +375,7 @@ class HFEncoder(Encoder):
     def _special_ends(self) -> tuple[int, int]:
         """How many special tokens the tokenizer puts before and after a text's tokens."""
         if self._ends is None:
-            mask = self.load_tokenizer().backend_tokenizer.encode("a", add_special_tokens=True).special_tokens_mask
+            mask = self.tokenizer().backend.encode("a", add_special_tokens=True).special_tokens_mask
             prefix = next((i for i, m in enumerate(mask) if not m), len(mask))
             suffix = next((i for i, m in enumerate(reversed(mask)) if not m), len(mask))
             if self._limit - prefix - suffix < 1:
@@ -352,7 +389,7 @@ class HFEncoder(Encoder):
         in float32 (the same numbers, without building the transformers model every run), eager
         mode elsewhere."""
         if self._forward is None:
-            export_dir = Path(self.export_dir) if self.export_dir else default_export_dir()
+            export_dir = self._export_dir()
             if self.backend == "onnx":
                 self._forward = OnnxForward(export_dir)
             elif self.dtype == "float32" and self._device_of_model().split(":")[0] == "cpu":
@@ -360,6 +397,17 @@ class HFEncoder(Encoder):
             else:
                 self._forward = TorchForward()
         return self._forward
+
+    def _export_dir(self) -> Path:
+        return Path(self.export_dir) if self.export_dir else default_export_dir()
+
+
+def _num_layers(config: Any) -> int | None:
+    """The number of transformer blocks a transformers config states (None: it does not say)."""
+    for key in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
+        if isinstance(getattr(config, key, None), int):
+            return getattr(config, key)
+    return None
 
 
 def _first_line(exc: BaseException) -> str:
