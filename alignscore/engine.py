@@ -236,19 +236,14 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
     return result
 
 
-def padded_blocks(packed: torch.Tensor, table: TokenTable, texts: torch.Tensor, index: torch.Tensor,
-                  valid: torch.Tensor) -> torch.Tensor:
-    """``[B, T, D]``: row b holds the packed rows of text ``texts[b]`` (its tokens), then 0
-    (``index``, ``valid``: :func:`~alignscore.tokens.pad_gather` of the texts, on ``packed``'s
-    device). On a CPU each text is one contiguous block of ``packed``, copied as such (a loop
-    over texts, far cheaper there than gathering every token through an index tensor); on a GPU
-    one gather, with no per-text kernels and nothing read back to the host."""
-    if packed.device.type != "cpu":
-        return packed[index].masked_fill_(~valid.unsqueeze(-1), 0)
-    out = packed.new_zeros(len(texts), index.shape[1], packed.shape[-1])
-    for row, (start, n) in enumerate(zip(table.offsets[texts].tolist(), table.lengths[texts].tolist())):
-        out[row, :n] = packed[start:start + n]
-    return out
+def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``[B, T, D]``: row b holds the packed rows of its text (its tokens), then 0 (``index``,
+    ``valid``: :func:`~alignscore.tokens.pad_gather` of the texts, on ``packed``'s device). One
+    row gather and one multiplication by the validity mask: the vectors are finite
+    (:func:`check_vectors`), so padding becomes 0 (a masked fill, or a loop over texts, took
+    several times longer on the CPU)."""
+    rows = torch.index_select(packed, 0, index.reshape(-1)).view(*index.shape, packed.shape[-1])
+    return rows.mul_(valid.unsqueeze(-1))
 
 
 def check_vectors(vectors: torch.Tensor) -> None:
@@ -271,8 +266,8 @@ def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: tor
                   ref_match=setting.matchable[r_idx] & r_ok, cand_match=setting.matchable[c_idx] & c_ok)
     if like is not None:
         return replace(like, **masses)
-    return PairBatch(ref=padded_blocks(setting.vectors, table, ref, r_idx, r_ok),
-                     cand=padded_blocks(setting.vectors, table, cand, c_idx, c_ok), finite=True, **masses)
+    return PairBatch(ref=padded_blocks(setting.vectors, r_idx, r_ok), cand=padded_blocks(setting.vectors, c_idx, c_ok),
+                     finite=True, **masses)
 
 
 def batch_order(encoded: Encoded) -> torch.Tensor:

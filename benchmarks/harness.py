@@ -259,8 +259,9 @@ def wmt_pairs(lps: tuple[str, ...] = LANG_PAIRS) -> tuple[list[str], list[str]]:
 
 def make_trace(model: str, layers: list[int]) -> None:
     """Make the saved trace that alignscore's default CPU backend runs for ``model`` at ``layers``
-    (in its default export folder), once and untimed, as the ONNX export is: the timed processes
-    then load it, as every run after a user's first does (alignscore/encoders/traced.py)."""
+    and the saved tokenizer (in its default export folder), once and untimed, as the ONNX export
+    is: the timed processes then load them, as every run after a user's first does
+    (alignscore/encoders/traced.py, saved_tokenizer.py)."""
     import torch
 
     import alignscore

@@ -4,6 +4,7 @@ given inline, ragged references from a TSV, ``python -m alignscore``; each bad i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,7 +172,8 @@ def test_bad_tsv_lines(files, tiny, lines, needles):
 # -- python -m alignscore, py.typed ------------------------------------------------------------
 def test_python_m_runs_the_cli(files, tiny):
     c, r = files("c.txt", CANDS), files("r.txt", REFS)
-    env = {"PYTHONPATH": str(CODE_ROOT), "PATH": "/usr/bin:/bin", "TOKENIZERS_PARALLELISM": "false"}
+    env = {"PYTHONPATH": str(CODE_ROOT), "PATH": "/usr/bin:/bin", "TOKENIZERS_PARALLELISM": "false",
+           "ALIGNSCORE_EXPORT_DIR": os.environ["ALIGNSCORE_EXPORT_DIR"]}  # the run's folder, not the user's
     proc = subprocess.run([sys.executable, "-m", "alignscore", "score", "-c", c, "-r", r, *tiny],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
