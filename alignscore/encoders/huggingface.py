@@ -90,7 +90,6 @@ class HFEncoder(Encoder):
     stride: int | None = None
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
-    _limit: int = field(default=0, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
     _saved: SavedTokenizer | None = field(default=None, init=False, repr=False)
     _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
@@ -164,7 +163,6 @@ class HFEncoder(Encoder):
                                        tok.pad_token_id if tok.pad_token_id is not None else 0, limit)
                 if path is not None:
                     save(path, saved)
-            self._limit = min(saved.limit, self.max_length) if self.max_length else saved.limit
             self._saved = saved
         return self._saved
 
@@ -232,8 +230,9 @@ class HFEncoder(Encoder):
 
     @property
     def model_max_length(self) -> int:
-        self.tokenizer()
-        return self._limit
+        """The model's token limit, or the user's ``max_length`` where that is lower."""
+        limit = self.tokenizer().limit
+        return min(limit, self.max_length) if self.max_length else limit
 
     def default_layer(self) -> int | None:
         origin = self.default_layer_origin()
@@ -303,13 +302,13 @@ class HFEncoder(Encoder):
             self._unpack(stripped, encodings, out)
         if out.truncated:
             warnings.warn(
-                f"{len(out.truncated)} text(s) longer than {self._limit} tokens were truncated to the "
+                f"{len(out.truncated)} text(s) longer than {self.model_max_length} tokens were truncated to the "
                 f"model's limit (long_texts='window', --long-texts window, encodes them whole)", stacklevel=2)
         return out
 
     def _unpack(self, stripped: Sequence[str], encodings: Sequence[Any], out: Tokenized) -> None:
         """Fill ``out`` from the backend's encodings, truncating as :meth:`tokenize` says."""
-        limit = self._limit if self.long_texts == "truncate" else None
+        limit = self.model_max_length if self.long_texts == "truncate" else None
         for i, (text, e) in enumerate(zip(stripped, encodings)):
             ids, special, words, spans, tokens = e.ids, e.special_tokens_mask, e.word_ids, e.offsets, e.tokens
             if limit is not None and len(ids) > limit:
@@ -347,19 +346,20 @@ class HFEncoder(Encoder):
         bad = [k for k in layers if not 0 <= k <= n]
         if bad:
             raise ConfigError(f"layer {bad[0]} does not exist: model {self.model!r} has layers 0..{n}")
-        if self.long_texts == "window" and input_ids.shape[1] > self.model_max_length:
+        limit = self.model_max_length
+        if self.long_texts == "window" and input_ids.shape[1] > limit:
             prefix, suffix = self._special_ends()
             return windowed_states(partial(self._strategy().states, self), input_ids, attention_mask, layers,
-                                   self._limit, prefix, suffix, self.window_stride())
+                                   limit, prefix, suffix, self.window_stride())
         return self._strategy().states(self, input_ids, attention_mask, layers)
 
     def forward_shape(self, length: int) -> tuple[int, int]:
         """One row of ``length`` tokens, or, for a longer text in window mode, its windows of
         the limit."""
-        if self.long_texts == "window" and length > self.model_max_length:
+        limit = self.model_max_length
+        if self.long_texts == "window" and length > limit:
             prefix, suffix = self._special_ends()
-            width = self._limit - prefix - suffix
-            return len(window_starts(length - prefix - suffix, width, self.window_stride())), self._limit
+            return len(window_starts(length - prefix - suffix, limit - prefix - suffix, self.window_stride())), limit
         return 1, length
 
     def window_stride(self) -> int:
@@ -378,8 +378,9 @@ class HFEncoder(Encoder):
             mask = self.tokenizer().backend.encode("a", add_special_tokens=True).special_tokens_mask
             prefix = next((i for i, m in enumerate(mask) if not m), len(mask))
             suffix = next((i for i, m in enumerate(reversed(mask)) if not m), len(mask))
-            if self._limit - prefix - suffix < 1:
-                raise ConfigError(f"model {self.model!r}: a limit of {self._limit} tokens leaves no room for "
+            limit = self.model_max_length
+            if limit - prefix - suffix < 1:
+                raise ConfigError(f"model {self.model!r}: a limit of {limit} tokens leaves no room for "
                                   "text between the special tokens")
             self._ends = (prefix, suffix)
         return self._ends
