@@ -21,8 +21,8 @@ def normalise_mass(mass: torch.Tensor) -> torch.Tensor:
 
 
 def normalise_rows(mass: np.ndarray) -> np.ndarray:
-    """:func:`normalise_mass` for NumPy rows ``[V, n]``, as C-contiguous float64 (what POT's
+    """:func:`normalise_mass` for NumPy rows ``[..., n]``, as C-contiguous float64 (what POT's
     exact solver takes); rows without mass stay 0."""
     mass = mass.astype(np.float64, order="C")
-    total = mass.sum(1, keepdims=True)
+    total = mass.sum(-1, keepdims=True)
     return mass / np.where(total > 0, total, 1.0)

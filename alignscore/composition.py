@@ -176,7 +176,7 @@ class Composition:
     def signature(self, encoder: Encoder) -> str:
         """Everything that changes a number, sacreBLEU-style (resolved), e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
-        from ._version import __version__
+        from ._version import __version__, installed_version
         import torch
 
         parts = [
@@ -191,7 +191,7 @@ class Composition:
         parts += [
             f"refs:{self.multi_ref}",
             f"rescale:{self.baseline.name if self.baseline else 'no'}",
-            f"v:alignscore-{__version__},torch-{torch.__version__},transformers-{_transformers_version()}",
+            f"v:alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
         ]
         return "|".join(parts)
 
@@ -380,16 +380,6 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", str(path)) from None
-
-
-def _transformers_version() -> str:
-    """The installed transformers' version, read from its metadata (importing it costs a second)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("transformers")
-    except PackageNotFoundError:  # pragma: no cover
-        return "none"
 
 
 def _first_line(exc: BaseException) -> str:

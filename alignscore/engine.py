@@ -111,7 +111,7 @@ def merge(groups: Sequence[Pairs]) -> list[Pairs]:
 @dataclass
 class Encoded:
     """The unique texts of ``pairs`` tokenized (``table``) and encoded: the unit token vectors
-    ``[N, D]`` of each aggregator, by its signature."""
+    ``[N, D]`` of each aggregator, by its signature (checked finite by :func:`encode`)."""
 
     pairs: Pairs
     table: TokenTable
@@ -179,7 +179,8 @@ class _Stacked:
 def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], runtime: Runtime = Runtime(),
            table: TokenTable | None = None) -> Encoded:
     """Tokenize the unique texts (unless their ``table`` is given) and encode them once for every
-    distinct aggregator (resolved): one forward pass per batch reads the union of their layers."""
+    distinct aggregator (resolved): one forward pass per batch reads the union of their layers.
+    Raises :class:`~alignscore.errors.ConfigError` when a vector is not finite."""
     if table is None:
         table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
     distinct: dict[str, Aggregator] = {}
@@ -194,6 +195,7 @@ def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], ru
         stacked(encoder.forward(one, torch.ones_like(one), union))
     if not stacked.widths:  # one aggregator, or no tokens at all
         stacked.widths = [packed.shape[-1]] + [0] * (len(distinct) - 1)
+    check_vectors(packed)
     bounds = np.cumsum([0] + stacked.widths).tolist()
     vectors = {sig: packed[:, bounds[i]:bounds[i + 1]] for i, sig in enumerate(distinct)}
     return Encoded(pairs, table, vectors)
@@ -206,14 +208,17 @@ def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Wei
 
 
 def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Encoder,
-             weights: Mapping[str, Weights] | None = None) -> list[Setting]:
+             weights: Mapping[str, Weights] | None = None,
+             roles: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> list[Setting]:
     """The :class:`Setting` of each composition; compositions with the same aggregator, token
     roles and weighting share one. ``weights`` may hold weights fitted elsewhere (on a whole
-    stream, or summed over processes) by weighting signature; the others are fitted here."""
+    stream, or summed over processes) by weighting signature; the others are fitted here.
+    ``roles`` holds the token roles over ``encoded.table`` by signature, filled in here (callers
+    that score several sets of pairs over one table pass the same dict: roles depend on the
+    texts only)."""
     fitted: dict[str, Weights] = dict(weights or {})
-    roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    roles = {} if roles is None else roles
     out: dict[tuple[str, str, str], Setting] = {}
-    checked: set[str] = set()
     table = encoded.table
     result = []
     for comp in compositions:
@@ -225,9 +230,6 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
             if r_sig not in roles:
                 roles[r_sig] = comp.roles(table)
             vectors = encoded.vectors[a_sig]
-            if a_sig not in checked:
-                check_vectors(vectors)
-                checked.add(a_sig)
             (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
             device = vectors.device
             out[key] = Setting(vectors, (ref_w[table.ids] * carries).to(device),
@@ -258,7 +260,7 @@ def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: tor
     """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
     under ``setting``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
     the same pairs over the same vectors, whose vectors are reused (only masses differ). The
-    setting's vectors were checked finite when it was made (:func:`check_vectors`)."""
+    vectors were checked finite when they were encoded (:func:`encode`)."""
     device = setting.vectors.device
     r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
     c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
@@ -384,9 +386,10 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
     aggregators = [c.aggregator for comps in compositions for c in comps]
     everything = encode(encoder, merged[0] if len(merged) == 1 else _union(merged), aggregators, runtime)
     out = []
+    roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for pairs, comps in zip(merged, compositions):
         encoded = Encoded(pairs, everything.table, everything.vectors)
-        settings_ = settings(encoded, comps, encoder, weights)
+        settings_ = settings(encoded, comps, encoder, weights, roles)
         scores = align(encoded, comps, settings_, runtime)
         out.append([PairScores(s, empty_reasons(encoded, st)) for s, st in zip(scores, settings_)])
     return out

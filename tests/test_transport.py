@@ -18,6 +18,7 @@ from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, gree
 from alignscore.aligners.ngrams import ngram_units, pool_ngrams, sliding_sums, window_inner, window_sqnorms
 from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, network_simplex, pairwise_cost, sinkhorn_plans
+from alignscore.aligners.optimal import PAIRS_PER_BLOCK
 from alignscore.errors import ConfigError
 
 DIM = 6
@@ -168,7 +169,7 @@ def test_pool_ngrams_equals_the_dense_window_formula(n_gram) -> None:
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 9])
 def test_window_sums_equal_explicitly_pooled_windows(k: int) -> None:
     """The exact aligner's n-gram costs come from window sums of inner products; they equal the
-    norms and inner products of the windows pooled explicitly (k > 4 takes the Gram branch)."""
+    norms and inner products of the windows pooled explicitly (k > 4: cumulative sums)."""
     rng = np.random.default_rng(k)
     x, y = rng.standard_normal((9, DIM)), rng.standard_normal((11, DIM))
     wr, wc = rng.random((3, 9)) * (rng.random((3, 9)) > 0.2), rng.random((3, 11))
@@ -178,7 +179,8 @@ def test_window_sums_equal_explicitly_pooled_windows(k: int) -> None:
                          for i in range(len(w))])
 
     p, q = pooled(x, wr), pooled(y, wc)
-    np.testing.assert_allclose(window_sqnorms(x, wr, k), (p * p).sum(-1), rtol=1e-12, atol=1e-12)
+    bands = [(x[:len(x) - d] * x[d:]).sum(-1) for d in range(k)]
+    np.testing.assert_allclose(window_sqnorms(bands, wr, k), (p * p).sum(-1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(window_inner(x @ y.T, wr, wc, k, k), np.einsum("vsd,vtd->vst", p, q),
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(sliding_sums(wr, k), np.stack([wr[:, s:s + k].sum(1) for s in range(10 - k)], 1),
@@ -188,7 +190,7 @@ def test_window_sums_equal_explicitly_pooled_windows(k: int) -> None:
 @pytest.mark.parametrize("n_gram", [1, 2, 3, "sentence"])
 @pytest.mark.parametrize("cost", ["euclidean", "sqeuclidean"])
 def test_wmd_pair_by_pair_equals_the_padded_plans(n_gram, cost) -> None:
-    """``WMD.__call__`` (NumPy, pair by pair; n-gram costs from window sums of inner products) =
+    """``WMD.__call__`` (NumPy, blocks of pairs; n-gram costs from window sums of inner products) =
     the padded batch path of ``alignment`` (torch pooling, :func:`pairwise_cost`,
     :func:`exact_plans`), members with zero mass included."""
     gen = torch.Generator().manual_seed(6)
@@ -461,3 +463,22 @@ def test_empty_batch_dimensions() -> None:
     for aligner in (WMD(), WMD(n_gram=2), Sinkhorn()):
         assert aligner(batch)["score"].tolist() == [0.0, 0.0]
     assert math.isfinite(WMD(n_gram="sentence")(batch)["score"].sum().item())
+
+
+@pytest.mark.parametrize("aligner", VARIANT_ALIGNERS[:3], ids=lambda a: a.signature())
+def test_exact_wmd_of_a_pair_does_not_depend_on_its_block(aligner) -> None:
+    """The exact aligner costs blocks of pairs at once (padded to the block's longest text):
+    each pair's score is the one it gets alone, to the last bit, whatever its neighbours."""
+    gen = torch.Generator().manual_seed(12)
+    lengths = [(int(n), int(m)) for n, m in torch.randint(0, 14, (2 * PAIRS_PER_BLOCK + 5, 2), generator=gen)]
+    refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
+    cands = [unit_rows(torch.randn(m, DIM, generator=gen)) for _, m in lengths]
+    mr = [torch.rand(n, generator=gen) * (torch.rand(n, generator=gen) > 0.2) for n, _ in lengths]
+    mc = [torch.rand(m, generator=gen) * (torch.rand(m, generator=gen) > 0.2) for _, m in lengths]
+    match_r, match_c = [w > 0 for w in mr], [w > 0 for w in mc]
+    together = aligner(make_batch(refs, cands, mr, mc, match_r, match_c))["score"]
+    for i in range(len(lengths)):
+        alone = aligner(make_batch(refs[i:i + 1], cands[i:i + 1], mr[i:i + 1], mc[i:i + 1],
+                                   match_r[i:i + 1], match_c[i:i + 1]))["score"]
+        assert together[i].item() == alone.item(), (i, lengths[i])
+    assert (together != 0).sum() > len(lengths) // 2  # most pairs have both sides

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import torch
 
@@ -109,28 +111,35 @@ def sliding_sums(a: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
     return np.concatenate([head, c[lead + (slice(width, None),)] - c[lead + (slice(0, count - 1),)]], axis=axis)
 
 
-def window_sqnorms(x: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
-    """``|p_s|^2`` of the windows ``p_s = sum_(i < k) w_(s+i) x_(s+i)`` of one text's members
-    ``x [m, D]`` (float64), for masses ``w [V, m]``: ``[V, m - k + 1]``, without forming ``p_s``::
-
-        |p_s|^2 = sum_i w_(s+i)^2 |x_(s+i)|^2 + 2 sum_(d >= 1) sum_i w_(s+i) w_(s+i+d) x_(s+i) . x_(s+i+d)
-
-    (the inner products of members ``d < k`` apart, summed over the window)."""
-    m = x.shape[0]
-    if k > 4:  # long windows (SMD): all inner products at once
-        gram = x @ x.T
-        bands = [np.diagonal(gram, d) for d in range(k)]
-    else:
-        bands = [np.einsum("ij,ij->i", x[:m - d], x[d:]) for d in range(k)]
-    out = sliding_sums(w * w * bands[0], k)
-    for d in range(1, k):
-        out += 2 * sliding_sums(w[:, :m - d] * w[:, d:] * bands[d], k - d)
-    return out
+def compact_members(members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The members of each text moved to the front: ``members [..., T]`` (bool) -> ``index
+    [..., P]``, the positions of the members in order (0 past a text's last member), and
+    ``count [...]``, how many each text has; ``P`` is the largest count."""
+    count = members.sum(-1)
+    width = int(count.max()) if count.size else 0
+    index = np.argsort(~members, axis=-1, kind="stable")[..., :width]
+    return np.where(np.arange(width) < count[..., None], index, 0), count
 
 
 def window_inner(gram: np.ndarray, wr: np.ndarray, wc: np.ndarray, kr: int, kc: int) -> np.ndarray:
-    """``p_s . q_t`` between the windows of two texts (see :func:`window_sqnorms`) from the inner
-    products of their members ``gram [mr, mc]`` and masses ``wr [V, mr]``, ``wc [V, mc]``:
-    ``[V, mr - kr + 1, mc - kc + 1]``, the window sums of ``wr_i wc_j gram_ij``."""
-    z = wr[:, :, None] * gram[None] * wc[:, None, :]
-    return sliding_sums(sliding_sums(z, kr, axis=1), kc, axis=2)
+    """``p_s . q_t`` between the windows ``p_s = sum_(i < kr) wr_(s+i) x_(s+i)`` and
+    ``q_t = sum_(j < kc) wc_(t+j) y_(t+j)`` of two texts, from the inner products of their members
+    ``gram [..., mr, mc]`` (``x_i . y_j``) and masses ``wr [..., mr]``, ``wc [..., mc]``:
+    ``[..., mr - kr + 1, mc - kc + 1]``, the window sums of ``wr_i wc_j gram_ij``, without forming
+    the windows. Zero masses past a text's end add nothing."""
+    z = wr[..., :, None] * gram * wc[..., None, :]
+    return sliding_sums(sliding_sums(z, kr, axis=-2), kc, axis=-1)
+
+
+def window_sqnorms(bands: Sequence[np.ndarray], w: np.ndarray, k: int) -> np.ndarray:
+    """``|p_s|^2`` of one text's windows ``p_s = sum_(i < k) w_(s+i) x_(s+i)`` (see
+    :func:`window_inner`) for masses ``w [..., m]``, from ``bands[d] [..., m - d]``, the inner
+    products ``x_i . x_(i+d)`` of members ``d < k`` apart: ``[..., m - k + 1]``::
+
+        |p_s|^2 = sum_i w_(s+i)^2 |x_(s+i)|^2 + 2 sum_(1 <= d < k) sum_i w_(s+i) w_(s+i+d) x_(s+i) . x_(s+i+d)
+    """
+    m = w.shape[-1]
+    out = sliding_sums(w * w * bands[0], k)
+    for d in range(1, k):
+        out += 2 * sliding_sums(w[..., :m - d] * w[..., d:] * bands[d], k - d)
+    return out

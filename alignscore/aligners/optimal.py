@@ -8,7 +8,7 @@ import warnings
 from abc import abstractmethod
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -16,12 +16,70 @@ import torch
 from .._ops import normalise_mass, normalise_rows
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors
-from .ngrams import check_n_gram, ngram_units, pool_ngrams, sliding_sums, window_inner, window_size, window_sqnorms
-from .transport import (COSTS, cost_matrix, exact_plans, network_simplex, pairwise_cost,
+from .ngrams import (check_n_gram, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
+                     window_size, window_sqnorms)
+from .transport import (COSTS, exact_plans, network_simplex, pairwise_cost,
                         single_threaded_blas, sinkhorn_plans)
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
-Problem = tuple[int, np.ndarray, np.ndarray, np.ndarray]  # (variant, a, b, C) for the exact solver
+Problem = tuple[int, int, np.ndarray, np.ndarray, np.ndarray]  # (variant, pair, a, b, C) for the exact solver
+# Pairs whose costs the exact aligner builds at once (of similar lengths): temporaries [variants, pairs, T, T]
+# of a few MB at most.
+PAIRS_PER_BLOCK = 16
+
+
+class _Windows(NamedTuple):
+    """One side's n-gram windows in a block of pairs (see :meth:`WMD._window_problems`)."""
+
+    index: np.ndarray  # [V, B, P] positions of the members, in order (0 past a text's last)
+    weight: np.ndarray  # [V, B, P] their masses (0 past a text's last member)
+    k: int  # members per window
+    count: np.ndarray  # [V, B] windows per text: max(m - k + 1, 1) for m members, 0 for none
+    mass: np.ndarray  # [V, B, W] window masses (0 past a text's last window)
+    norm: np.ndarray  # [V, B, W] |p_s| of the windows p_s = sum_(i < k) w_(s+i) x_(s+i)
+
+
+def _windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int | str) -> _Windows | None:
+    """The windows of texts ``x [B, T, D]`` (float64) with masses and members ``[V, B, T]``;
+    None when no text has a member."""
+    index, members_per_text = compact_members(members)
+    if not index.shape[-1]:
+        return None
+    k = window_size(n_gram, index.shape[-1])
+    weight = np.take_along_axis(mass.astype(np.float64), index, -1)
+    weight *= np.arange(index.shape[-1]) < members_per_text[..., None]
+    count = np.where(members_per_text > 0, np.maximum(members_per_text - k + 1, 1), 0)
+    window_mass = sliding_sums(weight, k) * (np.arange(index.shape[-1] - k + 1) < count[..., None])
+    return _Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(_bands(x, index, k), weight, k)))
+
+
+def _bands(x: np.ndarray, index: np.ndarray, k: int) -> list[np.ndarray]:
+    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, P - d]``: the inner products of
+    the members ``index [V, B, P]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
+    per distinct member layout (variants mostly share one), from the members' vectors: ``O(k P D)``
+    per text for short windows, the members' whole Gram matrix for long ones (SMD)."""
+    layouts: list[np.ndarray] = []
+    which = []
+    for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
+        same = [u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)]
+        which.append(same[0] if same else len(layouts))
+        layouts += [] if same else [layout]
+    members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
+    width = index.shape[-1]
+    if k <= 4:
+        bands = [np.einsum("ubpd,ubpd->ubp", members[:, :, :width - d], members[:, :, d:]) for d in range(k)]
+    else:
+        gram = members @ members.transpose(0, 1, 3, 2)
+        bands = [np.diagonal(gram, d, -2, -1) for d in range(k)]
+    return [b[which] for b in bands]
+
+
+def _ends(takes_part: np.ndarray) -> np.ndarray:
+    """``[B]``: one past the last token that takes part in any variant (``takes_part [V, B, T]``)."""
+    any_variant = takes_part.any(0)
+    if not any_variant.shape[-1]:
+        return np.zeros(any_variant.shape[0], dtype=np.int64)
+    return np.where(any_variant.any(-1), any_variant.shape[-1] - np.argmax(any_variant[:, ::-1], -1), 0)
 
 
 def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
@@ -158,36 +216,36 @@ class WMD(TransportAligner):
         return self.score_variants([batch])[0]
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
-        """Pair by pair in NumPy: each pair's units (its tokens, or its n-gram windows of
-        members) with their masses, and the exact WMD between them, for every variant.
+        """The exact WMD of every pair under every variant (the batches' masses and members), in
+        NumPy float64, blocks of :data:`PAIRS_PER_BLOCK` pairs of similar lengths at a time.
 
-        Work is shared between the variants of a pair: one float64 matrix over the tokens any
-        variant aligns, the costs between tokens (n = 1; a variant's tokens without mass take no
-        part in its problem) or the inner products that the windows' costs are summed from
-        (n >= 2, :meth:`_window_problems`). The padded batch is never costed as a whole: small
-        per-pair arrays stay in the CPU's cache, where large temporaries would cost more in page
-        faults than in arithmetic (measured on the table9 grid)."""
+        The costs of a block are built at once for all its pairs and variants from the inner
+        products of the vectors (tokens: one cost matrix per pair, shared by the variants; n-gram
+        windows: :meth:`_window_problems`); then the solver runs once per pair and variant on its
+        slice. Pairs are blocked by length and each block is cut to its longest texts, so little
+        is computed for padding, and the temporaries ``[V, pairs, T, T]`` stay small enough for
+        the CPU's cache. Units without mass are passed to the solver, which leaves them out."""
         first = same_vectors(batches)
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
         r_mass, r_match, c_mass, c_match = (np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
                                             for f in ("ref_mass", "ref_match", "cand_mass", "cand_match"))
-        # the tokens any variant aligns: members, and (should a caller break that rule) tokens with mass
-        ref_any, cand_any = ((r_mass > 0) | r_match).any(0), ((c_mass > 0) | c_match).any(0)
         wmd = np.zeros((len(batches), xs.shape[0]))
         empty = np.ones((len(batches), xs.shape[0]), dtype=bool)
+        ends_r, ends_c = _ends((r_mass > 0) | r_match), _ends((c_mass > 0) | c_match)
+        order = np.lexsort((ends_c, ends_r))
         solve = network_simplex()
         with single_threaded_blas():
-            for k in range(xs.shape[0]):
-                ri, ci = np.flatnonzero(ref_any[k]), np.flatnonzero(cand_any[k])
-                if not (len(ri) and len(ci)):
-                    continue
-                x, y, mr, mc = xs[k, ri], ys[k, ci], r_mass[:, k, ri], c_mass[:, k, ci]
+            for start in range(0, len(order), PAIRS_PER_BLOCK):
+                sel = order[start:start + PAIRS_PER_BLOCK]
+                tr, tc = ends_r[sel].max(), ends_c[sel].max()
+                x, y = xs[sel, :tr].astype(np.float64), ys[sel, :tc].astype(np.float64)
+                mr, mc = r_mass[:, sel, :tr], c_mass[:, sel, :tc]
                 if self.n_gram == 1:
                     problems = self._token_problems(x, y, mr, mc)
                 else:
-                    problems = self._window_problems(x, y, mr, r_match[:, k, ri], mc, c_match[:, k, ci])
-                for v, a, b, c in problems:
-                    wmd[v, k], empty[v, k] = solve(a, b, c), False
+                    problems = self._window_problems(x, y, mr, r_match[:, sel, :tr], mc, c_match[:, sel, :tc])
+                for v, k, a, b, c in problems:
+                    wmd[v, sel[k]], empty[v, sel[k]] = solve(a, b, c), False
         out = []
         for i in range(len(batches)):
             score = score_from_distance(torch.from_numpy(wmd[i]), self.score).masked_fill(
@@ -196,44 +254,46 @@ class WMD(TransportAligner):
         return out
 
     def _token_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
-        """``(variant, a, b, C)`` of one pair's token-level problems: masses ``mr [V, n]``,
-        ``mc [V, m]`` of tokens ``x [n, D]``, ``y [m, D]``; one cost matrix for all."""
-        cost = cost_matrix(x, y, self.cost)
-        a, b, ok = normalise_rows(mr), normalise_rows(mc), (mr.sum(1) > 0) & (mc.sum(1) > 0)
-        for v in np.flatnonzero(ok):
-            yield v, a[v], b[v], cost
+        """``(variant, pair, a, b, C)`` of token-level problems: masses ``mr [V, B, Tr]``,
+        ``mc [V, B, Tc]`` of tokens ``x [B, Tr, D]``, ``y [B, Tc, D]`` (float64); one cost
+        matrix per pair, cut after the last token any variant gives mass."""
+        sqx, sqy = np.einsum("btd,btd->bt", x, x), np.einsum("btd,btd->bt", y, y)
+        sq = np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * (x @ y.transpose(0, 2, 1)), 0.0)
+        cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
+        a, b, ok = normalise_rows(mr), normalise_rows(mc), (mr.sum(-1) > 0) & (mc.sum(-1) > 0)
+        ends_r, ends_c = _ends(mr > 0), _ends(mc > 0)
+        for k in np.flatnonzero(ok.any(0)):
+            n, m = ends_r[k], ends_c[k]
+            c = np.ascontiguousarray(cost[k, :n, :m])  # the solver needs C order
+            for v in np.flatnonzero(ok[:, k]):
+                yield v, k, a[v, k, :n], b[v, k, :m], c
 
     def _window_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, sr: np.ndarray, mc: np.ndarray,
                          sc: np.ndarray) -> Iterator[Problem]:
-        """``(variant, a, b, C)`` of one pair's n-gram problems: tokens ``x``, ``y`` with masses
-        ``mr``, ``mc`` and members ``sr``, ``sc`` (``[V, tokens]``) per variant.
+        """``(variant, pair, a, b, C)`` of n-gram problems: tokens ``x [B, Tr, D]``,
+        ``y [B, Tc, D]`` (float64) with masses ``mr``, ``mc`` and members ``sr``, ``sc``
+        (``[V, B, tokens]``) per variant.
 
-        The windows are never pooled: with ``p_s`` and ``q_t`` the mass-weighted sums of the
-        members of reference window s and candidate window t, the cost between their unit
-        vectors is ``||p_s/|p_s| - q_t/|q_t|||^2 = 2 - 2 p_s . q_t / (|p_s| |q_t|)``, where
-        ``p_s . q_t`` and ``|p_s|^2`` are window sums of the members' inner products
-        (:func:`window_inner`, :func:`window_sqnorms`; float64). One inner-product matrix serves
-        every variant; variants with the same members are costed at once."""
-        x, y = x.astype(np.float64), y.astype(np.float64)
-        gram = x @ y.T
-        same: dict[bytes, list[int]] = {}
-        for v in range(len(mr)):
-            same.setdefault(sr[v].tobytes() + sc[v].tobytes(), []).append(v)
-        for vs in same.values():
-            rows, cols = np.flatnonzero(sr[vs[0]]), np.flatnonzero(sc[vs[0]])
-            if not (len(rows) and len(cols)):
-                continue
-            kr, kc = window_size(self.n_gram, len(rows)), window_size(self.n_gram, len(cols))
-            wr, wc = mr[vs][:, rows].astype(np.float64), mc[vs][:, cols].astype(np.float64)
-            inner = window_inner(gram[np.ix_(rows, cols)], wr, wc, kr, kc)
-            nr, nc = np.sqrt(window_sqnorms(x[rows], wr, kr)), np.sqrt(window_sqnorms(y[cols], wc, kc))
-            # a window without mass has p = 0 (inner product 0): any finite cost, it takes no part
-            sq = np.maximum(2.0 - 2.0 * inner / np.maximum(nr[:, :, None] * nc[:, None], 1e-300), 0.0)
-            cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
-            ma, mb = sliding_sums(wr, kr), sliding_sums(wc, kc)
-            a, b, ok = normalise_rows(ma), normalise_rows(mb), (ma.sum(1) > 0) & (mb.sum(1) > 0)
-            for j in np.flatnonzero(ok):
-                yield vs[j], a[j], b[j], cost[j]
+        Each text's members are moved to the front (:func:`compact_members`), so that a window is
+        ``k`` consecutive slots (``k = n``, or all members for SMD; a text with fewer members has
+        one window, padded with zero mass). The windows are never pooled: with ``p_s`` and
+        ``q_t`` the mass-weighted sums of the members of reference window s and candidate window
+        t, the cost between their unit vectors is ``||p_s/|p_s| - q_t/|q_t|||^2 = 2 - 2 p_s . q_t
+        / (|p_s| |q_t|)``, where ``p_s . q_t`` and ``|p_s|^2`` are window sums of the members'
+        inner products (:func:`window_inner`, :func:`window_sqnorms`)."""
+        ref, cand = _windows(x, mr, sr, self.n_gram), _windows(y, mc, sc, self.n_gram)
+        if ref is None or cand is None:
+            return
+        pair = np.arange(x.shape[0])[:, None, None]  # with [V, B, P, 1] indices: [V, B, P, P']
+        gram = (x @ y.transpose(0, 2, 1))[pair, ref.index[..., :, None], cand.index[..., None, :]]
+        inner = window_inner(gram, ref.weight, cand.weight, ref.k, cand.k)
+        # a window without mass has p = 0 (inner product 0): any finite cost, it takes no part
+        sq = np.maximum(2.0 - 2.0 * inner / np.maximum(ref.norm[..., :, None] * cand.norm[..., None, :], 1e-300), 0.0)
+        cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
+        a, b = normalise_rows(ref.mass), normalise_rows(cand.mass)
+        for v, k in zip(*np.nonzero((ref.mass.sum(-1) > 0) & (cand.mass.sum(-1) > 0))):
+            n, m = ref.count[v, k], cand.count[v, k]
+            yield v, k, a[v, k, :n], b[v, k, :m], np.ascontiguousarray(cost[v, k, :n, :m])
 
     def signature(self) -> str:
         return f"wmd({self._signature_parts()})"

@@ -89,19 +89,9 @@ def _logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return m + torch.exp(_flush(x - m)).sum(dim=dim, keepdim=True).log()
 
 
-def cost_matrix(x: np.ndarray, y: np.ndarray, cost: str) -> np.ndarray:
-    """:func:`pairwise_cost` of one pair in NumPy: ``C [n, m]`` (float64) between ``x [n, D]``
-    and ``y [m, D]``, the same formula. For the per-pair loops of the exact solver, where the
-    matrices are tiny and torch's per-call overhead would dominate. Call it with NumPy's BLAS
-    limited to one thread (:func:`single_threaded_blas`): on matrices this small, BLAS threads
-    only wait on each other and on torch's (measured on the table9 grid)."""
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    sq = np.maximum((x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2 * (x @ y.T), 0.0)
-    return np.ascontiguousarray(sq if cost == "sqeuclidean" else np.sqrt(sq))  # the solver needs C order
-
-
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
-    """A context in which NumPy's BLAS runs on one thread (see :func:`cost_matrix`)."""
+    """A context in which NumPy's BLAS runs on one thread: for the exact solver's small per-block
+    matrices, BLAS threads only wait on each other and on torch's (measured on the table9 grid)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .._version import installed_version
 from .exports import PROBE_TEXTS, write_atomically
 
 SUFFIX = ".tokenizer.json"
@@ -54,13 +54,7 @@ def tokenizer_path(export_dir: Path, fingerprint: str) -> Path:
 
 def _versions() -> dict[str, str]:
     """The versions that decide how a tokenizer is built from the model's files and read back."""
-    out = {}
-    for name in ("transformers", "tokenizers"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "none"
-    return out
+    return {name: installed_version(name) for name in ("transformers", "tokenizers")}
 
 
 def load_saved(path: Path) -> SavedTokenizer | None:
