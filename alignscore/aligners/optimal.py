@@ -61,9 +61,9 @@ def _bands(x: np.ndarray, index: np.ndarray, k: int) -> list[np.ndarray]:
     layouts: list[np.ndarray] = []
     which = []
     for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
-        same = [u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)]
-        which.append(same[0] if same else len(layouts))
-        layouts += [] if same else [layout]
+        u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
+        layouts += [layout] if u == len(layouts) else []
+        which.append(u)
     members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
     width = index.shape[-1]
     if k <= 4:
