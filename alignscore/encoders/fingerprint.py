@@ -46,8 +46,7 @@ def model_directory(source: str, revision: str | None = None) -> Path | None:
 def file_digest(path: Path, memo: MutableMapping[str, str] | None = None) -> str:
     """SHA-256 of a file's bytes, remembered in ``memo`` under the file's identity
     ``path|inode|size|mtime_ns|ctime_ns`` (so a changed or replaced file is hashed again)."""
-    st = path.stat()
-    ident = f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+    ident = _identity(path)
     if memo is not None and ident in memo:
         return memo[ident]
     h = hashlib.sha256()
@@ -58,6 +57,17 @@ def file_digest(path: Path, memo: MutableMapping[str, str] | None = None) -> str
     if memo is not None:
         memo[ident] = digest
     return digest
+
+
+def _identity(path: Path) -> str:
+    """``path|inode|size|mtime_ns|ctime_ns``: what a digest is remembered under."""
+    st = path.stat()
+    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+
+
+def _identity_path(ident: str) -> str:
+    """The path of an :func:`_identity`."""
+    return ident.rsplit("|", 4)[0]
 
 
 def directory_fingerprint(directory: Path, memo: MutableMapping[str, str] | None = None) -> str:
@@ -92,9 +102,10 @@ def stored_digests(path: Path) -> Iterator[dict[str, str]]:
     yield memo
     if memo == before:
         return
-    kept = {ident: digest for ident, digest in memo.items() if os.path.exists(ident.rsplit("|", 4)[0])}
+    kept = {ident: digest for ident, digest in memo.items() if os.path.exists(_identity_path(ident))}
     try:
-        write_atomically(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(kept, sort_keys=True), encoding="utf-8"))
+        text = json.dumps(kept, sort_keys=True)
+        write_atomically(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     except OSError:
         pass
 

@@ -19,7 +19,7 @@ from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
 from .exports import default_export_dir
 from .onnx import OnnxForward
-from .saved_tokenizer import SavedTokenizer, load_saved, save, tokenizer_path
+from .saved_tokenizer import SavedTokenizer, encode_whole, load_saved, save, tokenizer_path
 from .traced import TracedForward
 from .windows import window_starts, windowed_states
 
@@ -292,12 +292,9 @@ class HFEncoder(Encoder):
         truncation); in window mode every token is kept."""
         stripped = [t.strip() for t in texts]
         # the tokenizers backend itself (what transformers' ``tok(...)`` calls), without its
-        # per-text conversion to Python lists: no truncation, no padding, special tokens added
-        backend = self.tokenizer().backend
-        backend.no_truncation()
-        backend.no_padding()
+        # per-text conversion to Python lists
         out = Tokenized([], [], [], [])
-        encodings = backend.encode_batch(stripped, add_special_tokens=True)
+        encodings = encode_whole(self.tokenizer().backend, stripped)
         with gc_paused():
             self._unpack(stripped, encodings, out)
         if out.truncated:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .._version import installed_version
 from .exports import PROBE_TEXTS, write_atomically
@@ -91,13 +91,18 @@ def save(path: Path, made: SavedTokenizer) -> bool:
     return True
 
 
-def _splits(backend: Any) -> list[tuple]:
-    """Everything alignscore reads from a tokenization of :data:`CHECK_TEXTS` (special tokens
-    added, neither truncated nor padded)."""
+def encode_whole(backend: Any, texts: Sequence[str]) -> list[Any]:
+    """The backend's encodings of ``texts`` with special tokens added, neither truncated nor
+    padded (whatever the backend was set to before): how alignscore tokenizes."""
     backend.no_truncation()
     backend.no_padding()
+    return backend.encode_batch(list(texts), add_special_tokens=True)
+
+
+def _splits(backend: Any) -> list[tuple]:
+    """Everything alignscore reads from a tokenization of :data:`CHECK_TEXTS`."""
     return [(e.ids, e.tokens, e.offsets, e.word_ids, e.special_tokens_mask)
-            for e in backend.encode_batch(list(CHECK_TEXTS), add_special_tokens=True)]
+            for e in encode_whole(backend, CHECK_TEXTS)]
 
 
-__all__ = ["CHECK_TEXTS", "SavedTokenizer", "load_saved", "save", "tokenizer_path"]
+__all__ = ["CHECK_TEXTS", "SavedTokenizer", "encode_whole", "load_saved", "save", "tokenizer_path"]
