@@ -20,9 +20,27 @@ def normalise_mass(mass: torch.Tensor) -> torch.Tensor:
                        torch.zeros_like(mass))
 
 
+def row_totals(x: np.ndarray) -> np.ndarray:
+    """``[..., 1]``: the sums of the rows of ``x [..., n]``, added left to right, so that zeros
+    after a row's last entry (padding) never change its total (NumPy's pairwise ``sum``
+    groups the terms by the row's length)."""
+    if not x.shape[-1]:
+        return np.zeros((*x.shape[:-1], 1), dtype=x.dtype)
+    return np.cumsum(x, -1)[..., -1:]
+
+
 def normalise_rows(mass: np.ndarray) -> np.ndarray:
     """:func:`normalise_mass` for NumPy rows ``[..., n]``, as C-contiguous float64 (what POT's
     exact solver takes); rows without mass stay 0."""
     mass = mass.astype(np.float64, order="C")
-    total = mass.sum(-1, keepdims=True)
+    total = row_totals(mass)
     return mass / np.where(total > 0, total, 1.0)
+
+
+def balanced_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Masses ``a [..., n]``, ``b [..., m]`` normalised per row, and ``b`` rescaled to ``a``'s
+    total (``b * sum(a) / sum(b)``, as ``ot.emd`` does), so that the exact solver sees equal
+    totals to the last bit; rows without mass stay 0."""
+    a, b = normalise_rows(a), normalise_rows(b)
+    total = row_totals(b)
+    return a, b * (row_totals(a) / np.where(total > 0, total, 1.0))

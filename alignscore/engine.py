@@ -11,9 +11,9 @@ resolved for that encoder's model):
    buffer: :func:`encode`);
 4. compositions that share the aggregator, token roles and weighting share a :class:`Setting`
    (vectors and masses); the pairs are aligned in batches of similar length, each batch's vectors
-   gathered once for every setting of an aggregator, and each aligner scores all the settings of
-   a batch together (:meth:`~alignscore.aligners.base.Aligner.score_variants`, which shares its
-   similarity or cost matrices).
+   gathered once for every setting of an aggregator, and the aligners of one class score all
+   their settings of a batch together (:meth:`~alignscore.aligners.base.Aligner.score_together`,
+   which shares their similarity, inner-product or cost matrices).
 
 A composition's scores are those it would get alone: aligners score each pair on its own, so
 only the batches differ, which changes nothing beyond float rounding.
@@ -294,9 +294,9 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
 
     The scores stay on the vectors' device until every batch is aligned and come to the host
     once (no synchronisation per batch). Distinct (setting, aligner) combinations are aligned
-    once; those over the same vectors share each batch's gathered vectors, and one aligner's
-    combinations go to it together. With a shard, this process aligns its share of the batches
-    and every process receives every score.
+    once; those over the same vectors share each batch's gathered vectors, and the aligners of
+    one class get their combinations together (``score_together``). With a shard, this process
+    aligns its share of the batches and every process receives every score.
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (setting, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -323,14 +323,19 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
             by_aligner: dict[str, list[tuple[int, str]]] = {}
             for key in keys:
                 by_aligner.setdefault(key[1], []).append(key)
+            by_class: dict[type[Aligner], list[list[tuple[int, str]]]] = {}
             for same in by_aligner.values():
-                batches = [base if key == keys[0] else
-                           pair_batch(setting_of[key[0]], table, p.ref[sel], p.cand[sel], like=base) for key in same]
-                for key, scores in zip(same, aligners[same[0]].score_variants(batches)):
-                    for name, value in scores.items():
-                        if name not in results[key]:
-                            results[key][name] = torch.zeros(len(order), dtype=value.dtype, device=value.device)
-                        results[key][name][sel.to(value.device)] = value.detach()
+                by_class.setdefault(type(aligners[same[0]]), []).append(same)
+            for cls, groups in by_class.items():
+                work = [(aligners[same[0]], [base if key == keys[0] else
+                                             pair_batch(setting_of[key[0]], table, p.ref[sel], p.cand[sel], like=base)
+                                             for key in same]) for same in groups]
+                for same, outputs in zip(groups, cls.score_together(work)):
+                    for key, scores in zip(same, outputs):
+                        for name, value in scores.items():
+                            if name not in results[key]:
+                                results[key][name] = torch.zeros(len(order), dtype=value.dtype, device=value.device)
+                            results[key][name][sel.to(value.device)] = value.detach()
     if runtime.shard is not None:
         rows = torch.cat(done) if done else torch.empty(0, dtype=torch.long)
         results = {key: {name: runtime.shard.gather(values[name][rows] if name in values else torch.empty(0),

@@ -253,22 +253,30 @@ def test_network_simplex_falls_back_to_emd2_without_the_c_entry_point(monkeypatc
 VARIANT_ALIGNERS = [WMD(), WMD(cost="sqeuclidean", n_gram=2), WMD(n_gram="sentence"), Greedy()]
 
 
-@pytest.mark.parametrize("aligner", VARIANT_ALIGNERS, ids=lambda a: a.signature())
-def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
-    """Several weightings / token filters over the same vectors at once (what the grid does)
-    give each variant's own scores: shared cost or similarity matrices change nothing."""
-    gen = torch.Generator().manual_seed(11)
+def variant_batches(seed: int) -> list[PairBatch]:
+    """Batches over the same vectors with other masses and members: uniform, then three with
+    random masses and some tokens filtered out (no mass, not matchable)."""
+    gen = torch.Generator().manual_seed(seed)
     lengths = [(7, 5), (1, 9), (4, 4), (0, 3), (12, 2), (6, 8)]
     refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
     cands = [unit_rows(torch.randn(m, DIM, generator=gen)) for _, m in lengths]
     base = make_batch(refs, cands, [torch.ones(n) for n, _ in lengths], [torch.ones(m) for _, m in lengths])
     batches = [base]
-    for _ in range(3):  # other masses, some tokens filtered out (no mass, not matchable)
+    for _ in range(3):
         keep_r = torch.rand(base.ref_mass.shape, generator=gen) > 0.3
         keep_c = torch.rand(base.cand_mass.shape, generator=gen) > 0.3
         batches.append(replace(base, ref_mass=torch.rand(base.ref_mass.shape, generator=gen) * keep_r * base.ref_match,
                                cand_mass=torch.rand(base.cand_mass.shape, generator=gen) * keep_c * base.cand_match,
                                ref_match=base.ref_match & keep_r, cand_match=base.cand_match & keep_c))
+    return batches
+
+
+@pytest.mark.parametrize("aligner", VARIANT_ALIGNERS, ids=lambda a: a.signature())
+def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
+    """Several weightings / token filters over the same vectors at once (what the grid does)
+    give each variant's own scores: shared cost or similarity matrices change nothing."""
+    batches = variant_batches(11)
+    base = batches[0]
     together = aligner.score_variants(batches)
     for batch, got in zip(batches, together):
         alone = aligner(batch)
@@ -279,6 +287,22 @@ def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
     other = replace(base, ref=base.ref.clone())
     with pytest.raises(ValueError, match="same ref and cand"):
         aligner.score_variants([base, other])
+
+
+@pytest.mark.parametrize("cls", [WMD, Greedy], ids=lambda c: c.__name__)
+def test_aligners_of_a_class_scored_together_equal_each_alone(cls) -> None:
+    """``score_together`` (the engine's call for all aligners of one class over a batch: WMD on
+    tokens and n-grams share one Gram matrix) gives each aligner exactly its own scores."""
+    batches = variant_batches(13)
+    extra = WMD(n_gram=3, score="1/(1+d)") if cls is WMD else Greedy()
+    aligners = [a for a in VARIANT_ALIGNERS if type(a) is cls] + [extra]
+    jobs = [(a, batches[i % 2:]) for i, a in enumerate(aligners)]
+    together = cls.score_together(jobs)
+    assert len(together) == len(jobs)
+    for (aligner, job_batches), got in zip(jobs, together):
+        for batch, scores in zip(job_batches, got, strict=True):
+            alone = aligner(batch)
+            assert all(torch.equal(scores[name], alone[name]) for name in alone), aligner.signature()
 
 
 # -- Sinkhorn --------------------------------------------------------------------------------------
@@ -468,13 +492,17 @@ def test_empty_batch_dimensions() -> None:
 @pytest.mark.parametrize("aligner", VARIANT_ALIGNERS[:3], ids=lambda a: a.signature())
 def test_exact_wmd_of_a_pair_does_not_depend_on_its_block(aligner) -> None:
     """The exact aligner costs blocks of pairs at once (padded to the block's longest text):
-    each pair's score is the one it gets alone, to the last bit, whatever its neighbours."""
+    each pair's score is the one it gets alone, to the last bit, whatever its neighbours. Every
+    third pair has mass on all its tokens (alone, its n-gram members are its first tokens: the
+    corner of the Gram matrix, not a gather)."""
     gen = torch.Generator().manual_seed(12)
-    lengths = [(int(n), int(m)) for n, m in torch.randint(0, 14, (2 * PAIRS_PER_BLOCK + 5, 2), generator=gen)]
+    lengths = [(int(n), int(m)) for n, m in torch.randint(0, 40, (2 * PAIRS_PER_BLOCK + 5, 2), generator=gen)]
     refs = [unit_rows(torch.randn(n, DIM, generator=gen)) for n, _ in lengths]
     cands = [unit_rows(torch.randn(m, DIM, generator=gen)) for _, m in lengths]
-    mr = [torch.rand(n, generator=gen) * (torch.rand(n, generator=gen) > 0.2) for n, _ in lengths]
-    mc = [torch.rand(m, generator=gen) * (torch.rand(m, generator=gen) > 0.2) for _, m in lengths]
+    mr = [torch.rand(n, generator=gen) * (torch.rand(n, generator=gen) > 0.2 * (i % 3 > 0))
+          for i, (n, _) in enumerate(lengths)]
+    mc = [torch.rand(m, generator=gen) * (torch.rand(m, generator=gen) > 0.2 * (i % 3 > 0))
+          for i, (_, m) in enumerate(lengths)]
     match_r, match_c = [w > 0 for w in mr], [w > 0 for w in mc]
     together = aligner(make_batch(refs, cands, mr, mc, match_r, match_c))["score"]
     for i in range(len(lengths)):

@@ -83,6 +83,15 @@ class Aligner(ABC):
         same_vectors(batches)
         return [self(batch) for batch in batches]
 
+    @classmethod
+    def score_together(cls, jobs: Sequence[tuple["Aligner", Sequence[PairBatch]]]
+                       ) -> list[list[dict[str, torch.Tensor]]]:
+        """:meth:`score_variants` of several aligners of this class over the same vectors (every
+        batch of every job holds the same ``ref`` and ``cand`` tensors): one list per job.
+        Classes whose aligners can share work between them (the exact WMD over tokens and over
+        n-grams: one Gram matrix) override this."""
+        return [aligner.score_variants(batches) for aligner, batches in jobs]
+
     def alignment(self, batch: PairBatch) -> Alignment:
         """The matrix, flows and per-unit contributions behind :meth:`__call__`'s scores."""
         raise NotImplementedError(f"{type(self).__name__} does not explain its alignments")

@@ -6,14 +6,15 @@ from __future__ import annotations
 import math
 import warnings
 from abc import abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Iterator, NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence, cast
 
 import numpy as np
 import torch
 
-from .._ops import normalise_mass, normalise_rows
+from .._ops import balanced_rows, normalise_mass
 from ..errors import ConfigError
 from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors
 from .ngrams import (check_n_gram, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
@@ -37,6 +38,7 @@ class _Windows(NamedTuple):
     count: np.ndarray  # [V, B] windows per text: max(m - k + 1, 1) for m members, 0 for none
     mass: np.ndarray  # [V, B, W] window masses (0 past a text's last window)
     norm: np.ndarray  # [V, B, W] |p_s| of the windows p_s = sum_(i < k) w_(s+i) x_(s+i)
+    prefix: bool  # every text's members are its first tokens (index[..., p] = p below its count)
 
 
 def _windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int | str) -> _Windows | None:
@@ -50,22 +52,27 @@ def _windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int |
     weight *= np.arange(index.shape[-1]) < members_per_text[..., None]
     count = np.where(members_per_text > 0, np.maximum(members_per_text - k + 1, 1), 0)
     window_mass = sliding_sums(weight, k) * (np.arange(index.shape[-1] - k + 1) < count[..., None])
-    return _Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(_bands(x, index, k), weight, k)))
+    prefix = bool((members[..., 1:] <= members[..., :-1]).all())  # no member after a non-member
+    bands = _bands(x, None if prefix else index, index.shape[-1], k)
+    return _Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(bands, weight, k)), prefix)
 
 
-def _bands(x: np.ndarray, index: np.ndarray, k: int) -> list[np.ndarray]:
-    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, P - d]``: the inner products of
-    the members ``index [V, B, P]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
+def _bands(x: np.ndarray, index: np.ndarray | None, width: int, k: int) -> list[np.ndarray]:
+    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, width - d]`` (``[1, B, ...]``
+    when ``index`` is None: the members are the first ``width`` tokens): the inner products of
+    the members ``index [V, B, width]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
     per distinct member layout (variants mostly share one), from the members' vectors: ``O(k P D)``
     per text for short windows, the members' whole Gram matrix for long ones (SMD)."""
-    layouts: list[np.ndarray] = []
-    which = []
-    for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
-        u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
-        layouts += [layout] if u == len(layouts) else []
-        which.append(u)
-    members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
-    width = index.shape[-1]
+    if index is None:
+        members, which = x[None, :, :width], [0]  # [1, B, P, D], a view
+    else:
+        layouts: list[np.ndarray] = []
+        which = []
+        for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
+            u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
+            layouts += [layout] if u == len(layouts) else []
+            which.append(u)
+        members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
     if k <= 4:
         bands = [np.einsum("ubpd,ubpd->ubp", members[:, :, :width - d], members[:, :, d:]) for d in range(k)]
     else:
@@ -216,51 +223,76 @@ class WMD(TransportAligner):
         return self.score_variants([batch])[0]
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
-        """The exact WMD of every pair under every variant (the batches' masses and members), in
-        NumPy float64, blocks of :data:`PAIRS_PER_BLOCK` pairs of similar lengths at a time.
+        return self.score_together([(self, batches)])[0]
 
-        The costs of a block are built at once for all its pairs and variants from the inner
-        products of the vectors (tokens: one cost matrix per pair, shared by the variants; n-gram
-        windows: :meth:`_window_problems`); then the solver runs once per pair and variant on its
-        slice. Pairs are blocked by length and each block is cut to its longest texts, so little
-        is computed for padding, and the temporaries ``[V, pairs, T, T]`` stay small enough for
-        the CPU's cache. Units without mass are passed to the solver, which leaves them out."""
-        first = same_vectors(batches)
+    @classmethod
+    def score_together(cls, jobs: Sequence[tuple[Aligner, Sequence[PairBatch]]]
+                       ) -> list[list[dict[str, torch.Tensor]]]:
+        """The exact WMD of every pair under every job's aligner (tokens or n-grams, any cost)
+        and variant (the batches' masses and members), in NumPy float64, blocks of
+        :data:`PAIRS_PER_BLOCK` pairs of similar lengths at a time.
+
+        A block's vectors and their inner products ``x_i . y_j`` are computed once for all its
+        jobs and variants; from them, each job's costs (tokens: one cost matrix per pair, shared
+        by the variants; n-gram windows: :meth:`_window_problems`); then the solver runs once
+        per pair, job and variant on its slice. Pairs are blocked by length and each block is cut
+        to its longest texts, so little is computed for padding, and the temporaries
+        ``[V, pairs, T, T]`` stay small enough for the CPU's cache. Units without mass are passed
+        to the solver, which leaves them out. Blocks run on torch's number of threads (the
+        solver releases the GIL); each pair's score is the same in any block."""
+        aligners = [cast(WMD, aligner) for aligner, _ in jobs]  # the engine groups jobs by class
+        first = same_vectors([b for _, batches in jobs for b in batches])
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
-        r_mass, r_match, c_mass, c_match = (np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
-                                            for f in ("ref_mass", "ref_match", "cand_mass", "cand_match"))
-        wmd = np.zeros((len(batches), xs.shape[0]))
-        empty = np.ones((len(batches), xs.shape[0]), dtype=bool)
-        ends_r, ends_c = _ends((r_mass > 0) | r_match), _ends((c_mass > 0) | c_match)
+        sides = [[np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
+                  for f in ("ref_mass", "ref_match", "cand_mass", "cand_match")] for _, batches in jobs]
+        wmd = [np.zeros((len(batches), xs.shape[0])) for _, batches in jobs]
+        empty = [np.ones((len(batches), xs.shape[0]), dtype=bool) for _, batches in jobs]
+        ends_r = _ends(np.concatenate([(mr > 0) | sr for mr, sr, _, _ in sides]))
+        ends_c = _ends(np.concatenate([(mc > 0) | sc for _, _, mc, sc in sides]))
         order = np.lexsort((ends_c, ends_r))
-        solve = network_simplex()
-        with single_threaded_blas():
-            for start in range(0, len(order), PAIRS_PER_BLOCK):
-                sel = order[start:start + PAIRS_PER_BLOCK]
-                tr, tc = ends_r[sel].max(), ends_c[sel].max()
-                x, y = xs[sel, :tr].astype(np.float64), ys[sel, :tc].astype(np.float64)
-                mr, mc = r_mass[:, sel, :tr], c_mass[:, sel, :tc]
-                if self.n_gram == 1:
-                    problems = self._token_problems(x, y, mr, mc)
-                else:
-                    problems = self._window_problems(x, y, mr, r_match[:, sel, :tr], mc, c_match[:, sel, :tc])
-                for v, k, a, b, c in problems:
-                    wmd[v, sel[k]], empty[v, sel[k]] = solve(a, b, c), False
-        out = []
-        for i in range(len(batches)):
-            score = score_from_distance(torch.from_numpy(wmd[i]), self.score).masked_fill(
-                torch.from_numpy(empty[i]), 0.0)
-            out.append({"score": score.to(first.ref.device)})
-        return out
+        solve = network_simplex(balanced=True)
 
-    def _token_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
+        def block(start: int) -> None:  # writes only its own pairs' entries
+            sel = order[start:start + PAIRS_PER_BLOCK]
+            tr, tc = ends_r[sel].max(), ends_c[sel].max()
+            x, y = xs[sel, :tr].astype(np.float64), ys[sel, :tc].astype(np.float64)
+            gram = x @ y.transpose(0, 2, 1)
+            for j, (aligner, (mr, sr, mc, sc)) in enumerate(zip(aligners, sides)):
+                mr, mc = mr[:, sel, :tr], mc[:, sel, :tc]
+                if aligner.n_gram == 1:
+                    problems = aligner._token_problems(x, y, gram, mr, mc)
+                else:
+                    problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc])
+                done = [(v, k, solve(a, b, c)) for v, k, a, b, c in problems]
+                if done:
+                    v, k, value = zip(*done)
+                    at = (np.array(v), sel[np.array(k)])
+                    wmd[j][at], empty[j][at] = value, False
+
+        starts = range(0, len(order), PAIRS_PER_BLOCK)
+        workers = min(torch.get_num_threads(), len(starts))
+        with single_threaded_blas():
+            if workers <= 1:
+                for start in starts:
+                    block(start)
+            else:
+                with ThreadPoolExecutor(workers) as pool:
+                    for _ in pool.map(block, starts):
+                        pass
+        return [[{"score": score_from_distance(torch.from_numpy(d), aligner.score).masked_fill(
+                    torch.from_numpy(e), 0.0).to(first.ref.device)} for d, e in zip(wmd[j], empty[j])]
+                for j, aligner in enumerate(aligners)]
+
+    def _token_problems(self, x: np.ndarray, y: np.ndarray, gram: np.ndarray, mr: np.ndarray,
+                        mc: np.ndarray) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of token-level problems: masses ``mr [V, B, Tr]``,
-        ``mc [V, B, Tc]`` of tokens ``x [B, Tr, D]``, ``y [B, Tc, D]`` (float64); one cost
-        matrix per pair, cut after the last token any variant gives mass."""
+        ``mc [V, B, Tc]`` of tokens ``x [B, Tr, D]``, ``y [B, Tc, D]`` (float64) with inner
+        products ``gram [B, Tr, Tc]``; ``C_ij = |x_i|^2 + |y_j|^2 - 2 x_i . y_j`` (or its square
+        root), one cost matrix per pair, cut after the last token any variant gives mass."""
         sqx, sqy = np.einsum("btd,btd->bt", x, x), np.einsum("btd,btd->bt", y, y)
-        sq = np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * (x @ y.transpose(0, 2, 1)), 0.0)
+        sq = np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * gram, 0.0)
         cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
-        a, b, ok = normalise_rows(mr), normalise_rows(mc), (mr.sum(-1) > 0) & (mc.sum(-1) > 0)
+        (a, b), ok = balanced_rows(mr, mc), (mr.sum(-1) > 0) & (mc.sum(-1) > 0)
         ends_r, ends_c = _ends(mr > 0), _ends(mc > 0)
         for k in np.flatnonzero(ok.any(0)):
             n, m = ends_r[k], ends_c[k]
@@ -268,11 +300,11 @@ class WMD(TransportAligner):
             for v in np.flatnonzero(ok[:, k]):
                 yield v, k, a[v, k, :n], b[v, k, :m], c
 
-    def _window_problems(self, x: np.ndarray, y: np.ndarray, mr: np.ndarray, sr: np.ndarray, mc: np.ndarray,
-                         sc: np.ndarray) -> Iterator[Problem]:
+    def _window_problems(self, x: np.ndarray, y: np.ndarray, gram: np.ndarray, mr: np.ndarray, sr: np.ndarray,
+                         mc: np.ndarray, sc: np.ndarray) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of n-gram problems: tokens ``x [B, Tr, D]``,
-        ``y [B, Tc, D]`` (float64) with masses ``mr``, ``mc`` and members ``sr``, ``sc``
-        (``[V, B, tokens]``) per variant.
+        ``y [B, Tc, D]`` (float64) with inner products ``gram [B, Tr, Tc]``, masses ``mr``, ``mc``
+        and members ``sr``, ``sc`` (``[V, B, tokens]``) per variant.
 
         Each text's members are moved to the front (:func:`compact_members`), so that a window is
         ``k`` consecutive slots (``k = n``, or all members for SMD; a text with fewer members has
@@ -284,13 +316,17 @@ class WMD(TransportAligner):
         ref, cand = _windows(x, mr, sr, self.n_gram), _windows(y, mc, sc, self.n_gram)
         if ref is None or cand is None:
             return
-        pair = np.arange(x.shape[0])[:, None, None]  # with [V, B, P, 1] indices: [V, B, P, P']
-        gram = (x @ y.transpose(0, 2, 1))[pair, ref.index[..., :, None], cand.index[..., None, :]]
-        inner = window_inner(gram, ref.weight, cand.weight, ref.k, cand.k)
+        pr, pc = ref.index.shape[-1], cand.index.shape[-1]
+        if ref.prefix and cand.prefix:  # the members' inner products are a corner of the Gram matrix
+            members = gram[None, :, :pr, :pc]  # [1, B, P, P']
+        else:
+            pair = np.arange(x.shape[0])[:, None, None]  # with [V, B, P, 1] indices: [V, B, P, P']
+            members = gram[pair, ref.index[..., :, None], cand.index[..., None, :]]
+        inner = window_inner(members, ref.weight, cand.weight, ref.k, cand.k)
         # a window without mass has p = 0 (inner product 0): any finite cost, it takes no part
         sq = np.maximum(2.0 - 2.0 * inner / np.maximum(ref.norm[..., :, None] * cand.norm[..., None, :], 1e-300), 0.0)
         cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
-        a, b = normalise_rows(ref.mass), normalise_rows(cand.mass)
+        a, b = balanced_rows(ref.mass, cand.mass)
         for v, k in zip(*np.nonzero((ref.mass.sum(-1) > 0) & (cand.mass.sum(-1) > 0))):
             n, m = ref.count[v, k], cand.count[v, k]
             yield v, k, a[v, k, :n], b[v, k, :m], np.ascontiguousarray(cost[v, k, :n, :m])

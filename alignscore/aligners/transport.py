@@ -101,17 +101,19 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-@functools.lru_cache(maxsize=2)
-def network_simplex(plans: bool = False) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
+@functools.lru_cache(maxsize=4)
+def network_simplex(plans: bool = False,
+                    balanced: bool = False) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
     """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` (``plans``: ``-> T``, the optimal
     plan) for masses ``a, b >= 0`` that each sum to 1 (float64, ``C`` C-contiguous); units
     without mass take no part (POT drops them).
 
     Calls POT's C entry point ``emd_c`` directly: ``ot.emd2``'s per-call backend, marginal and
     gradient handling cost more than solving a 30 x 30 problem (measured on the table9 grid).
-    As ``ot.emd2`` does, ``b`` is rescaled to ``a``'s total. ``emd_c`` is not public API: when it
-    is missing or answers a test problem wrongly (another POT version), ``ot.emd2`` (``ot.emd``)
-    is used.
+    As ``ot.emd2`` does, ``b`` is rescaled to ``a``'s total, unless ``balanced`` says the caller
+    did so (:func:`~alignscore._ops.balanced_rows`, for many rows at once). ``emd_c`` is not
+    public API: when it is missing or answers a test problem wrongly (another POT version),
+    ``ot.emd2`` (``ot.emd``) is used.
     """
     import ot  # POT; imported here so that importing alignscore stays light
 
@@ -126,7 +128,7 @@ def network_simplex(plans: bool = False) -> Callable[[np.ndarray, np.ndarray, np
         return public
 
     def direct(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
-        plan, value, _u, _v, code = emd_c(a, b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
+        plan, value, _u, _v, code = emd_c(a, b if balanced else b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
         if code != 1:  # 1: optimal; POT warns in the same way
             warnings.warn(f"POT's network simplex stopped before optimality (code {code})", stacklevel=3)
         return plan if plans else float(value)
