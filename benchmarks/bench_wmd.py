@@ -112,8 +112,9 @@ def worker_alignscore(args: argparse.Namespace) -> dict:
                     spent[0] += time.perf_counter() - t
         return run
 
-    # this child process only: the engine calls score_variants (which may call __call__)
-    WMD.__call__, WMD.score_variants = timed(WMD.__call__), timed(WMD.score_variants)
+    # this child process only: the engine calls score_together (a classmethod; __call__ and
+    # score_variants call it too)
+    WMD.__call__, WMD.score_together = timed(WMD.__call__), classmethod(timed(WMD.score_together.__func__))
     scorer.score(cands[:4], refs[:4])  # warm-up (loads the model)
     base_rss = peak_rss_mib()
     spent[0] = 0.0
