@@ -320,13 +320,12 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
         done.append(sel)
         for keys in by_vectors.values():
             base = pair_batch(setting_of[keys[0][0]], table, p.ref[sel], p.cand[sel])
-            by_aligner: dict[str, list[tuple[int, str]]] = {}
+            # aligner class -> aligner signature -> its (setting, aligner signature) keys
+            by_class: dict[type[Aligner], dict[str, list[tuple[int, str]]]] = {}
             for key in keys:
-                by_aligner.setdefault(key[1], []).append(key)
-            by_class: dict[type[Aligner], list[list[tuple[int, str]]]] = {}
-            for same in by_aligner.values():
-                by_class.setdefault(type(aligners[same[0]]), []).append(same)
-            for cls, groups in by_class.items():
+                by_class.setdefault(type(aligners[key]), {}).setdefault(key[1], []).append(key)
+            for cls, by_aligner in by_class.items():
+                groups = list(by_aligner.values())
                 work = [(aligners[same[0]], [base if key == keys[0] else
                                              pair_batch(setting_of[key[0]], table, p.ref[sel], p.cand[sel], like=base)
                                              for key in same]) for same in groups]
