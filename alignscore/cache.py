@@ -65,9 +65,25 @@ T = TypeVar("T")
 def state_key(fingerprint: str, layer: int, ids: Sequence[int] | torch.Tensor) -> bytes:
     """``sha256(fingerprint | layer | ids as int64)``: the key of one layer of one text."""
     ids = torch.as_tensor(ids, dtype=torch.int64)
-    h = hashlib.sha256(f"{fingerprint}|{layer}|".encode("utf-8"))
-    h.update(ids.numpy().astype("<i8").tobytes())
-    return h.digest()
+    return state_keys(fingerprint, [layer], ids[None], [len(ids)])[0][0]
+
+
+def state_keys(fingerprint: str, layers: Sequence[int], ids: torch.Tensor, lengths: Sequence[int]) -> list[list[bytes]]:
+    """:func:`state_key` of every ``layer`` of every row ``b`` of a right-padded ``ids [B, T]``
+    (its first ``lengths[b]`` ids): the rows' bytes are read once and the hash of each layer's
+    prefix is copied, not recomputed."""
+    rows = ids.cpu().numpy().astype("<i8", copy=False)
+    prefixes = [hashlib.sha256(f"{fingerprint}|{layer}|".encode("utf-8")) for layer in layers]
+    keys = []
+    for b, n in enumerate(lengths):
+        data = rows[b, :n].tobytes()
+        row = []
+        for prefix in prefixes:
+            h = prefix.copy()
+            h.update(data)
+            row.append(h.digest())
+        keys.append(row)
+    return keys
 
 
 @dataclass(frozen=True)
@@ -123,6 +139,7 @@ class EmbeddingCache:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA mmap_size = 1073741824")  # reads map the file: half the time of read() calls
                 with _transaction(conn):
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(statement)
@@ -363,7 +380,7 @@ def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: t
     (they are masked out downstream either way).
     """
     lengths = valid.sum(1).tolist()
-    keys = [[state_key(fingerprint, k, ids[b, :n]) for k in layers] for b, n in enumerate(lengths)]
+    keys = state_keys(fingerprint, layers, ids, lengths)
     found = cache.get_arrays([k for row in keys for k in row])
     miss = [b for b, row in enumerate(keys) if not all(k in found for k in row)]
     computed = None

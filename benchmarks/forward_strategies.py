@@ -18,6 +18,12 @@ size) plus ``4 T H`` for the attention products of a text of T tokens. Strategie
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
 - ``openvino``: OpenVINO's CPU plugin on the exported graph, f32 inference precision.
+- ``torch-frozen``: the TorchScript trace frozen (weights as constants) and passed through
+  ``torch.jit.optimize_for_inference`` (oneDNN weight layouts where it applies).
+- ``onednn-graph``: the frozen trace run with TorchScript's oneDNN Graph fuser on
+  (``torch.jit.enable_onednn_fusion``: linear + GELU, matmul + softmax and the like fused).
+- ``torch-compile`` (``--compile``, minutes of compilation): ``torch.compile`` with Inductor,
+  dynamic shapes, frozen weights and prepacked GEMM weights.
 - ``torch-int8`` (approximate): alignscore's ``dtype="int8"`` (PyTorch dynamic quantisation of
   the linear layers, int8 weights per output channel).
 - ``onnx-int8`` (approximate): the exported graph with weights quantised to int8 (dynamic quantisation).
@@ -85,6 +91,7 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
         "torch": lambda ids, mask: enc.forward(ids, mask, layers)}
     int8_enc = HFEncoder(enc.model, device_name="cpu", dtype="int8")
     out["torch-int8"] = lambda ids, mask: int8_enc.forward(ids, mask, layers)
+    out.update(torchscript_strategies(enc, layers))
     onnx_enc = HFEncoder(enc.model, backend="onnx")
     out["onnx"] = lambda ids, mask: onnx_enc.forward(ids, mask, layers)
     onnx_enc.forward(*next(iter([(torch.tensor([[enc.pad_id]]), torch.tensor([[1]]))])), layers)  # export now
@@ -131,6 +138,47 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
     return out
 
 
+def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
+    """``torch-frozen`` and ``onednn-graph`` (see the module's docstring)."""
+    from alignscore.encoders.exports import LayersModule, probe_batch
+
+    probe = probe_batch(enc)
+    with torch.no_grad():
+        traced = torch.jit.trace(LayersModule(enc.load_model(), layers).eval(),
+                                 (probe["input_ids"], probe["attention_mask"]), check_trace=False)
+    frozen = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
+    graph = torch.jit.freeze(traced.eval())
+
+    def run_frozen(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return frozen(ids, mask)
+
+    def run_onednn(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        torch.jit.enable_onednn_fusion(True)
+        try:
+            with torch.no_grad():
+                return graph(ids, mask)
+        finally:
+            torch.jit.enable_onednn_fusion(False)
+
+    return {"torch-frozen": run_frozen, "onednn-graph": run_onednn}
+
+
+def compiled_strategy(enc: HFEncoder, layers: list[int]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``torch-compile`` (see the module's docstring)."""
+    import torch._inductor.config as inductor
+    from alignscore.encoders.exports import LayersModule
+
+    inductor.freezing = True
+    inductor.cpp.weight_prepack = True
+    fn = torch.compile(LayersModule(enc.load_model(), layers).eval(), dynamic=True)
+
+    def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return fn(ids, mask)
+    return run
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="all-MiniLM-L6-v2")
@@ -139,6 +187,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=64, help="texts per batch (the engine's default: 64)")
     p.add_argument("--only", nargs="*", default=None, help="strategies to run (default: all)")
+    p.add_argument("--compile", action="store_true", help="also torch.compile (Inductor; minutes to compile)")
     args = p.parse_args()
     enc = HFEncoder(args.model, device_name="cpu")
     texts = list(dict.fromkeys(t.strip() for lp in load_daseg(DATA / "wmt16-da-seg")
@@ -147,13 +196,15 @@ def main() -> None:
     layers = [args.layer]
     counted = flops(enc, work, args.layer)
     runs = strategies(enc, layers)
+    if args.compile:
+        runs["torch-compile"] = compiled_strategy(enc, layers)
     if args.only:
         runs = {k: v for k, v in runs.items() if k in args.only}
     reference = [enc.forward(ids, mask, layers) for ids, mask in work[:3]]
     times: dict[str, list[float]] = {name: [] for name in runs}
     diffs = {}
-    for name, fn in runs.items():  # warm-up, and the check against PyTorch
-        got = [fn(ids, mask) for ids, mask in work[:3]]
+    for name, fn in runs.items():  # warm-up (TorchScript profiles its first runs), and the check against PyTorch
+        got = [fn(ids, mask) for _ in range(3) for ids, mask in work[:3]][-3:]
         diffs[name] = max(float(((g - r).abs() * m.bool().unsqueeze(-1)).max())
                           for g, r, (_, m) in zip(got, reference, work[:3]))
     rates = [gemm_rate()]

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore.cache import EmbeddingCache, parse_size, state_key
+from alignscore.cache import EmbeddingCache, parse_size, state_key, state_keys
 from alignscore.encoders.fingerprint import directory_fingerprint
 
 
@@ -49,6 +49,7 @@ def test_hit_gives_identical_scores_without_encoding(wmt_data, tiny_bert_dir, tm
     assert counter.texts == 0  # every text came from the cache
     assert second.encoder._model is None  # the model was not even loaded
     assert second.encoder._tok is None  # nor its tokenizer: the encoder's facts are stored too
+    assert second.encoder._saved is None  # not even the saved one: batches are planned on the stored limit
     for name in ("precision", "recall", "f1"):
         assert torch.equal(cold[name], plain[name])
         assert torch.equal(warm[name], cold[name])
@@ -208,6 +209,14 @@ def test_two_processes_writing_concurrently(tmp_path):
         key = state_key("m", 0, [key_id])
         for value in cache.get([key]).values():
             assert torch.equal(value, torch.full((5, 50), float(key_id)))
+
+
+def test_keys_of_a_padded_batch_are_each_rows_key():
+    ids = torch.tensor([[101, 7, 8, 102], [101, 9, 102, 0], [101, 102, 0, 0]])
+    keys = state_keys("m", [2, 5], ids, [4, 3, 2])
+    assert keys == [[state_key("m", k, ids[b, :n].tolist()) for k in (2, 5)] for b, n in enumerate((4, 3, 2))]
+    assert keys[1][0] != state_key("m", 2, ids[1].tolist())  # padding is not part of the key
+    assert len({k for row in keys for k in row}) == 6
 
 
 def test_parse_size():

@@ -67,7 +67,7 @@ class Encoder(ABC):
     def forward_shape(self, length: int) -> tuple[int, int]:
         """``(rows, width)``: what a text of ``length`` tokens costs :meth:`forward`, in rows of
         that many tokens (the runtime's token budget counts ``rows x width``): one row of its
-        length, unless the encoder splits long texts into windows."""
+        length, unless the encoder splits texts longer than :attr:`model_max_length` into windows."""
         return 1, length
 
     @property

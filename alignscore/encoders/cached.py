@@ -63,7 +63,8 @@ class CachedEncoder(Encoder):
         return self.inner.default_layer()
 
     def forward_shape(self, length: int) -> tuple[int, int]:
-        return self.inner.forward_shape(length)
+        # within the stored token limit a text is one row of its length: the tokenizer stays unloaded
+        return (1, length) if length <= self.model_max_length else self.inner.forward_shape(length)
 
     def signature(self) -> str:
         return self.inner.signature()
