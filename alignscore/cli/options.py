@@ -149,7 +149,8 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                       "same scores to 1e-6; about as fast as torch on a 2-core CPU)."),
     click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
                  help="Model precision; float16/bfloat16 are for GPUs and shift scores slightly; int8 "
-                      "(CPU, dynamic quantisation) is the approximate fast mode: scores drift."),
+                      "(CPU, dynamic quantisation) is the approximate fast mode: scores drift, and on base-size "
+                      "models correlation with human scores drops (see benchmarks/RESULTS.md)."),
     click.option("--long-texts", type=click.Choice(LONG_TEXTS), default="truncate", show_default=True,
                  help="Texts over the model's limit: truncate (with a warning), or window: encode them "
                       "whole in overlapping windows of the limit, each token's state from the window "
