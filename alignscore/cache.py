@@ -139,7 +139,7 @@ class EmbeddingCache:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-                conn.execute("PRAGMA mmap_size = 1073741824")  # reads map the file: half the time of read() calls
+                conn.execute("PRAGMA mmap_size = 1073741824")  # reads map the file, no read() per page
                 with _transaction(conn):
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(statement)

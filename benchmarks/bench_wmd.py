@@ -6,8 +6,8 @@ and ``onnx`` (ONNX Runtime, ``HFEncoder(backend="onnx")``; the export happens in
 warm-up). Each side runs in its own child process (so that peak memory is its own), alternating
 ``--repeats`` times; a child loads its model, warms up on a few pairs (untimed), then times one
 full scoring of the pairs; the parent also times each child as a whole process (interpreter start,
-imports, model loading, the warm-up and the scoring). Reported per side: pairs per second (best run and median), the time
-spent after encoding (moverscore_v2: everything in ``word_mover_score`` outside
+imports, model loading, the warm-up and the scoring). Reported per side: pairs per second (best run
+and median), the whole process, the time spent after encoding (moverscore_v2: everything in ``word_mover_score`` outside
 ``get_bert_embedding``; alignscore: the aligner), peak resident memory, and the largest score
 difference between the two. moverscore_v2 is loaded with all-MiniLM-L6-v2 as in the parity
 tests (tests/moverscore_ref.py), uniform or idf weights as chosen.

@@ -3,6 +3,7 @@ hits, the size bound holds, and processes can share it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import shutil
@@ -212,9 +213,15 @@ def test_two_processes_writing_concurrently(tmp_path):
 
 
 def test_keys_of_a_padded_batch_are_each_rows_key():
+    """sha256(fingerprint | layer | the row's real ids as little-endian int64): the format existing
+    caches were written with."""
+    def expected(layer, row):
+        return hashlib.sha256(f"m|{layer}|".encode() + b"".join(i.to_bytes(8, "little") for i in row)).digest()
+
     ids = torch.tensor([[101, 7, 8, 102], [101, 9, 102, 0], [101, 102, 0, 0]])
     keys = state_keys("m", [2, 5], ids, [4, 3, 2])
-    assert keys == [[state_key("m", k, ids[b, :n].tolist()) for k in (2, 5)] for b, n in enumerate((4, 3, 2))]
+    assert keys == [[expected(k, ids[b, :n].tolist()) for k in (2, 5)] for b, n in enumerate((4, 3, 2))]
+    assert state_key("m", 5, [101, 9, 102]) == keys[1][1]
     assert keys[1][0] != state_key("m", 2, ids[1].tolist())  # padding is not part of the key
     assert len({k for row in keys for k in row}) == 6
 
