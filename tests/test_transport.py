@@ -292,10 +292,11 @@ def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
 @pytest.mark.parametrize("cls", [WMD, Greedy], ids=lambda c: c.__name__)
 def test_aligners_of_a_class_scored_together_equal_each_alone(cls) -> None:
     """``score_together`` (the engine's call for all aligners of one class over a batch: WMD on
-    tokens and n-grams share one Gram matrix) gives each aligner exactly its own scores."""
+    tokens and n-grams share one Gram matrix, token-level costs their squared distances) gives
+    each aligner exactly its own scores."""
     batches = variant_batches(13)
-    extra = WMD(n_gram=3, score="1/(1+d)") if cls is WMD else Greedy()
-    aligners = [a for a in VARIANT_ALIGNERS if type(a) is cls] + [extra]
+    extra = [WMD(n_gram=3, score="1/(1+d)"), WMD(cost="sqeuclidean")] if cls is WMD else [Greedy()]
+    aligners = [a for a in VARIANT_ALIGNERS if type(a) is cls] + extra
     jobs = [(a, batches[i % 2:]) for i, a in enumerate(aligners)]
     together = cls.score_together(jobs)
     assert len(together) == len(jobs)

@@ -57,6 +57,13 @@ def _windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int |
     return _Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(bands, weight, k)), prefix)
 
 
+def _token_sqdist(x: np.ndarray, y: np.ndarray, gram: np.ndarray) -> np.ndarray:
+    """``|x_i|^2 + |y_j|^2 - 2 x_i . y_j`` (clipped at 0) ``[B, Tr, Tc]`` of tokens ``x [B, Tr, D]``,
+    ``y [B, Tc, D]`` with inner products ``gram [B, Tr, Tc]``: shared by a block's token-level jobs."""
+    sqx, sqy = np.einsum("btd,btd->bt", x, x), np.einsum("btd,btd->bt", y, y)
+    return np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * gram, 0.0)
+
+
 def _bands(x: np.ndarray, index: np.ndarray | None, width: int, k: int) -> list[np.ndarray]:
     """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, width - d]`` (``[1, B, ...]``
     when ``index`` is None: the members are the first ``width`` tokens): the inner products of
@@ -257,10 +264,11 @@ class WMD(TransportAligner):
             tr, tc = ends_r[sel].max(), ends_c[sel].max()
             x, y = xs[sel, :tr].astype(np.float64), ys[sel, :tc].astype(np.float64)
             gram = x @ y.transpose(0, 2, 1)
+            sq = _token_sqdist(x, y, gram) if any(a.n_gram == 1 for a in aligners) else None
             for j, (aligner, (mr, sr, mc, sc)) in enumerate(zip(aligners, sides)):
                 mr, mc = mr[:, sel, :tr], mc[:, sel, :tc]
-                if aligner.n_gram == 1:
-                    problems = aligner._token_problems(x, y, gram, mr, mc)
+                if sq is not None and aligner.n_gram == 1:
+                    problems = aligner._token_problems(sq, mr, mc)
                 else:
                     problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc])
                 done = [(v, k, solve(a, b, c)) for v, k, a, b, c in problems]
@@ -282,14 +290,11 @@ class WMD(TransportAligner):
                     torch.from_numpy(e), 0.0).to(first.ref.device)} for d, e in zip(wmd[j], empty[j])]
                 for j, aligner in enumerate(aligners)]
 
-    def _token_problems(self, x: np.ndarray, y: np.ndarray, gram: np.ndarray, mr: np.ndarray,
-                        mc: np.ndarray) -> Iterator[Problem]:
+    def _token_problems(self, sq: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of token-level problems: masses ``mr [V, B, Tr]``,
-        ``mc [V, B, Tc]`` of tokens ``x [B, Tr, D]``, ``y [B, Tc, D]`` (float64) with inner
-        products ``gram [B, Tr, Tc]``; ``C_ij = |x_i|^2 + |y_j|^2 - 2 x_i . y_j`` (or its square
-        root), one cost matrix per pair, cut after the last token any variant gives mass."""
-        sqx, sqy = np.einsum("btd,btd->bt", x, x), np.einsum("btd,btd->bt", y, y)
-        sq = np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * gram, 0.0)
+        ``mc [V, B, Tc]`` of tokens whose squared distances are ``sq [B, Tr, Tc]``
+        (:func:`_token_sqdist`, shared by the block's jobs: never written to); ``C = sq`` (or its
+        square root), one cost matrix per pair, cut after the last token any variant gives mass."""
         cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
         (a, b), ok = balanced_rows(mr, mc), (mr.sum(-1) > 0) & (mc.sum(-1) > 0)
         ends_r, ends_c = _ends(mr > 0), _ends(mc > 0)
