@@ -43,7 +43,7 @@ class Runtime:
             ``batch_size``; ``"auto"``: on CUDA, from the free GPU memory
             (:func:`auto_token_budget`), on a CPU none. On CUDA, a batch that runs out of
             memory is split in halves and retried (a warning says so once; later batches keep
-            to the smaller size): scores never depend on the batching.
+            to the smaller size): scores depend on the batching by float rounding at most.
         pair_batch_size: pairs per alignment batch (64: large padded batches cost more in page
             faults than they save on a CPU).
         progress: progress bars on stderr.
@@ -181,7 +181,8 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
     encoder's device.
 
     ``aggregate`` maps the ``[L, B, T, D]`` hidden states of ``layers`` to ``[B, T, D']``. The
-    result does not depend on the batching: padding is masked out of attention. Nothing comes
+    result depends on the batching by float rounding at most (another batch shape may take another
+    matrix kernel): padding is masked out of attention. Nothing comes
     back to the host: on CUDA each batch's vectors are scattered into the packed buffer on the
     device by an index built on the host (one transfer to the device, no synchronisation).
     """

@@ -52,7 +52,7 @@ class Scorer:
             default: the aligner's primary, F1 for greedy).
         multi_ref: ``"max"`` (per metric, as bert_score) or ``"mean"`` over a candidate's refs.
         baseline: rescale with this per-layer baseline (single-layer compositions only).
-        batch_size: texts per encoder batch; never changes a score.
+        batch_size: texts per encoder batch; changes a score by float rounding at most.
         token_budget: also at most this many padded tokens per encoder batch (bounds the
             encoder's memory on long texts); ``None``: batches of ``batch_size`` texts; ``"auto"``: from
             the free GPU memory (none on a CPU).

@@ -27,8 +27,9 @@ otherwise the run is refused with a message naming the file's signature and the 
 file is left untouched. The complete rows are kept (a partial last line, where the run was
 killed, is dropped) and scoring starts after them: chunks start at multiples of
 ``chunk_size``, so with the same chunk size (and no cache) the resumed file is byte for byte
-the uninterrupted one. Without streaming, rows agree to float rounding (about 1e-7: the
-encoder's batches differ, and so do the last bits of a matmul).
+the uninterrupted one on the same machine and thread count (the same batches take the same
+kernels). Without streaming, rows agree to float rounding (about 1e-7: the encoder's batches
+differ, and so do the last bits of a matmul).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from click.testing import CliRunner
 
 import alignscore
@@ -46,6 +48,19 @@ def assert_one_error(code: int, stderr: str, *needles: str) -> str:
     for needle in needles:
         assert needle in errors[0], errors[0]
     return errors[0]
+
+
+def assert_same_tsv(got: str, want: str, tol: float = 1e-6) -> None:
+    """Two ``score`` TSV outputs: the same signature and column lines, and the means and scores
+    within ``tol`` (float32 rounding: another process may run other kernels, AVX2 vs AVX-512)."""
+    got_lines, want_lines = got.splitlines(), want.splitlines()
+    assert len(got_lines) == len(want_lines) >= 3, (got, want)
+    assert got_lines[0] == want_lines[0] and got_lines[2] == want_lines[2]
+    means = [[kv.split("=") for kv in lines[1].split()[2:]] for lines in (got_lines, want_lines)]
+    assert [k for k, _ in means[0]] == [k for k, _ in means[1]]
+    assert [float(v) for _, v in means[0]] == pytest.approx([float(v) for _, v in means[1]], abs=tol)
+    for g, w in zip(got_lines[3:], want_lines[3:]):
+        assert [float(x) for x in g.split("\t")] == pytest.approx([float(x) for x in w.split("\t")], abs=tol)
 
 
 def fingerprint(*paths: str | Path) -> dict[str, str | None]:

@@ -37,6 +37,7 @@ def test_two_ranks_give_the_single_process_scores(wmt_data, tiny_bert_dir, tmp_p
     proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--no-python",
                  str(BIN / "alignscore"), *args, "-o", str(tmp_path / "dist.tsv")], env)
     single = (tmp_path / "single.tsv").read_text()
+    # byte for byte: the ranks run the single process's batches, one thread each (same shapes, same kernels)
     assert (tmp_path / "dist.tsv").read_text() == single
     assert len(single.splitlines()) == 3 + 151
     assert proc.stderr.count("candidates:") == 1  # rank 0 alone reports

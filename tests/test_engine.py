@@ -115,6 +115,7 @@ def test_weights_accumulate_over_chunks_and_merge(tiny_bert_dir):
         states.append(state)
     states[0].merge(states[1])
     got = weighting.compute(states[0], enc)
+    # bit for bit: document frequencies are whole counts, added exactly in any order
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 

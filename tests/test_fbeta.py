@@ -48,7 +48,7 @@ def test_f_beta_closed_form_values():
 def test_f_beta_one_is_f1_to_the_bit():
     batch = random_batch(1)
     out = Greedy(beta=1)(batch)
-    assert torch.equal(out["fbeta"], out["f1"])
+    assert torch.equal(out["fbeta"], out["f1"])  # beta = 1: F1's own operations, in the same order
 
 
 def test_fbeta_adds_a_metric_and_leaves_p_r_f1_unchanged():
@@ -57,7 +57,7 @@ def test_fbeta_adds_a_metric_and_leaves_p_r_f1_unchanged():
     assert list(plain) == ["precision", "recall", "f1"] == list(Greedy().metrics)
     assert list(weighted) == ["precision", "recall", "f1", "fbeta"] == list(Greedy(beta=2.0).metrics)
     for m in plain:
-        assert torch.equal(plain[m], weighted[m]), m
+        assert torch.equal(plain[m], weighted[m]), m  # the same batch through the same kernels
     for k in range(len(batch.ref)):  # a plain loop over the pair's P and R
         p, r = float(plain["precision"][k]), float(plain["recall"][k])
         expected = 5 * p * r / (4 * p + r) if 4 * p + r != 0 else 0.0
@@ -77,7 +77,7 @@ def test_score_variants_equal_scoring_each_alone():
     for variant, alone in zip(aligner.score_variants([batch, other]), (aligner(batch), aligner(other))):
         assert list(variant) == list(alone)
         for m in alone:
-            assert torch.equal(variant[m], alone[m]), m
+            assert torch.equal(variant[m], alone[m]), m  # one similarity matrix of the same shape
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, -math.inf, "2", True, None])

@@ -56,7 +56,7 @@ def test_texts_within_the_limit_score_identically(tiny_bert_dir):
     truncate = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3)).score(cands, refs)
     window = Scorer(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3)).score(cands, refs)
     for name in truncate.metrics:
-        assert torch.equal(truncate[name], window[name]), name  # bit for bit
+        assert torch.equal(truncate[name], window[name]), name  # bit for bit: the very same forward pass
     assert window.signature.startswith(f"model:{tiny_bert_dir}+window|")
     assert "+window" not in truncate.signature
 
@@ -137,7 +137,7 @@ def test_cache_keeps_window_states_apart(tiny_bert_dir, tmp_path):
     for _ in range(2):  # a miss, then a hit
         cached = Scorer(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3), cache=cache).score(
             texts, texts[::-1])
-        assert torch.equal(cached.f1, plain.f1)
+        assert torch.equal(cached.f1, plain.f1)  # the plain run's batches, then copies of their states
     assert CachedEncoder(window, cache).forward_shape(400) == window.forward_shape(400)
 
 

@@ -303,6 +303,7 @@ def test_aligners_of_a_class_scored_together_equal_each_alone(cls) -> None:
     for (aligner, job_batches), got in zip(jobs, together):
         for batch, scores in zip(job_batches, got, strict=True):
             alone = aligner(batch)
+            # bit for bit: sharing reuses the same block's matrices (same shapes, same kernels)
             assert all(torch.equal(scores[name], alone[name]) for name in alone), aligner.signature()
 
 
@@ -493,7 +494,7 @@ def test_empty_batch_dimensions() -> None:
 @pytest.mark.parametrize("aligner", VARIANT_ALIGNERS[:3], ids=lambda a: a.signature())
 def test_exact_wmd_of_a_pair_does_not_depend_on_its_block(aligner) -> None:
     """The exact aligner costs blocks of pairs at once (padded to the block's longest text):
-    each pair's score is the one it gets alone, to the last bit, whatever its neighbours. Every
+    each pair's score is the one it gets alone, to float64 rounding, whatever its neighbours. Every
     third pair has mass on all its tokens (alone, its n-gram members are its first tokens: the
     corner of the Gram matrix, not a gather)."""
     gen = torch.Generator().manual_seed(12)
@@ -509,5 +510,7 @@ def test_exact_wmd_of_a_pair_does_not_depend_on_its_block(aligner) -> None:
     for i in range(len(lengths)):
         alone = aligner(make_batch(refs[i:i + 1], cands[i:i + 1], mr[i:i + 1], mc[i:i + 1],
                                    match_r[i:i + 1], match_c[i:i + 1]))["score"]
-        assert together[i].item() == alone.item(), (i, lengths[i])
+        # a padded block's Gram matrix may take another BLAS kernel than the pair's alone (shape,
+        # AVX2 vs AVX-512): a few float64 ulps, never more
+        assert together[i].item() == pytest.approx(alone.item(), rel=1e-12, abs=1e-14), (i, lengths[i])
     assert (together != 0).sum() > len(lengths) // 2  # most pairs have both sides

@@ -153,7 +153,7 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None =
         grid: the grid, with its models already overridden as wanted (:meth:`Grid.with_models`).
         lang_pairs: the data (:func:`~alignscore.evaluation.wmt.load_daseg`).
         device: where the encoders run.
-        batch_size: texts per encoder batch (never changes a score).
+        batch_size: texts per encoder batch (changes a score by float rounding at most).
         download: allow models that are not on this machine to be downloaded; otherwise cells
             of such models are skipped with a note.
         progress: progress bars on stderr; ``log`` receives one line per stage.

@@ -139,10 +139,10 @@ SCORER_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--baseline", type=click.Path(dir_okay=False), default=None,
                  help="Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."),
     click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
-                 help="Texts per encoder batch (never changes a score)."),
+                 help="Texts per encoder batch (changes scores by float rounding at most)."),
     click.option("--token-budget", type=TokenBudget(), default=None,
                  help="Also at most this many padded tokens per encoder batch (bounds memory on long "
-                      "texts; never changes a score); 'auto': from the free GPU memory (none on a CPU)."),
+                      "texts; changes scores by float rounding at most); 'auto': from the free GPU memory (none on a CPU)."),
     click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available."),
     click.option("--backend", type=click.Choice(BACKENDS), default="torch", show_default=True,
                  help="Encoder runtime: torch, or onnx (ONNX Runtime, float32; needs alignscore[onnx]; "
