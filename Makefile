@@ -1,13 +1,14 @@
 # Two commands on a fresh machine (Python 3.10+, no GPU, no Hugging Face hub access needed):
 #   make score   - set up .venv and score examples/cands.txt against examples/refs.txt (offline model)
-#   make test    - set up .venv with the test extras and run the whole test suite
+#   make test    - set up .venv with the test extras and run the whole test suite (what CI runs)
+#   make test-fast - the edit loop: tiny models only, no reference packages, no subprocess-heavy tests
 PY      ?= python3
 VENV    ?= .venv
 BIN      = $(VENV)/bin
 # torch is pinned to the CPU build that pip finds locally on our machines; an unpinned torch pulls CUDA wheels.
 TORCH   ?= torch==2.13.0
 
-.PHONY: setup setup-test setup-bench score test clean
+.PHONY: setup setup-test setup-bench score test test-fast clean
 
 $(BIN)/alignscore: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -35,6 +36,9 @@ score: setup
 
 test: setup-test
 	$(BIN)/python -m pytest -q tests
+
+test-fast: setup-test
+	$(BIN)/python -m pytest -q -m "not slow and not reference" tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

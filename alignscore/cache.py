@@ -17,46 +17,53 @@ so processes may read and write the same cache concurrently. The payload is boun
 ``max_bytes``: when an insertion goes over it, the least recently used entries are evicted down
 to 90% of the bound and their pages returned to the file system (recency is kept in a small
 table of its own, so a hit rewrites no stored states). Values are stored bit for bit (float32
-stays float32), so a hit gives exactly the states that were computed.
+stays float32), so a hit gives exactly the states that were computed; only finite states are
+stored.
+
+Every row carries a CRC-32 of its bytes, and a row is used only when its checksum, its size
+(rows x columns x item size) and its dtype agree: a row damaged on disk, or written into the
+database by something else, is a miss (one warning says how many), and its text is encoded
+again. Reads go through SQLite's own file reads (no memory map), so a file cut short behind
+SQLite's back is an I/O error, not a crash.
 
 A cache that cannot be used (a damaged file, a folder that cannot be written, a lock held
 longer than ``timeout_s`` by another process) never stops a run: one warning names the file and
-says why, and the run goes on without the cache (it only costs time: states are computed).
+says why, and the run goes on without the cache (it only costs time: states are computed). The
+cache's folder also holds the memo of model-file digests its keys need
+(:mod:`alignscore.encoders.artifacts`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
 import math
 import os
 import sqlite3
 import time
 import warnings
-from dataclasses import astuple, dataclass, field
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, MutableMapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 import torch
 
-from .tokens import Tokenized
 from .errors import ConfigError
-from .tokens import gc_paused
 
-DB_NAME = "states-v2.sqlite"
+DB_NAME = "states-v3.sqlite"
+DTYPES = ("<f4", "<f2", "<f8")  # what :meth:`EmbeddingCache.put` stores (float32, float16, float64)
 ENV_VAR = "ALIGNSCORE_CACHE"
 DEFAULT_MAX_BYTES = 4 << 30
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS states (
     key BLOB PRIMARY KEY, rows INTEGER NOT NULL, cols INTEGER NOT NULL, dtype TEXT NOT NULL,
-    data BLOB NOT NULL, nbytes INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens (key BLOB PRIMARY KEY, data BLOB NOT NULL);
+    data BLOB NOT NULL, nbytes INTEGER NOT NULL, crc INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS used (key BLOB PRIMARY KEY, atime INTEGER NOT NULL, nbytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS used_atime ON used (atime);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('bytes', 0);
-CREATE TABLE IF NOT EXISTS digests (ident TEXT PRIMARY KEY, digest TEXT NOT NULL);
 """
 _CHUNK = 500  # keys per SQL statement (SQLite's bound on host parameters is 32766)
 T = TypeVar("T")
@@ -109,6 +116,7 @@ class EmbeddingCache:
     _conn: sqlite3.Connection | None = field(default=None, init=False, repr=False)
     _pid: int = field(default=-1, init=False, repr=False)
     _unusable: bool = field(default=False, init=False, repr=False)
+    _warned_damaged: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1:
@@ -139,7 +147,8 @@ class EmbeddingCache:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new file
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-                conn.execute("PRAGMA mmap_size = 1073741824")  # reads map the file, no read() per page
+                # no memory map: a file cut short behind SQLite's back must be an error, not SIGBUS
+                conn.execute("PRAGMA mmap_size = 0")
                 with _transaction(conn):
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         conn.execute(statement)
@@ -160,8 +169,8 @@ class EmbeddingCache:
             self.close()
             self._unusable = True
             why = (f"it is locked by another process (waited {self.timeout_s:g} s)" if "locked" in str(exc)
-                   else f"{exc}; remove it to start a new cache" if isinstance(exc, sqlite3.DatabaseError)
-                   else str(exc))
+                   else f"{exc}; remove it to start a new cache"
+                   if isinstance(exc, sqlite3.DatabaseError) and self.path.is_file() else str(exc))
             warnings.warn(f"the embedding cache {self.path} cannot be used: {why}; going on without it",
                           stacklevel=4)
             return default
@@ -187,57 +196,69 @@ class EmbeddingCache:
 
     def _get_arrays(self, db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
+        damaged: list[bytes] = []
         for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            rows = db.execute(f"SELECT key, rows, cols, dtype, data FROM states WHERE key IN ({marks})",
+            rows = db.execute(f"SELECT key, rows, cols, dtype, data, crc FROM states WHERE key IN ({marks})",
                               chunk).fetchall()
-            for key, n, d, dtype, data in rows:
-                found[key] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(n, d)
+            for key, n, d, dtype, data, crc in rows:
+                array = _stored_array(n, d, dtype, data, crc)
+                if array is None:
+                    damaged.append(key)
+                else:
+                    found[key] = array
+        if damaged:
+            self._drop(db, damaged)
         self._touch(db, list(found))
         return found
 
+    def drop_damaged(self, keys: Sequence[bytes]) -> None:
+        """Delete entries that could not be used (their texts are encoded and stored again),
+        saying so once per process."""
+        self._safely(lambda db: self._drop(db, keys), None)
+
+    def _drop(self, db: sqlite3.Connection, keys: Sequence[bytes]) -> None:
+        with _transaction(db):
+            self._delete(db, list(keys))
+        if not self._warned_damaged:
+            self._warned_damaged = True
+            warnings.warn(f"the embedding cache {self.path}: {len(keys)} stored state(s) failed their checksum or "
+                          "shape check (damaged on disk?); their texts are encoded again", stacklevel=4)
+
+    def _delete(self, db: sqlite3.Connection, keys: list[bytes]) -> int:
+        """Delete these entries (inside a transaction); returns the bytes freed."""
+        freed = 0
+        for chunk in _chunks(keys, _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            freed += db.execute(f"SELECT COALESCE(SUM(nbytes), 0) FROM used WHERE key IN ({marks})", chunk).fetchone()[0]
+            db.execute(f"DELETE FROM states WHERE key IN ({marks})", chunk)
+            db.execute(f"DELETE FROM used WHERE key IN ({marks})", chunk)
+        db.execute("UPDATE meta SET value = value - ? WHERE name = 'bytes'", (freed,))
+        return freed
+
     def put(self, items: dict[bytes, torch.Tensor]) -> None:
-        """Store ``[T, D]`` states (entries already present are kept as they are), then evict
-        the least recently used entries if the payload went over ``max_bytes``."""
+        """Store finite ``[T, D]`` states (entries already present are kept as they are; states
+        holding NaN or infinity are not stored), then evict the least recently used entries if
+        the payload went over ``max_bytes``."""
         rows = []
         for key, value in items.items():
             array = value.detach().cpu().contiguous().numpy()
             array = array.astype(array.dtype.newbyteorder("<"), copy=False)
             data = array.tobytes()
-            if len(data) <= self.max_bytes:
-                rows.append((key, array.shape[0], array.shape[1], array.dtype.str, data, len(data)))
-        self._insert("states", rows, [row[-1] for row in rows])
-
-    def get_tokens(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-        """The stored tokenizations of those ``keys`` that are present (marked recently used)."""
-        return self._safely(lambda db: self._get_tokens(db, keys), {})
-
-    def _get_tokens(self, db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-        found: dict[bytes, bytes] = {}
-        for chunk in _chunks(list(dict.fromkeys(keys)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
-            found.update(db.execute(f"SELECT key, data FROM tokens WHERE key IN ({marks})", chunk).fetchall())
-        self._touch(db, list(found))
-        return found
-
-    def put_tokens(self, items: dict[bytes, bytes]) -> None:
-        """Store serialised tokenizations; they count towards ``max_bytes`` like states."""
-        self._insert("tokens", list(items.items()), [len(data) for data in items.values()])
-
-    def _insert(self, table: str, rows: list[tuple[Any, ...]], sizes: list[int]) -> None:
-        """``INSERT OR IGNORE`` rows (key first) into ``table``, record their recency and size,
-        then evict the least recently used entries if the payload went over ``max_bytes``."""
+            if len(data) <= self.max_bytes and array.dtype.str in DTYPES and bool(np.isfinite(array).all()):
+                rows.append((key, array.shape[0], array.shape[1], array.dtype.str, data, len(data), zlib.crc32(data)))
         if rows:
-            self._safely(lambda db: self._insert_rows(db, table, rows, sizes), None)
+            self._safely(lambda db: self._insert_rows(db, rows), None)
 
-    def _insert_rows(self, db: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]],
-                     sizes: list[int]) -> None:
+    def _insert_rows(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        """``INSERT OR IGNORE`` the rows, record their recency and size, then evict the least
+        recently used entries if the payload went over ``max_bytes``."""
         now = time.time_ns()
-        marks = ",".join("?" * len(rows[0]))
         with _transaction(db):
             added = 0
-            for row, size in zip(rows, sizes):
-                if db.execute(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", row).rowcount == 1:
+            for row in rows:
+                size = row[5]
+                if db.execute("INSERT OR IGNORE INTO states VALUES (?, ?, ?, ?, ?, ?, ?)", row).rowcount == 1:
                     db.execute("INSERT INTO used VALUES (?, ?, ?)", (row[0], now, size))
                     added += size
             total = db.execute("UPDATE meta SET value = value + ? WHERE name = 'bytes' RETURNING value",
@@ -265,12 +286,7 @@ class EmbeddingCache:
                 break
             victims.append(key)
             freed += nbytes
-        for chunk in _chunks(victims, _CHUNK):
-            marks = ",".join("?" * len(chunk))
-            db.execute(f"DELETE FROM states WHERE key IN ({marks})", chunk)
-            db.execute(f"DELETE FROM tokens WHERE key IN ({marks})", chunk)
-            db.execute(f"DELETE FROM used WHERE key IN ({marks})", chunk)
-        db.execute("UPDATE meta SET value = value - ? WHERE name = 'bytes'", (freed,))
+        self._delete(db, victims)
 
     def stats(self) -> CacheStats:
         db = self._db()
@@ -281,48 +297,9 @@ class EmbeddingCache:
         db = self._db()
         with _transaction(db):
             db.execute("DELETE FROM states")
-            db.execute("DELETE FROM tokens")
             db.execute("DELETE FROM used")
             db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
         _vacuum(db)
-
-    @property
-    def digests(self) -> MutableMapping[str, str]:
-        """A persistent memo of model-file digests (see :mod:`alignscore.encoders.fingerprint`)."""
-        return _DigestMemo(self)
-
-
-class _DigestMemo(MutableMapping[str, str]):
-    """``file identity -> sha256`` kept in the cache's database (empty, and forgetting, once the
-    cache cannot be used)."""
-
-    def __init__(self, cache: EmbeddingCache) -> None:
-        self._cache = cache
-
-    def _write(self, statement: str, values: tuple[str, ...]) -> None:
-        def work(db: sqlite3.Connection) -> None:
-            with _transaction(db):
-                db.execute(statement, values)
-        self._cache._safely(work, None)
-
-    def __getitem__(self, ident: str) -> str:
-        row = self._cache._safely(
-            lambda db: db.execute("SELECT digest FROM digests WHERE ident = ?", (ident,)).fetchone(), None)
-        if row is None:
-            raise KeyError(ident)
-        return row[0]
-
-    def __setitem__(self, ident: str, digest: str) -> None:
-        self._write("INSERT OR REPLACE INTO digests VALUES (?, ?)", (ident, digest))
-
-    def __delitem__(self, ident: str) -> None:
-        self._write("DELETE FROM digests WHERE ident = ?", (ident,))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cache._safely(lambda db: [r[0] for r in db.execute("SELECT ident FROM digests")], []))
-
-    def __len__(self) -> int:
-        return int(self._cache._safely(lambda db: db.execute("SELECT COUNT(*) FROM digests").fetchone()[0], 0))
 
 
 class _transaction:
@@ -341,6 +318,17 @@ class _transaction:
             self.db.execute("COMMIT")
         elif self.db.in_transaction:  # SQLite may have rolled back already (a full disk, a damaged page)
             self.db.execute("ROLLBACK")
+
+
+def _stored_array(rows: Any, cols: Any, dtype: Any, data: Any, crc: Any) -> np.ndarray | None:
+    """A stored row as a read-only ``[rows, cols]`` array over its bytes; None when its fields do
+    not agree (a dtype that is not one :meth:`EmbeddingCache.put` writes, a blob of another size,
+    a checksum that does not match)."""
+    if (dtype not in DTYPES or not isinstance(data, bytes) or not isinstance(rows, int) or not isinstance(cols, int)
+            or rows < 0 or cols < 0 or len(data) != rows * cols * np.dtype(dtype).itemsize
+            or zlib.crc32(data) != crc):
+        return None
+    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(rows, cols)
 
 
 def _vacuum(db: sqlite3.Connection) -> None:
@@ -381,7 +369,8 @@ def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: t
     """
     lengths = valid.sum(1).tolist()
     keys = state_keys(fingerprint, layers, ids, lengths)
-    found = cache.get_arrays([k for row in keys for k in row])
+    found = _fitting(cache, cache.get_arrays([k for row in keys for k in row]),
+                     {k: n for row, n in zip(keys, lengths) for k in row})
     miss = [b for b, row in enumerate(keys) if not all(k in found for k in row)]
     computed = None
     if miss:
@@ -406,65 +395,13 @@ def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: t
     return states
 
 
-@dataclass(frozen=True)
-class EncoderFacts:
-    """What a caller asks an encoder besides its numbers (see :class:`~alignscore.encoders.base.Encoder`)."""
-
-    num_layers: int
-    vocab_size: int
-    pad_id: int
-    model_max_length: int
-
-
-def facts_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str) -> EncoderFacts:
-    """``encoder``'s :class:`EncoderFacts` through the cache, stored (beside the tokenizations)
-    under ``sha256(fingerprint | facts | encoder.facts_key() | marshal version)``: a run that finds
-    them, and every text's tokens and states, never loads the tokenizer. An encoder whose
-    ``facts_key()`` is None is asked every time."""
-    settings = encoder.facts_key()
-    key = hashlib.sha256(f"{fingerprint}|facts|{settings}|{marshal.version}".encode("utf-8")).digest()
-    stored = cache.get_tokens([key]).get(key) if settings is not None else None
-    if stored is not None:
-        return EncoderFacts(*marshal.loads(stored))
-    facts = EncoderFacts(encoder.num_layers, encoder.vocab_size, encoder.pad_id, encoder.model_max_length)
-    if settings is not None:
-        cache.put_tokens({key: marshal.dumps(astuple(facts))})
-    return facts
-
-
-def tokenize_cached(cache: EmbeddingCache, encoder: Any, texts: Sequence[str]) -> Tokenized:
-    """``encoder.tokenize(texts)`` through the cache: each text's tokenization is stored (as
-    ``marshal`` data: plain lists of ints, bools and strings) under
-    ``sha256(model fingerprint | length limit | marshal version | stripped text)``, so a re-run
-    over the same texts does not tokenize again. The truncation warning is given for stored
-    texts too."""
-    fingerprint = encoder.fingerprint(cache.digests)
-    limit = facts_cached(cache, encoder, fingerprint).model_max_length
-    prefix = f"{fingerprint}|tokens|{limit}|{marshal.version}|".encode("utf-8")
-    stripped = [t.strip() for t in texts]
-    keys = [hashlib.sha256(prefix + t.encode("utf-8")).digest() for t in stripped]
-    found = cache.get_tokens(keys)
-    miss = [i for i, k in enumerate(keys) if k not in found]
-    fresh = encoder.tokenize([stripped[i] for i in miss]) if miss else Tokenized([], [], [], [])
-    cut = {miss[j] for j in fresh.truncated}
-    rows = {keys[i]: marshal.dumps((fresh.ids[j], fresh.special[j], fresh.word_start[j], fresh.tokens[j],
-                                    fresh.surface[j] if fresh.surface else [], i in cut))
-            for j, i in enumerate(miss)}
-    cache.put_tokens(rows)
-    out = Tokenized([], [], [], [])
-    with gc_paused():
-        for i, key in enumerate(keys):
-            ids, special, word_start, tokens, surface, was_cut = marshal.loads(found.get(key) or rows[key])
-            out.ids.append(ids)
-            out.special.append(special)
-            out.word_start.append(word_start)
-            out.tokens.append(tokens)
-            out.surface.append(surface)
-            if was_cut:
-                out.truncated.append(i)
-    stored_cut = len(out.truncated) - len(cut)
-    if stored_cut:
-        warnings.warn(f"{stored_cut} text(s) longer than {limit} tokens were truncated to "
-                      f"the model's limit (long_texts='window', --long-texts window, encodes them whole)",
-                      stacklevel=3)
-    return out
+def _fitting(cache: EmbeddingCache, found: dict[bytes, np.ndarray], lengths: dict[bytes, int]) -> dict[bytes, np.ndarray]:
+    """The stored states whose shape fits their text (its length in tokens, the width and dtype
+    most of them share); the others count as damaged (misses)."""
+    if not found:
+        return found
+    common = Counter((a.shape[1], a.dtype.str) for a in found.values()).most_common(1)[0][0]
+    fit = {k: a for k, a in found.items() if (a.shape[1], a.dtype.str) == common and a.shape[0] == lengths[k]}
+    if len(fit) < len(found):
+        cache.drop_damaged([k for k in found if k not in fit])
+    return fit

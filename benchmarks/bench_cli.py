@@ -8,7 +8,9 @@ alternate round by round, and the medians are reported with their ratios.
   one ``score`` run;
 - ``score_10``: the same command on the first 10 pairs, a cold start (what a small call costs);
 - ``cache_first`` / ``cache_second``: ``score --cache DIR`` on an emptied cache, then again over
-  the same texts (every state read from the cache, the model's weights never loaded).
+  the same texts (every state read from the cache, the model's weights never loaded);
+- ``imports``: ``python -c "import torch, transformers"``, the floor of any run on the default
+  path: ``score_10`` is reported against it.
 
     python benchmarks/bench_cli.py --rounds 3
 """
@@ -47,6 +49,7 @@ def commands(work: Path, lps: list[str]) -> dict[str, list[str]]:
         "score_10": [ALIGNSCORE, "score", "-r", str(work / "r10.txt"), "-c", str(work / "c10.txt"), *MODEL, *out],
         "cache_first": [ALIGNSCORE, "score", *files, *MODEL, "--cache", str(work / "cache"), *out],
         "cache_second": [ALIGNSCORE, "score", *files, *MODEL, "--cache", str(work / "cache"), *out],
+        "imports": [sys.executable, "-c", "import torch, transformers"],
     }
 
 
@@ -85,6 +88,8 @@ def main() -> None:
         per_round = [d / s for d, s in zip(times["diff"], times["score"])]
         print(f"\ndiff / score: {med['diff'] / med['score']:.2f}x (per round: "
               f"{', '.join(f'{x:.2f}' for x in per_round)})")
+    if "score_10" in med and "imports" in med:
+        print(f"cold start (10 pairs) / import torch, transformers: {med['score_10'] / med['imports']:.2f}x")
     if "cache_first" in med and "cache_second" in med:
         print(f"cache, first / second run: {med['cache_first'] / med['cache_second']:.1f}x")
     shutil.rmtree(work, ignore_errors=True)

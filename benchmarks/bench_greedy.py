@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import (  # noqa: E402
-    LANG_PAIRS, Case, Work, interleave, machine, make_trace, markdown, save_json, summarize, wmt_pairs)
+    LANG_PAIRS, Case, Work, interleave, machine, markdown, save_json, summarize, wmt_pairs)
 
 # --model -> (the model's directory, the layer BERTScore would use); both models run offline
 MODELS = {"all-MiniLM-L6-v2": 4, "all-mpnet-base-v2": 9}
@@ -151,7 +151,6 @@ def main() -> None:
         Case("plain_forward", "benchmarks.bench_greedy:plain_forward_case", common),
         Case("alignscore", greedy, common),
     ]
-    make_trace(args.model if args.model == MODEL else model_dir(args.model), [MODELS[args.model]])
     if not args.skip_onnx:
         # export the ONNX graph once, untimed (later runs read it from export_dir)
         alignscore_case(**common, backend="onnx", export_dir=export_dir).run()

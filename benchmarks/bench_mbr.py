@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import (  # noqa: E402
-    WMT16, Case, Work, interleave, machine, make_trace, markdown, save_json, summarize)
+    WMT16, Case, Work, interleave, machine, markdown, save_json, summarize)
 
 MODEL = "all-MiniLM-L6-v2"
 LAYER = 4
@@ -177,7 +177,6 @@ def main() -> None:
     kwargs = {"samples_file": str(samples_file), "k": args.samples, "device": device}
     cases = [Case("mbrs", "benchmarks.bench_mbr:mbrs_case", kwargs),
              Case("alignscore", "benchmarks.bench_mbr:alignscore_case", kwargs)]
-    make_trace(MODEL, [LAYER])
     info = machine()
     print(f"# MBR benchmark: {args.sources} sources x {args.samples} samples (seed {args.seed}) on {device}, {info}",
           file=sys.stderr)

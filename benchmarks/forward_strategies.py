@@ -13,7 +13,8 @@ FLOPs are counted on real tokens only (padding is waste), per token and layer up
 ``2 * (4 H^2 + 2 H I)`` for the projections and the feed-forward layer (H hidden, I intermediate
 size) plus ``4 T H`` for the attention products of a text of T tokens. Strategies:
 
-- ``torch``: PyTorch eager (the torch backend).
+- ``torch``: PyTorch eager (the torch backend, the default).
+- ``torchscript``: a TorchScript trace of the same module: what tracing alone buys over eager mode.
 - ``onnx``: ONNX Runtime on the exported graph with every graph optimisation (the onnx backend).
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
@@ -139,8 +140,8 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
 
 
 def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
-    """``torch-frozen`` and ``onednn-graph`` (see the module's docstring)."""
-    from alignscore.encoders.exports import LayersModule, probe_batch
+    """``torchscript``, ``torch-frozen`` and ``onednn-graph`` (see the module's docstring)."""
+    from alignscore.encoders.onnx import LayersModule, probe_batch
 
     probe = probe_batch(enc)
     with torch.no_grad():
@@ -148,6 +149,10 @@ def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Calla
                                  (probe["input_ids"], probe["attention_mask"]), check_trace=False)
     frozen = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
     graph = torch.jit.freeze(traced.eval())
+
+    def run_traced(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return traced(ids, mask)
 
     def run_frozen(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
@@ -161,13 +166,13 @@ def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Calla
         finally:
             torch.jit.enable_onednn_fusion(False)
 
-    return {"torch-frozen": run_frozen, "onednn-graph": run_onednn}
+    return {"torchscript": run_traced, "torch-frozen": run_frozen, "onednn-graph": run_onednn}
 
 
 def compiled_strategy(enc: HFEncoder, layers: list[int]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """``torch-compile`` (see the module's docstring)."""
     import torch._inductor.config as inductor
-    from alignscore.encoders.exports import LayersModule
+    from alignscore.encoders.onnx import LayersModule
 
     inductor.freezing = True
     inductor.cpp.weight_prepack = True

@@ -257,20 +257,6 @@ def wmt_pairs(lps: tuple[str, ...] = LANG_PAIRS) -> tuple[list[str], list[str]]:
     return cands, refs
 
 
-def make_trace(model: str, layers: list[int]) -> None:
-    """Make the saved trace that alignscore's default CPU backend runs for ``model`` at ``layers``
-    and the saved tokenizer (in its default export folder), once and untimed, as the ONNX export
-    is: the timed processes then load them, as every run after a user's first does
-    (alignscore/encoders/traced.py, saved_tokenizer.py)."""
-    import torch
-
-    import alignscore
-
-    enc = alignscore.HFEncoder(model, device_name="cpu")
-    ids = torch.tensor(enc.tokenize(["A warm-up sentence."]).ids)
-    enc.forward(ids, torch.ones_like(ids), layers)
-
-
 def save_json(path: str | Path, payload: Any) -> None:
     def default(o: Any) -> Any:
         return asdict(o) if hasattr(o, "__dataclass_fields__") else str(o)

@@ -22,11 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import alignscore
-from alignscore.cache import EmbeddingCache, parse_size
+from alignscore.cache import DB_NAME, EmbeddingCache, parse_size
 from alignscore.stream import score_stream
 from alignscore.textio import iter_lines
 from alignscore.textio import read_lines
@@ -240,7 +241,7 @@ def test_damaged_cache_scores_without_it(tiny_bert_dir, garbage):
     assume(not garbage.startswith(b"SQLite format 3\x00"))
     want = alignscore.bertscore(tiny_bert_dir, layer=2).score(CANDS, REFS)
     with folder() as where:
-        db = where / "states-v2.sqlite"
+        db = where / DB_NAME
         db.write_bytes(garbage)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -255,8 +256,8 @@ def test_damaged_cache_scores_without_it(tiny_bert_dir, garbage):
 
 
 def test_locked_cache_waits_its_stated_time_then_scores_without_it(tiny_bert_dir, tmp_path):
-    EmbeddingCache(tmp_path).put_tokens({b"k": b"v"})
-    holder = sqlite3.connect(tmp_path / "states-v2.sqlite", isolation_level=None)
+    EmbeddingCache(tmp_path).put({b"k": torch.zeros(1, 1)})
+    holder = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         start = time.monotonic()

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore.cache import EmbeddingCache, parse_size, state_key, state_keys
+from alignscore.cache import DB_NAME, EmbeddingCache, parse_size, state_key, state_keys
 from alignscore.encoders.fingerprint import directory_fingerprint
 
 
@@ -49,53 +49,11 @@ def test_hit_gives_identical_scores_without_encoding(wmt_data, tiny_bert_dir, tm
     warm = second.score(cands, refs)
     assert counter.texts == 0  # every text came from the cache
     assert second.encoder._model is None  # the model was not even loaded
-    assert second.encoder._tok is None  # nor its tokenizer: the encoder's facts are stored too
-    assert second.encoder._saved is None  # not even the saved one: batches are planned on the stored limit
     for name in ("precision", "recall", "f1"):
         # bit for bit: every text missed, so the cold run made the plain run's batches (same shapes,
         # same kernels); the warm run read back copies of those states
         assert torch.equal(cold[name], plain[name])
         assert torch.equal(warm[name], cold[name])
-
-
-def test_a_fully_cached_process_never_imports_transformers(wmt_data, tiny_bert_dir, tmp_path):
-    """A re-run whose tokens, states and encoder facts are all stored skips transformers' import
-    (about a second and a half of start-up) as well as the model's weights."""
-    cands, refs = _pairs(wmt_data, 20)
-    want = alignscore.bertscore(tiny_bert_dir, layer=3, cache=tmp_path / "c").score(cands, refs)["f1"]
-    script = (
-        "import json, sys, alignscore\n"
-        f"s = alignscore.bertscore({str(tiny_bert_dir)!r}, layer=3, cache={str(tmp_path / 'c')!r})\n"
-        f"f1 = s.score({cands!r}, {refs!r})['f1'].tolist()\n"
-        "print(json.dumps({'f1': f1, 'transformers': 'transformers' in sys.modules}))\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    got = json.loads(out.stdout)
-    assert got["transformers"] is False
-    assert got["f1"] == want.tolist()
-
-
-def test_tokenizations_are_stored_exactly_and_keyed_on_the_length_limit(tiny_bert_dir, tmp_path):
-    from alignscore.cache import tokenize_cached
-
-    long = "one two three four five six seven eight nine ten eleven twelve"
-    texts = ["a short one.", "  second  ", "", long, "a short one."]
-    cache = EmbeddingCache(tmp_path)
-    enc = alignscore.HFEncoder(tiny_bert_dir, max_length=10)
-    with pytest.warns(UserWarning, match="1 text"):
-        want = enc.tokenize(texts)
-    with pytest.warns(UserWarning, match="1 text"):
-        first = tokenize_cached(cache, enc, texts)
-    calls = []
-    enc.tokenize = lambda batch: calls.append(batch) or alignscore.HFEncoder(tiny_bert_dir).tokenize(batch)
-    with pytest.warns(UserWarning, match="1 text"):  # the warning holds for stored texts too
-        second = tokenize_cached(cache, enc, texts)
-    assert calls == []
-    for got in (first, second):
-        assert (got.ids, got.special, got.word_start, got.tokens, got.surface, got.truncated) == (
-            want.ids, want.special, want.word_start, want.tokens, want.surface, want.truncated)
-    other_limit = alignscore.HFEncoder(tiny_bert_dir, max_length=12)
-    assert tokenize_cached(cache, other_limit, [long]).ids == other_limit.tokenize([long]).ids
-    assert len(second.ids[3]) == 10 and len(other_limit.tokenize([long]).ids[0]) == 12
 
 
 def test_partial_hits_and_other_compositions_share_states(wmt_data, tiny_bert_dir, tmp_path):
@@ -295,7 +253,7 @@ def _cli_scores(tmp_path, tiny_bert_dir, *extra):
 def test_a_damaged_cache_file_warns_and_scores_without_it(tmp_path, tiny_bert_dir):
     code, want, err = _cli_scores(tmp_path, tiny_bert_dir)
     assert code == 0, err
-    damaged = tmp_path / "cache" / "states-v2.sqlite"
+    damaged = tmp_path / "cache" / DB_NAME
     damaged.parent.mkdir()
     damaged.write_bytes(b"this is not a database at all" * 100)
     code, got, err = _cli_scores(tmp_path, tiny_bert_dir, "--cache", tmp_path / "cache")
@@ -315,7 +273,7 @@ def test_a_cache_locked_by_another_process_waits_a_few_seconds(tmp_path, tiny_be
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
          "db.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()",
-         str(tmp_path / "cache" / "states-v2.sqlite")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+         str(tmp_path / "cache" / DB_NAME)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         start = time.monotonic()

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
 from alignscore.cli import main
+from cli_checks import CODE_ROOT
 
 
 def run(*args: str):
@@ -184,3 +188,26 @@ def test_usage_errors_are_one_line(args, needle):
     assert code == 2
     _assert_one_line_error(code, err, needle, "--help")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_path):
+    """The default path (torch backend, no cache) creates no export folder and writes nothing in
+    the user's cache folders; with ``--cache DIR`` only DIR is added (the hub's own cache aside)."""
+    home, exports = tmp_path / "home", tmp_path / "exports"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+           "ALIGNSCORE_EXPORT_DIR": str(exports), "PYTHONPATH": str(CODE_ROOT)}
+    env.pop("ALIGNSCORE_CACHE", None)
+    env.pop("ALIGNSCORE_DEBUG", None)
+    refs = files("refs.txt", ["the cat sat on the mat", "hello world"])
+    cands = files("cands.txt", ["a cat sat on a mat", "hello there"])
+    written = lambda: sorted(str(p.relative_to(home)) for p in home.rglob("*")  # noqa: E731
+                             if not p.relative_to(home).parts[:2] == (".cache", "huggingface"))
+    for extra, made in (([], []), (["--cache", str(tmp_path / "cache")], ["cache"])):
+        before = {p.name for p in tmp_path.iterdir()}
+        proc = subprocess.run([sys.executable, "-m", "alignscore", "score", "-r", refs, "-c", cands, "--model",
+                               tiny_bert_dir, "--layer", "2", "-q", "-o", str(tmp_path / "out.tsv"), *extra],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        assert not exports.exists() and written() in ([], [".cache"]), written()
+        assert sorted({p.name for p in tmp_path.iterdir()} - before - {"out.tsv"}) == made

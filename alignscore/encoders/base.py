@@ -79,13 +79,6 @@ class Encoder(ABC):
     def signature(self) -> str:
         """What pins this encoder's numbers (name, revision)."""
 
-    def facts_key(self) -> str | None:
-        """What, besides :meth:`fingerprint`, decides :attr:`num_layers`, :attr:`vocab_size`,
-        :attr:`pad_id` and :attr:`model_max_length` (the constructor's settings that do): a cache
-        may store those four under it and answer them without loading the tokenizer. ``None``
-        (the default): they are never stored."""
-        return None
-
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
         """A digest that changes whenever :meth:`forward`'s numbers could (the model's weights,
         config and tokenizer, the backend, the dtype): the embedding cache's key. ``memo`` may

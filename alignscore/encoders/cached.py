@@ -1,10 +1,9 @@
-"""An encoder whose tokenizations and hidden states go through a persistent cache.
+"""An encoder whose hidden states go through a persistent cache.
 
-:class:`CachedEncoder` wraps any encoder that has a fingerprint: :meth:`CachedEncoder.tokenize`
-reads stored tokenizations and :meth:`CachedEncoder.forward` stored hidden states (see
-:mod:`alignscore.cache`), and asks the wrapped encoder only for what is missing, so a run whose
-states are all stored never loads the model's weights, nor its tokenizer (the encoder's layer
-count, vocabulary size, pad id and token limit are stored too). Everything else is the wrapped encoder's.
+:class:`CachedEncoder` wraps any encoder that has a fingerprint: :meth:`CachedEncoder.forward`
+reads stored hidden states (see :mod:`alignscore.cache`) and asks the wrapped encoder only for
+the texts that are missing, so a run whose states are all stored never loads the model's
+weights. Everything else (tokenization included) is the wrapped encoder's.
 """
 
 from __future__ import annotations
@@ -13,19 +12,20 @@ from typing import MutableMapping, Sequence
 
 import torch
 
-from ..cache import EmbeddingCache, EncoderFacts, facts_cached, forward_cached, tokenize_cached
+from ..cache import EmbeddingCache, forward_cached
 from ..tokens import Tokenized
+from .artifacts import ArtifactStore
 from .base import Encoder
 
 
 class CachedEncoder(Encoder):
-    """``inner`` through ``cache``: the same numbers, bit for bit, with fewer forward passes."""
+    """``inner`` through ``cache``: the same numbers (stored states are copies of computed ones),
+    with fewer forward passes."""
 
     def __init__(self, inner: Encoder, cache: EmbeddingCache) -> None:
         self.inner = inner
         self.cache = cache
         self._fingerprint: str | None = None
-        self._stored_facts: EncoderFacts | None = None
 
     @property
     def name(self) -> str:
@@ -33,27 +33,19 @@ class CachedEncoder(Encoder):
 
     @property
     def num_layers(self) -> int:
-        return self._facts().num_layers
+        return self.inner.num_layers
 
     @property
     def vocab_size(self) -> int:
-        return self._facts().vocab_size
+        return self.inner.vocab_size
 
     @property
     def pad_id(self) -> int:
-        return self._facts().pad_id
+        return self.inner.pad_id
 
     @property
     def model_max_length(self) -> int:
-        return self._facts().model_max_length
-
-    def facts_key(self) -> str | None:
-        return self.inner.facts_key()
-
-    def _facts(self) -> EncoderFacts:
-        if self._stored_facts is None:
-            self._stored_facts = facts_cached(self.cache, self.inner, self.fingerprint())
-        return self._stored_facts
+        return self.inner.model_max_length
 
     @property
     def device(self) -> torch.device:
@@ -62,20 +54,27 @@ class CachedEncoder(Encoder):
     def default_layer(self) -> int | None:
         return self.inner.default_layer()
 
+    def default_layer_origin(self) -> str | None:
+        return self.inner.default_layer_origin()
+
     def forward_shape(self, length: int) -> tuple[int, int]:
-        # within the stored token limit a text is one row of its length: the tokenizer stays unloaded
-        return (1, length) if length <= self.model_max_length else self.inner.forward_shape(length)
+        return self.inner.forward_shape(length)
 
     def signature(self) -> str:
         return self.inner.signature()
 
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
+        """The wrapped encoder's, with file digests remembered in the cache's folder."""
         if self._fingerprint is None:
-            self._fingerprint = self.inner.fingerprint(self.cache.digests if memo is None else memo)
+            if memo is not None:
+                self._fingerprint = self.inner.fingerprint(memo)
+            else:
+                with ArtifactStore(self.cache.directory).digests() as stored:
+                    self._fingerprint = self.inner.fingerprint(stored)
         return self._fingerprint
 
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        return tokenize_cached(self.cache, self.inner, texts)
+        return self.inner.tokenize(texts)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, layers: Sequence[int]) -> torch.Tensor:
         return forward_cached(self.cache, self.inner, self.fingerprint(), input_ids, attention_mask.bool(), layers)

@@ -6,20 +6,15 @@ never reuses what the old one computed. Every top-level file of the model direct
 (config, tokenizer files, weights), hashed in full with SHA-256; a read-me or ``.gitattributes``
 does not. Hashing a large checkpoint takes a second or two, so a ``memo`` may remember a file's
 digest under its path, inode, size, modification and change times: any write to the file, or
-another file put at the same path, changes one of them and makes it hash again. The embedding
-cache keeps its memo in its database; :func:`stored_digests` keeps one in a JSON file.
+another file put at the same path, changes one of them and makes it hash again (the artifact
+store keeps such a memo, :mod:`alignscore.encoders.artifacts`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
 from pathlib import Path
-from typing import Iterator, MutableMapping
-
-from .exports import write_atomically
+from typing import MutableMapping
 
 # Files that never change what a model computes.
 _IGNORED_SUFFIXES = (".md", ".txt.lock", ".lock")
@@ -65,7 +60,7 @@ def _identity(path: Path) -> str:
     return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
-def _identity_path(ident: str) -> str:
+def identity_path(ident: str) -> str:
     """The path of an :func:`_identity`."""
     return ident.rsplit("|", 4)[0]
 
@@ -88,26 +83,4 @@ def hub_fingerprint(source: str, revision: str | None = None) -> str:
     return hashlib.sha256(f"hub:{source}@{revision or 'main'}".encode("utf-8")).hexdigest()
 
 
-@contextlib.contextmanager
-def stored_digests(path: Path) -> Iterator[dict[str, str]]:
-    """A digest memo read from the JSON file ``path`` (empty when missing or damaged) and written
-    back when the block added to it, without the entries of files that no longer exist. The file
-    is replaced whole; an unwritable folder only costs hashing again next time."""
-    try:
-        loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-        memo = {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}
-    except (OSError, ValueError, AttributeError):
-        memo = {}
-    before = dict(memo)
-    yield memo
-    if memo == before:
-        return
-    kept = {ident: digest for ident, digest in memo.items() if os.path.exists(_identity_path(ident))}
-    try:
-        text = json.dumps(kept, sort_keys=True)
-        write_atomically(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-    except OSError:
-        pass
-
-
-__all__ = ["directory_fingerprint", "file_digest", "hub_fingerprint", "model_directory", "stored_digests"]
+__all__ = ["directory_fingerprint", "file_digest", "hub_fingerprint", "identity_path", "model_directory"]

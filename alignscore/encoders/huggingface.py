@@ -14,13 +14,11 @@ import torch
 from ..errors import ConfigError, ModelLoadError
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
-from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory, stored_digests
+from .artifacts import ArtifactStore, default_export_dir
+from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
-from .exports import default_export_dir
 from .onnx import OnnxForward
-from .saved_tokenizer import SavedTokenizer, encode_whole, load_saved, save, tokenizer_path
-from .traced import TracedForward
 from .windows import window_starts, windowed_states
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
@@ -33,7 +31,9 @@ BACKENDS = ("torch", "onnx")
 LONG_TEXTS = ("truncate", "window")
 # precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
-DIGESTS = "digests.json"  # the export folder's memo of model file digests
+# window mode encodes each token about ``window / stride`` times: strides that would encode a token
+# more often than this are refused (a stride of 1 on a long text is hours of forward passes)
+MAX_WINDOW_OVERLAP = 8
 
 
 @dataclass(eq=False)
@@ -51,9 +51,9 @@ class HFEncoder(Encoder):
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
         revision: hub revision, recorded in the signature.
-        backend: ``"torch"`` (PyTorch) or ``"onnx"`` (ONNX Runtime, float32 only; the
-            graph is exported once per model and layer set into ``export_dir``, see
-            :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
+        backend: ``"torch"`` (PyTorch eager through transformers, the default) or ``"onnx"``
+            (ONNX Runtime, float32 only; the graph is exported once per model and layer set into
+            ``export_dir``, see :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
         dtype: the model's weights and activations: ``"float32"`` (default), or
             ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
             returned as float32; scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the
@@ -61,13 +61,9 @@ class HFEncoder(Encoder):
             quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
             channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
             scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
-        export_dir: where what is derived from the model's files is kept: the onnx backend's
-            graphs, the TorchScript traces that the torch backend runs on the CPU in float32 (the
-            same numbers as eager mode, without building the transformers model in every process;
-            see :mod:`alignscore.encoders.traced`), the tokenizer as transformers builds it (read
-            back without importing transformers, see :mod:`alignscore.encoders.saved_tokenizer`)
-            and a memo of the files' digests. Default: ``$ALIGNSCORE_EXPORT_DIR``, else
-            ``~/.cache/alignscore/exports``.
+        export_dir: the onnx backend's artifact store (its graphs and a memo of the model files'
+            digests, :mod:`alignscore.encoders.artifacts`); the torch backend writes nothing.
+            Default: ``$ALIGNSCORE_EXPORT_DIR``, else ``~/.cache/alignscore/exports``.
         long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
             and the closing special tokens, with a warning) or ``"window"`` (keep every token;
             encode the text in windows of the limit and take each token's state from the window
@@ -77,6 +73,8 @@ class HFEncoder(Encoder):
         stride: ``"window"`` mode: tokens between the starts of consecutive windows; default
             half a window's content (the limit less the special tokens), so that every token
             lies at least a quarter window from its window's edge, except near the text's ends.
+            At least 1/8 of a window (:data:`MAX_WINDOW_OVERLAP`): each token is encoded about
+            ``window / stride`` times.
     """
 
     model: str
@@ -91,7 +89,6 @@ class HFEncoder(Encoder):
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
-    _saved: SavedTokenizer | None = field(default=None, init=False, repr=False)
     _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
     _files: tuple[Path | None, str] | None = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
@@ -128,8 +125,8 @@ class HFEncoder(Encoder):
         return str(packaged) if packaged is not None else self.model
 
     def load_tokenizer(self) -> Any:
-        """transformers' tokenizer (``AutoTokenizer``, fast); scoring itself tokenizes with
-        :meth:`tokenizer`, which needs transformers only the first time."""
+        """transformers' fast tokenizer (``AutoTokenizer``); scoring tokenizes with its backend
+        (:func:`encode_whole`)."""
         if self._tok is None:
             from transformers import AutoConfig, AutoTokenizer
 
@@ -145,26 +142,6 @@ class HFEncoder(Encoder):
             self._config = config
             self._tok = tok
         return self._tok
-
-    def tokenizer(self) -> SavedTokenizer:
-        """The backend tokenizer (``tokenizers.Tokenizer``) and the facts read with it: saved in
-        the export folder for a model on disk (see :mod:`alignscore.encoders.saved_tokenizer`),
-        else built through transformers (and saved)."""
-        if self._saved is None:
-            directory, files = self._files_fingerprint()
-            path = tokenizer_path(self._export_dir(), files) if directory is not None else None
-            saved = load_saved(path) if path is not None else None
-            if saved is None:
-                tok = self.load_tokenizer()
-                limit = tok.model_max_length if tok.model_max_length < 100_000 else None
-                if limit is None:
-                    limit = getattr(self._config, "max_position_embeddings", None) or 512
-                saved = SavedTokenizer(tok.backend_tokenizer, _num_layers(self._config), len(tok),
-                                       tok.pad_token_id if tok.pad_token_id is not None else 0, limit)
-                if path is not None:
-                    save(path, saved)
-            self._saved = saved
-        return self._saved
 
     def load_model(self) -> Any:
         if self._model is None:
@@ -192,7 +169,7 @@ class HFEncoder(Encoder):
     # -- properties ------------------------------------------------------------------------------
     @property
     def num_layers(self) -> int:
-        n = self.tokenizer().num_layers
+        n = _num_layers(self.config)
         if n is None:
             raise ConfigError(f"cannot tell how many layers model {self.model!r} has")
         return n
@@ -205,11 +182,12 @@ class HFEncoder(Encoder):
 
     @property
     def vocab_size(self) -> int:
-        return self.tokenizer().vocab_size
+        return len(self.load_tokenizer())  # added tokens included
 
     @property
     def pad_id(self) -> int:
-        return self.tokenizer().pad_id
+        pad = self.load_tokenizer().pad_token_id
+        return pad if pad is not None else 0
 
     @property
     def model_device(self) -> torch.device:
@@ -230,8 +208,11 @@ class HFEncoder(Encoder):
 
     @property
     def model_max_length(self) -> int:
-        """The model's token limit, or the user's ``max_length`` where that is lower."""
-        limit = self.tokenizer().limit
+        """The model's token limit (its tokenizer's, else its position embeddings'), or the user's
+        ``max_length`` where that is lower."""
+        limit = self.load_tokenizer().model_max_length
+        if limit >= 100_000:  # transformers' "no limit known"
+            limit = getattr(self.config, "max_position_embeddings", None) or 512
         return min(limit, self.max_length) if self.max_length else limit
 
     def default_layer(self) -> int | None:
@@ -252,13 +233,10 @@ class HFEncoder(Encoder):
             extras += "+window" + (f"(stride={self.stride})" if self.stride else "")
         return self.model + (f"@{self.revision}" if self.revision else "") + extras
 
-    def facts_key(self) -> str:
-        """The model's files decide the four facts, except for the user's token limit."""
-        return f"max_length={self.max_length}"
-
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
-        backend and dtype: what the embedding cache keys on."""
+        backend and dtype: what the embedding cache and the onnx backend's graphs key on. File
+        digests are remembered in ``memo``, else (onnx backend) in its artifact store."""
         if self._fingerprint is None:
             _, files = self._files_fingerprint(memo)
             # window mode keeps every token and stitches long texts from windows: its own entries
@@ -268,8 +246,7 @@ class HFEncoder(Encoder):
 
     def _files_fingerprint(self, memo: MutableMapping[str, str] | None = None) -> tuple[Path | None, str]:
         """The model's directory (None: not on disk after all) and its files' fingerprint (see
-        :mod:`alignscore.encoders.fingerprint`), with the digests remembered in ``memo``, else in
-        the export folder."""
+        :mod:`alignscore.encoders.fingerprint`)."""
         if self._files is None:
             source = self._source()
             directory = model_directory(source, self.revision)
@@ -278,10 +255,10 @@ class HFEncoder(Encoder):
                 directory = model_directory(source, self.revision)
             if directory is None:
                 self._files = (None, hub_fingerprint(source, self.revision))
-            elif memo is not None:
+            elif memo is not None or self.backend != "onnx":
                 self._files = (directory, directory_fingerprint(directory, memo))
             else:
-                with stored_digests(self._export_dir() / DIGESTS) as stored:
+                with ArtifactStore(self._export_dir()).digests() as stored:
                     self._files = (directory, directory_fingerprint(directory, stored))
         return self._files
 
@@ -294,7 +271,7 @@ class HFEncoder(Encoder):
         # the tokenizers backend itself (what transformers' ``tok(...)`` calls), without its
         # per-text conversion to Python lists
         out = Tokenized([], [], [], [])
-        encodings = encode_whole(self.tokenizer().backend, stripped)
+        encodings = encode_whole(self.load_tokenizer().backend_tokenizer, stripped)
         with gc_paused():
             self._unpack(stripped, encodings, out)
         if out.truncated:
@@ -367,12 +344,17 @@ class HFEncoder(Encoder):
         if stride > width:
             raise ConfigError(f"stride {stride} is longer than a window ({width} tokens between the special "
                               "tokens): windows would skip tokens")
+        if stride * MAX_WINDOW_OVERLAP < width:
+            raise ConfigError(f"stride {stride} would encode each token of a long text about {width // stride} times "
+                              f"(windows of {width} tokens); give at least {-(-width // MAX_WINDOW_OVERLAP)} "
+                              f"(1/{MAX_WINDOW_OVERLAP} of a window; default: half a window, {max(1, width // 2)})")
         return stride
 
     def _special_ends(self) -> tuple[int, int]:
         """How many special tokens the tokenizer puts before and after a text's tokens."""
         if self._ends is None:
-            mask = self.tokenizer().backend.encode("a", add_special_tokens=True).special_tokens_mask
+            (probe,) = encode_whole(self.load_tokenizer().backend_tokenizer, ["a"])
+            mask = probe.special_tokens_mask
             prefix = next((i for i, m in enumerate(mask) if not m), len(mask))
             suffix = next((i for i, m in enumerate(reversed(mask)) if not m), len(mask))
             limit = self.model_max_length
@@ -383,17 +365,9 @@ class HFEncoder(Encoder):
         return self._ends
 
     def _strategy(self) -> ForwardStrategy:
-        """ONNX Runtime for the onnx backend; PyTorch otherwise: through a saved trace on the CPU
-        in float32 (the same numbers, without building the transformers model every run), eager
-        mode elsewhere."""
+        """PyTorch eager mode (the torch backend), or ONNX Runtime (the onnx backend)."""
         if self._forward is None:
-            export_dir = self._export_dir()
-            if self.backend == "onnx":
-                self._forward = OnnxForward(export_dir)
-            elif self.dtype == "float32" and self._device_of_model().split(":")[0] == "cpu":
-                self._forward = TracedForward(export_dir)
-            else:
-                self._forward = TorchForward()
+            self._forward = OnnxForward(self._export_dir()) if self.backend == "onnx" else TorchForward()
         return self._forward
 
     def _export_dir(self) -> Path:
@@ -411,3 +385,12 @@ def _num_layers(config: Any) -> int | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+def encode_whole(backend: Any, texts: Sequence[str]) -> list[Any]:
+    """The ``tokenizers`` backend's encodings of ``texts`` with special tokens added, neither
+    truncated nor padded, whatever the backend was set to before (transformers' ``tok(...,
+    padding=True)`` leaves padding on): every path to the tokenizer gives the same ids."""
+    backend.no_truncation()
+    backend.no_padding()
+    return backend.encode_batch(list(texts), add_special_tokens=True)

@@ -1,13 +1,14 @@
-"""The ONNX Runtime backend of :class:`~alignscore.encoders.huggingface.HFEncoder`.
+"""The ONNX Runtime backend of :class:`~alignscore.encoders.huggingface.HFEncoder` (``--backend onnx``).
 
 The model is exported once, cut to the highest layer asked for and with one output per layer
-asked for, with dynamic batch and sequence axes; the graph is written to ``export_dir`` under
-the model's fingerprint and the layers (so another model, even in the same directory, never
-reuses it) and read from there on later runs. ONNX Runtime then runs it with every graph
-optimisation on. Before a new export is used it is checked against the PyTorch forward pass
-(:func:`~alignscore.encoders.exports.export_error`): every hidden state of a real token must
-agree to ``tolerance`` (relative to the largest state); otherwise the export is refused with an
-error.
+asked for (:class:`LayersModule`), with dynamic batch and sequence axes; the graph is kept in the
+artifact store (:mod:`alignscore.encoders.artifacts`, ``export_dir``) under the model's
+fingerprint and the layers, and read from there on later runs when its checksum still matches (a
+damaged graph, or another one put in its place, is exported again). ONNX Runtime then runs it
+with every graph optimisation on. Before a new export is used it is checked against the PyTorch
+forward pass (:func:`export_error`): every hidden state of a real token must agree to
+``tolerance`` (relative to the largest state), on batches of other sizes than the one it was
+made from, padded and not; otherwise the export is refused with an error.
 
 Needs ``pip install alignscore[onnx]`` (onnxruntime and onnx).
 """
@@ -17,13 +18,57 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
-from .exports import LayersModule, default_export_dir, export_error, graph_path, probe_batch, write_atomically
-from .forward import ForwardStrategy, ModelSource
+from .artifacts import ArtifactStore, default_export_dir
+from .forward import ForwardStrategy, ModelSource, layer_states
+
+PROBE_TEXTS = (
+    "A short probe.",
+    "A somewhat longer probe sentence, with punctuation, numbers (1,234.5) and rare words: zygote!",
+    "Hello world",
+)
+
+States = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class LayersModule(torch.nn.Module):
+    """``(input_ids, attention_mask) -> [L, B, T, D]``: what an exported graph computes."""
+
+    def __init__(self, model: torch.nn.Module, layers: Sequence[int]) -> None:
+        super().__init__()
+        self.model = model
+        self.layers = list(layers)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return layer_states(self.model, input_ids, attention_mask, self.layers)
+
+
+def probe_batch(source: ModelSource) -> dict[str, torch.Tensor]:
+    """The probe texts, tokenized and right-padded (their lengths differ)."""
+    return source.load_tokenizer()(list(PROBE_TEXTS), padding=True, return_tensors="pt")
+
+
+def export_error(run: States, model: Any, layers: Sequence[int], probe: dict[str, torch.Tensor]) -> float:
+    """The largest difference between ``run`` and the eager forward pass over the hidden states
+    of real tokens, relative to the largest state (at least 1), on three batches: the padded
+    probe, its first two texts cut by one position (another batch and sequence size), and its
+    first text alone (no padding at all)."""
+    ids, mask = probe["input_ids"], probe["attention_mask"]
+    n0 = int(mask[0].sum())
+    worst = 0.0
+    for i, m in ((ids, mask), (ids[:2, :-1], mask[:2, :-1]), (ids[:1, :n0], mask[:1, :n0])):
+        device = next(model.parameters()).device
+        with torch.inference_mode():
+            want = layer_states(model, i.to(device), m.to(device), layers).float().cpu()
+            got = run(i, m).float().cpu()
+        valid = m.bool().unsqueeze(0).unsqueeze(-1)
+        err = float(((got - want).abs() * valid).max())
+        worst = max(worst, err / max(float((want.abs() * valid).max()), 1.0))
+    return worst
 
 
 def _require_onnxruntime() -> Any:
@@ -40,7 +85,7 @@ class OnnxForward(ForwardStrategy):
     model is loaded only to export (and check) a graph that is not on disk yet.
 
     Args:
-        export_dir: where exported graphs are kept (see :func:`default_export_dir`).
+        export_dir: the artifact store's folder (see :func:`default_export_dir`).
         threads: ONNX Runtime intra-op threads; default: ``torch.get_num_threads()``.
         tolerance: the largest relative difference to PyTorch a new export may show.
     """
@@ -51,7 +96,7 @@ class OnnxForward(ForwardStrategy):
     _sessions: dict[tuple[int, ...], Any] = field(default_factory=dict, init=False, repr=False)
 
     def path(self, fingerprint: str, layers: Sequence[int]) -> Path:
-        return graph_path(self.export_dir, fingerprint, layers, ".onnx")
+        return ArtifactStore(self.export_dir).path(fingerprint, layers, ".onnx")
 
     def states(self, source: ModelSource, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                layers: Sequence[int]) -> torch.Tensor:
@@ -61,8 +106,9 @@ class OnnxForward(ForwardStrategy):
         return torch.device("cpu")  # ONNX Runtime returns its outputs on the CPU
 
     def session(self, source: ModelSource, layers: Sequence[int]) -> Any:
-        """The session for ``layers``. A graph not on disk yet is exported from the source's
-        PyTorch model and checked against it; one on disk was checked when it was written."""
+        """The session for ``layers``. A graph the store does not hold (or holds changed) is
+        exported from the source's PyTorch model and checked against it; one it holds was checked
+        when it was written."""
         key = tuple(layers)
         if key in self._sessions:
             return self._sessions[key]
@@ -70,7 +116,7 @@ class OnnxForward(ForwardStrategy):
         load_model, device = source.load_model, source.model_device
         path = self.path(source.fingerprint(), layers)
         probe = probe_batch(source)
-        fresh = not path.is_file()
+        fresh = not ArtifactStore(self.export_dir).verified(path)
         if fresh:
             self._export(load_model(), layers, probe, path)
         opts = ort.SessionOptions()
@@ -122,7 +168,7 @@ class OnnxForward(ForwardStrategy):
         try:
             if hasattr(model, "set_attn_implementation"):
                 model.set_attn_implementation("eager")
-            write_atomically(path, write)
+            ArtifactStore(self.export_dir).write(path, write)
         except Exception as exc:
             raise ModelLoadError(f"cannot export the model to ONNX: {str(exc).splitlines()[0]}") from None
         finally:

@@ -1,0 +1,93 @@
+"""A damaged cache never changes a score: rows with flipped bytes, rows of the wrong size or dtype
+written behind the cache's back, and a file cut short while a run reads it are each a miss (one
+warning), and the run encodes those texts again."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from alignscore.cache import DB_NAME
+from cli_checks import CODE_ROOT, invoke
+
+CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there"]
+REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world"]
+
+
+@pytest.fixture
+def scored(files, tiny_bert_dir, tmp_path):
+    """``run(*extra) -> (stdout, warnings)`` of a TSV score run over a cache in ``tmp_path/cache``;
+    the first call (no cache) is the reference output."""
+    c, r = files("c.txt", CANDS), files("r.txt", REFS)
+
+    def run(*extra):
+        code, out, err = invoke("score", "-c", c, "-r", r, "--model", tiny_bert_dir, "--layer", "2", "-q", *extra)
+        assert code == 0, err
+        return out, [ln for ln in err.splitlines() if ln.startswith("alignscore: warning:")]
+
+    return run
+
+
+def _rows(db_path):
+    with sqlite3.connect(db_path) as db:
+        return db.execute("SELECT key, rows, cols, dtype, data FROM states").fetchall()
+
+
+def _damage(db_path, statement, values):
+    with sqlite3.connect(db_path) as db:
+        db.execute(statement, values)
+
+
+@pytest.mark.parametrize("how", ["flipped byte", "blob too short", "wrong dtype", "rows wrong", "junk"])
+def test_a_damaged_row_is_a_miss_with_one_warning(scored, tmp_path, how):
+    want, _ = scored()
+    cache = tmp_path / "cache"
+    assert scored("--cache", cache) == (want, [])
+    key, rows, cols, dtype, data = _rows(cache / DB_NAME)[0]
+    if how == "flipped byte":
+        _damage(cache / DB_NAME, "UPDATE states SET data = ? WHERE key = ?",
+                (data[:5] + bytes([data[5] ^ 0x10]) + data[6:], key))
+    elif how == "blob too short":
+        _damage(cache / DB_NAME, "UPDATE states SET data = ? WHERE key = ?", (data[:-4], key))
+    elif how == "wrong dtype":
+        _damage(cache / DB_NAME, "UPDATE states SET dtype = '<i4' WHERE key = ?", (key,))
+    elif how == "rows wrong":
+        _damage(cache / DB_NAME, "UPDATE states SET rows = ?, cols = ? WHERE key = ?", (rows * cols, 1, key))
+    else:
+        _damage(cache / DB_NAME, "UPDATE states SET data = 'junk', rows = 'x', crc = 'y' WHERE key = ?", (key,))
+    out, warned = scored("--cache", cache)
+    assert out == want
+    assert len(warned) == 1 and "failed their checksum or shape check" in warned[0] and DB_NAME in warned[0]
+    assert scored("--cache", cache) == (want, [])  # the text was encoded and stored again
+
+
+def test_a_file_cut_short_under_a_reading_run_is_an_error_not_a_crash(tiny_bert_dir, tmp_path):
+    """SQLite's own reads (no memory map): the process survives, warns once and scores as without
+    the cache (a memory-mapped read past the new end of file would end it with SIGBUS)."""
+    script = textwrap.dedent(f"""
+        import os, warnings, alignscore
+        from alignscore.cache import DB_NAME, EmbeddingCache
+        cands, refs = {CANDS!r} * 40, {REFS!r} * 40
+        cache = EmbeddingCache({str(tmp_path / 'cache')!r})
+        want = alignscore.bertscore({tiny_bert_dir!r}, layer=2).score(cands, refs).f1
+        alignscore.bertscore({tiny_bert_dir!r}, layer=2, cache=cache).score(cands, refs)
+        cache.close()
+        reader = EmbeddingCache(cache.directory)
+        reader.stats()  # the connection is open when the file is cut
+        os.truncate(reader.path, reader.path.stat().st_size // 3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = alignscore.bertscore({tiny_bert_dir!r}, layer=2, cache=reader).score(cands, refs).f1
+        about = [str(w.message) for w in caught if "cache" in str(w.message)]
+        assert len(about) == 1 and "cannot be used" in about[0], about
+        assert (got - want).abs().max() < 1e-6
+        print("ok")
+        """)
+    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
