@@ -4,9 +4,9 @@ Re-scoring the same texts (another aggregation, weighting or aligner, a grid of 
 second run) then skips the encoder. An entry is one layer's hidden states ``[T, D]`` of one
 text, keyed by ``sha256(model fingerprint | layer | token ids)``:
 
-- the model fingerprint digests every file of the model directory, the backend and the dtype
-  (:meth:`~alignscore.encoders.base.Encoder.fingerprint`), so another model, even one saved
-  into the same directory, another backend or dtype never reads these states;
+- the model fingerprint digests every file of the model directory, the dtype and the long-text
+  mode (:meth:`~alignscore.encoders.base.Encoder.fingerprint`), so another model, even one saved
+  into the same directory, or another dtype never reads these states;
 - the token ids are what the text becomes under that model's tokenizer (truncation included),
   so the same text always finds its entry and nothing else does;
 - a layer set reads one entry per layer, so compositions over overlapping layers share entries.
@@ -29,8 +29,8 @@ SQLite's back is an I/O error, not a crash.
 A cache that cannot be used (a damaged file, a folder that cannot be written, a lock held
 longer than ``timeout_s`` by another process) never stops a run: one warning names the file and
 says why, and the run goes on without the cache (it only costs time: states are computed). The
-cache's folder also holds the memo of model-file digests its keys need
-(:mod:`alignscore.encoders.artifacts`).
+cache's folder also holds the memo of model-file digests its keys need (``digests.json``, see
+:func:`~alignscore.encoders.fingerprint.digest_memo`).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ import torch
 from .errors import ConfigError
 
 DB_NAME = "states-v3.sqlite"
+DIGESTS = "digests.json"  # the memo of model-file digests, beside the database
 DTYPES = ("<f4", "<f2", "<f8")  # what :meth:`EmbeddingCache.put` stores (float32, float16, float64)
 ENV_VAR = "ALIGNSCORE_CACHE"
 DEFAULT_MAX_BYTES = 4 << 30

@@ -28,10 +28,11 @@ Every part is named by its registry name (``AGGREGATORS``, ``FILTERS``, ``WEIGHT
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .aggregators import AGGREGATORS
 from .aggregators.base import Aggregator, check_layer
@@ -44,6 +45,7 @@ from .errors import ConfigError, InputError, describe
 from .filters import FILTERS
 from .filters.base import TokenFilter, TokenRoles, check_special_policy
 from .registry import Registry
+from .signature import Signature
 from .textio import read_lines
 from .weighting import WEIGHTINGS
 from .weighting.base import Weighting
@@ -63,6 +65,11 @@ class PartSpec:
 
     name: str
     args: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, name: str, args: Mapping[str, Any]) -> "PartSpec":
+        """The part ``name`` with ``args`` (kept sorted, lists as tuples)."""
+        return cls(name, tuple(sorted((str(k), _freeze(v)) for k, v in args.items())))
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -95,6 +102,19 @@ def part_spec(value: Any, where: str, registry: Registry[Any]) -> PartSpec:
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return PartSpec(name, tuple(sorted((str(k), _freeze(v)) for k, v in args.items())))
+
+
+def to_part_spec(value: Any, where: str, registry: Registry[Any]) -> PartSpec:
+    """:func:`part_spec`, also of a part object of a class registered in ``registry`` (its
+    settings that differ from the defaults)."""
+    if isinstance(value, (str, Mapping, PartSpec)):
+        return part_spec(value, where, registry)
+    try:  # every setting, defaults too: a part given whole says what each of its settings is
+        written = _part_value(registry, value, every=True)
+    except ConfigError:
+        raise ConfigError(f"{where}: expected a name, a table with `name`, or a registered {registry.stage}, "
+                          f"not {describe(value)}") from None
+    return part_spec(written, where, registry)
 
 
 def _freeze(value: Any) -> Any:
@@ -173,27 +193,27 @@ class Composition:
                               f"of {self.aligner.signature()}")
         return values
 
-    def signature(self, encoder: Encoder) -> str:
+    def signature(self, encoder: Encoder) -> Signature:
         """Everything that changes a number, sacreBLEU-style (resolved), e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
         from ._version import __version__, installed_version
         import torch
 
-        parts = [
-            f"model:{encoder.signature()}",
-            f"layers:{self.aggregator.signature()}" + (f"(default of {self.default_of})" if self.default_of else ""),
-            f"tokens:{self.roles.signature()}",
-            f"w:{self.weighting.signature()}",
-            f"align:{self.aligner.signature()}",
-        ]
+        fields = {
+            "model": encoder.signature(),
+            "layers": self.aggregator.signature() + (f"(default of {self.default_of})" if self.default_of else ""),
+            "tokens": self.roles.signature(),
+            "w": self.weighting.signature(),
+            "align": self.aligner.signature(),
+        }
         if self.metric != self.aligner.primary:
-            parts.append(f"metric:{self.metric}")
-        parts += [
-            f"refs:{self.multi_ref}",
-            f"rescale:{self.baseline.name if self.baseline else 'no'}",
-            f"v:alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
-        ]
-        return "|".join(parts)
+            fields["metric"] = self.metric
+        fields.update({
+            "refs": self.multi_ref,
+            "rescale": self.baseline.name if self.baseline else "no",
+            "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
+        })
+        return Signature.of(fields)
 
 
 # -- specs: names -> parts ------------------------------------------------------------------------
@@ -231,30 +251,195 @@ def check_spec(spec: Mapping[str, Any], where: str = "composition") -> dict[str,
 
 
 def build(spec: Mapping[str, Any], base_dir: str | Path = ".", where: str = "composition") -> Composition:
-    """The :class:`Composition` a spec describes (the ``model`` key is not a part: read it from
-    the spec). Files (stop words, idf corpus, baseline) are read relative to ``base_dir``.
+    """The :class:`Composition` a spec table describes (the ``model`` key is not a part: read it
+    from the table). Files (stop words, idf corpus, baseline) are read relative to ``base_dir``.
 
     Raises ConfigError for parts that do not fit, InputError for files that cannot be read.
     """
-    spec = check_spec(spec, where)
-    base = Path(base_dir)
-    aggregator = spec.get("aggregator", PartSpec("single"))
-    if spec.get("layer") is not None:
-        if aggregator.name != "single":
-            raise ConfigError(f"{where}: `layer` selects the single-layer aggregator, but the aggregator is "
-                              f"{aggregator.name!r} (give it `layers_spec`)")
-        aggregator = PartSpec("single", tuple(sorted({**dict(aggregator.args), "layer": spec["layer"]}.items())))
-    filters = tuple(build_filter(f, base, where) for f in spec.get("filters", ()))
-    aligner = _construct(ALIGNERS, spec.get("aligner", PartSpec("greedy")), where)
-    return Composition(
-        aggregator=_construct(AGGREGATORS, aggregator, where),
-        roles=TokenRoles(spec.get("special_tokens", "match-only"), filters),
-        weighting=_build_weighting(spec, base, where),
-        aligner=aligner,
-        metric=spec.get("metric"),
-        multi_ref=spec.get("multi_ref", "max"),
-        baseline=Baseline.read(base / spec["baseline"]) if spec.get("baseline") else None,
-    )
+    return CompositionSpec.from_table(spec, base_dir, where).build(where)
+
+
+@dataclass(frozen=True)
+class CompositionSpec:
+    """A composition by name: what every way in compiles to before any part is built (a
+    composition file, a grid cell, a tune candidate, a preset, command-line options, keyword
+    arguments). Parts are :class:`PartSpec` (a registry name and its settings); files are
+    absolute paths. :meth:`build` makes the :class:`Composition`; :meth:`to_table` is the
+    file's vocabulary (the module's docstring), which :meth:`from_table` reads back to the same spec.
+    """
+
+    aggregator: PartSpec = PartSpec("single")
+    special_tokens: str = "match-only"
+    filters: tuple[PartSpec, ...] = ()
+    weighting: PartSpec = PartSpec("none")
+    aligner: PartSpec = PartSpec("greedy")
+    metric: str | None = None
+    multi_ref: str = "max"
+    baseline: str | Baseline | None = None
+
+    def __post_init__(self) -> None:
+        for name, registry in (("aggregator", AGGREGATORS), ("weighting", WEIGHTINGS), ("aligner", ALIGNERS)):
+            object.__setattr__(self, name, part_spec(getattr(self, name), name, registry))
+        object.__setattr__(self, "filters", tuple(part_spec(f, "filters", FILTERS) for f in self.filters))
+        check_special_policy(self.special_tokens)
+        if self.multi_ref not in MULTI_REF:
+            raise ConfigError(f"multi_ref: one of {', '.join(MULTI_REF)}, not {self.multi_ref!r}")
+        if self.metric is not None and not isinstance(self.metric, str):
+            raise ConfigError(f"metric: expected an output name, not {self.metric!r}")
+        if self.baseline is not None and not isinstance(self.baseline, (str, Baseline)):
+            raise ConfigError(f"baseline: expected a file (or a Baseline), not {describe(self.baseline)}")
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], base_dir: str | Path = ".", where: str = "composition",
+                   base: "CompositionSpec | None" = None, add_filters: bool = False) -> "CompositionSpec":
+        """``table`` (a composition file's keys; ``model`` is ignored) layered on ``base``
+        (default: BERTScore's composition): each key it names replaces the base's, a part
+        through :func:`merge_part`; ``filters`` replace the base's, or are added to them with
+        ``add_filters``. Relative file names are read from ``base_dir``."""
+        t = check_spec(table, where)
+        base = base or cls()
+        root = Path(base_dir)
+        agg = t.get("aggregator")
+        agg_settings = dict(agg.args) if agg is not None else {}
+        if t.get("layer") is not None:
+            agg_settings["layer"] = t["layer"]
+        aggregator = merge_part(AGGREGATORS, base.aggregator, agg.name if agg else None, agg_settings, where)
+        w = t.get("weighting")
+        w_settings = dict(w.args) if w is not None else {}
+        if "idf_corpus" in t:
+            w_settings["corpus"] = t["idf_corpus"]
+        if "corpus" in w_settings:
+            w_settings["corpus"] = _file_or_texts(w_settings["corpus"], root)
+        if "sep" in t and (t["sep"] or "sep" in part_settings(WEIGHTINGS, w.name if w else base.weighting.name)):
+            w_settings["sep"] = t["sep"]  # sep = false beside a weighting without SEP says nothing
+        weighting = merge_part(WEIGHTINGS, base.weighting, w.name if w else None, w_settings, where)
+        aligner = t.get("aligner")
+        aligner = merge_part(ALIGNERS, base.aligner, aligner.name if aligner else None,
+                             dict(aligner.args) if aligner else {}, where)
+        filters = tuple(_resolved_filter(f, root) for f in t.get("filters", ()))
+        if add_filters or "filters" not in t:
+            filters = base.filters + tuple(f for f in filters if f not in base.filters)
+        baseline = t.get("baseline", base.baseline)
+        return cls(aggregator, t.get("special_tokens", base.special_tokens), filters, weighting, aligner,
+                   t.get("metric", base.metric), t.get("multi_ref", base.multi_ref),
+                   str((root / baseline).resolve()) if baseline is not None and "baseline" in t else baseline)
+
+    def to_table(self) -> dict[str, Any]:
+        """The composition file's keys (``layer = N`` for a single layer; settings that equal a
+        part's default are left out; files as absolute paths)."""
+        out: dict[str, Any] = {}
+        if self.aggregator.name == "single" and set(dict(self.aggregator.args)) <= {"layer"}:
+            if dict(self.aggregator.args).get("layer") is not None:
+                out["layer"] = dict(self.aggregator.args)["layer"]
+        else:
+            out["aggregator"] = self.aggregator.to_value()
+        out["special_tokens"] = self.special_tokens
+        if self.filters:
+            out["filters"] = [f.to_value() for f in self.filters]
+        out["weighting"] = self.weighting.to_value()
+        out["aligner"] = self.aligner.to_value()
+        if self.metric is not None:
+            out["metric"] = self.metric
+        out["multi_ref"] = self.multi_ref
+        if isinstance(self.baseline, Baseline):
+            raise ConfigError("a composition with a baseline is written with the baseline's file: give `baseline = FILE`")
+        if self.baseline is not None:
+            out["baseline"] = self.baseline
+        return out
+
+    def build(self, where: str = "composition") -> Composition:
+        """The parts, constructed (files read). Raises ConfigError for parts that do not fit,
+        InputError for files that cannot be read."""
+        weighting = dict(self.weighting.args)
+        corpus = weighting.get("corpus")
+        if isinstance(corpus, str):
+            path = Path(corpus)
+            weighting.update(corpus=read_lines(path), corpus_name=weighting.get("corpus_name") or path.name)
+        return Composition(
+            aggregator=_construct(AGGREGATORS, self.aggregator, where),
+            roles=TokenRoles(self.special_tokens, tuple(build_filter(f, ".", where) for f in self.filters)),
+            weighting=_construct(WEIGHTINGS, PartSpec.of(self.weighting.name, weighting), where),
+            aligner=_construct(ALIGNERS, self.aligner, where),
+            metric=self.metric,
+            multi_ref=self.multi_ref,
+            baseline=Baseline.read(self.baseline) if isinstance(self.baseline, str) else self.baseline,
+        )
+
+    def files(self) -> list[str]:
+        """The files this composition reads (stop words, idf corpus, baseline): inputs that no
+        output may overwrite, and whose contents a resumed output must still match."""
+        out = [str(dict(f.args)["file"]) for f in self.filters if isinstance(dict(f.args).get("file"), str)]
+        corpus = dict(self.weighting.args).get("corpus")
+        return out + ([corpus] if isinstance(corpus, str) else []) + (
+            [self.baseline] if isinstance(self.baseline, str) else [])
+
+
+def part_settings(registry: Registry[Any], name: str) -> tuple[str, ...]:
+    """The settings a registered part takes: its constructor's arguments (private ones aside)."""
+    params = inspect.signature(registry.get(name)).parameters
+    return tuple(k for k, p in params.items() if not k.startswith("_") and p.kind is not p.VAR_KEYWORD)
+
+
+def merge_part(registry: Registry[Any], current: PartSpec, name: str | None, settings: Mapping[str, Any],
+               where: str, label: Callable[[str], str] = str, stage: str | None = None) -> PartSpec:
+    """``current`` with another part ``name`` and/or ``settings`` layered on it, as every way in
+    overrides a composition (a preset, a file, options):
+
+    - naming another part replaces ``current``; of its settings, those the new part takes too are
+      kept (wmd -> sinkhorn keeps the cost and the n-gram size); the others served the part they
+      came with and go with it (idf-S with SEP -> none: uniform masses);
+    - settings given without a part name apply to ``current``; a setting it does not take selects
+      the one registered part that takes all of them, else it is an error naming the parts that do;
+    - a setting the part named alongside does not take is an error naming both (``label`` says
+      how a setting was given, ``stage`` how the part is: ``--aligner``, ``aligner=``).
+    """
+    stage = stage or registry.stage
+    settings = {k: v for k, v in settings.items()  # a switch given off to a part without it says nothing
+                if v is not False or k in part_settings(registry, name or current.name)}
+    if name is not None:
+        part_spec(name, where, registry)
+        takes = part_settings(registry, name)
+        wrong = [k for k in settings if k not in takes]
+        if wrong:
+            raise _not_taken(registry, wrong[0], name, where, label, stage)
+        kept = dict(current.args) if name == current.name else {k: v for k, v in current.args if k in takes}
+        return PartSpec.of(name, {**kept, **settings})
+    if not settings:
+        return current
+    if all(k in part_settings(registry, current.name) for k in settings):
+        return PartSpec.of(current.name, {**dict(current.args), **settings})
+    takers = [n for n in registry.names() if all(k in part_settings(registry, n) for k in settings)]
+    if len(takers) == 1:
+        return merge_part(registry, current, takers[0], settings, where, label, stage)
+    missing = next(k for k in settings if k not in part_settings(registry, current.name))
+    raise _not_taken(registry, missing, current.name, where, label, stage)
+
+
+def _not_taken(registry: Registry[Any], setting: str, part: str, where: str, label: Callable[[str], str],
+               stage: str) -> ConfigError:
+    takers = [n for n in registry.names() if setting in part_settings(registry, n)]
+    return ConfigError(f"{_at(where)}{label(setting)} applies to {stage} {' or '.join(takers) or '(none)'}, "
+                       f"not {part}" + ("; name one" if len(takers) > 1 else ""))
+
+
+def _at(where: str) -> str:
+    return f"{where}: " if where else ""
+
+
+def _file_or_texts(value: Any, root: Path) -> Any:
+    """An idf corpus as a spec holds it: a file name resolved against ``root``, or the sentences."""
+    if isinstance(value, str):
+        return str((root / value).resolve())
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _resolved_filter(part: PartSpec, root: Path) -> PartSpec:
+    """A filter whose ``file`` is resolved against ``root``."""
+    args = dict(part.args)
+    if isinstance(args.get("file"), str):
+        args["file"] = str((root / args["file"]).resolve())
+        return PartSpec.of(part.name, args)
+    return part
 
 
 def _construct(registry: Registry[Any], part: PartSpec, where: str, **extra: Any) -> Any:
@@ -271,28 +456,10 @@ def build_filter(part: PartSpec, base_dir: str | Path = ".", where: str = "compo
     if "file" in kwargs:
         path = Path(base_dir) / str(kwargs.pop("file"))
         kwargs.update(words=read_lines(path), label=kwargs.get("label") or path.name)
-    return _construct(FILTERS, PartSpec(part.name, tuple(sorted((k, _freeze(v)) for k, v in kwargs.items()))),
-                      f"{where}.filters")
-
-
-def _build_weighting(spec: Mapping[str, Any], base: Path, where: str) -> Weighting:
-    part = spec.get("weighting", PartSpec("none"))
-    kwargs = part.kwargs
-    if "sep" in spec:
-        kwargs["sep"] = spec["sep"]
-    corpus = spec.get("idf_corpus", kwargs.pop("corpus", None))
-    if corpus is not None:
-        if part.name != "idf-L":
-            raise ConfigError(f"{where}: an idf corpus is only used with the idf-L weighting")
-        if isinstance(corpus, str):
-            path = base / corpus
-            kwargs.update(corpus=read_lines(path), corpus_name=kwargs.get("corpus_name") or path.name)
-        else:  # the sentences themselves (or a Corpus shared between compositions)
-            kwargs["corpus"] = corpus
-    elif part.name == "idf-L":
-        raise ConfigError(f"{where}: the idf-L weighting needs a corpus (idf_corpus = FILE, --idf-corpus FILE)")
-    return _construct(WEIGHTINGS, PartSpec(part.name, tuple(sorted((k, _freeze(v)) for k, v in kwargs.items()))),
-                      f"{where}.weighting")
+    elif part.name == "stopwords" and "words" not in kwargs:
+        raise ConfigError(f"{where}.filters: the stopwords filter needs a word list (file = \"stop.txt\", "
+                          "--stopwords FILE)")
+    return _construct(FILTERS, PartSpec.of(part.name, kwargs), f"{where}.filters")
 
 
 # -- compositions -> specs and files ------------------------------------------------------------------
@@ -310,16 +477,7 @@ def to_spec(composition: Composition, model: str | None = None) -> dict[str, Any
     out["special_tokens"] = composition.roles.special
     if composition.roles.filters:
         out["filters"] = [_part_value(FILTERS, f) for f in composition.roles.filters]
-    w = composition.weighting
-    if isinstance(w, Idf):
-        out["weighting"] = "idf-S" if w.corpus is None else "idf-L"
-        if w.sep:
-            out["sep"] = True
-        if w.corpus is not None:
-            out["weighting"] = {"name": "idf-L", "corpus": list(w.corpus.texts),
-                                **({"corpus_name": w.corpus_name} if w.corpus_name else {})}
-    else:
-        out["weighting"] = _part_value(WEIGHTINGS, w)
+    out["weighting"] = _part_value(WEIGHTINGS, composition.weighting)
     out["aligner"] = _part_value(ALIGNERS, composition.aligner)
     out["metric"] = composition.metric
     out["multi_ref"] = composition.multi_ref
@@ -328,8 +486,15 @@ def to_spec(composition: Composition, model: str | None = None) -> dict[str, Any
     return out
 
 
-def _part_value(registry: Registry[Any], part: Any) -> str | dict[str, Any]:
-    """A part as a spec value: its registry name and the settings that differ from the defaults."""
+def _part_value(registry: Registry[Any], part: Any, every: bool = False) -> str | dict[str, Any]:
+    """A part as a spec value: its registry name and the settings that differ from the defaults
+    (``every``: all of them; idf weightings, registered as two factories of one class, by which
+    one made them; an idf-L corpus inline)."""
+    if isinstance(part, Idf):
+        args: dict[str, Any] = {"sep": part.sep} if part.sep or every else {}
+        if part.corpus is not None:
+            args.update(corpus=list(part.corpus.texts), **({"corpus_name": part.corpus_name} if part.corpus_name else {}))
+        return PartSpec.of("idf-S" if part.corpus is None else "idf-L", args).to_value()
     name = registry.name_of(part)
     if not is_dataclass(part):
         return name
@@ -340,7 +505,7 @@ def _part_value(registry: Registry[Any], part: Any) -> str | dict[str, Any]:
         value = getattr(part, f.name)
         default = f.default if f.default is not MISSING else (
             f.default_factory() if f.default_factory is not MISSING else MISSING)
-        if value != default:
+        if value != default or every:
             args[f.name] = sorted(value) if isinstance(value, frozenset) else _thaw(value)
     return PartSpec(name, tuple(sorted((k, _freeze(v)) for k, v in args.items()))).to_value()
 
@@ -380,11 +545,14 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+                         str(path)) from None
 
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-__all__ = ["MULTI_REF", "SPEC_KEYS", "Composition", "PartSpec", "build", "build_filter", "check_spec", "load_toml", "part_spec",
-           "read_spec", "to_spec", "write_spec"]
+__all__ = ["MULTI_REF", "SPEC_KEYS", "Composition", "CompositionSpec", "PartSpec", "build", "build_filter", "check_spec",
+           "load_toml", "merge_part", "part_settings", "part_spec", "read_spec", "to_part_spec", "to_spec", "write_spec"]

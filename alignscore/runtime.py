@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .errors import ConfigError, describe
+from .settings import setting
 from .tokens import TokenTable, pad_gather
 
 if TYPE_CHECKING:
@@ -25,6 +26,46 @@ if TYPE_CHECKING:
     from .encoders.base import Encoder
 
 T = TypeVar("T")
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")  # devices that compute (not "meta", which only holds shapes)
+
+
+def check_device(name: object) -> str:
+    """A device name that torch reads and that computes: ``cpu``, ``cuda``, ``cuda:1``, ``mps``, ..."""
+    try:
+        kind = torch.device(name).type if isinstance(name, str) and name.strip() else None
+    except (RuntimeError, ValueError):
+        kind = None
+    if kind not in DEVICE_TYPES:
+        raise ConfigError(f"device must be one of {', '.join(DEVICE_TYPES)} (cuda:1, ...), not {name!r}")
+    return name  # type: ignore[return-value]
+
+
+def token_budget(value: object) -> int | str:
+    """A token budget as given (an integer >= 1, its text, or ``"auto"``)."""
+    if value == "auto":
+        return "auto"
+    number = value
+    if isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+    if isinstance(number, bool) or not isinstance(number, Integral) or number < 1:
+        raise ConfigError(f"token budget: {value!r} is neither an integer >= 1 nor 'auto'")
+    return int(number)
+
+
+def positive_int(value: object, what: str) -> int:
+    """A count as given: an integer >= 1, or (the command line) its text."""
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise ConfigError(f"{what} must be an integer >= 1, not {value!r}") from None
+    _positive_int(value, what)
+    return value  # type: ignore[return-value]
 
 
 def _positive_int(value: object, what: str) -> None:
@@ -53,18 +94,24 @@ class Runtime:
             and the alignment, and every rank receives every result.
     """
 
-    batch_size: int = 64
-    token_budget: int | str | None = None
-    pair_batch_size: int = 64
-    progress: bool = False
-    device: str | None = None
-    shard: Shard | None = None
+    batch_size: int = setting(64, parse=lambda v: positive_int(v, "batch_size"), help=(
+        "Texts per encoder batch (changes scores by float rounding at most)."))
+    token_budget: int | str | None = setting(None, parse=token_budget, help=(
+        "Also at most this many padded tokens per encoder batch (bounds memory on long texts); 'auto': from "
+        "the free GPU memory (none on a CPU)."))
+    pair_batch_size: int = setting(64, parse=lambda v: positive_int(v, "pair_batch_size"), help=(
+        "Pairs per alignment batch (changes scores by float rounding at most)."))
+    progress: bool = setting(False, option=False)
+    device: str | None = setting(None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
+    shard: Shard | None = setting(None, option=False)
 
     def __post_init__(self) -> None:
         _positive_int(self.batch_size, "batch_size")
         _positive_int(self.pair_batch_size, "pair_batch_size")
-        if self.token_budget is not None and self.token_budget != "auto":
-            _positive_int(self.token_budget, "token_budget")  # or "auto"
+        if self.token_budget is not None:
+            token_budget(self.token_budget)
+        if self.device is not None:
+            check_device(self.device)
 
     def mine(self, count: int) -> range:
         """The items (batches) of ``count`` that this process handles (all without a shard)."""

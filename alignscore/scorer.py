@@ -11,23 +11,19 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from .aggregators.base import Aggregator
-from .aggregators.single import SingleLayer
 from .aligners.base import Aligner
-from .aligners.greedy import Greedy
-from .baseline import Baseline, rescale
+from .baseline import rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
 from .engine import Blocks, Pairs, PairScores, score_blocks, score_many
 from .errors import ConfigError, describe
-from .filters.base import TokenFilter, TokenRoles
 from .runtime import Runtime
 from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty
+from .signature import Signature
 from .weighting.base import Weighting
-from .weighting.schemes import Uniform
 
 if TYPE_CHECKING:
     from .cache import EmbeddingCache
-    from .distributed import Shard
     from .encoders.cached import CachedEncoder
     from .explain import Explanation
 
@@ -36,47 +32,25 @@ __all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
 
 @dataclass
 class Scorer:
-    """A metric composed of parts, and how to run it. BERTScore is the default composition.
-
-    The parts after the encoder form the :attr:`composition`; the runtime settings the
-    :attr:`runtime`. Parts may be swapped after construction (``scorer.aligner = WMD()``).
+    """A metric composed of parts, and how to run it: an encoder, a :class:`Composition` (the
+    parts after the encoder; BERTScore's by default), a :class:`Runtime` and an optional
+    persistent cache. :func:`alignscore.spec.build` makes one from a spec; the parts are read
+    through the composition (``scorer.aligner`` is ``scorer.composition.aligner``).
 
     Args:
         encoder: the contextual encoder (e.g. ``HFEncoder("roberta-large")``).
-        aggregator: layers -> token vectors (``SingleLayer()`` takes the model's default layer).
-        filters: token filters applied to ordinary tokens, in addition to the special policy.
-        special_tokens: ``"match-only"`` (bert_score), ``"drop"`` or ``"keep"`` (moverscore_v2).
-        weighting: token masses (``Uniform()``, ``idf_s()``, ``idf_l(corpus)``).
-        aligner: ``Greedy()`` or an optimal-transport aligner.
-        metric: which of the aligner's outputs is the score (picks the best reference;
-            default: the aligner's primary, F1 for greedy).
-        multi_ref: ``"max"`` (per metric, as bert_score) or ``"mean"`` over a candidate's refs.
-        baseline: rescale with this per-layer baseline (single-layer compositions only).
-        batch_size: texts per encoder batch; changes a score by float rounding at most.
-        token_budget: also at most this many padded tokens per encoder batch (bounds the
-            encoder's memory on long texts); ``None``: batches of ``batch_size`` texts; ``"auto"``: from
-            the free GPU memory (none on a CPU).
-        progress: show progress bars on stderr.
+        composition: aggregator, token roles, weighting, aligner, metric, reference reduction
+            and baseline (see :class:`~alignscore.composition.Composition`).
+        runtime: batching, token budget, device, shard, progress (see
+            :class:`~alignscore.runtime.Runtime`); changes a score by float rounding at most.
         cache: a persistent :class:`~alignscore.cache.EmbeddingCache` of hidden states (or its
             directory): texts already encoded by this model skip the encoder.
-        shard: this process's :class:`~alignscore.distributed.Shard` of a torch.distributed
-            group: the ranks split the encoding and the alignment and all get every score.
     """
 
     encoder: Encoder
-    aggregator: Aggregator = field(default_factory=SingleLayer)
-    filters: tuple[TokenFilter, ...] = ()
-    special_tokens: str = "match-only"
-    weighting: Weighting = field(default_factory=Uniform)
-    aligner: Aligner = field(default_factory=Greedy)
-    metric: str | None = None
-    multi_ref: str = "max"
-    baseline: Baseline | None = None
-    batch_size: int = 64
-    progress: bool = False
+    composition: Composition = field(default_factory=Composition)
+    runtime: Runtime = field(default_factory=Runtime)
     cache: EmbeddingCache | str | None = None
-    shard: Shard | None = None
-    token_budget: int | str | None = None
     _cached: CachedEncoder | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,28 +61,21 @@ class Scorer:
         if not isinstance(self.encoder, Encoder):
             raise ConfigError(f"encoder must be an instance of Encoder (e.g. HFEncoder(...)), not "
                               f"{describe(self.encoder)}")
-        self.filters = self.composition.roles.filters  # the composition and the runtime check their settings
-        self.runtime  # noqa: B018
-
-    @classmethod
-    def of(cls, encoder: Encoder, composition: Composition, runtime: Runtime = Runtime(),
-           cache: EmbeddingCache | str | None = None) -> "Scorer":
-        """A scorer from a built composition and runtime."""
-        c = composition
-        return cls(encoder, c.aggregator, c.roles.filters, c.roles.special, c.weighting, c.aligner, c.metric,
-                   c.multi_ref, c.baseline, runtime.batch_size, runtime.progress, cache, runtime.shard,
-                   runtime.token_budget)
+        for name, kind in (("composition", Composition), ("runtime", Runtime)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"{name} must be a {kind.__name__}, not {describe(getattr(self, name))}")
 
     @property
-    def composition(self) -> Composition:
-        """The metric's parts (unresolved: see :meth:`resolved`)."""
-        return Composition(self.aggregator, TokenRoles(self.special_tokens, self.filters), self.weighting,
-                           self.aligner, self.metric, self.multi_ref, self.baseline)
+    def aggregator(self) -> Aggregator:
+        return self.composition.aggregator
 
     @property
-    def runtime(self) -> Runtime:
-        return Runtime(batch_size=self.batch_size, token_budget=self.token_budget, progress=self.progress,
-                       shard=self.shard)
+    def weighting(self) -> Weighting:
+        return self.composition.weighting
+
+    @property
+    def aligner(self) -> Aligner:
+        return self.composition.aligner
 
     def resolved(self) -> Composition:
         """The composition for this encoder's model (its layers resolved; ConfigError if it
@@ -130,7 +97,7 @@ class Scorer:
         """The encoder layers this composition reads."""
         return list(self.resolved().aggregator.layers)
 
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         """Everything that changes a number, sacreBLEU-style, e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
         return self.resolved().signature(self.encoder)
@@ -192,8 +159,9 @@ class Scorer:
 def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
                    refs: Sequence[str] | Sequence[Sequence[str]]) -> list[Scores]:
     """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
-    (the same object) and cache share one engine call: each text is encoded once for all of them
-    (with the first one's runtime); caches are compared by directory."""
+    (the same object: :func:`alignscore.spec.build_all` gives scorers of equal encoder specs
+    one) and cache share one engine call: each text is encoded once for all of them (with the
+    first one's runtime); caches are compared by directory."""
     cands, groups = check_references(cands, refs)
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)

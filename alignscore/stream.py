@@ -16,14 +16,15 @@ signature, a comment line with the means, the column names, one row per candidat
 run is going the means line reads ``# mean pending`` and the rows are appended chunk by chunk
 (flushed); at the end the means are computed from the rows in the file and the header is put in
 place (the file is rewritten through a temporary file and renamed). JSONL: one object per
-candidate, and next to it a signature file ``OUT.signature``, one JSON object
-``{"format": "jsonl", "signature": ..., "columns": [...]}``, written before the first row (an
+candidate. Next to either, a signature file ``OUT.signature``, one JSON object
+``{"format": ..., "signature": ..., "columns": [...], "inputs": {...}}`` (``inputs``: the SHA-256
+of every input file and the fingerprint of the model's files), written before the first row (an
 earlier one is removed before ``OUT`` is truncated, so the pair never claims another run's
 signature) and kept afterwards; any other run that writes ``OUT`` removes it.
 
-With ``resume``, the output must be one that this very run would write: same format, signature
-and columns (the TSV's header, the JSONL's signature file), every complete row well formed;
-otherwise the run is refused with a message naming the file's signature and the run's, and the
+With ``resume``, the output must be one that this very run would write: same format, signature,
+columns and inputs (the signature file), every complete row well formed; otherwise the run is
+refused with a message naming what differs (the settings, or the inputs that changed), and the
 file is left untouched. The complete rows are kept (a partial last line, where the run was
 killed, is dropped) and scoring starts after them: chunks start at multiples of
 ``chunk_size``, so with the same chunk size (and no cache) the resumed file is byte for byte
@@ -48,10 +49,12 @@ import torch
 from tqdm.auto import tqdm
 
 from .encoders.base import Encoder
+from .encoders.fingerprint import file_digest
 from .engine import Pairs
 from .errors import ConfigError, InputError
 from .scorer import Scorer
-from .textio import check_inputs, check_output, iter_pairs, replacing, rows, tsv_header
+from .signature import differences_text
+from .textio import check_inputs, check_output, is_stream, iter_pairs, replacing, rows, tsv_header
 from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
 
@@ -102,8 +105,8 @@ def sidecar_path(output: str | Path) -> Path:
 
 
 def read_sidecar(output: str | Path) -> dict | None:
-    """The signature file of the JSONL output ``output``: ``{"format", "signature",
-    "columns"}``, or None when there is none (or the file there is not one)."""
+    """The signature file of the streamed output ``output``: ``{"format", "signature",
+    "columns", "inputs"}``, or None when there is none (or the file there is not one)."""
     try:
         data = json.loads(sidecar_path(output).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -112,18 +115,20 @@ def read_sidecar(output: str | Path) -> dict | None:
 
 
 def clear_sidecar(output: str | Path) -> None:
-    """Remove the signature file of an earlier streamed JSONL output at ``output`` (a file
-    there that is not a signature file is left alone): ``output`` is being replaced."""
+    """Remove the signature file of an earlier streamed output at ``output`` (a file there that
+    is not a signature file is left alone): ``output`` is being replaced."""
     if read_sidecar(output) is not None:
         sidecar_path(output).unlink()
 
 
-def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], header: bytes) -> tuple[int, int] | None:
+def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], header: bytes,
+                  inputs: dict[str, str]) -> tuple[int, int] | None:
     """``(rows, end)``: the complete rows already in the output ``path`` and the byte offset
     where they end (a partial last row after it is to be dropped); None when there is nothing to
     keep (no file, an empty one, or a TSV cut inside its header). The file must be an output of
-    this very run: same format, signature and columns, every row well formed; else an error,
-    and the file is left as it is (nothing is modified here)."""
+    this very run: same format, signature and columns, made from the same ``inputs`` (content
+    digests), every row well formed; else an error, and the file is left as it is (nothing is
+    modified here)."""
     if not path.exists() or path.stat().st_size == 0:
         return None
     with open(path, "rb") as fh:
@@ -133,18 +138,24 @@ def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], head
         fh.seek(0)
         first = fh.readline()
         sidecar = read_sidecar(path)
-        if first.startswith(b"# model:"):
-            found = ("tsv", first[2:].decode("utf-8", "replace").rstrip("\r\n"))
-        elif sidecar is not None:
-            found = (str(sidecar["format"]), str(sidecar["signature"]))
-        else:
-            raise InputError(f"is not an output of alignscore score (no signature line, no "
-                             f"{sidecar_path(path).name}): refusing to resume it; remove it or write elsewhere",
-                             str(path))
-        if found != (fmt, signature):
-            raise InputError(f"holds scores of another {'format' if found[0] != fmt else 'composition'}, "
-                             f"refusing to mix them: the file is {found[0]} {found[1]}; this run writes {fmt} "
-                             f"{signature}; resume with the options that wrote it, or write elsewhere", str(path))
+        if sidecar is None:
+            what = ("an output of a run that was not streamed: it is complete" if first.startswith(b"# model:")
+                    else "not an output of alignscore score")
+            raise InputError(f"is {what} (no {sidecar_path(path).name} beside it): nothing to resume; remove it "
+                             "or write elsewhere", str(path))
+        found = (str(sidecar["format"]), str(sidecar["signature"]))
+        if found[0] != fmt:
+            raise InputError(f"holds scores in another format ({found[0]}; this run writes {fmt}), refusing to mix "
+                             "them; resume with the options that wrote it, or write elsewhere", str(path))
+        if found[1] != signature:
+            raise InputError(f"holds scores of another composition, refusing to mix them: "
+                             f"{differences_text(found[1], signature)}; resume with the options that wrote it, or "
+                             "write elsewhere", str(path))
+        made_from = sidecar.get("inputs") if isinstance(sidecar.get("inputs"), dict) else {}
+        changed = [name for name in dict.fromkeys([*made_from, *inputs]) if made_from.get(name) != inputs.get(name)]
+        if changed:
+            raise InputError(f"was made from other inputs: {', '.join(changed)} changed since (content digests "
+                             "differ), refusing to mix two runs; score it again without --resume", str(path))
         if fmt == "tsv":
             mean, names = fh.readline(), fh.readline()
             found_columns = names.decode("utf-8", "replace").rstrip("\n").split("\t")
@@ -183,10 +194,10 @@ def _is_row(line: bytes, fmt: str, columns: list[str]) -> bool:
 
 
 def _open_output(output: Path, fmt: str, point: tuple[int, int] | None, header: list[str], signature: str,
-                 columns: list[str]) -> TextIO:
+                 columns: list[str], inputs: dict[str, str]) -> TextIO:
     """The output, ready for rows: cut after its complete rows and continued (``point``), or
-    started afresh (an earlier signature file removed first, then the TSV header or the JSONL's
-    new signature file written: the file never carries a signature that is not its own)."""
+    started afresh (an earlier signature file removed first, then the TSV header and the new
+    signature file written: the file never carries a signature that is not its own)."""
     if point is not None:
         os.truncate(output, point[1])
         return open(output, "a", encoding="utf-8")
@@ -195,11 +206,21 @@ def _open_output(output: Path, fmt: str, point: tuple[int, int] | None, header: 
     if fmt == "tsv":
         fh.writelines(header)
         fh.flush()
-    else:
-        with replacing(sidecar_path(output)) as tmp:
-            tmp.write_text(json.dumps({"format": fmt, "signature": signature, "columns": columns}) + "\n",
-                           encoding="utf-8")
+    with replacing(sidecar_path(output)) as tmp:
+        tmp.write_text(json.dumps({"format": fmt, "signature": signature, "columns": columns, "inputs": inputs}) +
+                       "\n", encoding="utf-8")
     return fh
+
+
+def made_from(scorer: Scorer, files: Sequence[str | Path]) -> dict[str, str]:
+    """What a streamed output is made from, by name: the SHA-256 of each input file and the
+    fingerprint of the model's files (a resume must find them unchanged)."""
+    out = {str(path): file_digest(Path(path)) for path in dict.fromkeys(map(str, files))}
+    try:
+        out["model files"] = scorer.encoder.fingerprint()
+    except ConfigError:  # an encoder without a fingerprint: its name is in the signature
+        pass
+    return out
 
 
 def _column_means(path: Path, names: Sequence[str]) -> dict[str, float]:
@@ -232,24 +253,31 @@ class StreamResult:
 
 def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
                  output: str | Path, fmt: str = "tsv", resume: bool = False,
-                 chunk_size: int = 2000) -> StreamResult:
+                 chunk_size: int = 2000, files: Sequence[str | Path] = ()) -> StreamResult:
     """Score every line of ``cands_path`` against the same line of each of ``refs_paths`` in
-    chunks, appending rows to ``output`` as each chunk is done (see the module docstring)."""
+    chunks, appending rows to ``output`` as each chunk is done (see the module docstring).
+    ``files``: the other files the run reads (idf corpus, stop words, composition file), which a
+    resume must find unchanged as well."""
     if fmt not in ("tsv", "jsonl"):
         raise ConfigError(f"unknown format {fmt!r}")
     if chunk_size < 1:
         raise ConfigError("the chunk size must be at least 1")
-    inputs = [cands_path, *refs_paths]
+    inputs = [cands_path, *refs_paths, *files]
     output = check_output(output, inputs)
+    if is_stream(output):
+        raise InputError("is a pipe or a device: --stream and --resume write a file they can reopen and "
+                         "complete; write to a file", str(output))
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
     multi = len(refs_paths) > 1
-    frozen = dataclasses.replace(scorer, weighting=freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
+    frozen = dataclasses.replace(scorer, composition=dataclasses.replace(
+        scorer.composition, weighting=freeze_weighting(scorer, cands_path, refs_paths, chunk_size)))
     names = list(frozen.aligner.metrics)
     columns = names + (["best_ref"] if multi else [])
     signature = frozen.signature()
     header = tsv_header(signature, columns, None)
-    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8")) if resume else None
+    sources = made_from(scorer, inputs)
+    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources) if resume else None
     done = point[0] if point else 0
     if done > total:
         raise InputError(f"has {done} rows but the input only {total} candidates", str(output))
@@ -257,12 +285,13 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     # stopped in and writes the same rows, to the bit, as an uninterrupted run
     first = done - done % chunk_size
     pairs = islice(iter_pairs(cands_path, refs_paths), first, None)
-    blocks = _scored_rows(dataclasses.replace(frozen, progress=False), pairs, chunk_size, fmt, multi)
+    quiet = dataclasses.replace(frozen, runtime=dataclasses.replace(frozen.runtime, progress=False))
+    blocks = _scored_rows(quiet, pairs, chunk_size, fmt, multi)
     skip, scored = done - first, 0
-    with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.progress,
+    with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.runtime.progress,
               file=sys.stderr, leave=False) as bar:
         block = next(blocks, None)  # scored before the output is touched: a run that cannot score leaves it be
-        with _open_output(output, fmt, point, header, signature, columns) as fh:
+        with _open_output(output, fmt, point, header, signature, columns, sources) as fh:
             while block is not None:
                 fh.writelines(block[skip:])
                 fh.flush()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
@@ -137,7 +139,9 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
 
     ``path`` must not be (the same file as: symbolic or hard links count) any of ``inputs``,
     nor a folder, nor a read-only file; its folder is created if needed and must accept a new
-    file (tried by creating and removing one).
+    file (tried by creating and removing one). A named pipe or a character device (``/dev/null``,
+    ``/dev/stdout``) is written straight into (see :func:`replacing`); any other file that is
+    not a regular one (a socket, a block device) is refused.
 
     Raises:
         InputError: the output cannot be written there, or would overwrite an input.
@@ -151,6 +155,11 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
         raise InputError("is a folder, not a file", str(path))
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError("is read-only: cannot write the output", str(path))
+    if is_stream(path):
+        return path
+    if path.exists() and not path.is_file():
+        raise InputError("is neither a regular file nor a pipe or character device: cannot write the output "
+                         "there", str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         os.unlink(_temporary(path))
@@ -159,6 +168,16 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
         why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or str(exc)
         raise InputError(f"cannot write the output here: {why}", str(path)) from None
     return path
+
+
+def is_stream(path: str | Path) -> bool:
+    """Whether ``path`` is a named pipe or a character device (a terminal, ``/dev/null``): an
+    output written straight into, never replaced, truncated or resumed."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _temporary(path: Path) -> Path:
@@ -176,15 +195,28 @@ def _temporary(path: Path) -> Path:
 
 @contextmanager
 def replacing(path: str | Path) -> Iterator[Path]:
-    """A temporary file next to ``path`` to write the output into: renamed onto ``path`` when
-    the block ends normally, removed when it raises, so a failed or interrupted run never
-    replaces (or truncates) a good earlier output. A symbolic link is written through, as
-    ``open(path, "w")`` would."""
+    """Where to write the output ``path``, so that a failed or interrupted run never replaces (or
+    truncates) a good earlier output: a temporary file next to it, renamed onto it when the
+    block ends normally and removed when it raises. A symbolic link is written through, as
+    ``open(path, "w")`` would. A file that is replaced keeps its permissions; one that has other
+    hard links is written through when the output is complete (its other names keep seeing it).
+    A named pipe or a character device is not replaced: the block writes straight into it."""
+    if is_stream(path):
+        yield Path(path)
+        return
     path = Path(path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(path)
     try:
         yield tmp
+        if path.is_file():
+            st = path.stat()
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if st.st_nlink > 1:
+                with open(tmp, "rb") as src, open(path, "r+b") as dst:
+                    shutil.copyfileobj(src, dst)
+                    dst.truncate()
+                return
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -148,7 +148,7 @@ class Ours:
 
     def __init__(self, model_dir: Path, layer: int, dtype: str, device: str, batch_size: int) -> None:
         from alignscore.encoders.huggingface import HFEncoder
-        from alignscore.presets import bertscore
+        from alignscore import bertscore
 
         self.encoder = HFEncoder(str(model_dir), device_name=device, dtype=dtype)
         self.scorer = bertscore(layer=layer, encoder=self.encoder, batch_size=batch_size)
@@ -255,7 +255,7 @@ def ot_section(model_dir: Path, cands: list[str], refs: list[str], args: argpars
 
     from alignscore.aligners.optimal import Sinkhorn
     from alignscore.encoders.huggingface import HFEncoder
-    from alignscore.presets import moverscore_v2
+    from alignscore import moverscore_v2
 
     ms = load_moverscore_v2(str(model_dir))
     ms.model.to(args.device)

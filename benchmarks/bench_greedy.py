@@ -9,7 +9,6 @@ includes loading the model (bert_score loads it inside ``score``):
 - ``plain_forward``    a plain PyTorch forward pass to the layer over the same unique texts: fast
                        tokenizer, length-sorted batches of 64, inference mode, float32, no scoring;
 - ``alignscore``       alignscore's default (torch backend);
-- ``alignscore_onnx``  alignscore with ``backend="onnx"`` (graph exported beforehand, untimed);
 - ``alignscore_bfloat16`` (``--bf16``) torch backend in bfloat16: score drift as an indication of
                        what float16/bfloat16 do on a GPU (on a CPU it is not a speed option);
 - ``alignscore_int8``  (``--int8``) the approximate int8 mode (``dtype="int8"``).
@@ -27,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -100,18 +98,16 @@ def ids_of(texts: list[str], model: str = MODEL) -> list[list[int]]:
     return AutoTokenizer.from_pretrained(model_dir(model))(texts)["input_ids"]
 
 
-def alignscore_case(lps: list[str], backend: str = "torch", dtype: str = "float32", batch_size: int = 64,
-                    cache: str | None = None, export_dir: str | None = None, model: str = MODEL) -> Work:
+def alignscore_case(lps: list[str], dtype: str = "float32", batch_size: int = 64, cache: str | None = None,
+                    model: str = MODEL) -> Work:
     import alignscore
 
     cands, refs = wmt_pairs(tuple(lps))
 
     def run() -> dict:
-        enc = alignscore.HFEncoder(model if model == MODEL else model_dir(model), backend=backend, dtype=dtype,
-                                   export_dir=export_dir)
-        scorer = alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(MODELS[model]),
-                                   batch_size=batch_size, cache=cache)
-        return dict(scorer.score(cands, refs).metrics)
+        scores = alignscore.score(cands, refs, model=model if model == MODEL else model_dir(model),
+                                  layer=MODELS[model], dtype=dtype, batch_size=batch_size, cache=cache)
+        return dict(scores.metrics)
 
     return Work(len(cands), run)
 
@@ -138,12 +134,10 @@ def main() -> None:
                         help="all-MiniLM-L6-v2 (layer 4) or all-mpnet-base-v2 (layer 9; benchmarks/fetch_mpnet.py)")
     parser.add_argument("--bf16", action="store_true", help="also measure bfloat16 drift")
     parser.add_argument("--int8", action="store_true", help="also time the approximate int8 mode (and its drift)")
-    parser.add_argument("--skip-onnx", action="store_true", help="leave out alignscore_onnx")
     parser.add_argument("--skip-fast", action="store_true", help="leave out bert_score_fast")
     parser.add_argument("--out", default=None, help="JSON file for the raw results")
     args = parser.parse_args()
     lps = args.lps.split(",")
-    export_dir = tempfile.mkdtemp(prefix="bench-onnx-")
     common = {"lps": lps, "model": args.model}
     greedy = "benchmarks.bench_greedy:alignscore_case"
     cases = [
@@ -151,10 +145,6 @@ def main() -> None:
         Case("plain_forward", "benchmarks.bench_greedy:plain_forward_case", common),
         Case("alignscore", greedy, common),
     ]
-    if not args.skip_onnx:
-        # export the ONNX graph once, untimed (later runs read it from export_dir)
-        alignscore_case(**common, backend="onnx", export_dir=export_dir).run()
-        cases.append(Case("alignscore_onnx", greedy, {**common, "backend": "onnx", "export_dir": export_dir}))
     if not args.skip_fast:
         cases.insert(1, Case("bert_score_fast", "benchmarks.bench_greedy:bert_score_case", {**common, "fast": True}))
     for flag, dtype in ((args.bf16, "bfloat16"), (args.int8, "int8")):
@@ -167,7 +157,7 @@ def main() -> None:
     rows = summarize(results, reference="bert_score", diff_against="bert_score")
     print(markdown(rows, reference="bert_score", diff_against="bert_score"))
     plain = {r.round: r.seconds for r in results if r.case == "plain_forward"}
-    for name in ("alignscore", "alignscore_onnx", "alignscore_int8"):
+    for name in ("alignscore", "alignscore_bfloat16", "alignscore_int8"):
         ratios = sorted(plain[r.round] / r.seconds for r in results if r.case == name and r.round in plain)
         if ratios:
             print(f"{name}: {ratios[len(ratios) // 2]:.2f}x the speed of the plain forward pass (median of rounds)")

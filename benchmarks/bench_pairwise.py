@@ -39,7 +39,7 @@ def _setup(n: int, m: int):  # type: ignore[no-untyped-def]
 
     cands = read_lines(WMT16 / "DAseg.newstest2016.mt-system.de-en")[:n]
     refs = read_lines(WMT16 / "DAseg.newstest2016.reference.de-en")[:m]
-    scorer = alignscore.Scorer(alignscore.HFEncoder(MODEL), alignscore.SingleLayer(LAYER))
+    scorer = alignscore.bertscore(MODEL, layer=LAYER)
     scorer.score(["warm up"], ["warm up"])  # loads the model
     return scorer, cands, refs
 

@@ -55,12 +55,11 @@ def build_corpus(kind: str, size: int, directory: Path) -> tuple[Path, Path]:
     return cands_path, refs_path
 
 
-def cli_case(cands: str, refs: str, out: str, layer: int, backend: str, stream: bool, chunk_size: int,
-             export_dir: str | None, pairs: int, token_budget: int | None = None, cache: str | None = None) -> Work:
+def cli_case(cands: str, refs: str, out: str, layer: int, stream: bool, chunk_size: int, pairs: int,
+             token_budget: int | None = None, cache: str | None = None) -> Work:
     from alignscore.cli import main
 
-    args = ["score", "-c", cands, "-r", refs, "--model", "all-MiniLM-L6-v2", "--layer", str(layer),
-            "--backend", backend, "-o", out, "-q"]
+    args = ["score", "-c", cands, "-r", refs, "--model", "all-MiniLM-L6-v2", "--layer", str(layer), "-o", out, "-q"]
     if token_budget:
         args += ["--token-budget", str(token_budget)]
     if cache:
@@ -68,8 +67,6 @@ def cli_case(cands: str, refs: str, out: str, layer: int, backend: str, stream: 
         args += ["--cache", cache]
     if stream:
         args += ["--stream", "--chunk-size", str(chunk_size)]
-    if export_dir:
-        os.environ["ALIGNSCORE_EXPORT_DIR"] = export_dir
 
     def run() -> dict:
         main(args, standalone_mode=False)
@@ -84,7 +81,6 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--modes", default="memory,stream")
     parser.add_argument("--layer", type=int, default=None, help="default: 4 (cross), 1 (unique)")
-    parser.add_argument("--backend", default="onnx")
     parser.add_argument("--chunk-size", type=int, default=2000)
     parser.add_argument("--token-budget", type=int, default=None)
     parser.add_argument("--stream-cache", action="store_true",
@@ -93,14 +89,8 @@ def main() -> None:
     args = parser.parse_args()
     layer = args.layer if args.layer is not None else (4 if args.corpus == "cross" else 1)
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    export_dir = str(work / "onnx")
-    if args.backend == "onnx":  # export once, untimed
-        import alignscore
-
-        enc = alignscore.HFEncoder("all-MiniLM-L6-v2", backend="onnx", export_dir=export_dir)
-        alignscore.Scorer(encoder=enc, aggregator=alignscore.SingleLayer(layer)).score(["warm up"], ["warm up"])
     info = machine()
-    print(f"# scale benchmark ({args.corpus}, layer {layer}, {args.backend}, chunk {args.chunk_size}, token budget "
+    print(f"# scale benchmark ({args.corpus}, layer {layer}, chunk {args.chunk_size}, token budget "
           f"{args.token_budget}, stream cache {args.stream_cache}), {info}", file=sys.stderr)
     results = []
     outputs: dict[int, dict[str, Path]] = {}
@@ -110,8 +100,7 @@ def main() -> None:
             out = work / f"{args.corpus}-{size}-{mode}.tsv"
             case = Case(f"{mode}_{size}", "benchmarks.bench_scale:cli_case",
                         {"cands": str(cands), "refs": str(refs), "out": str(out), "layer": layer,
-                         "backend": args.backend, "stream": mode == "stream", "chunk_size": args.chunk_size,
-                         "export_dir": export_dir if args.backend == "onnx" else None, "pairs": size,
+                         "stream": mode == "stream", "chunk_size": args.chunk_size, "pairs": size,
                          "token_budget": args.token_budget,
                          "cache": str(work / "cache") if mode == "stream" and args.stream_cache else None})
             results.append(run_case(case, 0, work / "runs"))

@@ -1,9 +1,7 @@
 """alignscore's ``moverscore-v2`` preset against the moverscore 1.0.3 package's moverscore_v2, on
 the same model, the same WMT16 pairs and this machine's CPU, in one run.
 
-alignscore runs once per ``--backends`` entry: ``torch`` (PyTorch eager, the default backend)
-and ``onnx`` (ONNX Runtime, ``HFEncoder(backend="onnx")``; the export happens in the untimed
-warm-up). Each side runs in its own child process (so that peak memory is its own), alternating
+Each side runs in its own child process (so that peak memory is its own), alternating
 ``--repeats`` times; a child loads its model, warms up on a few pairs (untimed), then times one
 full scoring of the pairs; the parent also times each child as a whole process (interpreter start,
 imports, model loading, the warm-up and the scoring). Reported per side: pairs per second (best run
@@ -92,12 +90,10 @@ def worker_moverscore(args: argparse.Namespace) -> dict:
 
 def worker_alignscore(args: argparse.Namespace) -> dict:
     from alignscore.aligners.optimal import WMD
-    from alignscore.encoders.huggingface import HFEncoder
-    from alignscore.presets import moverscore_v2
+    from alignscore import moverscore_v2
 
     refs, cands = load_pairs(args.lp, args.pairs)
     scorer = moverscore_v2(model=args.model, idf=args.idf, device="cpu")
-    scorer.encoder = HFEncoder(args.model, device_name="cpu", backend=args.backend)
     spent = [0.0]
     depth = [0]
 
@@ -130,9 +126,8 @@ def worker_alignscore(args: argparse.Namespace) -> dict:
 def run_child(side: str, args: argparse.Namespace) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = fh.name
-    worker, _, backend = side.partition(":")
-    cmd = [sys.executable, __file__, "--worker", worker, "--out", out, "--lp", args.lp, "--pairs", str(args.pairs),
-           "--model", args.model, "--backend", backend or "torch"] + (["--idf"] if args.idf else [])
+    cmd = [sys.executable, __file__, "--worker", side, "--out", out, "--lp", args.lp, "--pairs", str(args.pairs),
+           "--model", args.model] + (["--idf"] if args.idf else [])
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     process = time.perf_counter() - start
@@ -169,7 +164,7 @@ def summarise(runs: dict[str, list[dict]], args: argparse.Namespace) -> tuple[st
     load = os.getloadavg()
     weights = "idf (reference idf / candidate idf)" if args.idf else "uniform"
     names = {"moverscore": "moverscore_v2 (pyemd, square union)"}
-    names.update({k: f"alignscore moverscore-v2, {k.partition(':')[2]} backend" for k in ours})
+    names.update({k: "alignscore moverscore-v2" for k in ours})
     row = lambda label, fmt: f"| {label} | " + " | ".join(fmt(k) for k in sides) + " |"  # noqa: E731
     lines = [
         f"### {dt.date.today().isoformat()}: WMT16 {args.lp}, {n} pairs, {args.model}, {weights}",
@@ -228,11 +223,9 @@ def main() -> None:
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--idf", action="store_true", help="idf weights (default: uniform)")
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--backends", default="torch,onnx", help="alignscore encoder backends to time")
     ap.add_argument("--record", action="store_true", help=f"append to {RESULTS.name}")
     ap.add_argument("--worker", choices=["moverscore", "alignscore"], help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--backend", default="torch", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.worker:
@@ -241,7 +234,7 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(result))
         return
 
-    sides = ["moverscore"] + [f"alignscore:{b.strip()}" for b in args.backends.split(",") if b.strip()]
+    sides = ["moverscore", "alignscore"]
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for i in range(args.repeats):
         for side in sides:

@@ -15,7 +15,8 @@ size) plus ``4 T H`` for the attention products of a text of T tokens. Strategie
 
 - ``torch``: PyTorch eager (the torch backend, the default).
 - ``torchscript``: a TorchScript trace of the same module: what tracing alone buys over eager mode.
-- ``onnx``: ONNX Runtime on the exported graph with every graph optimisation (the onnx backend).
+- ``onnx``: ONNX Runtime on the graph exported here (``torch.onnx.export`` of the same module)
+  with every graph optimisation; needs onnxruntime and onnx.
 - ``onnx-fused``: the exported graph through ONNX Runtime's transformer optimiser (fused
   attention, skip-layer-norm, bias-GELU), then as ``onnx``.
 - ``openvino``: OpenVINO's CPU plugin on the exported graph, f32 inference precision.
@@ -37,6 +38,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -46,6 +48,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alignscore import HFEncoder  # noqa: E402
+from alignscore.encoders.forward import layer_states  # noqa: E402
 from alignscore.runtime import plan_batches  # noqa: E402
 from alignscore.tokens import TokenTable, pad_gather  # noqa: E402
 from alignscore.evaluation.wmt import load_daseg  # noqa: E402
@@ -93,13 +96,19 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
     int8_enc = HFEncoder(enc.model, device_name="cpu", dtype="int8")
     out["torch-int8"] = lambda ids, mask: int8_enc.forward(ids, mask, layers)
     out.update(torchscript_strategies(enc, layers))
-    onnx_enc = HFEncoder(enc.model, backend="onnx")
-    out["onnx"] = lambda ids, mask: onnx_enc.forward(ids, mask, layers)
-    onnx_enc.forward(*next(iter([(torch.tensor([[enc.pad_id]]), torch.tensor([[1]]))])), layers)  # export now
-    path = onnx_enc._strategy().path(onnx_enc.fingerprint(), layers)
     threads = torch.get_num_threads()
     try:
         import onnxruntime as ort
+
+        path = Path(tempfile.mkdtemp(prefix="forward-strategies-")) / "model.onnx"
+        export_onnx(enc, layers, path)
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = threads
+        so.enable_cpu_mem_arena = False
+        plain = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        out["onnx"] = lambda ids, mask: torch.from_numpy(
+            plain.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0])
         from onnxruntime.transformers.optimizer import optimize_model
 
         cfg = enc.load_model().config
@@ -108,10 +117,6 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
                              hidden_size=cfg.hidden_size, opt_level=1, use_gpu=False)
         print(f"[onnx-fused] fused operators: {json.dumps(opt.get_fused_operator_statistics())}", file=sys.stderr)
         opt.save_model_to_file(str(fused_path))
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.intra_op_num_threads = threads
-        so.enable_cpu_mem_arena = False
         sess = ort.InferenceSession(str(fused_path), so, providers=["CPUExecutionProvider"])
         out["onnx-fused"] = lambda ids, mask: torch.from_numpy(
             sess.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0])
@@ -139,10 +144,43 @@ def strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.T
     return out
 
 
+PROBE_TEXTS = ("A short probe.", "A somewhat longer probe sentence, with punctuation and rare words: zygote!",
+               "Hello world")
+
+
+class LayersModule(torch.nn.Module):
+    """``(input_ids, attention_mask) -> [L, B, T, D]``: what a traced or exported graph computes."""
+
+    def __init__(self, model: torch.nn.Module, layers: list[int]) -> None:
+        super().__init__()
+        self.model = model
+        self.layers = list(layers)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return layer_states(self.model, input_ids, attention_mask, self.layers)
+
+
+def probe_batch(enc: HFEncoder) -> dict[str, torch.Tensor]:
+    """The probe texts, tokenized and right-padded (their lengths differ)."""
+    return enc.load_tokenizer()(list(PROBE_TEXTS), padding=True, return_tensors="pt")
+
+
+def export_onnx(enc: HFEncoder, layers: list[int], path: Path) -> None:
+    """The module exported to ONNX with eager attention and dynamic batch and sequence axes."""
+    model = enc.load_model()
+    model.set_attn_implementation("eager")
+    probe = probe_batch(enc)
+    with torch.no_grad():
+        torch.onnx.export(LayersModule(model, layers).eval(), (probe["input_ids"], probe["attention_mask"]),
+                          str(path), dynamo=False, input_names=["input_ids", "attention_mask"],
+                          output_names=["states"], opset_version=17, do_constant_folding=True,
+                          dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
+                                        "attention_mask": {0: "batch", 1: "tokens"}, "states": {1: "batch", 2: "tokens"}})
+    model.set_attn_implementation("sdpa")
+
+
 def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
     """``torchscript``, ``torch-frozen`` and ``onednn-graph`` (see the module's docstring)."""
-    from alignscore.encoders.onnx import LayersModule, probe_batch
-
     probe = probe_batch(enc)
     with torch.no_grad():
         traced = torch.jit.trace(LayersModule(enc.load_model(), layers).eval(),
@@ -172,8 +210,6 @@ def torchscript_strategies(enc: HFEncoder, layers: list[int]) -> dict[str, Calla
 def compiled_strategy(enc: HFEncoder, layers: list[int]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """``torch-compile`` (see the module's docstring)."""
     import torch._inductor.config as inductor
-    from alignscore.encoders.onnx import LayersModule
-
     inductor.freezing = True
     inductor.cpp.weight_prepack = True
     fn = torch.compile(LayersModule(enc.load_model(), layers).eval(), dynamic=True)

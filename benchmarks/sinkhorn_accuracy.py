@@ -24,7 +24,7 @@ from typing import ClassVar
 import torch
 
 from alignscore.aligners import WMD, Aligner, PairBatch, Sinkhorn
-from alignscore.presets import moverscore_v1, moverscore_v2
+from alignscore import moverscore_v1, moverscore_v2
 from alignscore.textio import read_lines
 
 DATA = Path(os.environ.get("ALIGNSCORE_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -18,7 +18,7 @@ from alignscore.cli import main
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.wmt import load_daseg
-from tests.conftest import wmt16
+from conftest import wmt16
 
 N = 40  # segments per language pair: enough to correlate, small enough to be quick
 REPO = Path(__file__).resolve().parents[1]
@@ -290,11 +290,15 @@ def test_ablate_command_errors_are_one_line(tmp_path, data_dir):
     assert result.exit_code == 1 and "xx-en" in result.output
 
 
-def test_the_device_of_a_run_holds_the_vectors(counted_run):
+def test_every_cell_that_ran_has_one_finite_score_per_segment(counted_run):
     run, _ = counted_run
-    assert all(isinstance(c.scores, np.ndarray) and c.scores.dtype == np.float64
-               for c in run.cells if c.scores is not None)
-    assert torch.get_default_dtype() == torch.float32
+    segments = {lp.name: len(lp.candidates) for lp in run.lang_pairs}
+    ran = [c for c in run.cells if c.scores is not None]
+    assert ran and all(c.skipped is None for c in ran)
+    for c in ran:
+        assert c.scores.shape == (segments[c.lang_pair],) and np.isfinite(c.scores).all(), (c.row, c.column)
+    assert all(c.skipped for c in run.cells if c.scores is None)  # a cell without scores says why
+    assert torch.get_default_dtype() == torch.float32  # the run left the process's default alone
 
 
 def test_a_stop_word_file_is_read_relative_to_the_grid(tmp_path):

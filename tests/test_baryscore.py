@@ -14,6 +14,7 @@ import ot
 import pytest
 import torch
 
+import alignscore
 from alignscore import AGGREGATORS, ALIGNERS, PRESETS, Scorer
 from alignscore.aggregators import LayerStack, PowerMeans, SingleLayer
 from alignscore.aggregators.stack import stack_layers, unstack_layers
@@ -23,7 +24,8 @@ from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore._ops import unit
 from alignscore.weighting import idf_s
-from tests.test_transport import make_batch
+from test_transport import make_batch
+from conftest import compose
 
 L, D = 4, 6
 
@@ -282,7 +284,7 @@ def test_scorer_end_to_end_with_a_tiny_bert(tiny_bert_dir):
 
     def scorer(**kw) -> Scorer:
         # uniform masses, the same on both sides; [CLS]/[SEP] take part without mass, so "" is empty
-        return Scorer(encoder=enc, aggregator=LayerStack((-3, -2, -1)), special_tokens="match-only",
+        return compose(encoder=enc, aggregator=LayerStack((-3, -2, -1)), special_tokens="match-only",
                       aligner=BaryScore(layers=3, reg=0.0), **kw)
 
     with pytest.warns(UserWarning, match="empty"):
@@ -294,14 +296,14 @@ def test_scorer_end_to_end_with_a_tiny_bert(tiny_bert_dir):
     with pytest.warns(UserWarning, match="empty"):
         small = scorer(batch_size=1).score(cands, refs)
     assert torch.allclose(small.score, scores.score, atol=1e-6, rtol=0)
-    wrong = Scorer(encoder=enc, aggregator=SingleLayer(3), aligner=BaryScore(layers=3))
+    wrong = compose(encoder=enc, aggregator=SingleLayer(3), aligner=BaryScore(layers=3))
     with pytest.raises(ConfigError, match="stack"):
         wrong.score(cands[:1], refs[:1])
 
 
 def test_preset_composes_the_published_defaults():
-    scorer = PRESETS.build("baryscore", model="all-MiniLM-L6-v2")
-    assert scorer.aggregator == LayerStack((-5, -4, -3, -2, -1)) and scorer.special_tokens == "keep"
+    scorer = alignscore.baryscore(model="all-MiniLM-L6-v2")
+    assert scorer.aggregator == LayerStack((-5, -4, -3, -2, -1)) and scorer.composition.roles.special == "keep"
     assert scorer.weighting.signature() == idf_s(sep=True).signature()
     assert scorer.aligner == BaryScore(layers=5, reg=0.01)
 
@@ -323,7 +325,7 @@ def test_minilm_on_wmt16_equals_a_plain_reference_pipeline(minilm_dir, wmt_data)
 
     data = wmt_data["de-en"]
     cands, refs = data["mt-system"][:6], data["reference"][:6]
-    scorer = PRESETS.build("baryscore", model=minilm_dir)
+    scorer = alignscore.baryscore(model=minilm_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Sinkhorn at reg = 0.01 may stop at 10000 iterations
         got = scorer.score(cands, refs).score

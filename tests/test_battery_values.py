@@ -28,6 +28,7 @@ from alignscore.aggregators import PowerMeans, SingleLayer
 from alignscore.aligners import WMD, Greedy, Sinkhorn
 from alignscore.cli import main
 from alignscore.errors import AlignScoreError
+from conftest import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "something", "he said it was incredible"]
@@ -68,7 +69,7 @@ def cli(inputs: dict[str, Path], model: str, *args: str, valid: bool | None = No
         return rows
     assert valid is not True, f"refused {args}: {err}"
     errors = [ln for ln in err.splitlines() if ln.startswith("alignscore: error:")]
-    assert result.exit_code == 1 and len(errors) == 1, (args, err)
+    assert result.exit_code in (1, 2) and len(errors) == 1, (args, err)  # 2: a value click's parsing refused
     assert result.stdout == ""
     return []
 
@@ -112,7 +113,7 @@ def test_layers(inputs, tiny_bert_dir, items) -> None:
     valid = bool(layers) and None not in layers and all(_layer_ok(k) for k in layers)
     if spec.strip(", ") == "":
         valid = None  # an empty option is the option left out: either outcome is fine
-    cli(inputs, tiny_bert_dir, "--layers", spec, valid=valid)
+    cli(inputs, tiny_bert_dir, "--aggregator", "pmeans", "--layers", spec, valid=valid)
 
 
 # -- powers ----------------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def test_powers(inputs, tiny_bert_dir, powers, aligner) -> None:
                    st.text(max_size=3)))
 def test_powers_api(tiny_bert_dir, p) -> None:
     valid = isinstance(p, (int, float)) and not isinstance(p, bool) and (p > 0 or p == -math.inf)
-    scorer = lambda: alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir),  # noqa: E731
+    scorer = lambda: compose(alignscore.HFEncoder(tiny_bert_dir),  # noqa: E731
                                        PowerMeans((2, 3), (1.0, p))).score(CANDS, REFS)
     assert finite_or_error(scorer) == valid
 
@@ -209,10 +210,42 @@ _preset_kwargs = st.fixed_dictionaries({}, optional={
 })
 
 
+def _preset_kwargs_valid(preset: str, kw: dict) -> bool:
+    """Whether the preset function takes ``kw`` (the tiny model has layers 0..4), by the rules the
+    README states: each value of the right type and range, no unknown keyword, and no two
+    settings that cannot go together."""
+    layer, aggregator, aligner, n_gram = kw.get("layer"), kw.get("aggregator"), kw.get("aligner"), kw.get("n_gram")
+    layer_ok = layer is None or (type(layer) is int and -5 <= layer <= 4)
+    # the tiny model has no default layer: a single layer must come from somewhere (moverscore-v2's
+    # preset names -1; moverscore-v1's power means need none, unless the single layer replaces them)
+    single = aggregator == "single" or isinstance(aggregator, SingleLayer) or (
+        aggregator is None and (preset == "bertscore" or layer is not None))
+    layer_ok &= not single or layer is not None or isinstance(aggregator, SingleLayer) or (
+        preset == "moverscore-v2" and aggregator in (None, "single"))
+    if aggregator is not None and layer is not None:  # a layer is a setting of the single-layer aggregator only
+        layer_ok &= aggregator == "single" or (isinstance(aggregator, SingleLayer) and aggregator.layer == layer)
+    aggregator_ok = aggregator is None or aggregator == "single" or isinstance(aggregator, PowerMeans) or (
+        isinstance(aggregator, SingleLayer) and aggregator.layer <= 4)
+    ot = aligner not in (None,) and not isinstance(aligner, Greedy) or (aligner is None and preset != "bertscore")
+    n_gram_ok = n_gram is None or (ot and n_gram in (1, 2, "sentence"))
+    weighting = kw.get("weighting")
+    weighting_ok = weighting is None or isinstance(weighting, (alignscore.Uniform, alignscore.Idf))
+    if preset == "bertscore" and kw.get("idf") and weighting is not None:  # idf=True means weighting idf-S
+        weighting_ok &= isinstance(weighting, alignscore.Idf)
+    if preset != "bertscore" and kw.get("idf") is False and weighting is not None:
+        weighting_ok = False  # idf=False and weighting= both set the weighting
+    return ("colour" not in kw and layer_ok and aggregator_ok and n_gram_ok and weighting_ok
+            and kw.get("special_tokens", "keep") in ("keep", "drop", "match-only")
+            and kw.get("multi_ref", "max") in ("max", "mean")
+            and kw.get("batch_size", 1) in (1, 3) and type(kw.get("batch_size", 1)) is int)
+
+
 @FAST
 @given(preset=st.sampled_from(["bertscore", "moverscore-v2", "moverscore-v1"]), kwargs=_preset_kwargs)
 def test_presets(tiny_bert_dir, preset, kwargs) -> None:
-    finite_or_error(lambda: alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs).score(CANDS, REFS))
+    verdict = finite_or_error(lambda: alignscore.PRESET_FUNCTIONS[preset](model=tiny_bert_dir, **kwargs).score(
+        CANDS, REFS))
+    assert verdict == _preset_kwargs_valid(preset, kwargs), (preset, kwargs)
 
 
 # -- API types -------------------------------------------------------------------------------------
@@ -241,7 +274,15 @@ def test_api_inputs(tiny_bert_dir, cands, refs, as_generator) -> None:
        value=st.one_of(st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=4), st.none(), st.booleans()))
 def test_api_settings(tiny_bert_dir, field, value) -> None:
     kwargs = {"layer": 2, field: value}
-    finite_or_error(lambda: alignscore.bertscore(tiny_bert_dir, **kwargs).score(CANDS[:2], REFS[:2]))
+    verdict = finite_or_error(lambda: alignscore.bertscore(tiny_bert_dir, **kwargs).score(CANDS[:2], REFS[:2]))
+    whole = type(value) is int  # bool is not an int here
+    valid = {"batch_size": value is None or (whole and value >= 1),
+             "token_budget": value is None or value == "auto" or (whole and value >= 1)
+             or (isinstance(value, str) and value.isdigit() and int(value) >= 1),
+             "layer": whole and -5 <= value <= 4,  # None: the tiny model has no default layer
+             "multi_ref": value is None or value in ("max", "mean"),
+             "special_tokens": value is None or value in ("match-only", "drop", "keep")}[field]
+    assert verdict == valid, (field, value)
 
 
 # -- idf over too few texts --------------------------------------------------------------------------
@@ -249,7 +290,7 @@ def test_api_settings(tiny_bert_dir, field, value) -> None:
 @given(n=st.integers(1, 3), weighting=st.sampled_from(["idf-S", "idf-S+sep"]),
        aligner=st.sampled_from(["greedy", "wmd"]))
 def test_idf_over_few_texts(tiny_bert_dir, n, weighting, aligner) -> None:
-    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
+    scorer = compose(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
                                weighting=alignscore.idf_s(sep=weighting.endswith("sep")),
                                aligner=alignscore.ALIGNERS.build(aligner))
     with warnings.catch_warnings(record=True) as caught:

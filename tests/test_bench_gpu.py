@@ -3,7 +3,6 @@ code paths as on the GPU, tiny sizes) writes its results files with float32 pari
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import REPO, WMT16
+from conftest import REPO, WMT16, needs
 
 SCRIPT = REPO / "benchmarks" / "bench_gpu.py"
 
@@ -50,9 +49,8 @@ def test_missing_assets_one_line(tmp_path):
 @pytest.mark.slow
 @pytest.mark.reference
 def test_dry_run_writes_results(tmp_path, minilm_dir, wmt_data):
-    pytest.importorskip("bert_score")
-    if importlib.util.find_spec("moverscore_v2") is None:  # importing it loads a model from the hub
-        pytest.skip("needs moverscore")
+    needs("bert_score")
+    needs("moverscore_v2", load=False)  # importing it loads a model from the hub
     out = tmp_path / "out"
     result = run("--dry-run", "--assets", str(assets(tmp_path / "assets", minilm_dir)), "--out", str(out),
                  "--models", "all-MiniLM-L6-v2", "--large", "8")

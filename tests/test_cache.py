@@ -96,10 +96,10 @@ def test_another_model_in_the_same_directory_misses(wmt_data, tiny_bert_dir, tmp
     assert torch.equal(after.f1, alignscore.bertscore(str(model_dir), layer=3).score(cands, refs).f1)
 
 
-def test_backend_and_dtype_are_part_of_the_key(tiny_bert_dir):
-    prints = {alignscore.HFEncoder(tiny_bert_dir, dtype=d).fingerprint() for d in ("float32", "bfloat16")}
-    prints.add(alignscore.HFEncoder(tiny_bert_dir, backend="onnx").fingerprint())
-    assert len(prints) == 3
+def test_dtype_and_long_text_mode_are_part_of_the_key(tiny_bert_dir):
+    prints = {alignscore.HFEncoder(tiny_bert_dir, dtype=d).fingerprint() for d in ("float32", "bfloat16", "int8")}
+    prints.add(alignscore.HFEncoder(tiny_bert_dir, long_texts="window").fingerprint())
+    assert len(prints) == 4
 
 
 def test_fingerprint_follows_file_contents_and_memo(tiny_bert_dir, tmp_path):

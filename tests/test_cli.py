@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from alignscore.cli import main
+from alignscore import HFEncoder, SingleLayer
 from cli_checks import CODE_ROOT
+from conftest import compose
 
 
 def run(*args: str):
@@ -111,7 +113,7 @@ def test_idf_l_needs_a_corpus(files, tiny_bert_dir):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1",
                          "--weighting", "idf-L")
-    _assert_one_line_error(code, err, "idf-L needs --idf-corpus")
+    _assert_one_line_error(code, err, "idf-L needs a corpus", "--idf-corpus")
     empty = files("empty.txt", ["", "  "])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1",
                          "--weighting", "idf-L", "--idf-corpus", empty)
@@ -128,7 +130,11 @@ def test_idf_l_uses_the_corpus(files, tiny_bert_dir):
                              "--format", "jsonl", *extra)
         assert code == 0, err
         outs.append([json.loads(line)["f1"] for line in out.splitlines()])
-    assert outs[0] != outs[1] != outs[2]
+    assert len({tuple(o) for o in outs}) == 3  # none, idf-L and idf-S all differ
+    from alignscore import idf_l
+    want = compose(HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=idf_l(["the cat", "the dog", "the end", "a mat"]))
+    assert outs[1] == pytest.approx(want.score(["the cat sat", "a dog ran fast"],
+                                               ["the cat sat on the mat", "the dog ran"]).f1.tolist(), abs=1e-6)
 
 
 def test_rescale_needs_a_baseline(files, tiny_bert_dir):
@@ -140,7 +146,7 @@ def test_rescale_needs_a_baseline(files, tiny_bert_dir):
 def test_sep_needs_idf(files, tiny_bert_dir):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--sep")
-    _assert_one_line_error(code, err, "SEP")
+    _assert_one_line_error(code, err, "--sep", "idf-S", "not none")
 
 
 def test_long_text_is_truncated_with_a_warning(files, tiny_bert_dir):
@@ -191,12 +197,12 @@ def test_usage_errors_are_one_line(args, needle):
 
 
 def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_path):
-    """The default path (torch backend, no cache) creates no export folder and writes nothing in
-    the user's cache folders; with ``--cache DIR`` only DIR is added (the hub's own cache aside)."""
+    """The default path (no cache) writes nothing in the user's folders (no export folder, no
+    memo of digests); with ``--cache DIR`` only DIR is added (the hub's own cache aside)."""
     home, exports = tmp_path / "home", tmp_path / "exports"
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
-           "ALIGNSCORE_EXPORT_DIR": str(exports), "PYTHONPATH": str(CODE_ROOT)}
+           "ALIGNSCORE_EXPORT_DIR": str(exports), "PYTHONPATH": str(CODE_ROOT)}  # where earlier versions wrote
     env.pop("ALIGNSCORE_CACHE", None)
     env.pop("ALIGNSCORE_DEBUG", None)
     refs = files("refs.txt", ["the cat sat on the mat", "hello world"])
@@ -211,3 +217,15 @@ def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_
         assert proc.returncode == 0, proc.stderr
         assert not exports.exists() and written() in ([], [".cache"]), written()
         assert sorted({p.name for p in tmp_path.iterdir()} - before - {"out.tsv"}) == made
+
+
+def test_alignscore_debug_shows_the_traceback(tmp_path):
+    """The one documented way to see more than the one error line."""
+    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "ALIGNSCORE_DEBUG": "1"}
+    args = [sys.executable, "-m", "alignscore", "score", "-c", str(tmp_path / "none.txt"), "-r", str(tmp_path / "r")]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback (most recent call last)" in proc.stderr and "InputError" in proc.stderr
+    del env["ALIGNSCORE_DEBUG"]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.stderr.startswith("alignscore: error: ") and "Traceback" not in proc.stderr

@@ -13,11 +13,11 @@ import pytest
 
 import alignscore
 from alignscore import HFEncoder, Scorer, SingleLayer
-from alignscore.cli.options import options_spec
+from alignscore import run_spec
 from alignscore.encoders import layers
 
 from cli_checks import CODE_ROOT, assert_one_error, assert_same_tsv, fingerprint, invoke
-from conftest import REPO, wmt16
+from conftest import REPO, compose, needs, wmt16
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there"]
 REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world"]
@@ -37,15 +37,15 @@ def ok(*args: object) -> tuple[str, str]:
 
 # -- --lang, -m, -l, --idf ------------------------------------------------------------------
 def test_lang_picks_bertscores_model():
-    assert options_spec({"lang": "en"})["model"] == "roberta-large"
-    assert options_spec({"lang": "zh"})["model"] == "bert-base-chinese"
-    assert options_spec({"lang": "en-sci"})["model"] == "allenai/scibert_scivocab_uncased"
-    assert options_spec({"lang": "de"})["model"] == "bert-base-multilingual-cased"  # any other language
+    assert run_spec({"lang": "en"}).encoder.model == "roberta-large"
+    assert run_spec({"lang": "zh"}).encoder.model == "bert-base-chinese"
+    assert run_spec({"lang": "en-sci"}).encoder.model == "allenai/scibert_scivocab_uncased"
+    assert run_spec({"lang": "de"}).encoder.model == "bert-base-multilingual-cased"  # any other language
 
 
 @pytest.mark.reference
 def test_lang_table_is_bert_scores():
-    utils = pytest.importorskip("bert_score.utils")
+    utils = needs("bert_score.utils")
     assert layers.LANG_MODELS == dict(utils.lang2model)
     assert layers.LANG_FALLBACK == utils.lang2model["some-other-language"]
 
@@ -69,7 +69,7 @@ def test_short_options_and_idf(files, tiny_bert_dir):
     both, _ = ok("score", "-c", c, "-r", r, "-m", tiny_bert_dir, "-l", "3", "--idf", "--weighting", "idf-S", "-q")
     assert both == long
     assert_one_error(*invoke("score", "-c", c, "-r", r, "-m", tiny_bert_dir, "--idf", "--weighting", "none")[::2],
-                     "--idf means --weighting idf-S", "--weighting none")
+                     "--idf means weighting idf-S", "--weighting none")
 
 
 # -- several files after one -r ---------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_tsv_with_any_number_of_references(files, tiny, tiny_bert_dir, tmp_path)
     cands[4] = ""  # an empty candidate is an empty text
     tsv = files("pairs.tsv", ["\t".join([c, *g]) for c, g in zip(cands, groups)])
     with pytest.warns(UserWarning, match="2 pair\\(s\\) have an empty text"):
-        want = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(2)).score(cands, groups)
+        want = compose(HFEncoder(tiny_bert_dir), SingleLayer(2)).score(cands, groups)
     out, err = ok("score", "--tsv", tsv, *tiny, "--format", "jsonl")
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["best_ref"] for r in rows] == want.best_reference.tolist()

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from alignscore.cli import main
-from alignscore.presets import moverscore_v2
+from alignscore import moverscore_v2
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "he said it was incredible"]
@@ -93,9 +93,9 @@ def test_preset_moverscore_v1_with_overrides(io, tiny_bert_dir) -> None:
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--n-gram", "2"], "n-grams apply to the optimal-transport aligners"),
+    (["--n-gram", "2"], "--n-gram applies to --aligner sinkhorn or wmd, not greedy"),
     (["--aligner", "wmd", "--n-gram", "0"], "n_gram must be an integer >= 1 or 'sentence'"),
-    (["--aligner", "wmd", "--n-gram", "two"], "cannot read --n-gram"),
+    (["--aligner", "wmd", "--n-gram", "two"], "n_gram must be an integer >= 1 or 'sentence', not 'two'"),
 ])
 def test_bad_n_gram_is_one_line(io, tiny_bert_dir, args, needle) -> None:
     refs, cands = io

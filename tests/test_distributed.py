@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_checks import CODE_ROOT
+
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
@@ -29,13 +31,14 @@ def test_two_ranks_give_the_single_process_scores(wmt_data, tiny_bert_dir, tmp_p
                         ("r2", wmt_data["cs-en"]["reference"][:151])):
         files[name] = tmp_path / f"{name}.txt"
         files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # threads pinned alike in both runs (torchrun gives each rank one thread by default)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # threads pinned alike in both runs (torchrun gives each rank one thread by default); this
+    # checkout's code, not an installed copy
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(CODE_ROOT)}
     args = ["score", "-c", str(files["c"]), "-r", str(files["r"]), "-r", str(files["r2"]), "--model",
             tiny_bert_dir, "--layer", "3", "--weighting", weighting, "--batch-size", "16", "-q", "--device", "cpu"]
-    _run([str(BIN / "alignscore"), *args, "-o", str(tmp_path / "single.tsv")], env)
-    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--no-python",
-                 str(BIN / "alignscore"), *args, "-o", str(tmp_path / "dist.tsv")], env)
+    _run([sys.executable, "-m", "alignscore", *args, "-o", str(tmp_path / "single.tsv")], env)
+    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "-m", "alignscore", *args, "-o",
+                 str(tmp_path / "dist.tsv")], env)
     single = (tmp_path / "single.tsv").read_text()
     # byte for byte: the ranks run the single process's batches, one thread each (same shapes, same kernels)
     assert (tmp_path / "dist.tsv").read_text() == single

@@ -9,6 +9,7 @@ import importlib
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -19,12 +20,13 @@ import torch
 
 
 from alignscore import (WMD, Composition, HFEncoder, Idf, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
-                        TokenRoles, build, read_spec, score_many, to_spec, write_spec)
+                        TokenRoles, read_spec, score_many, to_spec, write_spec)
+from alignscore.composition import build
 from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
 from alignscore.rescale import compute_baseline
 
-from conftest import REPO, wmt16
+from conftest import REPO, compose, wmt16
 
 TOL = 1e-6  # other batches change float32 summation order only
 
@@ -63,7 +65,7 @@ def test_many_compositions_over_one_encoding_equal_each_alone(tiny_bert_dir):
     texts = len({t.strip() for t in refs + cands})
     assert enc.calls == math.ceil(texts / 16) and enc.texts == texts  # one pass, layers 1-3 for all four
     for comp, result in zip(COMPOSITIONS.values(), together):
-        alone = Scorer.of(HFEncoder(tiny_bert_dir), comp).score(cands, refs)
+        alone = Scorer(HFEncoder(tiny_bert_dir), comp).score(cands, refs)
         for name in comp.metrics:
             assert (result.metrics[name] - alone[name]).abs().max() < TOL, name
 
@@ -74,10 +76,18 @@ def test_baseline_for_every_layer_is_one_encoding(tiny_bert_dir):
     baseline = compute_baseline(enc, refs + cands, pairs=200, seed=0, runtime=Runtime(batch_size=1000))
     assert sorted(baseline.rows) == list(range(enc.num_layers + 1))
     assert enc.calls == 1  # every layer 0..4 from one forward pass over the drawn texts
-    alone = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(2))
     assert baseline.rows[2]["f1"] != baseline.rows[3]["f1"]
     assert all(0 < row["f1"] < 1 for row in baseline.rows.values())
-    assert alone.layers() == [2]
+    # the documented draw, scored pair by pair by a plain scorer: the layer's row is their mean
+    texts, rng, drawn = [t.strip() for t in refs + cands if t.strip()], random.Random(0), []
+    while len(drawn) < 200:
+        i, j = rng.randrange(len(texts)), rng.randrange(len(texts))
+        if texts[i] != texts[j]:
+            drawn.append((i, j))
+    alone = compose(HFEncoder(tiny_bert_dir), SingleLayer(2)).score([texts[i] for i, _ in drawn],
+                                                                  [texts[j] for _, j in drawn])
+    for m in ("precision", "recall", "f1"):
+        assert baseline.rows[2][m] == pytest.approx(float(alone[m].double().mean()), abs=1e-6), m
 
 
 def test_diff_encodes_each_text_once(tiny_bert_dir, tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ from alignscore.filters import FILTERS
 from alignscore.render import format_for, html_report, save_figure, text_report
 from alignscore.rescale import Baseline
 from alignscore.weighting import idf_s
+from conftest import compose
 
 PAPER_REF = "people like foreign cars"
 PAPER_CAND = "consumers prefer imported cars"
@@ -40,7 +41,7 @@ def pairs(wmt_data) -> tuple[list[str], list[str]]:
 
 
 def _greedy(encoder, **kw) -> Scorer:
-    return Scorer(encoder=encoder, aggregator=SingleLayer(4), **kw)
+    return compose(encoder=encoder, aggregator=SingleLayer(4), **kw)
 
 
 def assert_sums_to_scores(expls, scores, metrics):
@@ -182,7 +183,8 @@ def test_empty_candidate_explains_to_zero(encoder):
     assert all(v == 0 for v in p.scores.values()) and all(v == 0 for v in e.scores.values())
     for ref_c, cand_c in p.contributions.values():
         assert bool((ref_c == 0).all()) and bool((cand_c == 0).all())
-    assert text_report(e)  # renders without NaN trouble
+    report = text_report(e)
+    assert "[CLS]" in report and "nan" not in report.lower()  # renders the empty side without NaN
 
 
 # -- optimal transport ---------------------------------------------------------------------------------
@@ -191,7 +193,7 @@ def test_empty_candidate_explains_to_zero(encoder):
 @pytest.mark.parametrize("n_gram", [None, 2, "sentence"], ids=["1-gram", "2-gram", "smd"])
 def test_ot_contributions_sum_to_reported_scores(encoder, pairs, name, n_gram):
     kwargs = {} if n_gram is None else {"n_gram": n_gram}
-    scorer = Scorer(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build(name, **kwargs),
+    scorer = compose(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build(name, **kwargs),
                     special_tokens="drop", weighting=idf_s(sep=True))
     cands, refs = pairs
     scores = scorer.score(cands, refs)
@@ -221,7 +223,7 @@ def test_ot_contributions_sum_to_reported_scores(encoder, pairs, name, n_gram):
 
 
 def test_ot_rendering_shows_flows(encoder, tmp_path):
-    scorer = Scorer(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build("wmd"))
+    scorer = compose(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build("wmd"))
     e = scorer.explain(PAPER_CAND, PAPER_REF)
     text = text_report(e)
     assert "cost matrix" in text and "sends mass to" in text
@@ -232,7 +234,7 @@ def test_ot_rendering_shows_flows(encoder, tmp_path):
 def test_sinkhorn_marks_only_the_real_flows(encoder):
     """An entropic plan is positive everywhere: the renderings mark flows of at least 1/1000 of
     the largest, here the four word-to-word moves, not every cell."""
-    scorer = Scorer(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build("sinkhorn"))
+    scorer = compose(encoder=encoder, aggregator=SingleLayer(4), aligner=ALIGNERS.build("sinkhorn"))
     e = scorer.explain(PAPER_CAND, PAPER_REF)
     plan = e.best.flows["transport"]
     assert bool((plan[1:-1, 1:-1] > 0).all())  # every word pair gets some flow...

@@ -16,7 +16,8 @@ from alignscore.aligners.greedy import f_beta
 from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.rescale import Baseline
-from tests.test_transport import make_batch, unit_rows
+from test_transport import make_batch, unit_rows
+from conftest import compose
 
 
 def random_batch(seed: int = 0, pairs: int = 6):
@@ -138,16 +139,16 @@ def test_scorer_reports_fbeta_and_picks_the_best_reference_by_f1(tiny_bert_dir):
     cands = ["the cat sat on the mat", "a dog barked loudly at night", ""]
     refs = [["the cat sat", "a cat was sitting on the mat today"], ["dogs bark"], ["nothing"]]
     with pytest.warns(UserWarning, match="empty"):
-        plain = Scorer(encoder=enc, aggregator=SingleLayer(3)).score(cands, refs)
+        plain = compose(encoder=enc, aggregator=SingleLayer(3)).score(cands, refs)
     with pytest.warns(UserWarning, match="empty"):
-        weighted = Scorer(encoder=enc, aggregator=SingleLayer(3), aligner=Greedy(beta=2.0)).score(cands, refs)
+        weighted = compose(encoder=enc, aggregator=SingleLayer(3), aligner=Greedy(beta=2.0)).score(cands, refs)
     for m in ("precision", "recall", "f1"):
         assert torch.equal(plain[m], weighted[m])
     assert torch.equal(plain.best_reference, weighted.best_reference)
     assert "greedy(cos,beta=2)" in weighted.signature
     assert float(weighted.fbeta[2]) == 0.0
     baseline = Baseline({k: {"precision": 0.5, "recall": 0.5, "f1": 0.5} for k in range(5)})
-    rescaled = Scorer(encoder=enc, aggregator=SingleLayer(3), aligner=Greedy(beta=2.0), baseline=baseline)
+    rescaled = compose(encoder=enc, aggregator=SingleLayer(3), aligner=Greedy(beta=2.0), baseline=baseline)
     with pytest.raises(ConfigError, match="no value for the output.*fbeta"):
         rescaled.score(cands[:1], refs[:1])
 

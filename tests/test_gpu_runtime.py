@@ -14,7 +14,7 @@ import alignscore
 from alignscore import engine
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.runtime import AUTO_MEMORY_SHARE, Runtime, auto_token_budget
-from tests.cli_checks import assert_one_error, invoke
+from cli_checks import assert_one_error, invoke
 
 
 class OutOfMemoryAbove(HFEncoder):
@@ -83,7 +83,7 @@ def test_auto_token_budget(tiny_bert_dir, monkeypatch, pairs):
 
 def test_token_budget_option(tmp_path):
     assert Runtime(token_budget="auto").token_budget == "auto"
-    with pytest.raises(alignscore.ConfigError, match="token_budget"):
+    with pytest.raises(alignscore.ConfigError, match="token budget"):
         Runtime(token_budget="lots")
     (tmp_path / "r.txt").write_text("a cat\n")
     (tmp_path / "c.txt").write_text("a dog\n")

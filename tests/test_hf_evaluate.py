@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-evaluate = pytest.importorskip("evaluate")
+from conftest import compose, needs, wmt16  # noqa: E402
+evaluate = needs("evaluate")
 
 from alignscore import WMD, HFEncoder, Idf, MoverScoreV2Strings, Scorer, SingleLayer, bertscore  # noqa: E402
 from alignscore.errors import ConfigError  # noqa: E402
 from alignscore.integrations.hf_evaluate import EVALUATE_MODULE  # noqa: E402
 
-from conftest import wmt16  # noqa: E402
 
 TOL = 1e-6
 
@@ -20,8 +20,13 @@ TOL = 1e-6
 @pytest.fixture(scope="module")
 def module(tmp_path_factory):
     evaluate.config.HF_EVALUATE_OFFLINE = True  # a local folder needs nothing from the hub
-    return evaluate.load(str(EVALUATE_MODULE), cache_dir=str(tmp_path_factory.mktemp("evaluate")),
-                         keep_in_memory=True)
+    modules = evaluate.config.HF_MODULES_CACHE
+    evaluate.config.HF_MODULES_CACHE = str(tmp_path_factory.mktemp("modules"))  # not the user's ~/.cache
+    try:
+        yield evaluate.load(str(EVALUATE_MODULE), cache_dir=str(tmp_path_factory.mktemp("evaluate")),
+                            keep_in_memory=True)
+    finally:
+        evaluate.config.HF_MODULES_CACHE = modules
 
 
 def _data(n=12):
@@ -44,18 +49,18 @@ def test_the_folder_loads_as_a_metric(module):
 def test_bertscore_equals_the_api(module, tiny_bert_dir):
     cands, refs = _data()
     got = module.compute(predictions=cands, references=refs, model=tiny_bert_dir, layer=2)
-    _same(got, Scorer(HFEncoder(tiny_bert_dir), SingleLayer(2)).score(cands, refs), ("precision", "recall", "f1"))
+    _same(got, compose(HFEncoder(tiny_bert_dir), SingleLayer(2)).score(cands, refs), ("precision", "recall", "f1"))
     # idf=True is idf-S; several references per prediction
     groups = [[r, cands[(i + 1) % len(cands)]] for i, r in enumerate(refs)]
     got = module.compute(predictions=cands, references=groups, model=tiny_bert_dir, layer=2, idf=True)
-    _same(got, Scorer(HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=Idf()).score(cands, groups),
+    _same(got, compose(HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=Idf()).score(cands, groups),
           ("precision", "recall", "f1"))
 
 
 def test_a_preset_and_options_equal_the_api(module, tiny_bert_dir):
     cands, refs = _data()
     got = module.compute(predictions=cands, references=refs, model=tiny_bert_dir, preset="moverscore-v2", layer=3)
-    want = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3), special_tokens="keep",
+    want = compose(HFEncoder(tiny_bert_dir), SingleLayer(3), special_tokens="keep",
                   filters=(MoverScoreV2Strings(),), weighting=Idf(sep=True),
                   aligner=WMD(), multi_ref="mean").score(cands, refs)
     _same(got, want, ("score",))
@@ -70,5 +75,5 @@ def test_the_real_model(module, minilm_dir):
 def test_bad_options(module, tiny_bert_dir):
     with pytest.raises(ConfigError, match="unknown option.*num_layers"):
         module.compute(predictions=["a"], references=["b"], num_layers=3)
-    with pytest.raises(ConfigError, match="--idf means --weighting idf-S"):
+    with pytest.raises(ConfigError, match="idf= means weighting idf-S"):
         module.compute(predictions=["a"], references=["b"], model=tiny_bert_dir, idf=True, weighting="none")

@@ -17,7 +17,7 @@ from alignscore.errors import ConfigError
 from alignscore.runtime import plan_batches
 
 from cli_checks import assert_one_error, invoke
-from conftest import wmt16
+from conftest import compose, wmt16
 
 REFS = wmt16("de-en")["reference"]
 
@@ -53,8 +53,8 @@ def test_texts_within_the_limit_score_identically(tiny_bert_dir):
     short = [(c, r) for c, r in zip(cands, refs)
              if max(len(t.split()) for t in (c, r)) < 25]  # well within 64 tokens
     cands, refs = [c for c, _ in short], [r for _, r in short]
-    truncate = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3)).score(cands, refs)
-    window = Scorer(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3)).score(cands, refs)
+    truncate = compose(HFEncoder(tiny_bert_dir), SingleLayer(3)).score(cands, refs)
+    window = compose(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3)).score(cands, refs)
     for name in truncate.metrics:
         assert torch.equal(truncate[name], window[name]), name  # bit for bit: the very same forward pass
     assert window.signature.startswith(f"model:{tiny_bert_dir}+window|")
@@ -71,14 +71,14 @@ def test_a_2000_token_text_scores_without_truncation(tiny_bert_dir):
     assert tok.truncated == [] and len(tok.ids[0]) == full > 2000
     rows, width = enc.forward_shape(full)
     assert width == 64 and rows == len(window_starts(full - 2, 62, 31)) > 60
-    scorer = Scorer(enc, SingleLayer(3))
+    scorer = compose(enc, SingleLayer(3))
     tail = " ".join(doc.split()[-40:])
     got = scorer.score([doc, tail], [doc, doc])
     assert abs(float(got.f1[0]) - 1) < 1e-5  # every token matches itself
     # the tail of the document is encoded: its words find themselves (precision near 1); truncated,
     # the reference stops at token 63 and they do not
     with pytest.warns(UserWarning, match="truncated"):
-        cut = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3)).score([tail], [doc])
+        cut = compose(HFEncoder(tiny_bert_dir), SingleLayer(3)).score([tail], [doc])
     assert float(got.precision[1]) > float(cut.precision[0]) + 0.05
 
 
@@ -131,11 +131,11 @@ def test_cache_keeps_window_states_apart(tiny_bert_dir, tmp_path):
     assert window.fingerprint() != HFEncoder(tiny_bert_dir, long_texts="window", stride=10).fingerprint()
     doc = _long_text(window, 300)
     texts = [doc, "people like foreign cars"]
-    plain = Scorer(window, SingleLayer(3)).score(texts, texts[::-1])
+    plain = compose(window, SingleLayer(3)).score(texts, texts[::-1])
     with pytest.warns(UserWarning, match="truncated"):
-        Scorer(truncate, SingleLayer(3), cache=cache).score(texts, texts[::-1])  # fills the cache, truncated
+        compose(truncate, SingleLayer(3), cache=cache).score(texts, texts[::-1])  # fills the cache, truncated
     for _ in range(2):  # a miss, then a hit
-        cached = Scorer(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3), cache=cache).score(
+        cached = compose(HFEncoder(tiny_bert_dir, long_texts="window"), SingleLayer(3), cache=cache).score(
             texts, texts[::-1])
         assert torch.equal(cached.f1, plain.f1)  # the plain run's batches, then copies of their states
     assert CachedEncoder(window, cache).forward_shape(400) == window.forward_shape(400)

@@ -13,7 +13,7 @@ from alignscore.errors import InputError
 from alignscore.mbr import expected_utility, mbr_select
 
 from cli_checks import assert_one_error, fingerprint, invoke
-from conftest import wmt16
+from conftest import compose, wmt16
 from test_engine import CountingEncoder
 
 K = 4
@@ -48,7 +48,7 @@ def _brute_force(scorer: Scorer, samples: list[str], exclude_self: bool) -> list
 def test_selection_equals_brute_force_argmax(tiny_bert_dir, exclude_self, aligner):
     samples = _samples()
     extra = dict(aligner=WMD(), special_tokens="drop") if aligner == "wmd" else {}
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3), **extra)
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3), **extra)
     got = mbr_select(scorer, samples, K, exclude_self=exclude_self, max_pairs=6)
     expected = _brute_force(scorer, samples, exclude_self)
     assert [s.block for s in got] == list(range(len(expected)))
@@ -74,7 +74,7 @@ def test_every_text_is_encoded_once_for_the_whole_file(tiny_bert_dir):
     samples = _samples(3)
     samples[K] = samples[0]  # a text in two blocks
     enc = CountingEncoder(tiny_bert_dir)
-    mbr_select(Scorer(enc, SingleLayer(3), batch_size=100), samples, K)
+    mbr_select(compose(enc, SingleLayer(3), batch_size=100), samples, K)
     assert enc.calls == 1 and enc.texts == len({t.strip() for t in samples})
 
 
@@ -82,7 +82,7 @@ def test_cli_tsv_and_jsonl(tiny_bert_dir, tmp_path):
     samples = _samples()
     path = tmp_path / "samples.txt"
     path.write_text("\n".join(samples) + "\n", encoding="utf-8")
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3))
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3))
     expected = mbr_select(scorer, samples, K, exclude_self=True)
     out = tmp_path / "sel.jsonl"
     code, _, err = invoke("mbr", "-c", path, "--samples", K, "--exclude-self", "--model", tiny_bert_dir,
@@ -124,7 +124,7 @@ def test_cli_bad_input_is_one_error_before_any_output(tiny_bert_dir, tmp_path):
 
 
 def test_api_bad_blocks_are_one_error(tiny_bert_dir):
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3))
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3))
     with pytest.raises(InputError, match="there are 7 samples, which is not a multiple of --samples 4"):
         mbr_select(scorer, _samples(2)[:7], K)
     with pytest.raises(InputError, match="--exclude-self"):

@@ -15,7 +15,6 @@ distances between a token and its own twin are 0 in exact arithmetic; moverscore
 
 from __future__ import annotations
 
-import importlib.util
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -24,14 +23,12 @@ import pytest
 import torch
 from moverscore_ref import load_moverscore_v2
 
-from alignscore.presets import moverscore_v2
+from alignscore import build, moverscore_v2, run_spec
+from conftest import needs
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.reference,
-    pytest.mark.skipif(importlib.util.find_spec("moverscore_v2") is None or importlib.util.find_spec("pyemd") is None,
-                       reason="needs the moverscore 1.0.3 package and pyemd"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.reference]
+needs("moverscore_v2", load=False)
+needs("pyemd")
 
 LP = "de-en"
 TOL = 1e-5
@@ -80,9 +77,7 @@ def shared_encoder(minilm_dir: str):
 
 
 def ours(encoder, refs: list[str], cands: list[str], **kwargs: Any) -> np.ndarray:
-    scorer = moverscore_v2(model=encoder.model, **kwargs)
-    scorer.encoder = encoder
-    return scorer.score(cands, refs)["score"].numpy()
+    return moverscore_v2(encoder=encoder, **kwargs).score(cands, refs)["score"].numpy()
 
 
 def same_tokens(ms2, refs: list[str], cands: list[str]) -> np.ndarray:
@@ -108,6 +103,18 @@ def test_uniform_weights(ms2, pairs, shared_encoder) -> None:
     check(ms2, theirs, mine, refs, cands)
     same = same_tokens(ms2, refs, cands)
     assert same.sum() >= 1 and np.allclose(mine[same], 1.0, atol=1e-6)  # a text against itself, uniform weights
+
+
+def test_uniform_weights_as_the_command_line_says_them(ms2, pairs, shared_encoder) -> None:
+    """``--preset moverscore-v2 --weighting none``: SEP served idf-S and goes with it, so the
+    options compile to moverscore_v2 with uniform weights, the way its README uses it."""
+    refs, cands = pairs
+    uniform = defaultdict(lambda: 1.0)
+    theirs = np.array(ms2.word_mover_score(refs, cands, uniform, uniform, stop_words=[], n_gram=1,
+                                           remove_subwords=True, device="cpu"))
+    spec = run_spec({"preset": "moverscore-v2", "model": shared_encoder.model, "weighting": "none"}, style="cli")
+    mine = build(spec, encoder=shared_encoder).score(cands, refs)["score"].numpy()
+    check(ms2, theirs, mine, refs, cands)
 
 
 def test_idf_reference_and_candidate_dictionaries(ms2, pairs, shared_encoder) -> None:

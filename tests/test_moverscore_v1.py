@@ -17,7 +17,6 @@ differs slightly for n >= 2; for n = 1 the two agree). Tolerance: 1e-5 absolute 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import unicodedata
 from collections import Counter
@@ -26,10 +25,11 @@ import numpy as np
 import pytest
 import torch
 
-from alignscore.presets import moverscore_v1
+from alignscore import moverscore_v1
+from conftest import needs
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(importlib.util.find_spec("pyemd") is None, reason="needs pyemd")]
+pytestmark = [pytest.mark.slow, pytest.mark.reference]
+needs("pyemd")
 
 N_PAIRS = 40
 TOL = 1e-5

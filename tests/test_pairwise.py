@@ -12,7 +12,7 @@ from alignscore import WMD, HFEncoder, Idf, Pairs, Runtime, Scorer, SingleLayer,
 from alignscore.engine import Blocks, align, align_chunks, encode, score_blocks, settings
 from alignscore.errors import ConfigError, InputError
 
-from conftest import wmt16
+from conftest import compose, wmt16
 from test_engine import CountingEncoder
 
 TOL = 1e-6
@@ -36,7 +36,7 @@ SCORERS = {
 def test_pairwise_equals_score_on_every_pair(tiny_bert_dir, name):
     cands, refs = _texts(7, 5)  # N != M
     refs[3] = cands[1]  # a text on both sides is encoded once and still scored both ways
-    scorer = Scorer(HFEncoder(tiny_bert_dir), **SCORERS[name])
+    scorer = compose(HFEncoder(tiny_bert_dir), **SCORERS[name])
     matrix = scorer.pairwise(cands, refs, max_pairs=8)  # several chunks, rows split across them
     flat_cands = [c for c in cands for _ in refs]
     flat_refs = [r for _ in cands for r in refs]
@@ -59,7 +59,7 @@ def test_pairwise_equals_score_on_every_pair(tiny_bert_dir, name):
 def test_pairwise_idf_is_fitted_on_the_references_not_the_pairs(tiny_bert_dir):
     """Scoring the N x M pairs as flat lists counts each reference N times: other idf weights."""
     cands, refs = _texts(6, 4)
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3), weighting=Idf())
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3), weighting=Idf())
     matrix = scorer.pairwise(cands, refs)
     flat = scorer.score([c for c in cands for _ in refs], [r for _ in cands for r in refs])
     assert (matrix.f1.reshape(-1) - flat.f1).abs().max() > 1e-4
@@ -73,13 +73,13 @@ def test_pairwise_encodes_each_unique_text_once(tiny_bert_dir):
     cands, refs = _texts(9, 12)
     refs += cands[:2]  # shared texts count once
     enc = CountingEncoder(tiny_bert_dir)
-    Scorer(enc, SingleLayer(3), batch_size=4).pairwise(cands, refs, max_pairs=10)
+    compose(enc, SingleLayer(3), batch_size=4).pairwise(cands, refs, max_pairs=10)
     unique = len({t.strip() for t in cands + refs})
     assert enc.calls == math.ceil(unique / 4) and enc.texts == unique
 
 
 def test_pairwise_empty_inputs_and_empty_texts(tiny_bert_dir):
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3))
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3))
     assert scorer.pairwise([], ["a b"]).f1.shape == (0, 1)
     assert scorer.pairwise(["a b", "c"], []).f1.shape == (2, 0)
     assert scorer.pairwise([], []).empty.shape == (0, 0)
@@ -90,7 +90,7 @@ def test_pairwise_empty_inputs_and_empty_texts(tiny_bert_dir):
 
 
 def test_pairwise_bad_input_is_one_error(tiny_bert_dir):
-    scorer = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3))
+    scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3))
     with pytest.raises(InputError, match="candidates must be a list"):
         scorer.pairwise("one text", ["a"])
     with pytest.raises(InputError, match="reference 1 is"):
@@ -106,8 +106,8 @@ def test_score_blocks_equals_align_of_every_pair(tiny_bert_dir):
     spec = [(texts[0:3], texts[3:5]), ([], texts[5:6]), (texts[6:8], []), (texts[8:12], texts[8:12])]
     blocks = Blocks.of(spec)
     enc = HFEncoder(tiny_bert_dir)
-    comps = [s.resolve(enc) for s in (Scorer(enc, SingleLayer(2)).composition,
-                                      Scorer(enc, SingleLayer(3), aligner=WMD()).composition)]
+    comps = [s.resolve(enc) for s in (compose(enc, SingleLayer(2)).composition,
+                                      compose(enc, SingleLayer(3), aligner=WMD()).composition)]
     got = list(score_blocks(enc, blocks, comps, Runtime(), max_pairs=5))
     assert len(got) == len(spec)
     encoded = encode(enc, blocks.pairs, [c.aggregator for c in comps])
@@ -127,7 +127,7 @@ def test_score_blocks_equals_align_of_every_pair(tiny_bert_dir):
 def test_align_chunks_equals_align_of_all_pairs(tiny_bert_dir):
     refs, cands = wmt16("de-en")["reference"][:10], wmt16("de-en")["mt-system"][:10]
     enc = HFEncoder(tiny_bert_dir)
-    comp = Scorer(enc, SingleLayer(3)).resolved()
+    comp = compose(enc, SingleLayer(3)).resolved()
     encoded = encode(enc, Pairs.from_pairs(refs, cands), [comp.aggregator])
     sets = settings(encoded, [comp], enc)
     (whole,) = align(encoded, [comp], sets)
@@ -152,7 +152,7 @@ def test_cli_pairwise_writes_the_matrix_as_npy(tiny_bert_dir, tmp_path):
     assert code == 0, err
     got = np.load(out)
     assert got.dtype == np.float32 and got.shape == (7, 7)
-    expected = Scorer(HFEncoder(tiny_bert_dir), SingleLayer(3), aligner=WMD()).pairwise(texts, texts).score
+    expected = compose(HFEncoder(tiny_bert_dir), SingleLayer(3), aligner=WMD()).pairwise(texts, texts).score
     assert np.abs(got - expected.numpy()).max() < TOL
     assert "7 x 7 score matrix" in err and "signature: model:" in err
 

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+
+from conftest import needs
 from scipy import stats as sps
 
 from alignscore.errors import ConfigError
@@ -55,7 +57,7 @@ def test_mean_interval_matches_the_sampling_distribution_of_a_mean():
 
 
 def test_mean_interval_equals_sacrebleus_own_resampling_and_interval(monkeypatch):
-    sacrebleu = pytest.importorskip("sacrebleu")
+    sacrebleu = needs("sacrebleu")
     from sacrebleu.significance import _bootstrap_resample, estimate_ci
 
     class MeanScore:  # a corpus score that is the mean of segment scores, as sacreBLEU metrics compute one

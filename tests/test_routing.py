@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -50,10 +52,25 @@ def test_routing_converges():
     assert (route(z) - route(z, tol=0, max_iter=400)).abs().max() < 1e-4
 
 
-def test_epanechnikov_kernel_and_far_layers():
+def test_epanechnikov_kernel_by_hand():
+    """Layers (1, 0), (1, 0), (0, 1), h = 1, two rounds. Round 1: v = the mean (2/3, 1/3), every
+    layer within h (-k' = 1), so the mean shift keeps v; k = 1 - d = (7/9, 7/9, 1/9) and
+    g = 1/3 + k. Round 2: c = softmax(g) = (a, a, 1) / (2a + 1) with a = e^(2/3), and v moves to
+    (2a, 1) / (2a + 1)."""
+    z = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]]], dtype=torch.float64)  # [L, tokens, D]
+    a = math.exp(2 / 3)
+    want = torch.tensor([[2 * a / (2 * a + 1), 1 / (2 * a + 1)]], dtype=torch.float64)
+    torch.testing.assert_close(route(z, kernel="epanechnikov", bandwidth=1.0, max_iter=2, tol=0), want)
+    torch.testing.assert_close(route(z, kernel="epanechnikov", bandwidth=1.0, max_iter=1, tol=0),
+                               torch.tensor([[2 / 3, 1 / 3]], dtype=torch.float64))
+
+
+def test_epanechnikov_far_layers_keep_their_vector():
     z = _unit(torch.randn(5, 2, 3, 8))
     out = route(z, kernel="epanechnikov", bandwidth=0.5)
     assert torch.isfinite(out).all()
+    far = torch.stack([torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[-1.0, 0.0]]])])  # 2 apart: beyond h = 0.5
+    torch.testing.assert_close(route(far[:, 0], kernel="epanechnikov", bandwidth=0.5), torch.tensor([[0.0, 0.0]]))
     with pytest.raises(ConfigError):
         route(z, kernel="cosine")
 

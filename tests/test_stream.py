@@ -3,7 +3,10 @@ an interrupted run resumes to the same file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -85,8 +88,8 @@ def test_resume_after_interruption_gives_the_same_file(files, tiny_bert_dir, tmp
     for cut in (len(data) // 3, len(data) // 2 + 7, len(data) - 5):
         part = tmp_path / f"part.{fmt}"
         part.write_bytes(data[:cut])  # the run stopped mid-row
-        if fmt == "jsonl":  # a JSONL output keeps its signature next to it
-            sidecar_path(part).write_bytes(sidecar_path(full).read_bytes())
+        # the run's signature file beside it (both formats: it records the inputs, which a resume checks)
+        sidecar_path(part).write_bytes(sidecar_path(full).read_bytes())
         result = _cli(*common, "-o", part, "--resume")
         assert part.read_bytes() == data
         assert "92 candidates" in result.output
@@ -156,7 +159,7 @@ def test_resume_refuses_a_file_that_is_not_ours_and_leaves_it_alone(files, tiny_
 
 
 @pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
-def test_resume_refuses_another_composition_naming_both_signatures(files, tiny_bert_dir, tmp_path, fmt):
+def test_resume_refuses_another_composition_naming_what_differs(files, tiny_bert_dir, tmp_path, fmt):
     out = tmp_path / f"o.{fmt}"
     first = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", fmt, "--stream")
     assert first.exit_code == 0, first.output
@@ -169,12 +172,14 @@ def test_resume_refuses_another_composition_naming_both_signatures(files, tiny_b
     assert result.exit_code == 1, result.output
     error = result.stderr.strip()
     assert error.count("\n") == 0 and "another composition" in error
-    assert _signature(first) in error and _signature(other) in error
+    # the setting that differs is named, not two whole signatures
+    assert "layers L4 vs L1 (the file vs this run)" in error and _signature(first) not in error
+    assert _signature(other).replace("L1", "L4") == _signature(first)
     assert out.read_bytes() == cut
 
 
 @pytest.mark.parametrize("written, resumed", [("tsv", "jsonl"), ("jsonl", "tsv")])
-def test_resume_refuses_another_format_naming_both_signatures(files, tiny_bert_dir, tmp_path, written, resumed):
+def test_resume_refuses_another_format_naming_both(files, tiny_bert_dir, tmp_path, written, resumed):
     out = tmp_path / "o.out"
     first = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", written, "--stream")
     assert first.exit_code == 0, first.output
@@ -184,8 +189,7 @@ def test_resume_refuses_another_format_naming_both_signatures(files, tiny_bert_d
     assert result.exit_code == 1, result.output
     error = result.stderr.strip()
     assert error.count("\n") == 0 and "another format" in error and "internal error" not in error
-    assert error.count(_signature(first)) == 2  # the file's and the run's: same composition, other format
-    assert f"the file is {written} " in error and f"this run writes {resumed} " in error
+    assert f"another format ({written}; this run writes {resumed})" in error
     assert out.read_bytes() == cut
 
 
@@ -194,7 +198,10 @@ def test_jsonl_carries_its_signature_in_a_file_beside_it(files, tiny_bert_dir, t
     result = _stream(files, tiny_bert_dir, out, "--layer", 4, "--format", "jsonl", "--stream")
     assert result.exit_code == 0, result.output
     meta = json.loads((tmp_path / "o.jsonl.signature").read_text())
+    inputs = meta.pop("inputs")
     assert meta == {"format": "jsonl", "signature": _signature(result), "columns": ["precision", "recall", "f1"]}
+    assert inputs[str(files["c"])] == hashlib.sha256(Path(files["c"]).read_bytes()).hexdigest()
+    assert set(inputs) == {str(files["c"]), str(files["r"]), "model files"}
     assert all(set(json.loads(line)) == {"precision", "recall", "f1"} for line in out.read_text().splitlines())
     # another run writing the same file removes the signature file of the earlier one
     plain = CliRunner().invoke(main, ["score", "-c", str(files["c"]), "-r", str(files["r"]), "--model", tiny_bert_dir,

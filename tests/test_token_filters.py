@@ -17,6 +17,7 @@ from alignscore.filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct
 from alignscore.filters.lexical import is_punctuation
 from alignscore.scorer import Scorer
 from alignscore.tokens import TokenTable
+from conftest import compose
 
 # Long words that the tiny vocabularies split into several pieces, ASCII and non-ASCII punctuation
 # (byte-level BPE splits "—" and "“" into byte pieces), digits split by a hyphen.
@@ -116,7 +117,7 @@ def test_filters_apply_to_greedy(tiny_bert_dir: str) -> None:
     assert "," not in kept and "the" not in kept and "on" not in kept and "mat" in kept
     assert not matchable[[t in (",", "the", "on") for t in table.tokens]].any()
 
-    scorer = Scorer(encoder=HFEncoder(tiny_bert_dir), aggregator=SingleLayer(2), aligner=Greedy(),
+    scorer = compose(encoder=HFEncoder(tiny_bert_dir), aggregator=SingleLayer(2), aligner=Greedy(),
                     filters=(StopWords(["the", "cat", "sat"]),))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

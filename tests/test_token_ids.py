@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import alignscore
+from conftest import needs
 
-bert_score_utils = pytest.importorskip("bert_score.utils")
+bert_score_utils = needs("bert_score.utils")
 
 pytestmark = pytest.mark.reference
 

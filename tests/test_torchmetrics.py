@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("torchmetrics")
+from conftest import compose, needs, wmt16  # noqa: E402
+needs("torchmetrics")
 
 from alignscore import WMD, HFEncoder, Idf, InputError, Scorer, SingleLayer, idf_l  # noqa: E402
 from alignscore.errors import ConfigError  # noqa: E402
 from alignscore.integrations.torchmetrics import AlignScore  # noqa: E402
 
-from conftest import wmt16  # noqa: E402
 
 TOL = 1e-6
 
@@ -47,7 +47,7 @@ def _close(got: dict[str, torch.Tensor], want, names) -> None:
 
 @pytest.mark.parametrize("name", list(SCORERS))
 def test_several_updates_equal_one_score(encoder, name):
-    scorer = Scorer(encoder, SingleLayer(3), batch_size=5, **SCORERS[name])
+    scorer = compose(encoder, SingleLayer(3), batch_size=5, **SCORERS[name])
     cands, targets = _data()
     metric = AlignScore(scorer)
     for start in range(0, len(cands), 7):
@@ -63,11 +63,11 @@ def test_several_updates_equal_one_score(encoder, name):
 
 def test_what_is_scored_when(encoder):
     # texts kept for compute() only where the weights depend on them
-    assert AlignScore(Scorer(encoder, SingleLayer(2), weighting=Idf(sep=True))).at_compute
-    assert AlignScore(Scorer(encoder, SingleLayer(2), weighting=Idf())).at_compute
+    assert AlignScore(compose(encoder, SingleLayer(2), weighting=Idf(sep=True))).at_compute
+    assert AlignScore(compose(encoder, SingleLayer(2), weighting=Idf())).at_compute
     corpus = wmt16("de-en")["reference"][:50]
-    idf_corpus = AlignScore(Scorer(encoder, SingleLayer(2), weighting=idf_l(corpus)))
-    assert not idf_corpus.at_compute and not AlignScore(Scorer(encoder, SingleLayer(2))).at_compute
+    idf_corpus = AlignScore(compose(encoder, SingleLayer(2), weighting=idf_l(corpus)))
+    assert not idf_corpus.at_compute and not AlignScore(compose(encoder, SingleLayer(2))).at_compute
     cands, targets = _data(6)
     idf_corpus.update(cands, targets)
     assert len(idf_corpus.scores_f1) == 1 and idf_corpus.scores_f1[0].shape == (6,)
@@ -77,7 +77,7 @@ def test_what_is_scored_when(encoder):
 @pytest.mark.parametrize("weighting", [None, Idf()])
 def test_reset_and_nothing_to_compute(encoder, weighting):
     extra = {"weighting": weighting} if weighting is not None else {}
-    scorer = Scorer(encoder, SingleLayer(2), **extra)
+    scorer = compose(encoder, SingleLayer(2), **extra)
     metric = AlignScore(scorer)
     with pytest.warns(UserWarning), pytest.raises(InputError, match="no predictions were given"):
         metric.compute()
@@ -96,7 +96,7 @@ def test_reset_and_nothing_to_compute(encoder, weighting):
 @pytest.mark.parametrize("weighting", [None, Idf(sep=True)])
 def test_forward_gives_the_batch_scores(encoder, weighting):
     extra = {"weighting": weighting} if weighting is not None else {}
-    scorer = Scorer(encoder, SingleLayer(2), **extra)
+    scorer = compose(encoder, SingleLayer(2), **extra)
     metric = AlignScore(scorer)
     cands, targets = _data(10)
     names = ("precision", "recall", "f1")
@@ -106,7 +106,7 @@ def test_forward_gives_the_batch_scores(encoder, weighting):
 
 
 def test_single_strings_and_bad_input(encoder):
-    scorer = Scorer(encoder, SingleLayer(2))
+    scorer = compose(encoder, SingleLayer(2))
     metric = AlignScore(scorer)
     metric.update("a cat sat on the mat", "the cat sat on the mat")
     assert metric.compute()["f1"].numel() == 1  # torchmetrics squeezes a single score to 0-d
@@ -127,13 +127,13 @@ def _worker(rank: int, world: int, init: str, model: str, out: str) -> None:
     half = slice(0, 13) if rank == 0 else slice(13, None)
     results = {}
     for name, parts in SCORERS.items():
-        metric = AlignScore(Scorer(encoder, SingleLayer(3), batch_size=5, **parts))
+        metric = AlignScore(compose(encoder, SingleLayer(3), batch_size=5, **parts))
         for start in range(half.start, half.stop or len(cands), 4):  # several updates per rank
             stop = min(start + 4, half.stop or len(cands))
             metric.update(cands[start:stop], targets[start:stop])
         results[name] = metric.compute()
     # a rank that saw nothing still syncs (its empty states have the right dtypes)
-    metric = AlignScore(Scorer(encoder, SingleLayer(3), weighting=Idf()))
+    metric = AlignScore(compose(encoder, SingleLayer(3), weighting=Idf()))
     if rank == 0:
         metric.update(cands[:5], targets[:5])
     results["rank 1 empty"] = metric.compute()
@@ -153,7 +153,7 @@ def test_two_processes_equal_one_score(tiny_bert_dir, encoder, tmp_path):
     for rank in (0, 1):
         got = torch.load(tmp_path / f"out.{rank}")
         for name, parts in SCORERS.items():
-            scorer = Scorer(encoder, SingleLayer(3), batch_size=5, **parts)
+            scorer = compose(encoder, SingleLayer(3), batch_size=5, **parts)
             _close(got[name], scorer.score(cands, targets).metrics, scorer.resolved().metrics)
-        scorer = Scorer(encoder, SingleLayer(3), weighting=Idf())
+        scorer = compose(encoder, SingleLayer(3), weighting=Idf())
         _close(got["rank 1 empty"], scorer.score(cands[:5], targets[:5]).metrics, ("precision", "recall", "f1"))

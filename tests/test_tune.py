@@ -22,8 +22,8 @@ from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import load_daseg
 from alignscore.runtime import Runtime
 from alignscore.scorer import Scorer
-from tests.cli_checks import assert_one_error, fingerprint, invoke
-from tests.conftest import counted_forward, write_daseg
+from cli_checks import assert_one_error, fingerprint, invoke
+from conftest import counted_forward, write_daseg
 
 N = 30
 LPS = ("de-en", "ru-en")
@@ -168,7 +168,7 @@ def test_tune_equals_each_composition_scored_alone(tuned) -> None:
     assert run.entries[run.reference].in_space is False
     for e in run.entries:
         for k, lp in enumerate(pairs):
-            alone = Scorer.of(encoder, e.composition).score(lp.candidates, lp.references)
+            alone = Scorer(encoder, e.composition).score(lp.candidates, lp.references)
             values = alone[e.composition.metric].double().numpy()
             np.testing.assert_allclose(e.scores[k], values, atol=1e-6)
             r, _ = correlation(values, lp.human)

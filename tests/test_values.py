@@ -19,6 +19,7 @@ from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, pairwise_cost, sinkhorn_plans
 from alignscore.cli import main
 from alignscore.errors import AlignScoreError, ConfigError, InputError
+from conftest import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "he said it was incredible"]
@@ -121,10 +122,13 @@ def test_cli_refuses_undefined_powers(io, tiny_bert_dir, powers, aligner) -> Non
 
 
 def test_cli_large_powers_give_real_scores(io, tiny_bert_dir) -> None:
-    code, out, err = score_cli(io, tiny_bert_dir, "--layers", "2-4", "--powers", "200,1000")
+    code, out, err = score_cli(io, tiny_bert_dir, "--aggregator", "pmeans", "--layers", "2-4", "--powers", "200,1000")
     assert code == 0, err
     f1 = [r["f1"] for r in jsonl_scores(out)]
-    assert all(math.isfinite(v) and 0.05 < v <= 1 for v in f1), f1  # not the 0 of zero vectors
+    code, out, err = score_cli(io, tiny_bert_dir, "--aggregator", "pmeans", "--layers", "2-4", "--powers", "inf,inf")
+    assert code == 0, err
+    # M_p of three values is within a factor 3^(1/p) of their max: large p is the max, not the 0 of underflow
+    assert f1 == pytest.approx([r["f1"] for r in jsonl_scores(out)], abs=0.02), f1
 
 
 @pytest.mark.parametrize("aligner", [WMD(), WMD(n_gram=2), Sinkhorn(), Greedy()])
@@ -216,6 +220,8 @@ def test_cli_reg_cost_and_score_form_change_the_scores_as_documented(io, tiny_be
     assert inverse == pytest.approx([1 / (1 + (1 - s)) for s in exact], abs=1e-9)
     squared, sig = scores("--aligner", "wmd", "--cost", "sqeuclidean")
     assert "align:wmd(sqeuclidean,1-d,n=1)" in sig and squared != pytest.approx(exact, abs=1e-6)
+    for s, e in zip(squared, exact):  # unit vectors: d_e^2 <= d_sq <= 2 d_e (Jensen; |x - y| <= 2)
+        assert (1 - e) ** 2 - 1e-9 <= 1 - s <= 2 * (1 - e) + 1e-9, (s, e)
     preset, sig = scores("--preset", "moverscore-v2", "--aligner", "sinkhorn", "--reg", "0.05")
     assert "align:sinkhorn(euclidean,1-d,n=1,reg=0.05," in sig  # the preset's cost is kept
 
@@ -249,23 +255,28 @@ def test_layer_0_alone_is_the_embedding_layer(tiny_bert_dir) -> None:
 
 
 @pytest.mark.parametrize("args, signature", [(["--layer", "0"], "layers:L0|"), (["--layer", "-5"], "layers:L0|"),
-                                             (["--layers", "0"], "layers:pmeans(L0;"),
-                                             (["--layers", "0", "--aligner", "wmd"], "layers:pmeans(L0;")])
+                                             (["--aggregator", "pmeans", "--layers", "0"], "layers:pmeans(L0;"),
+                                             (["--aggregator", "pmeans", "--layers", "0", "--aligner", "wmd"],
+                                              "layers:pmeans(L0;")])
 def test_cli_layer_0_scores(io, tiny_bert_dir, args, signature) -> None:
     code, out, err = score_cli(io, tiny_bert_dir, *args)
     assert code == 0, err
     assert signature in err
     rows = jsonl_scores(out)
-    assert len(rows) == 3 and all(math.isfinite(v) for r in rows for v in r.values())
+    options = {a[2:].replace("-", "_"): v for a, v in zip(args[::2], args[1::2])}  # the same options, as text
+    want = alignscore.build(alignscore.run_spec({"model": tiny_bert_dir, **options}, style="cli")).score(CANDS, REFS)
+    assert len(rows) == 3
+    for name in want.metrics:
+        assert [r[name] for r in rows] == pytest.approx(want[name].tolist(), abs=1e-6), name
 
 
 @pytest.mark.parametrize("args, needle", [
     (["--layers", "5-3"], "the range 5-3 is empty"),
     (["--layers", "1,4-2"], "the range 4-2 is empty"),
-    (["--layers", "x"], "cannot read --layers"),
+    (["--layers", "x"], "Invalid value for '--layers': cannot read 'x'"),
     (["--layer", "5"], "layer 5 does not exist"),
     (["--layer", "-6"], "layer -6 does not exist"),
-    (["--layers", "-6,1"], "layer -6 does not exist"),
+    (["--aggregator", "pmeans", "--layers", "-6,1"], "layer -6 does not exist"),
 ])
 def test_cli_bad_layers_are_one_error(io, tiny_bert_dir, args, needle) -> None:
     code, out, err = score_cli(io, tiny_bert_dir, *args)
@@ -274,7 +285,7 @@ def test_cli_bad_layers_are_one_error(io, tiny_bert_dir, args, needle) -> None:
 
 @pytest.mark.parametrize("aligner", [Greedy(), WMD(), Sinkhorn()])
 def test_scoring_no_candidates_gives_empty_scores(tiny_bert_dir, aligner) -> None:
-    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), aligner=aligner)
+    scorer = compose(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), aligner=aligner)
     scores = scorer.score([], [])
     assert len(scores) == 0 and list(scores.metrics) == list(aligner.metrics)
     assert all(v.shape == (0,) for v in scores.metrics.values())
@@ -316,16 +327,16 @@ def test_generators_are_read_once(tiny_bert_dir) -> None:
 
 
 @pytest.mark.parametrize("build, needle", [
-    (lambda m: alignscore.bertscore(m, layer="4"), "layer must be an integer, not '4'"),
-    (lambda m: alignscore.bertscore(m, layer=True), "layer must be an integer, not True"),
+    (lambda m: alignscore.bertscore(m, layer="4"), "layer= expects a number or a list, not the text '4'"),
+    (lambda m: alignscore.bertscore(m, layer=True), "expected int, not True"),
     (lambda m: alignscore.bertscore(m, layer=2.0), "layer must be an integer"),
     (lambda m: alignscore.bertscore(m, layer=2, batch_size=2.5), "batch_size must be an integer >= 1"),
     (lambda m: alignscore.bertscore(m, layer=2, batch_size=0), "batch_size must be an integer >= 1"),
-    (lambda m: alignscore.bertscore(m, layer=2, token_budget=True), "token_budget must be an integer >= 1"),
-    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), aligner="wmd"), "aligner must be an instance of Aligner"),
-    (lambda m: alignscore.Scorer(m), "encoder must be an instance of Encoder"),
-    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), filters=["rm"]), "filters must be a list of TokenFilter"),
-    (lambda m: alignscore.Scorer(alignscore.HFEncoder(m), baseline="b.csv"), "baseline must be a Baseline"),
+    (lambda m: alignscore.bertscore(m, layer=2, token_budget=True), "token budget: True is neither an integer"),
+    (lambda m: compose(alignscore.HFEncoder(m), aligner="wmd"), "aligner must be an instance of Aligner"),
+    (lambda m: compose(m), "encoder must be an instance of Encoder"),
+    (lambda m: compose(alignscore.HFEncoder(m), filters=["rm"]), "filters must be a list of TokenFilter"),
+    (lambda m: compose(alignscore.HFEncoder(m), baseline="b.csv"), "baseline must be a Baseline"),
     (lambda m: PowerMeans(layers_spec=(1, "2")), "layer must be an integer"),
     (lambda m: PowerMeans(layers_spec=3), "needs a list of layers"),
 ])
@@ -441,14 +452,14 @@ def test_idf_from_one_reference_says_why_everything_scores_0(tiny_bert_dir) -> N
 
 
 def test_the_three_reasons_for_nothing_to_align_are_told_apart(tiny_bert_dir) -> None:
-    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
+    scorer = compose(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
                                filters=(alignscore.FILTERS.build("rm"),))
     messages = _warnings_of(lambda: scorer.score(["a cat", "a cat", "a cat", "a cat"],
                                                  ["", "  ", "!!! ?", "the cat"]))
     assert messages == ["2 pair(s) have an empty text; they score 0",
                         "1 pair(s) have a text that the token roles (special=match-only+rm) left empty (every token "
                         "taken out); they score 0"]
-    sep = alignscore.Scorer(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=alignscore.idf_s(sep=True))
+    sep = compose(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=alignscore.idf_s(sep=True))
     messages = _warnings_of(lambda: sep.score(["a cat"], ["the cat"]))
     assert len(messages) == 1 and "candidate idf from the 1 candidate(s)" in messages[0]
 
@@ -543,32 +554,34 @@ def test_ablate_shows_cells_with_constant_scores_as_undefined(tmp_path, tiny_ber
     ("moverscore-v2", {"aggregator": SingleLayer(2)}, "layers:L2|tokens:special=keep+ms2-punct"),
     ("moverscore-v2", {"special_tokens": "drop", "weighting": alignscore.Uniform()}, "special=drop+ms2-punct|w:none"),
     ("moverscore-v2", {"multi_ref": "max", "aligner": Sinkhorn(reg=0.05)}, "reg=0.05,"),
-    ("moverscore-v1", {"aggregator": SingleLayer(1), "filters": ()}, "layers:L1|tokens:special=keep|"),
+    ("moverscore-v1", {"aggregator": SingleLayer(1), "filters": ()}, "layers:L1|tokens:special=keep+rm|"),
     ("moverscore-v1", {"weighting": alignscore.Uniform(), "special_tokens": "match-only"},
      "special=match-only+rm|w:none"),
 ])
 def test_preset_parts_are_overridden_by_keyword(tiny_bert_dir, preset, kwargs, expect) -> None:
-    scorer = alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
+    scorer = alignscore.PRESET_FUNCTIONS[preset](model=tiny_bert_dir, **kwargs)
     assert expect in scorer.signature()
     scores = scorer.score(CANDS, REFS)
     assert all(torch.isfinite(v).all() for v in scores.metrics.values())
+    if not isinstance(scorer.aligner, Sinkhorn):  # exact aligners: a text against itself scores 1
+        same = scorer.score(CANDS, CANDS)
+        assert all(v.tolist() == pytest.approx([1.0] * len(CANDS), abs=1e-5) for v in same.metrics.values())
 
 
 @pytest.mark.parametrize("preset, kwargs, needle", [
-    ("bertscore", {"colour": "red"}, "bertscore() got unknown keyword(s) colour"),
-    ("moverscore-v2", {"layer": 3}, "moverscore_v2() got unknown keyword(s) layer"),
-    ("bertscore", {"layer": 2, "aggregator": SingleLayer(3)}, "layer= and aggregator= both set the aggregator"),
-    ("bertscore", {"idf": True, "weighting": alignscore.Uniform()}, "idf= and weighting= both set the weighting"),
-    ("moverscore-v2", {"idf": False, "weighting": alignscore.idf_s()}, "idf= and weighting= both set"),
-    ("moverscore-v2", {"n_gram": 2, "aligner": WMD()}, "n_gram= and aligner= both set the aligner"),
-    ("moverscore-v2", {"stop_words": ["the"], "filters": ()}, "stop_words= and filters= both set the filters"),
-    ("moverscore-v1", {"device": "cpu", "encoder": None}, "device= and encoder= both set the encoder"),
-    ("bertscore", {"layer": 2, "baseline": 5}, "baseline must be a Baseline"),
-    ("bertscore", {"layer": 2, "multi_ref": "min"}, "multi_ref must be one of"),
+    ("bertscore", {"colour": "red"}, "unknown option(s) colour"),
+    ("bertscore", {"layer": 2, "aggregator": SingleLayer(3)}, "aggregator= single(layer=3) and layer= both set its layer"),
+    ("bertscore", {"idf": True, "weighting": alignscore.Uniform()}, "idf= means weighting idf-S; it cannot go with "
+                                                                    "weighting= none"),
+    ("moverscore-v2", {"idf": False, "weighting": alignscore.idf_s()}, "idf=False and weighting= both set"),
+    ("moverscore-v2", {"n_gram": 2, "aligner": WMD()}, "and n_gram= both set its n_gram"),
+    ("moverscore-v1", {"device": "cpu", "encoder": alignscore.HFEncoder("x")}, "both set the encoder"),
+    ("bertscore", {"layer": 2, "baseline": 5}, "baseline=: expected a file name"),
+    ("bertscore", {"layer": 2, "multi_ref": "min"}, "one of max, mean, not 'min'"),
 ])
 def test_bad_preset_keywords_are_config_errors(tiny_bert_dir, preset, kwargs, needle) -> None:
     with pytest.raises(ConfigError) as info:
-        alignscore.PRESETS.build(preset, model=tiny_bert_dir, **kwargs)
+        alignscore.PRESET_FUNCTIONS[preset](model=tiny_bert_dir, **kwargs)
     assert needle in str(info.value)
 
 
@@ -611,9 +624,10 @@ def test_rm_keeps_the_first_real_piece_not_a_bare_sentencepiece_marker(tiny_sent
     for token, surface in zip(table.tokens, table.surface):
         if token == "▁":
             assert surface == ""
-    scorer = alignscore.Scorer(alignscore.HFEncoder(tiny_sentencepiece_dir), SingleLayer(2),
-                               filters=(alignscore.FILTERS.build("rm"),), aligner=WMD())
+    scorer = compose(alignscore.HFEncoder(tiny_sentencepiece_dir), SingleLayer(2),
+                     filters=(alignscore.FILTERS.build("rm"),), aligner=WMD())
     assert torch.isfinite(scorer.score(texts, texts[::-1]).score).all()
+    assert scorer.score(texts, texts).score.tolist() == pytest.approx([1.0, 1.0], abs=1e-6)  # d = 0 with itself
 
 
 # -- 11. default layers ----------------------------------------------------------------------------

@@ -199,4 +199,8 @@ def parse_grid(data: Mapping[str, Any], base_dir: Path = Path("."), name: str = 
 def load_grid(path: str | Path) -> Grid:
     """Read and check a grid file (TOML)."""
     path = Path(path)
-    return parse_grid(load_toml(path), base_dir=path.resolve().parent, name=path.stem)
+    data = load_toml(path)
+    try:
+        return parse_grid(data, base_dir=path.resolve().parent, name=path.stem)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -118,7 +118,7 @@ def build_composition(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair:
 def build_scorer(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair: LangPair,
                  batch_size: int = 64) -> Scorer:
     """A :class:`Scorer` of one cell for one language pair: the cell's composition alone."""
-    return Scorer.of(encoder, build_composition(spec, grid, encoder, lang_pair), Runtime(batch_size=batch_size))
+    return Scorer(encoder, build_composition(spec, grid, encoder, lang_pair), Runtime(batch_size=batch_size))
 
 
 def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: HFEncoder | None) -> str:

@@ -9,6 +9,7 @@ from numbers import Real
 import torch
 
 from ..errors import ConfigError
+from ..settings import setting
 from .._ops import unit
 from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
@@ -69,9 +70,11 @@ class PowerMeans(Aggregator):
         normalize: L2-normalise each layer's token vectors first (MoverScore v1 does).
     """
 
-    layers_spec: tuple[int, ...] = (-5, -4, -3, -2, -1)
-    powers: tuple[float, ...] = (-math.inf, 1.0, math.inf)
-    normalize: bool = True
+    layers_spec: tuple[int, ...] = setting((-5, -4, -3, -2, -1), flag="--layers", help=(
+        "Layers of pmeans, routing or stack, e.g. '-5,-4,-3,-2,-1' (the default: the last five) or '8-12'."))
+    powers: tuple[float, ...] = setting((-math.inf, 1.0, math.inf), help=(
+        "Power-mean exponents of pmeans, e.g. '-inf,1,inf' (the default: min, mean, max)."))
+    normalize: bool = setting(True, help="pmeans, routing: L2-normalise each layer's token vectors first (default).")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "pmeans"))

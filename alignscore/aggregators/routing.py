@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..errors import ConfigError
+from ..settings import setting
 from .._ops import unit
 from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
@@ -90,13 +91,13 @@ class Routing(Aggregator):
             scales are comparable (as MoverScore does before power means).
     """
 
-    layers_spec: tuple[int, ...] = (-5, -4, -3, -2, -1)
-    kernel: str = "gaussian"
-    bandwidth: float = 1.0
-    alpha: float = 1.0
-    max_iter: int = 50
-    tol: float = 1e-6
-    normalize: bool = True
+    layers_spec: tuple[int, ...] = setting((-5, -4, -3, -2, -1), flag="--layers")
+    kernel: str = setting("gaussian", choices=KERNELS, help="routing: the kernel of the mean shift.")
+    bandwidth: float = setting(1.0, help="routing: the kernel's bandwidth h (> 0).")
+    alpha: float = setting(1.0, help="routing: the step size of the logit update.")
+    max_iter: int = setting(50, flag="--routing-iter", help="routing: iterations per token, at most.")
+    tol: float = setting(1e-6, flag="--routing-tol", help="routing: a token stops below this change.")
+    normalize: bool = setting(True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "routing"))

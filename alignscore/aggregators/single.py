@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..errors import ConfigError
+from ..settings import setting
 from .base import Aggregator, check_layer, resolve_layers
 
 
@@ -18,7 +19,9 @@ class SingleLayer(Aggregator):
     resolved for a model; a negative layer counts from the top (-1: the last block).
     """
 
-    layer: int | None = None
+    layer: int | None = setting(None, flag="--layer", help=(
+        "Layer for the single-layer aggregator (0 = embeddings; negative counts from the top). Default: the "
+        "model's tuned layer."))
 
     def __post_init__(self) -> None:
         if self.layer is not None:

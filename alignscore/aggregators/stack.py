@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..errors import ConfigError
+from ..settings import setting
 from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
 
@@ -76,7 +77,7 @@ class LayerStack(Aggregator):
             ``(-5, ..., -1)`` is "the last five layers" (BaryScore's ``last_layers=5``).
     """
 
-    layers_spec: tuple[int, ...] = (-5, -4, -3, -2, -1)
+    layers_spec: tuple[int, ...] = setting((-5, -4, -3, -2, -1), flag="--layers")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "stack"))

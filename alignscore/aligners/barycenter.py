@@ -18,6 +18,7 @@ import torch
 
 from ..aggregators.stack import unstack_layers
 from ..errors import ConfigError
+from ..settings import setting
 from .base import Aligner, Alignment, PairBatch, number, real_number
 from .optimal import SCORE_FORMS, score_from_distance
 from .._ops import normalise_mass
@@ -155,13 +156,13 @@ class BaryScore(Aligner):
         max_iter, tol: Sinkhorn's iteration limit and marginal-error threshold.
     """
 
-    layers: int = 5
-    reg: float = 0.01
-    score: str = "1-d"
-    bary_iter: int = 1000
-    bary_tol: float = 1e-7
-    max_iter: int = 10_000
-    tol: float = 1e-9
+    layers: int = setting(5, flag="--bary-layers", help="baryscore: how many layers the stack holds.")
+    reg: float = setting(0.01)
+    score: str = setting("1-d", flag="--score-form", choices=("1-d", "1/(1+d)"))
+    bary_iter: int = setting(1000, help="baryscore: the barycenter's round limit.")
+    bary_tol: float = setting(1e-7, help="baryscore: the barycenter's displacement threshold.")
+    max_iter: int = setting(10_000)
+    tol: float = setting(1e-9)
 
     name = "baryscore"
     metrics = ("score",)

@@ -66,6 +66,10 @@ class Aligner(ABC):
     name: ClassVar[str]
     metrics: tuple[str, ...]
     primary: str
+    #: a conservative estimate of one pair's alignment time on a 2-core CPU, for ``alignscore
+    #: tune``'s refusal of a space too large for its budget (an outside aligner that does not
+    #: state its own is taken to be as slow as entropic transport)
+    seconds_per_pair: ClassVar[float] = 0.1
 
     @abstractmethod
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:

@@ -16,6 +16,7 @@ import torch
 
 from .._ops import balanced_rows, normalise_mass
 from ..errors import ConfigError
+from ..settings import setting
 from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors
 from .ngrams import (check_n_gram, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
                      window_size, window_sqnorms)
@@ -130,9 +131,12 @@ class TransportAligner(Aligner):
     weighted by its tokens' masses; see :mod:`alignscore.aligners.ngrams`.
     """
 
-    cost: str = "euclidean"
-    score: str = "1-d"
-    n_gram: int | str = 1
+    cost: str = setting("euclidean", choices=COSTS, help=(
+        "Optimal transport: the cost between unit vectors, euclidean (moverscore_v2, the default) or "
+        "sqeuclidean (MoverScore v1)."))
+    score: str = setting("1-d", flag="--score-form", choices=SCORE_FORMS, help=(
+        "Optimal transport: the score from the distance d, 1-d (moverscore 1.0.3, the default) or 1/(1+d)."))
+    n_gram: int | str = setting(1, help="Optimal transport: n-gram size (1, 2, ...) or 'sentence' (SMD).")
 
     metrics = ("score",)
     primary = "score"
@@ -222,6 +226,7 @@ class WMD(TransportAligner):
     """
 
     name = "wmd"
+    seconds_per_pair = 0.002
 
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return exact_plans(cost, a, b)
@@ -368,10 +373,13 @@ class Sinkhorn(TransportAligner):
         dtype: ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
     """
 
-    reg: float = 0.02
-    max_iter: int = 1000
-    tol: float = 1e-6
-    dtype: str = "float64"
+    reg: float = setting(0.02, help=(
+        "sinkhorn, baryscore: entropic regularisation (sinkhorn: > 0, default 0.02; smaller is closer to the "
+        "exact wmd and needs more iterations; baryscore: default 0.01, 0 for the exact distance)."))
+    max_iter: int = setting(1000, help="sinkhorn, baryscore: Sinkhorn's iteration limit.")
+    tol: float = setting(1e-6, help="sinkhorn, baryscore: Sinkhorn's marginal-error threshold (> 0).")
+    dtype: str = setting("float64", flag="--sinkhorn-dtype", choices=("float64", "float32"),
+                         help="sinkhorn: the precision of the iterations (float32 is faster on GPUs).")
 
     name = "sinkhorn"
 

@@ -16,8 +16,9 @@ from ..scorer import score_together
 from ..textio import read_aligned
 from . import main
 from .ablate import _split
-from .diff import parse_spec, share_encoder
-from .options import build_scorer, scorer_options, scorer_opts
+from ..spec import build_all
+from .diff import side_specs
+from .options import scorer_options, scorer_opts
 
 COLUMNS = ("lang_pair", "n", "A.abs_r", "B.abs_r", "delta", "williams_p", "bootstrap_low", "bootstrap_high",
            "bootstrap_p", "permutation_p")
@@ -104,15 +105,14 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
     if data is not None and (refs or human):
         raise ConfigError("--data DIR holds the references and human scores: no -r or --human with it")
     common = scorer_opts(kwargs)
-    opts_a, opts_b = {**common, **parse_spec(spec_a, "--a")}, {**common, **parse_spec(spec_b, "--b")}
+    run_a, run_b = side_specs(common, spec_a, spec_b, progress=not quiet)
     if data is not None:
         sets = [(lp.name, lp.candidates, lp.references, lp.human)
                 for lp in load_daseg(data, _split(lang_pairs), year=year)]
     else:
         cand_texts, ref_groups = read_aligned(cands, refs)
         sets = [("all", cand_texts, ref_groups, read_human(human, len(cand_texts)))]
-    scorer_a, scorer_b = build_scorer(opts_a, progress=not quiet), build_scorer(opts_b, progress=not quiet)
-    share_encoder(scorer_a, scorer_b)
+    scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
     sigs = [scorer_a.signature(), scorer_b.signature()]  # both build for their model before any encoding
     out = [f"# A: {sigs[0]}", f"# B: {sigs[1]}",
            f"# delta = |r_A| - |r_B| (Pearson r with the human scores); p-values two-sided: Williams' test, paired "

@@ -15,10 +15,12 @@ from ..errors import ConfigError, InputError
 from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
-from ..scorer import Scorer, score_together
+from ..scorer import score_together
 from ..textio import check_output, read_aligned, replacing
 from . import main
-from .options import ManyValues, build_scorer, option_files, scorer_options, scorer_opts
+from ..options import option_files
+from ..spec import RunSpec, build_all
+from .options import ManyValues, scorer_options, scorer_opts, spec_of
 
 
 def _spec_command() -> click.Command:
@@ -49,6 +51,18 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     except click.ClickException as exc:
         raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+
+
+def side_specs(common: dict[str, Any], spec_a: str, spec_b: str, progress: bool) -> tuple[RunSpec, RunSpec]:
+    """The runs of ``--a`` and ``--b``: each side's options layered on the options shared by
+    both (what a side names replaces the shared value)."""
+    out = []
+    for flag, text in (("--a", spec_a), ("--b", spec_b)):
+        try:
+            out.append(spec_of({**common, **parse_spec(text, flag)}, progress))
+        except ConfigError as exc:
+            raise ConfigError(f"{flag} {text!r}: {exc}") from None
+    return out[0], out[1]
 
 
 def average_ranks(x: torch.Tensor) -> torch.Tensor:
@@ -91,15 +105,6 @@ def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch
     return ra, rb, order
 
 
-def share_encoder(a: Scorer, b: Scorer) -> None:
-    """Let both compositions use one loaded model when they name the same one."""
-    ea, eb = a.encoder, b.encoder
-    same = all(getattr(ea, k, None) == getattr(eb, k, None)
-               for k in ("model", "device_name", "max_length", "revision", "backend", "dtype", "export_dir"))
-    if same and type(ea) is type(eb):
-        b.encoder = ea
-
-
 @main.command()
 @click.option("-r", "--refs", "refs", cls=ManyValues, required=True, type=click.Path(dir_okay=False),
               help="Reference file, one text per line; several files (-r a.txt b.txt, or -r repeated) give "
@@ -134,13 +139,11 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     if fmt in ("png", "svg", "html") and out_dir is None:
         raise ConfigError(f"--format {fmt} writes files: give a folder with -o DIR")
     common = scorer_opts(kwargs)
-    opts_a, opts_b = {**common, **parse_spec(spec_a, "--a")}, {**common, **parse_spec(spec_b, "--b")}
+    run_a, run_b = side_specs(common, spec_a, spec_b, progress=not quiet)
     if out_dir is not None:  # before any work: the folder must be writable and hold none of the inputs
-        _check_folder(Path(out_dir), [cands, *refs, *option_files(opts_a), *option_files(opts_b)], fmt)
+        _check_folder(Path(out_dir), [cands, *refs, *option_files(run_a, common), *option_files(run_b, common)], fmt)
     cand_texts, ref_groups = read_aligned(cands, refs)
-    scorer_a = build_scorer(opts_a, progress=not quiet)
-    scorer_b = build_scorer(opts_b, progress=not quiet)
-    share_encoder(scorer_a, scorer_b)
+    scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
     metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
     sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
     va, vb = sa[metric_a], sb[metric_b]

@@ -12,7 +12,9 @@ from ..errors import InputError
 from ..mbr import Selection, check_blocks, mbr_select, mbr_signature
 from ..textio import check_output, read_lines, replacing
 from . import main
-from .options import build_scorer, option_files, scorer_options, scorer_opts
+from ..options import option_files
+from ..spec import build
+from .options import output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -26,8 +28,7 @@ from .options import build_scorer, option_files, scorer_options, scorer_opts
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
               help="tsv: a signature comment line, then 'block index utility text' rows; jsonl: one "
                    "object per block with those keys.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Output file (default: stdout).")
+@output_option("Output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: str | None, quiet: bool,
         **kwargs: Any) -> None:
@@ -36,14 +37,15 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     block as reference, itself included unless --exclude-self. Ties go to the first sample.
     Any composition is the utility; every text is encoded once for the whole file."""
     opts = scorer_opts(kwargs)
+    spec = spec_of(opts, progress=not quiet)
     if output:
-        check_output(output, [samples_file, *option_files(opts)])
+        check_output(output, [samples_file, *option_files(spec, opts)])
     samples = read_lines(samples_file)
     if not samples:
         raise InputError("is empty: there are no samples to select from", samples_file)
     k = k or len(samples)
     check_blocks(len(samples), k, exclude_self, samples_file)
-    scorer = build_scorer(opts, progress=not quiet)
+    scorer = build(spec)
     selections = mbr_select(scorer, samples, k, exclude_self)
     signature = mbr_signature(scorer.signature(), k, exclude_self)
     if output:
@@ -63,4 +65,9 @@ def _write(selections: list[Selection], signature: str, fmt: str, out: TextIO) -
                                   ensure_ascii=False) + "\n" for s in selections)
         return
     out.write(f"# {signature}\nblock\tindex\tutility\ttext\n")
-    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{s.text}\n" for s in selections)
+    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{_escaped(s.text)}\n" for s in selections)
+
+
+def _escaped(text: str) -> str:
+    """A text as one TSV field: backslash, tab, carriage return and newline written as \\\\, \\t, \\r, \\n."""
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
@@ -19,7 +19,9 @@ from ..stream import clear_sidecar, score_stream
 from ..textio import check_output, read_lines, replacing, write_scores
 from . import main
 from .inputs import Sources, input_options
-from .options import build_scorer, option_files, scorer_options, scorer_opts
+from ..options import option_files
+from ..spec import build
+from .options import output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -28,8 +30,7 @@ from .options import build_scorer, option_files, scorer_options, scorer_opts
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
               help="tsv: a header comment with the signature and means, then one row per candidate; "
                    "jsonl: one JSON object per candidate.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Output file (default: stdout).")
+@output_option("Output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--stream", is_flag=True, help="Score in chunks with bounded memory, appending rows to "
               "OUT as they are done (needs -o; same rows as without).")
@@ -84,11 +85,12 @@ def _pairwise(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, q
         raise InputError("--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)")
     if stream or fmt != "tsv":
         raise InputError("--pairwise writes one .npy matrix: --stream, --resume and --format do not apply")
-    check_output(output, [cands, *option_files(opts)])
+    spec = spec_of(opts, progress=not quiet)
+    check_output(output, [cands, *option_files(spec, opts)])
     texts = read_lines(cands)
     if not texts:
         raise InputError("is empty: there is nothing to score", cands)
-    scorer = build_scorer(opts, progress=not quiet)
+    scorer = build(spec)
     matrix = scorer.pairwise(texts, texts)
     metric = scorer.resolved().metric
     with replacing(output) as tmp:
@@ -123,12 +125,13 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
         raise InputError("--stream does not run under torchrun yet: shard the input files instead")
     if (stream or resume) and not sources.cands:
         raise InputError("--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once")
+    spec = spec_of(opts, progress=not quiet and writer)
     if output and writer:  # before any work: the output must be writable and none of the inputs
-        check_output(output, [*sources.files, *option_files(opts), judged.human])
-    scorer = build_scorer(opts, progress=not quiet and writer)
-    scorer.shard = shard
+        check_output(output, [*sources.files, *option_files(spec, opts), judged.human])
+    scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)))
     if stream or resume:
         result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume,
+                              files=option_files(spec, opts),
                               chunk_size=chunk_size)
         means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
         click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)

@@ -11,7 +11,9 @@ from ..explain import explain
 from ..render import FORMATS, format_for, write
 from ..textio import check_output, read_lines, replacing
 from . import main
-from .options import build_scorer, option_files, scorer_options, scorer_opts
+from ..options import option_files
+from ..spec import build
+from .options import scorer_options, scorer_opts, spec_of
 
 
 def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
@@ -69,9 +71,10 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
     fmt = format_for(output, fmt)
     opts = scorer_opts(kwargs)
+    spec = spec_of(opts, progress=False)
     if output is not None:  # before any work: writable, and none of the inputs
-        check_output(output, [*refs_file, cands_file, *option_files(opts)])
-    scorer = build_scorer(opts, progress=False)
+        check_output(output, [*refs_file, cands_file, *option_files(spec, opts)])
+    scorer = build(spec)
     expl = explain(scorer, [candidate], [references])[0]  # warns when a side carries no mass, and why
     if output is None:
         text = write(expl, None, fmt, ref_index)

@@ -12,9 +12,9 @@ from typing import MutableMapping, Sequence
 
 import torch
 
-from ..cache import EmbeddingCache, forward_cached
+from ..cache import DIGESTS, EmbeddingCache, forward_cached
 from ..tokens import Tokenized
-from .artifacts import ArtifactStore
+from .fingerprint import digest_memo
 from .base import Encoder
 
 
@@ -69,7 +69,7 @@ class CachedEncoder(Encoder):
             if memo is not None:
                 self._fingerprint = self.inner.fingerprint(memo)
             else:
-                with ArtifactStore(self.cache.directory).digests() as stored:
+                with digest_memo(self.cache.directory / DIGESTS) as stored:
                     self._fingerprint = self.inner.fingerprint(stored)
         return self._fingerprint
 

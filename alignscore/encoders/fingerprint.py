@@ -1,20 +1,24 @@
 """Model fingerprints: a digest of the files a model is loaded from.
 
-The embedding cache and the exported ONNX graphs are keyed by it, so that a different model in
+The embedding cache is keyed by it, so that a different model in
 the same directory (another checkpoint copied over it, a fine-tuned model saved in its place)
 never reuses what the old one computed. Every top-level file of the model directory takes part
 (config, tokenizer files, weights), hashed in full with SHA-256; a read-me or ``.gitattributes``
 does not. Hashing a large checkpoint takes a second or two, so a ``memo`` may remember a file's
 digest under its path, inode, size, modification and change times: any write to the file, or
-another file put at the same path, changes one of them and makes it hash again (the artifact
-store keeps such a memo, :mod:`alignscore.encoders.artifacts`).
+another file put at the same path, changes one of them and makes it hash again. The cache keeps
+that memo in a JSON file in its folder (:func:`digest_memo`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
+import tempfile
 from pathlib import Path
-from typing import MutableMapping
+from typing import Iterator, MutableMapping
 
 # Files that never change what a model computes.
 _IGNORED_SUFFIXES = (".md", ".txt.lock", ".lock")
@@ -60,7 +64,7 @@ def _identity(path: Path) -> str:
     return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
-def identity_path(ident: str) -> str:
+def _identity_path(ident: str) -> str:
     """The path of an :func:`_identity`."""
     return ident.rsplit("|", 4)[0]
 
@@ -83,4 +87,29 @@ def hub_fingerprint(source: str, revision: str | None = None) -> str:
     return hashlib.sha256(f"hub:{source}@{revision or 'main'}".encode("utf-8")).hexdigest()
 
 
-__all__ = ["directory_fingerprint", "file_digest", "hub_fingerprint", "identity_path", "model_directory"]
+@contextlib.contextmanager
+def digest_memo(path: Path) -> Iterator[dict[str, str]]:
+    """A digest memo read from the JSON file ``path`` (empty when missing or damaged) and written
+    back, atomically, when the block added to it, without the entries of files that no longer
+    exist. An unwritable folder only costs hashing again next time."""
+    try:
+        loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+        memo = {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}
+    except (OSError, ValueError, AttributeError):
+        memo = {}
+    before = dict(memo)
+    yield memo
+    if memo == before:
+        return
+    kept = {ident: digest for ident, digest in memo.items() if os.path.exists(_identity_path(ident))}
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".digests.", suffix=".tmp", dir=Path(path).parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(kept, fh, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        if "tmp" in locals() and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+__all__ = ["digest_memo", "directory_fingerprint", "file_digest", "hub_fingerprint", "model_directory"]

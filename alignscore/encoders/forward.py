@@ -1,9 +1,9 @@
 """Forward strategies: how an encoder's hidden states are computed from token ids.
 
-A strategy is one way of running the same model (PyTorch eager, ONNX Runtime, ...); the encoder
-picks one by its ``backend`` name and everything else (tokenization, layers, devices, caching)
-stays the encoder's. Every strategy returns the same numbers to float tolerance, and a strategy
-that cannot reproduce PyTorch on a model refuses it.
+A strategy is one way of running the same model; everything else (tokenization, layers, devices,
+caching) stays the encoder's. PyTorch eager mode is the one strategy here: a TorchScript trace
+and ONNX Runtime were measured no faster (benchmarks/RESULTS.md). Another strategy must return
+the same numbers to float tolerance.
 """
 
 from __future__ import annotations
@@ -16,14 +16,10 @@ import torch
 
 
 class ModelSource(Protocol):
-    """What a strategy may ask of its encoder: the loaded PyTorch model and tokenizer, the model's
-    fingerprint (for files derived from it) and where the states should come out."""
+    """What a strategy may ask of its encoder: the loaded PyTorch model and where the states
+    should come out."""
 
     def load_model(self) -> Any: ...
-
-    def load_tokenizer(self) -> Any: ...
-
-    def fingerprint(self) -> str: ...
 
     @property
     def model_device(self) -> torch.device: ...

@@ -14,11 +14,10 @@ import torch
 from ..errors import ConfigError, ModelLoadError
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
-from .artifacts import ArtifactStore, default_export_dir
 from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory
 from .forward import ForwardStrategy, TorchForward
 from .layers import default_layer, known_model_of, packaged_model_dir
-from .onnx import OnnxForward
+from .spec import EncoderSpec
 from .windows import window_starts, windowed_states
 
 # Tokenizers that mark a word boundary with a leading space (byte-level BPE): they need
@@ -27,8 +26,6 @@ _PREFIX_SPACE_MODELS = {"roberta", "gpt2", "bart", "longformer", "deberta", "mba
 
 _SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
 
-BACKENDS = ("torch", "onnx")
-LONG_TEXTS = ("truncate", "window")
 # precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
 # window mode encodes each token about ``window / stride`` times: strides that would encode a token
@@ -51,9 +48,6 @@ class HFEncoder(Encoder):
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
         revision: hub revision, recorded in the signature.
-        backend: ``"torch"`` (PyTorch eager through transformers, the default) or ``"onnx"``
-            (ONNX Runtime, float32 only; the graph is exported once per model and layer set into
-            ``export_dir``, see :mod:`alignscore.encoders.onnx`; needs ``alignscore[onnx]``).
         dtype: the model's weights and activations: ``"float32"`` (default), or
             ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
             returned as float32; scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the
@@ -61,9 +55,6 @@ class HFEncoder(Encoder):
             quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
             channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
             scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
-        export_dir: the onnx backend's artifact store (its graphs and a memo of the model files'
-            digests, :mod:`alignscore.encoders.artifacts`); the torch backend writes nothing.
-            Default: ``$ALIGNSCORE_EXPORT_DIR``, else ``~/.cache/alignscore/exports``.
         long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
             and the closing special tokens, with a warning) or ``"window"`` (keep every token;
             encode the text in windows of the limit and take each token's state from the window
@@ -81,9 +72,7 @@ class HFEncoder(Encoder):
     device_name: str | None = None
     max_length: int | None = None
     revision: str | None = None
-    backend: str = "torch"
     dtype: str = "float32"
-    export_dir: str | None = None
     long_texts: str = "truncate"
     stride: int | None = None
     _tok: Any = field(default=None, init=False, repr=False)
@@ -97,23 +86,12 @@ class HFEncoder(Encoder):
     def __post_init__(self) -> None:
         if isinstance(self.model, os.PathLike):
             self.model = os.fspath(self.model)
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ConfigError(f"model must be a hub id or a local directory, not {self.model!r}")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
-        if self.backend == "onnx" and self.dtype != "float32":
-            raise ConfigError("backend 'onnx' runs in float32 only")
-        if self.dtype == "int8" and self.device_name is not None and self.device_name.split(":")[0] != "cpu":
-            raise ConfigError(f"dtype int8 (dynamic quantisation) runs on the CPU only, not on {self.device_name}")
-        if self.long_texts not in LONG_TEXTS:
-            raise ConfigError(f"unknown long_texts {self.long_texts!r}; choose one of: {', '.join(LONG_TEXTS)}")
-        if self.stride is not None and self.long_texts != "window":
-            raise ConfigError("a window stride applies to long_texts='window' (--long-texts window) only")
-        if self.stride is not None and (isinstance(self.stride, bool) or not isinstance(self.stride, int)
-                                        or self.stride < 1):
-            raise ConfigError(f"stride must be an integer >= 1, not {self.stride!r}")
+        self.spec.check_device(self.device_name)  # the spec checks every setting where it is built
+
+    @property
+    def spec(self) -> EncoderSpec:
+        """This encoder's settings by name (two encoders with equal specs compute the same numbers)."""
+        return EncoderSpec(self.model, self.revision, self.max_length, self.long_texts, self.stride, self.dtype)
 
     # -- loading -------------------------------------------------------------------------------
     @property
@@ -162,7 +140,9 @@ class HFEncoder(Encoder):
             if self.dtype == "int8":
                 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-                model = quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+                with warnings.catch_warnings():  # torch's notice that this API is deprecated: nothing a user can do
+                    warnings.simplefilter("ignore", UserWarning)
+                    model = quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
             self._model = model
         return self._model
 
@@ -228,20 +208,20 @@ class HFEncoder(Encoder):
         """``name[@revision][+onnx][+bfloat16][+window[(stride=S)]]``: the backend, dtype and
         long-text mode only when not the defaults (torch, float32, truncate); ``+window``
         changes the numbers of texts over the limit only."""
-        extras = ("+onnx" if self.backend == "onnx" else "") + ("" if self.dtype == "float32" else f"+{self.dtype}")
+        extras = "" if self.dtype == "float32" else f"+{self.dtype}"
         if self.long_texts == "window":
             extras += "+window" + (f"(stride={self.stride})" if self.stride else "")
         return self.model + (f"@{self.revision}" if self.revision else "") + extras
 
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its
-        backend and dtype: what the embedding cache and the onnx backend's graphs key on. File
-        digests are remembered in ``memo``, else (onnx backend) in its artifact store."""
+        dtype and long-text mode: what the embedding cache keys on. File digests are remembered
+        in ``memo`` (the cache's)."""
         if self._fingerprint is None:
             _, files = self._files_fingerprint(memo)
             # window mode keeps every token and stitches long texts from windows: its own entries
             window = f"|window:{self.window_stride()}" if self.long_texts == "window" else ""
-            self._fingerprint = f"{files}|{self.backend}|{self.dtype}{window}"
+            self._fingerprint = f"{files}|torch|{self.dtype}{window}"
         return self._fingerprint
 
     def _files_fingerprint(self, memo: MutableMapping[str, str] | None = None) -> tuple[Path | None, str]:
@@ -255,11 +235,8 @@ class HFEncoder(Encoder):
                 directory = model_directory(source, self.revision)
             if directory is None:
                 self._files = (None, hub_fingerprint(source, self.revision))
-            elif memo is not None or self.backend != "onnx":
-                self._files = (directory, directory_fingerprint(directory, memo))
             else:
-                with ArtifactStore(self._export_dir()).digests() as stored:
-                    self._files = (directory, directory_fingerprint(directory, stored))
+                self._files = (directory, directory_fingerprint(directory, memo))
         return self._files
 
     # -- tokenization ----------------------------------------------------------------------------
@@ -365,13 +342,11 @@ class HFEncoder(Encoder):
         return self._ends
 
     def _strategy(self) -> ForwardStrategy:
-        """PyTorch eager mode (the torch backend), or ONNX Runtime (the onnx backend)."""
+        """How the hidden states are computed: PyTorch eager mode (the one strategy that earns
+        its code on the CPUs measured; benchmarks/RESULTS.md has what tracing and ONNX Runtime gave)."""
         if self._forward is None:
-            self._forward = OnnxForward(self._export_dir()) if self.backend == "onnx" else TorchForward()
+            self._forward = TorchForward()
         return self._forward
-
-    def _export_dir(self) -> Path:
-        return Path(self.export_dir) if self.export_dir else default_export_dir()
 
 
 def _num_layers(config: Any) -> int | None:

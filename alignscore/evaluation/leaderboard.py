@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
@@ -166,15 +167,17 @@ def output_paths(out_dir: str | Path, holdout: bool) -> dict[str, Path]:
 
 
 def write_outputs(out_dir: str | Path, run: TuneRun, data: str, command: str | None = None) -> dict[str, Path]:
-    """Write every output into ``out_dir``, each through a temporary file renamed into place."""
+    """Write every output into ``out_dir`` as one set: each into a temporary file, and only once
+    all are written are they renamed into place (an interrupted run leaves the earlier set whole)."""
     paths = output_paths(out_dir, bool(run.holdout))
     writers: dict[str, Callable[[Path], None]] = {
         "best": lambda p: write_best(p, run),
         "table": lambda p: p.write_text(markdown(run, data, command), encoding="utf-8"),
         "csv": lambda p: write_csv(p, run), "folds": lambda p: write_folds(p, run),
         "chart": lambda p: write_chart(p, run), "holdout": lambda p: write_holdout(p, run)}
-    for key, path in paths.items():
-        with replacing(path) as tmp:
+    with ExitStack() as stack:
+        temporaries = {key: stack.enter_context(replacing(path)) for key, path in paths.items()}
+        for key, tmp in temporaries.items():
             writers[key](tmp)
     return paths
 

@@ -23,9 +23,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..aligners.barycenter import BaryScore
-from ..aligners.greedy import Greedy
-from ..aligners.optimal import TransportAligner, WMD
 from ..composition import Composition, build
 from ..encoders.base import Encoder
 from ..engine import Pairs, score_groups
@@ -35,30 +32,15 @@ from .space import Candidate
 from .stats import pearson_rows, williams_matrix
 from .wmt import LangPair
 
-# Conservative costs on a quiet 2-core CPU (all-MiniLM-L6-v2, WMT16 to-English, ~25 tokens a side),
-# for the estimate that refuses a space too large for its time budget. Measured once on this
-# project's shared machine under load (load average 8 on 2 cores): encoding 30 ms per unique text,
-# greedy 2.3 ms per pair, wmd 2.4 (bigrams 2.0), sinkhorn 430; a quiet machine is about 4-8x
-# faster (the lead's figures: one BERTScore run over WMT16's 3,360 pairs 15 s, the Table 9 grid
-# 30 s). Encoding: seconds per unique text (one forward pass for all layers); aligning: seconds per
-# pair for one aligner run (one setting x one aligner); "other": aligners registered from outside.
+# Seconds per unique text of one forward pass for all layers (all-MiniLM-L6-v2 on a loaded 2-core
+# CPU, conservative): the encoding side of the estimate; each aligner states its own cost per pair
+# (:attr:`~alignscore.aligners.base.Aligner.seconds_per_pair`).
 ENCODE_SECONDS_PER_TEXT = 0.005
-ALIGN_SECONDS_PER_PAIR = {"greedy": 0.0005, "wmd": 0.002, "wmd-ngram": 0.002, "sinkhorn": 0.1,
-                          "baryscore": 0.1, "other": 0.1}
 
 
 def aligner_cost(composition: Composition) -> float:
-    """Seconds per pair of one run of the composition's aligner (:data:`ALIGN_SECONDS_PER_PAIR`)."""
-    a = composition.aligner
-    if isinstance(a, Greedy):
-        return ALIGN_SECONDS_PER_PAIR["greedy"]
-    if isinstance(a, WMD):
-        return ALIGN_SECONDS_PER_PAIR["wmd" if a.n_gram == 1 else "wmd-ngram"]
-    if isinstance(a, TransportAligner):
-        return ALIGN_SECONDS_PER_PAIR["sinkhorn"]
-    if isinstance(a, BaryScore):
-        return ALIGN_SECONDS_PER_PAIR["baryscore"]
-    return ALIGN_SECONDS_PER_PAIR["other"]
+    """Seconds per pair of one run of the composition's aligner, as the aligner states it."""
+    return composition.aligner.seconds_per_pair
 
 
 def aligner_runs(compositions: Sequence[Composition]) -> dict[tuple[str, str, str, str], Composition]:
@@ -285,6 +267,6 @@ def tune(encoder: Encoder, candidates: Sequence[Candidate], lang_pairs: Sequence
     return run
 
 
-__all__ = ["ALIGN_SECONDS_PER_PAIR", "ENCODE_SECONDS_PER_TEXT", "Entry", "Fold", "HeldOut", "TuneRun",
+__all__ = ["ENCODE_SECONDS_PER_TEXT", "Entry", "Fold", "HeldOut", "TuneRun",
            "aligner_cost", "aligner_runs", "beats_p", "cross_validate", "estimate_seconds", "labels",
            "reference_composition", "select", "tune"]

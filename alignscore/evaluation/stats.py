@@ -191,6 +191,10 @@ def _order_statistic_interval(values: np.ndarray, confidence: float) -> tuple[fl
         raise ConfigError(f"confidence must be in (0, 1), not {confidence}")
     ordered = np.sort(values)
     k = int(math.floor(len(ordered) * (1 - confidence) / 2 + 1e-9))  # 1e-9: 0.05 / 2 * 40 is 1, not 0.999..
+    if k < 1:  # with no resample beyond either end the "interval" is the extremes of a few draws
+        need = math.ceil(2 / (1 - confidence) - 1e-9)
+        raise ConfigError(f"a {confidence:.0%} percentile interval needs at least {need} resamples, not "
+                          f"{len(ordered)} (--bootstrap)")
     return float(ordered[k]), float(ordered[len(ordered) - 1 - k])
 
 

@@ -7,11 +7,11 @@
     metric = evaluate.load(str(EVALUATE_MODULE))
     metric.compute(predictions=["a cat sat"], references=["the cat sat down"], model="all-MiniLM-L6-v2")
 
-``compute`` takes the scorer options of ``alignscore score`` by their Python names (``model``,
-``lang``, ``layer``, ``preset``, ``idf``, ``weighting``, ``aligner``, ...: :data:`OPTIONS`) and
-returns the same numbers as the Python API for the same composition: ``{output: [float per
+``compute`` takes the options of ``alignscore.score`` (those of ``alignscore score`` by their
+Python names: ``model``, ``lang``, ``layer``, ``preset``, ``idf``, ``weighting``, ``aligner``, ...:
+:data:`OPTIONS`), compiled to the same spec, and returns the same numbers: ``{output: [float per
 prediction], "signature": str}``. References are one text or a list of texts per prediction.
-Scorers are built once per set of options and kept by the module instance.
+Scorers are built once per run spec and kept by the module instance.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..cli.options import SCORER_OPTION_NAMES, build_scorer
-from ..errors import ConfigError
+from ..options import options, run_spec
 from ..presets import PRESETS
 from ..scorer import Scorer
+from ..spec import RunSpec, build
 
 __all__ = ["CITATION", "DESCRIPTION", "EVALUATE_MODULE", "INPUTS", "OPTIONS", "compute"]
 
@@ -30,7 +30,7 @@ __all__ = ["CITATION", "DESCRIPTION", "EVALUATE_MODULE", "INPUTS", "OPTIONS", "c
 EVALUATE_MODULE = Path(__file__).resolve().with_name("alignscore")
 
 #: the options ``compute`` takes (the runtime's progress bars aside: always off)
-OPTIONS = tuple(sorted(SCORER_OPTION_NAMES))
+OPTIONS = tuple(sorted(options()))
 
 DESCRIPTION = """\
 alignscore: text-generation metrics that align contextual token embeddings. BERTScore (greedy
@@ -74,28 +74,16 @@ Examples:
 """
 
 
-def scorer(options: dict[str, Any], scorers: dict[tuple, Scorer]) -> Scorer:
-    """The scorer of ``options`` (kept in ``scorers``: built once per distinct options)."""
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; alignscore takes {', '.join(OPTIONS)}")
-    opts = {k: _cli_value(k, v) for k, v in options.items()}
-    key = tuple(sorted((k, repr(v)) for k, v in opts.items()))
-    if key not in scorers:
-        scorers[key] = build_scorer(opts, progress=False)
-    return scorers[key]
+def scorer(given: dict[str, Any], scorers: dict[RunSpec, Scorer]) -> Scorer:
+    """The scorer of the options ``given`` (kept in ``scorers``: built once per run spec)."""
+    spec = run_spec(given, where="alignscore (evaluate)")
+    if spec not in scorers:
+        scorers[spec] = build(spec)
+    return scorers[spec]
 
 
 def compute(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
-            options: dict[str, Any], scorers: dict[tuple, Scorer]) -> dict[str, Any]:
+            options: dict[str, Any], scorers: dict[RunSpec, Scorer]) -> dict[str, Any]:
     """What the module's ``_compute`` returns: ``{output: [score per prediction], "signature": ...}``."""
     scores = scorer(options, scorers).score(list(predictions), list(references))
-    return {**{name: values.tolist() for name, values in scores.metrics.items()}, "signature": scores.signature}
-
-
-def _cli_value(option: str, value: Any) -> Any:
-    """An option's value as the command line gives it: filters as a tuple of names, layer and
-    power lists as ``"8,9,10"``."""
-    if isinstance(value, (list, tuple)):
-        return tuple(value) if option == "filters" else ",".join(map(str, value))
-    return value
+    return {**{name: values.tolist() for name, values in scores.metrics.items()}, "signature": str(scores.signature)}

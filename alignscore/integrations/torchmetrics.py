@@ -26,8 +26,9 @@ The scorer's encoder keeps its own device; ``metric.to(device)`` moves the state
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -88,12 +89,23 @@ class AlignScore(Metric):
         if self.at_compute:
             cands, groups = self._texts()
             shard = Shard.current() if self._is_synced and self.process_group is None else None
-            scores = replace(self.scorer, shard=shard).score(cands, groups)
+            scores = replace(self.scorer, runtime=replace(self.scorer.runtime, shard=shard)).score(cands, groups)
             return {name: scores[name].to(self.device) for name in self.outputs}
         states = [getattr(self, _score_state(name)) for name in self.outputs]
         if not len(states[0]) or not dim_zero_cat(states[0]).numel():
             raise InputError(_NOTHING)
         return {name: dim_zero_cat(state) for name, state in zip(self.outputs, states)}
+
+    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
+        """torchmetrics' wrapper of :meth:`compute` (syncing, caching) squeezes a one-element
+        tensor to a 0-d one; scores per candidate stay ``[N]``, one candidate included."""
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(compute)
+        def per_candidate(*args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+            return {name: value.reshape(-1) for name, value in wrapped(*args, **kwargs).items()}
+
+        return per_candidate
 
     def sync(self, *args: Any, **kwargs: Any) -> None:
         """torchmetrics' sync, after giving each empty list state an empty tensor of its own

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..errors import ConfigError
+from ..settings import FLAG, HELP, PARSE, file_or_texts, setting
 from ..tokens import TokenTable
 from .base import DocumentFrequencies, WeightState, Weighting
 
@@ -53,12 +54,6 @@ class Corpus:
 class Uniform(Weighting):
     """Every kept token has mass 1 (special tokens follow the filter's policy)."""
 
-    sep: bool = False
-
-    def __post_init__(self) -> None:
-        if self.sep:
-            raise ConfigError("SEP (separate candidate idf) needs an idf weighting (idf-S or idf-L)")
-
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
         pass  # nothing to count
@@ -87,9 +82,10 @@ class Idf(Weighting):
             otherwise the reference-side idf weighs both sides.
     """
 
-    corpus: Corpus | Sequence[str] | None = field(default=None, repr=False, hash=False, compare=False)
-    corpus_name: str | None = None
-    sep: bool = False
+    corpus: Corpus | Sequence[str] | None = field(default=None, repr=False, hash=False, compare=False, metadata={
+        FLAG: "--idf-corpus", PARSE: file_or_texts, HELP: "The idf-L corpus: a file, one sentence per line."})
+    corpus_name: str | None = setting(None, option=False)
+    sep: bool = setting(False, help="SEP: candidates get an idf of their own (idf-S, idf-L).")
 
     def __post_init__(self) -> None:
         if self.corpus is not None and not isinstance(self.corpus, Corpus):

@@ -1,0 +1,132 @@
+"""The front door: ``alignscore.score(cands, refs, **options)``, and a function per preset.
+
+Both take the options of ``alignscore score`` by name (a flag's name with underscores:
+``model``, ``layer``, ``aligner``, ``n_gram``, ``weighting``, ``idf``, ``batch_size``, ``cache``,
+...; :func:`alignscore.options.options` lists them all) and compile them to one
+:class:`~alignscore.spec.RunSpec`, exactly as the command line does, so the same options give the
+same scores and the same signature every way in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .baseline import Baseline
+from .encoders.base import Encoder
+from .errors import ConfigError
+from .options import run_spec
+from .scorer import Scorer
+from .scores import Scores
+from .spec import ENCODER_KEYS, build
+
+
+def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], **options: Any) -> Scores:
+    """Score each candidate against its reference(s), as ``alignscore score`` does with the same
+    options; bert_score's ``score`` habit in one call.
+
+    Parameters
+    ----------
+    cands : the candidate texts.
+    refs : one reference per candidate, or a list of references per candidate.
+    **options : the options of ``alignscore score`` by name (``model="all-MiniLM-L6-v2"``,
+        ``layer=4``, ``idf=True``, ``aligner="wmd"``, ``n_gram=2``, ``preset="moverscore-v2"``,
+        ``config="best.toml"``, ...). Default: BERTScore with roberta-large, layer 17.
+
+    Returns
+    -------
+    :class:`~alignscore.scores.Scores`: per-candidate scores by metric name (``scores["f1"]``,
+    ``scores.f1``), the best reference of each candidate and the :attr:`signature`.
+
+    Every call builds its scorer (loads the model); to score several batches with one model,
+    build it once: ``scorer = alignscore.build(alignscore.run_spec(options))``.
+    """
+    return build(run_spec(options)).score(cands, refs)
+
+
+def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bool | None = None) -> Scorer:
+    """The preset's scorer with ``options``; ``idf=False`` (the MoverScore presets' own argument)
+    is ``weighting="none"``, and giving both is a conflict."""
+    function = name.replace("-", "_")
+    named = [k for k in ("model", "device", *ENCODER_KEYS) if options.get(k) is not None]
+    if encoder is not None and named:
+        raise ConfigError(f"{function}(): encoder= and {named[0]}= both set the encoder; give one")
+    if idf is False:
+        if options.get("weighting") is not None:
+            raise ConfigError(f"{function}(): idf=False and weighting= both set the weighting; give one")
+        options = {**options, "weighting": "none"}
+    return build(run_spec({"preset": name, **options}, where=f"{function}()"), encoder=encoder)
+
+
+def bertscore(model: str | None = None, layer: int | None = None, idf: bool = False,
+              baseline: str | Path | Baseline | None = None, device: str | None = None,
+              encoder: Encoder | None = None, **options: Any) -> Scorer:
+    """BERTScore (Zhang et al., 2020): one layer (``None``: the model's tuned layer), greedy
+    matching of cosine similarities, optionally idf from the references (``idf=True`` is idf-S)
+    and baseline rescaling (a :class:`Baseline` or a bert_score-format file). ``options``: any
+    option of ``alignscore score`` by name; ``encoder``: an encoder object instead of ``model``.
+    """
+    return _preset("bertscore", encoder, {"model": model, "layer": layer, "idf": idf, "baseline": baseline,
+                                          "device": device, **options})
+
+
+def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str | None = None,
+                  stop_words: Sequence[str] = (), device: str | None = None, encoder: Encoder | None = None,
+                  **options: Any) -> Scorer:
+    """MoverScore as the ``moverscore`` 1.0.3 package's ``moverscore_v2.word_mover_score``
+    computes it (to float tolerance; see tests/test_moverscore_parity.py):
+
+    - the last layer's token vectors, unit-normalised; [CLS] and [SEP] take part (``keep``);
+    - tokens whose string is one ASCII punctuation character or contains "##" get no mass
+      (``ms2-punct``, its exact string test), nor do ``stop_words`` (exact token strings);
+    - ``idf=True``: reference tokens weighed by the idf of the references, candidate tokens by
+      the idf of the candidates (idf-S with SEP; [CLS]/[SEP] then get idf 0); ``idf=False``:
+      mass 1 for every token (``defaultdict(lambda: 1.)``);
+    - exact transport with Euclidean cost, ``score = 1 - WMD``; several references averaged.
+
+    Its default model is distilbert-base-uncased. One difference: where every token of a text
+    is filtered out, moverscore_v2 returns 1 (zero transport cost) and this preset 0, as every
+    aligner here does for a text with nothing to align.
+    """
+    if stop_words:
+        options["filters"] = (*options.get("filters", ()), {
+            "name": "stopwords", "words": list(stop_words), "label": "moverscore-stop-words", "unit": "token"})
+    return _preset("moverscore-v2", encoder, {"model": model, "n_gram": n_gram, "device": device, **options}, idf)
+
+
+def moverscore_v1(model: str | None = None, idf: bool = True, n_gram: int | str | None = None,
+                  device: str | None = None, encoder: Encoder | None = None, **options: Any) -> Scorer:
+    """MoverScore as the paper computes it (``moverscore.py`` of the ``moverscore`` package):
+
+    - power means over the last five layers: each layer's token vectors L2-normalised, then
+      ``[min; mean; max]`` across the five layers, concatenated (``PowerMeans``), re-normalised;
+    - [RM]: punctuation and every non-first subword get no mass (``rm``, word starts from the
+      tokenizer, so it holds for any tokenizer); [CLS]/[SEP] take part (``keep``; under idf
+      their mass is 0);
+    - ``idf=True``: reference idf from the references, candidate idf from the candidates;
+    - exact transport with squared Euclidean cost, ``score = 1 - WMD``; ``n_gram`` for WMD-n.
+
+    The paper used a BERT-base fine-tuned on MNLI; pass such a model as ``model``. Several
+    references per candidate are averaged, as in MoverScore's examples (``multi_ref="max"``
+    to override), in both MoverScore presets.
+    """
+    return _preset("moverscore-v1", encoder, {"model": model, "n_gram": n_gram, "device": device, **options}, idf)
+
+
+def baryscore(model: str | None = None, idf: bool = True, reg: float | None = None, device: str | None = None,
+              encoder: Encoder | None = None, **options: Any) -> Scorer:
+    """BaryScore (Colombo et al., 2021) with the defaults of the authors' ``BaryScoreMetric``:
+    bert-base-uncased, the last five layers kept side by side (``stack``), every token taking
+    part ([CLS]/[SEP] too: ``keep``), idf masses (``idf=True``; reference idf from the
+    references, candidate idf from the candidates), the barycenter of the layers per text and
+    the entropic (``reg``, default 0.01) transport cost between the two barycenters, reported as
+    ``1 - d``. See :class:`~alignscore.aligners.barycenter.BaryScore` for what differs from their code.
+    """
+    return _preset("baryscore", encoder, {"model": model, "reg": reg, "device": device, **options}, idf)
+
+
+#: the function of each preset, by the preset's name
+PRESET_FUNCTIONS = {"bertscore": bertscore, "moverscore-v2": moverscore_v2, "moverscore-v1": moverscore_v1,
+                    "baryscore": baryscore}
+
+__all__ = ["PRESET_FUNCTIONS", "baryscore", "bertscore", "moverscore_v1", "moverscore_v2", "score"]
