@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import torch
 
 from .aggregators.base import Aggregator
+from .composition import Composition, build, read_spec, to_spec, write_spec
 from .aligners.base import Aligner, PairBatch
 from .encoders.base import Encoder
 from .errors import ConfigError
@@ -71,8 +72,10 @@ _PAIRS = (
     (4, 0, "cand tokenless"),
     (2, 0, "both empty"),
     (3, 6, "random"),
+    (0, 3, "ref tokenless"),
 )
-_EMPTY = tuple(i for i, (_, _, kind) in enumerate(_PAIRS) if kind in ("ref massless", "cand tokenless", "both empty"))
+_EMPTY = tuple(i for i, (_, _, kind) in enumerate(_PAIRS) if kind in ("ref massless", "cand tokenless", "both empty",
+                                                                       "ref tokenless"))
 
 
 class _Pair:
@@ -185,8 +188,10 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
       pairs and of *padding* (each pair alone, cut to its own length, and extra padding);
     - *empty pairs score 0* (either side without mass);
     - *non-finite vectors refused* with :class:`~alignscore.errors.ConfigError` (NaN or
-      infinity in the token vectors: :func:`~alignscore.aligners.base.check_finite`);
-    - *score_variants* equals calling the aligner on each batch, and *score_together* equals
+      infinity in the token vectors, by ``__call__`` and ``score_variants``:
+      :func:`~alignscore.aligners.base.check_finite`);
+    - *score_variants* equals calling the aligner on each batch (and refuses batches over other
+      vectors: :func:`~alignscore.aligners.base.same_vectors`), and *score_together* equals
       calling each job's aligner (``others``: more aligners of the same class to score with it);
     - *spec round trip*: the aligner written to a composition file and built from it again has
       its signature and its scores;
@@ -263,20 +268,22 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
             if float(value[i]) != 0:
                 raise _fail("empty pairs score 0", f"pair {i} ({_PAIRS[i][2]}) {name} is {float(value[i]):.6g}")
 
-    for side, value in (("ref", float("nan")), ("cand", float("inf"))):
+    for side, value, call in (("ref", float("nan"), "__call__"), ("cand", float("inf"), "__call__"),
+                              ("ref", float("inf"), "score_variants")):
         broken = _batch(pairs)
         getattr(broken, side)[0, 1, 0] = value
         try:
-            got = aligner(broken)
+            got = aligner(broken) if call == "__call__" else aligner.score_variants([broken, broken])[0]
         except ConfigError:
             continue
         except Exception as exc:  # noqa: BLE001 - the promise is a ConfigError, anything else breaks it
             raise _fail("non-finite vectors refused", f"{value} in the {side} vectors raised "
-                                                      f"{type(exc).__name__}: {exc}, not a ConfigError "
+                                                      f"{type(exc).__name__} in {call}: {exc}, not a ConfigError "
                                                       "(alignscore.aligners.base.check_finite)") from None
         raise _fail("non-finite vectors refused", f"{value} in the {side} vectors gave scores "
-                                                  f"{ {k: v.tolist()[:2] for k, v in got.items()} } instead of a "
-                                                  "ConfigError (call alignscore.aligners.base.check_finite(batch))")
+                                                  f"{ {k: v.tolist()[:2] for k, v in got.items()} } in {call} "
+                                                  "instead of a ConfigError (call "
+                                                  "alignscore.aligners.base.check_finite(batch))")
 
     variants = _variants(batch, gen)
     together = aligner.score_variants(variants)
@@ -284,6 +291,13 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
         raise _fail("score_variants", f"{len(together)} results for {len(variants)} batches")
     for k, (b, got) in enumerate(zip(variants, together)):
         _compare("score_variants differs from calling the aligner", got, aligner(b), tol, f"in variant {k}")
+    try:
+        aligner.score_variants([batch, replace(batch, ref=batch.ref.clone())])
+    except ValueError:
+        pass
+    else:
+        raise _fail("score_variants", "it accepted batches over different vectors (alignscore.aligners.base."
+                                      "same_vectors refuses them)")
     for other in others:
         if type(other) is not type(aligner):
             raise TypeError(f"others must be {type(aligner).__name__} aligners, not {type(other).__name__}")
@@ -298,8 +312,6 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
             _compare("score_together differs from calling the aligner", got, job_aligner(b), tol,
                      f"in job {j} ({job_aligner.signature()}), batch {k}")
 
-    from .composition import Composition
-
     rebuilt = _round_trip(Composition(aligner=aligner), "aligner").aligner
     _check_signature(aligner, rebuilt)
     _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its composition file")
@@ -308,8 +320,6 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
 # -- spec and signature ------------------------------------------------------------------------------
 def _round_trip(composition: Any, stage: str) -> Any:
     """``composition`` written to a composition file (TOML) and built from it again."""
-    from .composition import build, read_spec, to_spec, write_spec
-
     try:
         spec = to_spec(composition)
         with tempfile.TemporaryDirectory() as folder:
@@ -405,8 +415,6 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     perm_b, perm_t = torch.tensor([2, 0, 1]), torch.tensor([4, 2, 0, 3, 1])
     same("tokens aggregated on their own", resolved(states[:, perm_b][:, :, perm_t]), out[perm_b][:, perm_t],
          "when the texts and tokens are reordered")
-
-    from .composition import Composition
 
     rebuilt = _round_trip(Composition(aggregator=aggregator), "aggregator").aggregator
     rebuilt = rebuilt.resolve(num_layers, default_layer)
@@ -567,8 +575,6 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
              weighting.fit(few, torch.ones(1, dtype=torch.float64), torch.ones(1, dtype=torch.float64), encoder),
              "over other texts")
 
-    from .composition import Composition
-
     rebuilt = _round_trip(Composition(weighting=weighting), "weighting").weighting
     _check_signature(weighting, rebuilt)
     same("spec round trip", rebuilt.fit(table, ref_counts, cand_counts, encoder),
@@ -621,8 +627,6 @@ def check_filter(token_filter: TokenFilter, *, encoder: Encoder | None = None, t
     sub, rows = table.select(perm)
     same("tokens kept independently of the other texts", token_filter.keep(sub), keep[rows], rows,
          "when the texts are reordered")
-
-    from .composition import Composition
 
     rebuilt = _round_trip(Composition(roles=TokenRoles(filters=(token_filter,))), "token filter").roles.filters[0]
     _check_signature(token_filter, rebuilt)
