@@ -193,6 +193,9 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     - *score_variants* equals calling the aligner on each batch (and refuses batches over other
       vectors: :func:`~alignscore.aligners.base.same_vectors`), and *score_together* equals
       calling each job's aligner (``others``: more aligners of the same class to score with it);
+    - *alignment explains the scores* (where :meth:`~Aligner.alignment` is implemented): its
+      scores are the aligner's (to float32 rounding), and each metric's per-unit contributions
+      sum to it;
     - *spec round trip*: the aligner written to a composition file and built from it again has
       its signature and its scores;
     - a *stable signature*: a non-empty line without ``|`` or an object address, the same on
@@ -311,6 +314,26 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
         for k, (b, got) in enumerate(zip(job_batches, got_job)):
             _compare("score_together differs from calling the aligner", got, job_aligner(b), tol,
                      f"in job {j} ({job_aligner.signature()}), batch {k}")
+
+    try:
+        explained = aligner.alignment(batch)
+    except (NotImplementedError, ConfigError):
+        explained = None  # explaining its alignments is optional
+    if explained is not None:
+        # alignment() is for inspection and may take another path (a torch cost matrix instead of
+        # blocked NumPy ones); a distance from the Gram expansion, sqrt(|x|^2 + |y|^2 - 2 x.y), carries
+        # sqrt(eps) of rounding near 0, so the two agree to float32 rounding, not float64's
+        _compare("alignment explains the scores", explained.scores, scores, max(tol, tolerance(torch.float32)),
+                 "in alignment()")
+        if set(explained.contributions) != set(metrics):
+            raise _fail("alignment explains the scores", f"contributions for {sorted(explained.contributions)}, "
+                                                         f"not for each metric {sorted(metrics)}")
+        for name, (ref_share, cand_share) in explained.contributions.items():
+            if not bool(torch.isfinite(ref_share).all() & torch.isfinite(cand_share).all()):
+                raise _fail("alignment explains the scores", f"the {name} contributions hold NaN or infinity")
+            total = {name: ref_share.sum(-1) + cand_share.sum(-1)}
+            _compare("alignment explains the scores", total, {name: explained.scores[name]}, tol,
+                     "between its contributions' sum and the score")
 
     rebuilt = _round_trip(Composition(aligner=aligner), "aligner").aligner
     _check_signature(aligner, rebuilt)

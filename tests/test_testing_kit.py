@@ -152,6 +152,17 @@ class FirstVariantOnly(Greedy):
 
 
 @dataclass(frozen=True)
+class DoubledRecallShares(Greedy):
+    """An explanation whose F1 shares do not add up to F1."""
+
+    def alignment(self, batch: PairBatch):
+        out = super().alignment(batch)
+        ref_share, cand_share = out.contributions["f1"]
+        out.contributions["f1"] = (2 * ref_share, cand_share)
+        return out
+
+
+@dataclass(frozen=True)
 class Unregistered(Greedy):
     pass
 
@@ -176,6 +187,7 @@ class TwoMetrics(Greedy):
     (PaddedMean(), "scores depend on batch size or padding: pair 0 precision changed by"),
     (EmptyIsOne(), "empty pairs score 0: pair 4 (ref massless) precision is 1"),
     (FirstVariantOnly(), "score_variants differs from calling the aligner: pair"),
+    (DoubledRecallShares(), "alignment explains the scores: pair 0 f1 changed by"),
     (Unregistered(), "spec round trip: the aligner cannot be written to a composition file"),
     (TwoMetrics(), "outputs: __call__ returned ['f1', 'precision']"),
 ], ids=lambda x: type(x).__name__ if not isinstance(x, str) else "")
