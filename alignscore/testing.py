@@ -26,15 +26,15 @@ from __future__ import annotations
 import re
 import tempfile
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
 from .aggregators.base import Aggregator
-from .composition import Composition, build, read_spec, to_spec, write_spec
 from .aligners.base import Aligner, PairBatch
+from .composition import Composition, build, read_spec, to_spec, write_spec
 from .encoders.base import Encoder
 from .errors import ConfigError
 from .filters.base import TokenFilter, TokenRoles
@@ -74,15 +74,20 @@ _PAIRS = (
     (3, 6, "random"),
     (0, 3, "ref tokenless"),
 )
-_EMPTY = tuple(i for i, (_, _, kind) in enumerate(_PAIRS) if kind in ("ref massless", "cand tokenless", "both empty",
-                                                                       "ref tokenless"))
+# the pairs where a side has no mass: they score 0
+_EMPTY = tuple(i for i, (_, _, kind) in enumerate(_PAIRS) if "massless" in kind or "tokenless" in kind or "empty" in kind)
 
 
+@dataclass
 class _Pair:
-    def __init__(self, ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
-                 ref_match: torch.Tensor, cand_match: torch.Tensor) -> None:
-        self.ref, self.cand, self.ref_mass, self.cand_mass = ref, cand, ref_mass, cand_mass
-        self.ref_match, self.cand_match = ref_match, cand_match
+    """One pair, unpadded: ``ref [n, D]``, ``cand [m, D]``, their masses and match targets."""
+
+    ref: torch.Tensor
+    cand: torch.Tensor
+    ref_mass: torch.Tensor
+    cand_mass: torch.Tensor
+    ref_match: torch.Tensor
+    cand_match: torch.Tensor
 
 
 def _vectors(gen: torch.Generator, n: int, dim: int, layers: int, dtype: torch.dtype) -> torch.Tensor:
@@ -178,7 +183,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
                   others: Sequence[Aligner] = (), atol: float | None = None) -> None:
     """Check the promises of an aligner (:class:`~alignscore.aligners.base.Aligner`).
 
-    On a batch of eight pairs of random unit vectors (among them an empty text, a text without
+    On a batch of nine pairs of random unit vectors (among them an empty text, a text without
     mass, a text against itself and one against its opposite) it checks, in this order:
 
     - *outputs*: :meth:`~Aligner.__call__` returns one ``[B]`` tensor per name of
@@ -230,15 +235,32 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     >>> check_aligner(WMD(n_gram=2), others=[WMD()], dtype=torch.float64)
     """
     tol = tolerance(dtype) if atol is None else atol
+    for other in others:
+        if type(other) is not type(aligner):
+            raise TypeError(f"others must be {type(aligner).__name__} aligners, not {type(other).__name__}")
     gen = torch.Generator().manual_seed(seed)
     pairs = _make_pairs(gen, 6, layers, dtype)
     batch = _batch(pairs)
-    n = len(pairs)
+    scores = aligner(batch)
+    _check_outputs(aligner, scores, len(pairs))
+    _check_invariance(aligner, pairs, _make_pairs(gen, 6, layers, dtype), scores, tol)
+    for name, value in scores.items():
+        for i in _EMPTY:
+            if float(value[i]) != 0:
+                raise _fail("empty pairs score 0", f"pair {i} ({_PAIRS[i][2]}) {name} is {float(value[i]):.6g}")
+    _check_refuses_non_finite(aligner, pairs)
+    _check_shared_work(aligner, _variants(batch, gen), others, tol)
+    _check_alignment(aligner, batch, scores, tol)
+    rebuilt = _round_trip(Composition(aligner=aligner), "aligner").aligner
+    _check_signature(aligner, rebuilt)
+    _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its composition file")
 
+
+def _check_outputs(aligner: Aligner, scores: Any, n: int) -> None:
+    """One finite ``[n]`` float tensor per metric, in the order of ``aligner.metrics``."""
     metrics = tuple(aligner.metrics)
     if not metrics or not all(isinstance(m, str) for m in metrics) or aligner.primary not in metrics:
         raise _fail("outputs", f"metrics {metrics!r} must be names, the primary {aligner.primary!r} among them")
-    scores = aligner(batch)
     if not isinstance(scores, dict) or tuple(scores) != metrics:
         raise _fail("outputs", f"__call__ returned {list(scores) if isinstance(scores, dict) else type(scores)}, "
                                f"not one tensor per metric in the order of aligner.metrics {list(metrics)}")
@@ -249,16 +271,23 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
                                    f"tensor of shape ({n},) (one score per pair)")
         bad = torch.nonzero(~torch.isfinite(value)).flatten().tolist()
         if bad:
-            raise _fail("finite scores", f"pair {bad[0]} {name} is {float(value[bad[0]])} ({_PAIRS[bad[0]][2]} "
-                                         f"pair, {_PAIRS[bad[0]][0]} x {_PAIRS[bad[0]][1]} tokens)")
+            n_ref, n_cand, kind = _PAIRS[bad[0]]
+            raise _fail("finite scores", f"pair {bad[0]} {name} is {float(value[bad[0]])} ({kind} pair, "
+                                         f"{n_ref} x {n_cand} tokens)")
 
-    fresh = _make_pairs(gen, 6, layers, dtype)  # other texts of the same lengths: the same padding
+
+def _check_invariance(aligner: Aligner, pairs: list[_Pair], fresh: list[_Pair], scores: dict[str, torch.Tensor],
+                      tol: float) -> None:
+    """A pair's scores with other neighbours (``fresh``: other pairs of the same lengths, so the
+    padding is the same), in another order, alone and with more padding."""
+    n = len(pairs)
     for parity in (0, 1):
         probe = [i for i in range(n) if i % 2 == parity]
         mixed = _batch([pairs[i] if i % 2 == parity else fresh[i] for i in range(n)])
         _compare("scores depend on batch neighbours", _pick(aligner(mixed), probe), _pick(scores, probe), tol,
                  "when scored with other pairs", probe)
-    order = [n - 1 - k for k in range(n)][1::2] + [n - 1 - k for k in range(n)][::2]
+    backwards = list(range(n - 1, -1, -1))
+    order = backwards[1::2] + backwards[::2]
     _compare("scores depend on the order of the pairs", aligner(_batch([pairs[i] for i in order])),
              _pick(scores, order), tol, "when the pairs are reordered", order)
     for i in range(n):
@@ -266,11 +295,9 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
                  "scored alone, without padding", [i])
     _compare("scores depend on padding", aligner(_batch(pairs, extra=3)), scores, tol, "with 3 more padding tokens")
 
-    for name, value in scores.items():
-        for i in _EMPTY:
-            if float(value[i]) != 0:
-                raise _fail("empty pairs score 0", f"pair {i} ({_PAIRS[i][2]}) {name} is {float(value[i]):.6g}")
 
+def _check_refuses_non_finite(aligner: Aligner, pairs: list[_Pair]) -> None:
+    """NaN or infinity in a token vector: a ConfigError from ``__call__`` and ``score_variants``."""
     for side, value, call in (("ref", float("nan"), "__call__"), ("cand", float("inf"), "__call__"),
                               ("ref", float("inf"), "score_variants")):
         broken = _batch(pairs)
@@ -288,22 +315,21 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
                                                   "instead of a ConfigError (call "
                                                   "alignscore.aligners.base.check_finite(batch))")
 
-    variants = _variants(batch, gen)
+
+def _check_shared_work(aligner: Aligner, variants: list[PairBatch], others: Sequence[Aligner], tol: float) -> None:
+    """``score_variants`` and ``score_together`` give what calling each aligner on each batch gives."""
     together = aligner.score_variants(variants)
     if len(together) != len(variants):
         raise _fail("score_variants", f"{len(together)} results for {len(variants)} batches")
     for k, (b, got) in enumerate(zip(variants, together)):
         _compare("score_variants differs from calling the aligner", got, aligner(b), tol, f"in variant {k}")
     try:
-        aligner.score_variants([batch, replace(batch, ref=batch.ref.clone())])
+        aligner.score_variants([variants[0], replace(variants[0], ref=variants[0].ref.clone())])
     except ValueError:
         pass
     else:
         raise _fail("score_variants", "it accepted batches over different vectors (alignscore.aligners.base."
                                       "same_vectors refuses them)")
-    for other in others:
-        if type(other) is not type(aligner):
-            raise TypeError(f"others must be {type(aligner).__name__} aligners, not {type(other).__name__}")
     jobs = [(aligner, variants), (aligner, variants[2:])] + [(o, variants[1:]) for o in others]
     results = type(aligner).score_together(jobs)
     if len(results) != len(jobs):
@@ -315,29 +341,28 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
             _compare("score_together differs from calling the aligner", got, job_aligner(b), tol,
                      f"in job {j} ({job_aligner.signature()}), batch {k}")
 
+
+def _check_alignment(aligner: Aligner, batch: PairBatch, scores: dict[str, torch.Tensor], tol: float) -> None:
+    """Where the aligner explains itself: the scores of :meth:`~Aligner.alignment` are its scores,
+    and each metric's contributions add up to it."""
     try:
         explained = aligner.alignment(batch)
     except (NotImplementedError, ConfigError):
-        explained = None  # explaining its alignments is optional
-    if explained is not None:
-        # alignment() is for inspection and may take another path (a torch cost matrix instead of
-        # blocked NumPy ones); a distance from the Gram expansion, sqrt(|x|^2 + |y|^2 - 2 x.y), carries
-        # sqrt(eps) of rounding near 0, so the two agree to float32 rounding, not float64's
-        _compare("alignment explains the scores", explained.scores, scores, max(tol, tolerance(torch.float32)),
-                 "in alignment()")
-        if set(explained.contributions) != set(metrics):
-            raise _fail("alignment explains the scores", f"contributions for {sorted(explained.contributions)}, "
-                                                         f"not for each metric {sorted(metrics)}")
-        for name, (ref_share, cand_share) in explained.contributions.items():
-            if not bool(torch.isfinite(ref_share).all() & torch.isfinite(cand_share).all()):
-                raise _fail("alignment explains the scores", f"the {name} contributions hold NaN or infinity")
-            total = {name: ref_share.sum(-1) + cand_share.sum(-1)}
-            _compare("alignment explains the scores", total, {name: explained.scores[name]}, tol,
-                     "between its contributions' sum and the score")
-
-    rebuilt = _round_trip(Composition(aligner=aligner), "aligner").aligner
-    _check_signature(aligner, rebuilt)
-    _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its composition file")
+        return  # explaining its alignments is optional
+    # alignment() is for inspection and may take another path (a torch cost matrix instead of
+    # blocked NumPy ones); a distance from the Gram expansion, sqrt(|x|^2 + |y|^2 - 2 x.y), carries
+    # sqrt(eps) of rounding near 0, so the two agree to float32 rounding, not float64's
+    _compare("alignment explains the scores", explained.scores, scores, max(tol, tolerance(torch.float32)),
+             "in alignment()")
+    if set(explained.contributions) != set(scores):
+        raise _fail("alignment explains the scores", f"contributions for {sorted(explained.contributions)}, "
+                                                     f"not for each metric {sorted(scores)}")
+    for name, (ref_share, cand_share) in explained.contributions.items():
+        if not bool(torch.isfinite(ref_share).all() & torch.isfinite(cand_share).all()):
+            raise _fail("alignment explains the scores", f"the {name} contributions hold NaN or infinity")
+        total = {name: ref_share.sum(-1) + cand_share.sum(-1)}
+        _compare("alignment explains the scores", total, {name: explained.scores[name]}, tol,
+                 "between its contributions' sum and the score")
 
 
 # -- spec and signature ------------------------------------------------------------------------------
@@ -564,7 +589,8 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
             raise _fail("outputs", f"the {side} weights are {getattr(w, 'shape', type(w))}, not a float tensor "
                                    f"[{encoder.vocab_size}] (one weight per token id)")
         if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-            raise _fail("finite, non-negative weights", f"the {side} weights hold {w[~(torch.isfinite(w) & (w >= 0))][:3].tolist()}")
+            wrong = w[~(torch.isfinite(w) & (w >= 0))]
+            raise _fail("finite, non-negative weights", f"the {side} weights hold {wrong[:3].tolist()}")
 
     def same(promise: str, got: tuple[torch.Tensor, torch.Tensor], what: str) -> None:
         for side, a, b in zip(("reference", "candidate"), got, weights):
@@ -653,5 +679,6 @@ def check_filter(token_filter: TokenFilter, *, encoder: Encoder | None = None, t
 
     rebuilt = _round_trip(Composition(roles=TokenRoles(filters=(token_filter,))), "token filter").roles.filters[0]
     _check_signature(token_filter, rebuilt)
-    same("spec round trip", rebuilt.keep(table), keep, torch.arange(len(keep)), "by the filter built from its composition file")
+    same("spec round trip", rebuilt.keep(table), keep, torch.arange(len(keep)),
+         "by the filter built from its composition file")
 
