@@ -475,7 +475,8 @@ class WordEncoder(Encoder):
     """A tiny encoder for tests of weightings and token filters: words and punctuation marks are
     tokens, a word longer than 5 letters is split into WordPiece-style pieces (``"alig"``,
     ``"##nme"``, ``"##nt"``), texts are framed by ``[CLS]`` and ``[SEP]``, and a token's id is a
-    hash of its string (stable across runs). Its hidden states are seeded from the ids.
+    hash of its string (stable across runs). Its hidden states are seeded from the ids (no
+    context), so it also serves as the encoder of a :class:`~alignscore.scorer.Scorer` in tests.
 
     >>> enc = WordEncoder()
     >>> enc.tokenize(["Alignment, done."]).tokens
@@ -501,7 +502,7 @@ class WordEncoder(Encoder):
         return f"words(V={self._vocab_size})"
 
     def _id(self, token: str) -> int:
-        return self.SPECIAL.get(token, len(self.SPECIAL) + zlib.crc32(token.encode()) % (self._vocab_size - 3))
+        return self.SPECIAL.get(token, len(self.SPECIAL) + zlib.crc32(token.encode()) % (self._vocab_size - len(self.SPECIAL)))
 
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
         out = Tokenized([], [], [], [], [], [])

@@ -314,3 +314,11 @@ def test_word_encoder_tokenizes_words_pieces_and_punctuation() -> None:
     assert tok.tokens == [["[CLS]", "alig", "##nme", "##nt", ",", "done", ".", "[SEP]"], ["[CLS]", "[SEP]"]]
     assert tok.word_start[0] == [False, True, False, False, True, True, True, False]
     assert tok.special[1] == [True, True] and tok.ids[0][0] == 1 and max(tok.ids[0]) < WordEncoder().vocab_size
+
+
+def test_word_encoder_serves_a_scorer() -> None:
+    from alignscore import Composition, Runtime, Scorer
+
+    scores = Scorer(WordEncoder(), Composition(SingleLayer(2)), Runtime(), None).score(
+        ["the cat sat", "hello"], ["the cat sat", "a dog barked"])
+    assert scores.f1[0].item() == pytest.approx(1.0, abs=1e-6) and scores.f1[1].item() < 0.9
