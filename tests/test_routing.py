@@ -35,15 +35,6 @@ def test_the_outlier_layer_gets_less_weight_than_in_the_mean():
     assert (v - basis @ (basis.T @ v)).norm() < 1e-5
 
 
-def test_routing_is_per_token_so_batching_does_not_matter():
-    torch.manual_seed(1)
-    z = torch.randn(4, 6, 9, 8)
-    whole = route(z)
-    parts = torch.cat([route(z[:, :2]), route(z[:, 2:])], dim=0)
-    torch.testing.assert_close(whole, parts, atol=1e-6, rtol=0)
-    torch.testing.assert_close(route(z[:, 3:4, 5:6]), whole[3:4, 5:6], atol=1e-6, rtol=0)
-
-
 def test_routing_converges():
     torch.manual_seed(2)
     z = _unit(torch.randn(5, 3, 10, 24))

@@ -3,7 +3,6 @@ alignment contract, and properties (hypothesis) that hold for every input."""
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import replace
 
@@ -271,24 +270,6 @@ def variant_batches(seed: int) -> list[PairBatch]:
     return batches
 
 
-@pytest.mark.parametrize("aligner", VARIANT_ALIGNERS, ids=lambda a: a.signature())
-def test_score_variants_equal_scoring_each_variant_alone(aligner) -> None:
-    """Several weightings / token filters over the same vectors at once (what the grid does)
-    give each variant's own scores: shared cost or similarity matrices change nothing."""
-    batches = variant_batches(11)
-    base = batches[0]
-    together = aligner.score_variants(batches)
-    for batch, got in zip(batches, together):
-        alone = aligner(batch)
-        assert got.keys() == alone.keys()
-        for name in alone:
-            torch.testing.assert_close(got[name], alone[name], rtol=0, atol=1e-12)
-    assert not torch.equal(together[0][aligner.primary], together[1][aligner.primary])  # variants differ
-    other = replace(base, ref=base.ref.clone())
-    with pytest.raises(ValueError, match="same ref and cand"):
-        aligner.score_variants([base, other])
-
-
 @pytest.mark.parametrize("cls", [WMD, Greedy], ids=lambda c: c.__name__)
 def test_aligners_of_a_class_scored_together_equal_each_alone(cls) -> None:
     """``score_together`` (the engine's call for all aligners of one class over a batch: WMD on
@@ -480,14 +461,6 @@ def test_scores_are_finite_for_every_input(pairs, aligner) -> None:
         al = aligner.alignment(batch)
         assert all(torch.isfinite(t).all() for t in al.contributions["score"])
         assert torch.isfinite(al.flows["transport"]).all()
-
-
-def test_empty_batch_dimensions() -> None:
-    """Texts with no tokens at all (T = 0 on a side) score 0."""
-    batch = PairBatch(torch.zeros(2, 0, DIM), torch.zeros(2, 3, DIM), torch.zeros(2, 0), torch.ones(2, 3),
-                      torch.zeros(2, 0, dtype=torch.bool), torch.ones(2, 3, dtype=torch.bool))
-    for aligner in (WMD(), WMD(n_gram=2), Sinkhorn(), WMD(n_gram="sentence")):
-        assert aligner(batch)["score"].tolist() == [0.0, 0.0], aligner.signature()
 
 
 @pytest.mark.parametrize("aligner", VARIANT_ALIGNERS[:3], ids=lambda a: a.signature())

@@ -29,14 +29,47 @@ def check_power(p: object) -> float:
 
 
 def power_mean(x: torch.Tensor, p: float, dim: int = 0) -> torch.Tensor:
-    """Element-wise power mean along ``dim``.
+    """Element-wise power mean along ``dim``::
 
-    ``M_p(x) = g^{-1}(mean_l g(x_l))`` with the odd power ``g(v) = sign(v)|v|^p``, which defines
-    negative components (for odd integer ``p`` it is the usual power mean); ``p = 1`` is the
-    arithmetic mean, ``p = +inf`` the maximum, ``p = -inf`` the minimum. Defined for those and
-    for every finite ``p > 0`` (:func:`check_power` refuses the rest). Computed on
-    ``x / s`` with ``s = max_l |x_l|``: ``M_p(x) = s M_p(x / s)`` (0 where ``s = 0``), so that
-    a large ``p`` neither underflows nor overflows (the largest term is ``|1|^p = 1``).
+        M_p(x) = g^{-1}( mean_l g(x_l) ),   g(v) = sign(v) |v|^p
+
+    The odd power ``g`` defines negative components (for odd integer ``p`` it is the usual power
+    mean); ``p = 1`` is the arithmetic mean, ``p = +inf`` the maximum, ``p = -inf`` the minimum.
+    Defined for those and for every finite ``p > 0`` (:func:`check_power` refuses the rest).
+    Computed on ``x / s`` with ``s = max_l |x_l|``: ``M_p(x) = s M_p(x / s)`` (0 where
+    ``s = 0``), so that a large ``p`` neither underflows nor overflows (the largest term is
+    ``|1|^p = 1``).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Values, e.g. ``[L, B, T, D]`` hidden states of ``L`` layers.
+    p : float
+        The exponent: ``-inf``, ``inf`` or a finite number ``> 0``.
+    dim : int
+        The axis averaged over.
+
+    Returns
+    -------
+    torch.Tensor
+        ``x`` without ``dim``.
+
+    Raises
+    ------
+    ConfigError
+        ``p`` is NaN, 0 or a finite negative number.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[1.0, -2.0], [3.0, 4.0], [-5.0, 0.5]])  # 3 layers, 2 components
+    >>> power_mean(x, -math.inf).tolist(), power_mean(x, math.inf).tolist()  # min, max
+    ([-5.0, -2.0], [3.0, 4.0])
+    >>> [round(v, 4) for v in power_mean(x, 1).tolist()]  # the mean
+    [-0.3333, 0.8333]
+    >>> [round(v, 4) for v in power_mean(x, 3).tolist()]  # the real cube root of the mean of cubes
+    [-3.1858, 2.6547]
+    >>> [round(v, 4) for v in power_mean(x, 1000.0).tolist()]  # large p: the largest magnitude
+    [-4.9945, 3.9956]
     """
     p = check_power(p)
     if p == math.inf:

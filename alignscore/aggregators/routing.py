@@ -43,6 +43,35 @@ def route(z: torch.Tensor, kernel: str = "gaussian", bandwidth: float = 1.0, alp
     line 4 squashes ``g`` every round, ``g`` stays in ``[0, 1 + alpha]`` and the iteration
     settles. Tokens never interact, so the result does not depend on batching. A token whose
     mean-shift weights are all 0 (Epanechnikov, every layer further than ``h``) keeps its ``v``.
+
+    Parameters
+    ----------
+    z : torch.Tensor
+        ``[L, ..., D]``: each token's vector at ``L`` layers.
+    kernel : str
+        ``"gaussian"`` (``k(x) = exp(-x / 2)``) or ``"epanechnikov"`` (``k(x) = max(1 - x, 0)``).
+    bandwidth : float
+        ``h``.
+    alpha : float
+        The step size of the logit update.
+    max_iter, tol : int, float
+        The stopping rule, per token.
+
+    Returns
+    -------
+    torch.Tensor
+        ``v [..., D]``.
+
+    Examples
+    --------
+    Three layers agree and one is an outlier: routing moves towards the three, further than
+    their mean does.
+
+    >>> z = torch.tensor([[1.0, 0.0], [0.9, 0.1], [1.0, 0.1], [-1.0, 1.0]]).unsqueeze(1)  # [L=4, 1, D=2]
+    >>> [round(x, 4) for x in z.mean(0).flatten().tolist()]
+    [0.475, 0.3]
+    >>> [round(x, 4) for x in route(z).flatten().tolist()]
+    [0.9452, 0.0769]
     """
     if kernel not in KERNELS:
         raise ConfigError(f"unknown routing kernel {kernel!r}; choose one of: {', '.join(KERNELS)}")

@@ -12,12 +12,33 @@ from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
 
 
 def stack_layers(states: torch.Tensor) -> torch.Tensor:
-    """``[L, B, T, D] -> [B, T, L * D]``: each layer's token vectors L2-normalised, then placed
-    side by side in layer order, ``h_t = [u_1; ...; u_L]`` with ``u_l = H^(l)_t / |H^(l)_t|``.
+    """Each layer's token vectors L2-normalised, then placed side by side in layer order::
+
+        h_t = [u_1; ...; u_L],   u_l = H^(l)_t / |H^(l)_t|
 
     Every token's vector has norm ``sqrt(L)`` (a zero vector stays zero), so the unit
     normalisation the scorer applies after aggregating scales all tokens alike, by
     ``1 / sqrt(L)``: each layer's direction survives it and :func:`unstack_layers` recovers it.
+
+    Parameters
+    ----------
+    states : torch.Tensor
+        ``[L, B, T, D]`` hidden states of ``L`` layers.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[B, T, L * D]``.
+
+    Examples
+    --------
+    >>> states = torch.tensor([[[[3.0, 4.0]]], [[[0.0, 2.0]]]])  # 2 layers, 1 text, 1 token
+    >>> stacked = stack_layers(states)
+    >>> [round(x, 4) for x in stacked.flatten().tolist()]
+    [0.6, 0.8, 0.0, 1.0]
+    >>> scaled = stacked / stacked.norm(dim=-1, keepdim=True)  # what the scorer hands the aligner
+    >>> [round(x, 4) for x in unstack_layers(scaled, 2).flatten().tolist()]
+    [0.6, 0.8, 0.0, 1.0]
     """
     states = states / states.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return states.permute(1, 2, 0, 3).flatten(2)

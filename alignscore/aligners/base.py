@@ -122,8 +122,31 @@ def same_vectors(batches: Sequence[PairBatch]) -> PairBatch:
 
 
 def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
-    """``sum_i m_i v_i / sum_i m_i`` over the last axis; 0 where the masses sum to 0.
-    Values where ``m_i = 0`` never contribute (they may be infinite)."""
+    """The mass-weighted mean over the last axis::
+
+        mean = sum_i m_i v_i / sum_i m_i      (0 where the masses sum to 0)
+
+    Values where ``m_i = 0`` never contribute (they may be infinite).
+
+    Parameters
+    ----------
+    values : torch.Tensor
+        ``[..., T]``.
+    mass : torch.Tensor
+        ``[..., T]`` masses ``>= 0``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[...]``.
+
+    Examples
+    --------
+    >>> values = torch.tensor([[1.0, 4.0, float("-inf")], [2.0, 3.0, 5.0]])
+    >>> mass = torch.tensor([[1.0, 3.0, 0.0], [0.0, 0.0, 0.0]])
+    >>> weighted_mean(values, mass).tolist()
+    [3.25, 0.0]
+    """
     total = mass.sum(-1)
     v = torch.where(mass > 0, values, torch.zeros((), dtype=values.dtype, device=values.device))
     return torch.where(total > 0, (v * mass).sum(-1) / total.clamp_min(torch.finfo(mass.dtype).tiny),

@@ -32,8 +32,42 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
     depends on what else is in the batch). A pair where either side has no mass gets
     ``P = R = F = 0`` (bert_score's value for empty texts); ``F = 0`` where ``P + R = 0``.
 
-    Returns ``(P, R, F, sim)``: scores ``[B]`` and the similarity matrix ``[B, Tc, Tr]`` with
-    non-matchable entries at ``-inf``.
+    Parameters
+    ----------
+    ref : torch.Tensor
+        ``[B, Tr, D]`` reference token vectors (unit length; anything at padding).
+    cand : torch.Tensor
+        ``[B, Tc, D]`` candidate token vectors.
+    ref_mass, cand_mass : torch.Tensor
+        ``[B, Tr]``, ``[B, Tc]`` token masses ``w >= 0`` (0 at padding).
+    ref_match, cand_match : torch.Tensor
+        ``[B, Tr]``, ``[B, Tc]`` bool: the tokens that may be matched (False at padding).
+
+    Returns
+    -------
+    P, R, F : torch.Tensor
+        ``[B]`` each.
+    sim : torch.Tensor
+        ``[B, Tc, Tr]`` similarities ``y_j . x_i``, ``-inf`` where a token may not be matched.
+
+    Examples
+    --------
+    Two reference tokens, one candidate token between them:
+
+    >>> ref = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> cand = torch.tensor([[[0.6, 0.8]]])
+    >>> p, r, f, sim = greedy_match(ref, cand, torch.ones(1, 2), torch.ones(1, 1),
+    ...                             torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 1, dtype=torch.bool))
+    >>> round(p.item(), 4), round(r.item(), 4), round(f.item(), 4)
+    (0.8, 0.7, 0.7467)
+
+    Padding is never matched, even where every similarity is negative:
+
+    >>> ref = torch.tensor([[[1.0, 0.0], [0.0, 0.0]]])  # one token, then padding
+    >>> p, r, f, _ = greedy_match(ref, -ref[:, :1], torch.tensor([[1.0, 0.0]]), torch.ones(1, 1),
+    ...                           torch.tensor([[True, False]]), torch.ones(1, 1, dtype=torch.bool))
+    >>> p.item(), r.item()
+    (-1.0, -1.0)
     """
     return match_similarities(torch.bmm(cand, ref.transpose(1, 2)), ref_mass, cand_mass, ref_match, cand_match)
 
@@ -57,11 +91,35 @@ def match_similarities(sim: torch.Tensor, ref_mass: torch.Tensor, cand_mass: tor
 
 
 def f_beta(p: torch.Tensor, r: torch.Tensor, beta: float) -> torch.Tensor:
-    """The recall-weighted F-score ``F_beta = (1 + beta^2) P R / (beta^2 P + R)``: the weighted
-    harmonic mean ``1 / F_beta = w_P / P + w_R / R`` with ``w_P = 1 / (1 + beta^2)`` and
-    ``w_R = beta^2 / (1 + beta^2)``, so recall counts ``beta^2`` times as much as precision
-    (van Rijsbergen's F; ``beta = 1`` is F1, ``beta = 2`` weighs recall 4 : 1). ``F_beta = 0``
-    where ``beta^2 P + R = 0`` (as F1 where ``P + R = 0``: empty pairs score 0, never NaN)."""
+    """The recall-weighted F-score (van Rijsbergen's F)::
+
+        F_beta = (1 + beta^2) P R / (beta^2 P + R)
+
+    the weighted harmonic mean ``1 / F_beta = w_P / P + w_R / R`` with ``w_P = 1 / (1 + beta^2)``
+    and ``w_R = beta^2 / (1 + beta^2)``, so recall counts ``beta^2`` times as much as precision
+    (``beta = 1`` is F1, ``beta = 2`` weighs recall 4 : 1). ``F_beta = 0`` where
+    ``beta^2 P + R = 0`` (as F1 where ``P + R = 0``: empty pairs score 0, never NaN).
+
+    Parameters
+    ----------
+    p, r : torch.Tensor
+        Precision and recall, same shape.
+    beta : float
+        ``beta > 0``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``F_beta``, the shape of ``p``.
+
+    Examples
+    --------
+    >>> p, r = torch.tensor([0.5, 0.9, 0.0]), torch.tensor([1.0, 0.6, 0.0])
+    >>> [round(x, 4) for x in f_beta(p, r, 2.0).tolist()]  # 5 P R / (4 P + R)
+    [0.8333, 0.6429, 0.0]
+    >>> [round(x, 4) for x in f_beta(p, r, 1.0).tolist()]  # F1
+    [0.6667, 0.72, 0.0]
+    """
     b2 = beta * beta
     denom = b2 * p + r
     ok = denom != 0

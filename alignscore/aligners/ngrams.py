@@ -27,12 +27,35 @@ def ngram_units(members: torch.Tensor, n_gram: int | str) -> torch.Tensor:
 
     ``members [B, T]`` (bool) marks the tokens that take part in the alignment (those that are
     matchable: not filtered out, and special tokens unless the policy drops them; padding never);
-    tokens in between that take no part are skipped, so a window is n consecutive members.
-    Returns ``units [B, W, T]`` (0/1, float): ``units[b, s, t] = 1`` when token t is the member of
-    rank ``s .. s + n - 1`` of text b. A text with ``m`` members has ``max(m - n + 1, 1)``
-    windows when ``m >= 1`` (a text shorter than ``n`` is one window of all its members) and none
-    when ``m = 0``; ``"sentence"`` is ``n = infinity`` (one window per text); rows past a text's
-    windows are all 0. ``W = max(T - n + 1, 1)`` (0 when ``T = 0``).
+    tokens in between that take no part are skipped, so a window is n consecutive members::
+
+        units[b, s, t] = 1  when token t is the member of rank s .. s + n - 1 of text b
+
+    A text with ``m`` members has ``max(m - n + 1, 1)`` windows when ``m >= 1`` (a text shorter
+    than ``n`` is one window of all its members) and none when ``m = 0``; ``"sentence"`` is
+    ``n = infinity`` (one window per text); rows past a text's windows are all 0.
+
+    Parameters
+    ----------
+    members : torch.Tensor
+        ``[B, T]`` bool.
+    n_gram : int or str
+        ``n >= 1`` or ``"sentence"``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``units [B, W, T]`` (0/1, float), ``W = max(T - n + 1, 1)`` (0 when ``T = 0``).
+
+    Examples
+    --------
+    Bigrams of a text whose third token is filtered out: it is skipped, not a window break.
+
+    >>> members = torch.tensor([[True, True, False, True, True]])
+    >>> ngram_units(members, 2)[0].int().tolist()
+    [[1, 1, 0, 0, 0], [0, 1, 0, 1, 0], [0, 0, 0, 1, 1], [0, 0, 0, 0, 0]]
+    >>> ngram_units(members, "sentence")[0].int().tolist()
+    [[1, 1, 0, 1, 1]]
     """
     members = members.bool()
     b, t = members.shape
@@ -96,8 +119,33 @@ def window_size(n_gram: int | str, members: int) -> int:
 
 
 def sliding_sums(a: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
-    """Sums of ``width`` consecutive entries along ``axis`` (``len - width + 1`` of them), in
-    float64: shifted slices for short windows, cumulative sums for long ones."""
+    """Sums of ``width`` consecutive entries along ``axis``, in float64::
+
+        out[s] = sum_(i < width) a[s + i],   s = 0 .. len - width
+
+    (shifted slices for short windows, cumulative sums for long ones).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        The values.
+    width : int
+        The window, ``1 <= width <= a.shape[axis]``.
+    axis : int
+        The axis summed along.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a`` with ``len - width + 1`` entries along ``axis``.
+
+    Examples
+    --------
+    >>> sliding_sums(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
+    [3.0, 5.0, 7.0]
+    >>> sliding_sums(np.arange(12).reshape(2, 6), 5).tolist()  # the cumulative-sum path
+    [[10.0, 15.0], [40.0, 45.0]]
+    """
     a = a.astype(np.float64, copy=False)
     lead = (slice(None),) * (axis % a.ndim)
     count = a.shape[axis] - width + 1

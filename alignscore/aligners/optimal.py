@@ -98,7 +98,31 @@ def _ends(takes_part: np.ndarray) -> np.ndarray:
 
 
 def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
-    """``1 - WMD`` (moverscore 1.0.3) or ``1 / (1 + WMD)`` (later MoverScore code)."""
+    """A score from a distance ``d``, higher for closer texts::
+
+        "1-d":      score = 1 - d            (moverscore 1.0.3)
+        "1/(1+d)":  score = 1 / (1 + d)      (later MoverScore code)
+
+    Parameters
+    ----------
+    wmd : torch.Tensor
+        Distances ``d >= 0``.
+    form : str
+        One of :data:`SCORE_FORMS`.
+
+    Returns
+    -------
+    torch.Tensor
+        The scores, the shape of ``wmd``.
+
+    Examples
+    --------
+    >>> d = torch.tensor([0.0, 0.25, 1.0])
+    >>> score_from_distance(d, "1-d").tolist()
+    [1.0, 0.75, 0.0]
+    >>> [round(s, 4) for s in score_from_distance(d, "1/(1+d)").tolist()]
+    [1.0, 0.8, 0.5]
+    """
     if form == "1-d":
         return 1.0 - wmd
     if form == "1/(1+d)":

@@ -23,8 +23,35 @@ if TYPE_CHECKING:
 
 
 def document_frequency(table: TokenTable, counts: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """``df[w]``: in how many sentences token id ``w`` occurs, each unique text of ``table``
-    counted ``counts[i]`` times. Returns ``[V]`` float64."""
+    """Document frequencies::
+
+        df[w] = sum_i counts[i] * [token id w occurs in text i]
+
+    (a text counts once however often ``w`` occurs in it).
+
+    Parameters
+    ----------
+    table : TokenTable
+        The unique texts, packed.
+    counts : torch.Tensor
+        ``[U]``: how many sentences each text stands for.
+    vocab_size : int
+        ``V``; token ids are below it.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[V]`` float64.
+
+    Examples
+    --------
+    >>> from alignscore.tokens import Tokenized, TokenTable
+    >>> ids = [[5, 5, 6], [6, 7]]
+    >>> table = TokenTable.from_tokenized(Tokenized(ids, [[False] * len(t) for t in ids],
+    ...                                             [[True] * len(t) for t in ids], [["x"] * len(t) for t in ids]))
+    >>> document_frequency(table, torch.tensor([1.0, 2.0]), 8).tolist()  # text 2 stands for two sentences
+    [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 3.0, 2.0]
+    """
     key = table.text_index() * vocab_size + table.ids
     key = torch.unique(key)
     texts, ids = key // vocab_size, key % vocab_size
@@ -32,8 +59,31 @@ def document_frequency(table: TokenTable, counts: torch.Tensor, vocab_size: int)
 
 
 def idf_from_df(df: torch.Tensor, num_docs: float) -> torch.Tensor:
-    """``idf(w) = log((M + 1) / (df(w) + 1))``; a token never seen gets ``log(M + 1)``. Never
-    negative: a token in every sentence gets exactly 0 (a rounding -1e-16 would be a negative mass)."""
+    """Inverse document frequencies over ``M`` sentences::
+
+        idf(w) = log((M + 1) / (df(w) + 1))
+
+    so a token never seen gets ``log(M + 1)``. Never negative: a token in every sentence gets
+    exactly 0 (a rounding -1e-16 would be a negative mass).
+
+    Parameters
+    ----------
+    df : torch.Tensor
+        ``[V]`` document frequencies (:func:`document_frequency`).
+    num_docs : float
+        ``M``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[V]`` float32.
+
+    Examples
+    --------
+    >>> idf = idf_from_df(torch.tensor([0.0, 1.0, 3.0], dtype=torch.float64), 3)
+    >>> [round(x, 4) for x in idf.tolist()]  # log 4, log 2, 0
+    [1.3863, 0.6931, 0.0]
+    """
     return torch.log((num_docs + 1.0) / (df + 1.0)).clamp_min(0.0).float()
 
 
