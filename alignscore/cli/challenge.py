@@ -54,8 +54,10 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     if output:  # before any work: the output must be writable and none of the inputs
         files = [f for spec in specs for f in option_files(spec, common)]
         check_output(output, [challenge_set, *files])
-    check_sizes(items)
     scorers = build_all(specs)
+    for scorer in scorers:  # a composition that cannot be built for its model fails before any warning
+        scorer.signature()
+    check_sizes(items)
     results = run_challenge(scorers, items, names, bootstrap, seed)
     text = (jsonl(results) if fmt == "jsonl" else
             tsv(results, [f"# {len(items)} items of {challenge_set}; accuracy: good scores above bad (ties within "

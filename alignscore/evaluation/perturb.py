@@ -258,13 +258,13 @@ class Perturbed:
 
 
 def check_kinds(kinds: Sequence[str] | None) -> list[str]:
-    """The kinds asked for (all when none), checked against :data:`KINDS`."""
+    """The kinds asked for (all when none), checked against :data:`KINDS`, in its order."""
     if not kinds:
         return list(KINDS)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ConfigError(f"unknown perturbation kind(s) {', '.join(unknown)} (kinds: {', '.join(KINDS)})")
-    return list(dict.fromkeys(kinds))
+    return [k for k in KINDS if k in kinds]
 
 
 def perturb(cands: Sequence[str], refs: Sequence[Sequence[str]], seed: int,
@@ -277,7 +277,7 @@ def perturb(cands: Sequence[str], refs: Sequence[Sequence[str]], seed: int,
         >>> out = perturb(["The 3 cats are not here."], [["Three cats are absent."]], seed=1,
         ...               kinds=["number", "negation", "clause_drop"])
         >>> [(i.category, i.bad) for i in out.items]
-        [('number', 'The 4 cats are not here.'), ('negation', 'The 3 cats are here.')]
+        [('number', 'The 10 cats are not here.'), ('negation', 'The 3 cats are here.')]
         >>> out.skipped
         {'number': 0, 'negation': 0, 'clause_drop': 1}
     """
