@@ -15,7 +15,7 @@ from .aligners.base import Aligner
 from .baseline import rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
-from .engine import Blocks, Pairs, PairScores, score_blocks, score_groups, score_many
+from .engine import Blocks, Pairs, PairScores, score_blocks, score_many
 from .errors import ConfigError, describe
 from .runtime import Runtime
 from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .encoders.cached import CachedEncoder
     from .explain import Explanation
 
-__all__ = ["MULTI_REF", "Scorer", "Scores", "score_sets", "score_together"]
+__all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
 
 
 @dataclass
@@ -162,18 +162,9 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     (the same object: :func:`alignscore.spec.build_all` gives scorers of equal encoder specs
     one) and cache share one engine call: each text is encoded once for all of them (with the
     first one's runtime); caches are compared by directory."""
-    return score_sets(scorers, [(cands, refs)])[0]
-
-
-def score_sets(scorers: Sequence[Scorer],
-               sets: Sequence[tuple[Sequence[str], Sequence[str] | Sequence[Sequence[str]]]]) -> list[list[Scores]]:
-    """``out[k][i]``: scorer i's :meth:`Scorer.score` of set k's ``(cands, refs)``, each set
-    scored as if alone (its weights fitted on its own texts). Scorers that share their encoder
-    and cache (as in :func:`score_together`) share one engine call over every set: each distinct
-    text of all the sets is encoded once."""
-    checked = [check_references(cands, refs) for cands, refs in sets]
-    groups = [Pairs.from_groups(cands, refs) for cands, refs in checked]
-    out: list[list[Scores | None]] = [[None] * len(scorers) for _ in sets]
+    cands, groups = check_references(cands, refs)
+    pairs = Pairs.from_groups(cands, groups)
+    out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}
     for i, s in enumerate(scorers):
         cache = str(getattr(s.cache, "directory", "")) if s.cache is not None else None
@@ -181,11 +172,7 @@ def score_sets(scorers: Sequence[Scorer],
     for members in by_encoder.values():
         first = scorers[members[0]]
         compositions = [scorers[i].resolved() for i in members]
-        if len(groups) == 1:
-            results = [score_many(first.scoring_encoder(), groups[0], compositions, first.runtime)]
-        else:
-            results = score_groups(first.scoring_encoder(), groups, [compositions] * len(groups), first.runtime)
-        for k, (pairs, set_results) in enumerate(zip(groups, results)):
-            for i, composition, result in zip(members, compositions, set_results):
-                out[k][i] = scorers[i].reduce(composition, pairs, result)
-    return [[s for s in row if s is not None] for row in out]
+        results = score_many(first.scoring_encoder(), pairs, compositions, first.runtime)
+        for i, composition, result in zip(members, compositions, results):
+            out[i] = scorers[i].reduce(composition, pairs, result)
+    return [s for s in out if s is not None]

@@ -14,9 +14,9 @@ The format, one JSON object a line (blank lines are skipped)::
 
 ``refs`` (a list) may stand in for ``ref``; ``id`` and ``control`` (a boolean) are optional.
 
-Every composition scores the good candidates and the bad ones as two sets through one engine
-call (:func:`~alignscore.scorer.score_sets`): each set scored as ``alignscore score`` would
-score it alone (weights such as idf fitted on its own texts), each distinct text encoded once.
+Every composition scores the distinct ``(candidate, references)`` pairs of all items, good and
+bad candidates together, in one engine call, as ``alignscore score`` of those pairs would: a
+good and a bad candidate get the same weights (idf), and each distinct text is encoded once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..scorer import Scorer, score_sets
+from ..scorer import Scorer, score_together
 from ..textio import iter_lines
 from .stats import SACREBLEU_SEED, DifferenceTest, bootstrap_mean, bootstrap_mean_difference
 
@@ -241,13 +241,21 @@ def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.n
     return out
 
 
+def challenge_pairs(items: Sequence[Item]) -> list[tuple[str, tuple[str, ...]]]:
+    """The distinct ``(candidate, references)`` pairs of the items, good and bad candidates
+    together, in first-seen order: what :func:`run_challenge` scores, once each."""
+    return list(dict.fromkeys((text, item.refs) for item in items for text in (item.good, item.bad)))
+
+
 def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Sequence[str] | None = None,
                   resamples: int = 1000, seed: int = SACREBLEU_SEED) -> list[CompositionResult]:
     """Score every item with every scorer (its primary metric) and evaluate per category.
 
-    The good candidates are one set and the bad ones another, each scored against the items'
-    references as ``scorer.score`` would score it alone; scorers that share an encoder share one
-    engine call, so each distinct text is encoded once for all of them.
+    The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
+    scored once, as ``scorer.score`` of them would score them: a good and a bad candidate are
+    weighed with the same weights (idf), so only their texts differ. Scorers that share an
+    encoder share one engine call (:func:`~alignscore.scorer.score_together`), so each distinct
+    text is encoded once for all of them.
 
     Parameters:
         scorers: the compositions (:func:`alignscore.spec.build_all` shares one encoder between
@@ -260,12 +268,15 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
         One :class:`CompositionResult` per scorer, in order.
     """
     names = list(names) if names is not None else [chr(ord("A") + i) for i in range(len(scorers))]
-    refs = [list(item.refs) for item in items]
-    good, bad = score_sets(scorers, [([i.good for i in items], refs), ([i.bad for i in items], refs)])
+    pairs = challenge_pairs(items)
+    where = {pair: k for k, pair in enumerate(pairs)}
+    good = np.array([where[(i.good, i.refs)] for i in items], dtype=np.int64)
+    bad = np.array([where[(i.bad, i.refs)] for i in items], dtype=np.int64)
+    results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs])
     scores = []
-    for name, scorer, sg, sb in zip(names, scorers, good, bad):
-        metric = scorer.composition.metric
-        scores.append((name, str(sg.signature), sg[metric].double().numpy(), sb[metric].double().numpy()))
+    for name, scorer, result in zip(names, scorers, results):
+        values = result[scorer.composition.metric].double().numpy()
+        scores.append((name, str(result.signature), values[good], values[bad]))
     return evaluate_scores(items, scores, resamples, seed)
 
 
@@ -311,5 +322,5 @@ def jsonl(results: Sequence[CompositionResult]) -> str:
 
 
 __all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "Item", "MIN_ITEMS", "TIE_TOLERANCE",
-           "categories", "check_sizes", "evaluate_scores", "judge", "jsonl", "parse_item", "read_items",
+           "categories", "challenge_pairs", "check_sizes", "evaluate_scores", "judge", "jsonl", "parse_item", "read_items",
            "rows", "run_challenge", "tsv"]
