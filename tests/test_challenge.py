@@ -340,3 +340,11 @@ def test_docstring_examples_run() -> None:
     for module in (challenge_module, perturb_module):
         failures, tried = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)[:2]
         assert failures == 0 and tried > 0, module.__name__
+
+
+def test_perturb_with_nothing_to_make_writes_nothing(tmp_path: Path, files) -> None:
+    refs, cands = files("r.txt", ["a b"]), files("c.txt", ["cats sleep"])
+    code, _, err = invoke("perturb", "-r", refs, "-c", cands, "--seed", 1, "-o", tmp_path / "s.jsonl",
+                          "--kinds", "number")
+    assert_one_error(code, err, "no kind (number) applies")
+    assert not (tmp_path / "s.jsonl").exists()

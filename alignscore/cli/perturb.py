@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ..errors import InputError
 from ..evaluation.perturb import KINDS, check_kinds, item_json, perturb as make_items
 from ..textio import check_output, read_aligned, replacing
 from . import main
@@ -37,6 +38,8 @@ def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str, kinds: tu
     check_output(output, [cands, *refs])
     cand_texts, ref_groups = read_aligned(cands, refs)
     made = make_items(cand_texts, ref_groups, seed, chosen)
+    if not made.items:
+        raise InputError(f"no kind ({', '.join(chosen)}) applies to any line: there is no item to write", cands)
     with replacing(output) as tmp:
         tmp.write_text("".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items),
                        encoding="utf-8")
