@@ -104,6 +104,20 @@ def test_each_distinct_text_is_encoded_once_for_every_composition(set_path: Path
     assert {ln.split("\t")[0] for ln in lines[1:]} == {"A", "B1", "B2"}
 
 
+def test_a_tie_is_a_miss_counted_apart() -> None:
+    from alignscore.evaluation.challenge import Item, evaluate_scores
+
+    items = [Item(("r",), f"g{k}", f"b{k}", "c" if k < 4 else "d") for k in range(6)]
+    good = np.array([0.9, 0.5, 0.5 + TIE_TOLERANCE / 2, 0.2, 0.7, 0.7])
+    bad = np.array([0.8, 0.5, 0.5, 0.3, 0.6, 0.7])
+    (result,) = evaluate_scores(items, [("A", "sig", good, bad)], resamples=100, seed=0)
+    c, d, total = (result.category(k) for k in ("c", "d", "all"))
+    assert (c.n, c.correct, c.ties, c.accuracy) == (4, 1, 2, 0.25)
+    assert (d.n, d.correct, d.ties, d.accuracy) == (2, 1, 1, 0.5)
+    assert (total.n, total.correct, total.ties) == (6, 2, 3) and total.accuracy == 2 / 6
+    assert 0 <= c.low <= c.accuracy <= c.high <= 1
+
+
 def test_tsv_output_file_and_its_header(set_path: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
     out = tmp_path / "res.tsv"
     code, stdout, err = invoke("challenge", set_path, "--model", tiny_bert_dir, "--layer", 2, "-o", out, "-q")
@@ -318,9 +332,12 @@ def test_ablate_challenge_has_sacrebleu_rows(set_path: Path, tiny_bert_dir: str,
         return
     grid = tmp_path / "grid.toml"
     grid.write_text(GRID.format(model=tiny_bert_dir), encoding="utf-8")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(wmt16("de-en")["reference"][:50]) + "\n", encoding="utf-8")
     code, stdout, err = invoke("ablate", grid, "--challenge", set_path, "-o", tmp_path / "out", "-q",
-                               "--bootstrap", 100)
+                               "--bootstrap", 100, "--idf-corpus", corpus)
     assert code == 0, err
+    assert "| IDF-L / WMD1 | " in stdout and "skipped" not in stdout
     items = read_items(set_path)
     bleu = sacrebleu.metrics.BLEU(effective_order=True)
     good = np.array([bleu.sentence_score(i.good, list(i.refs)).score for i in items if not i.control])

@@ -47,7 +47,7 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
         --b "--aligner wmd --n-gram 1"
     """
     common = scorer_opts(kwargs)
-    sides = [("--a", spec_a or "")] + [(f"--b {text!r}" if len(specs_b) > 1 else "--b", text) for text in specs_b]
+    sides = [("--a", spec_a or "")] + [("--b", text) for text in specs_b]
     specs = sides_specs(common, sides, progress=not quiet)
     names = ["A"] + (["B"] if len(specs_b) == 1 else [f"B{i}" for i in range(1, len(specs_b) + 1)])
     items = read_items(challenge_set)
