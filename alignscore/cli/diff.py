@@ -65,8 +65,9 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     names none) layered on the shared ones."""
     out = []
     for flag, text in sides:
+        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
         try:
-            out.append(spec_of({**common, **(parse_spec(text, flag) if text.strip() else {})}, progress))
+            out.append(spec_of({**common, **named}, progress))
         except ConfigError as exc:
             raise ConfigError(f"{flag} {text!r}: {exc}") from None
     return out
