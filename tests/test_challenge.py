@@ -303,7 +303,7 @@ def test_ablate_challenge_tables_every_cell(set_path: Path, tiny_bert_dir: str, 
     rows = _jsonl((out / "results.jsonl").read_text(encoding="utf-8"))
     cells = list(dict.fromkeys(r["composition"] for r in rows))
     assert cells[:4] == ["Vanilla / WMD1", "Vanilla / BERTScore F", "IDF-S / WMD1", "IDF-S / BERTScore F"]
-    assert "| IDF-L / WMD1 | skipped: idf-L needs a corpus" in stdout
+    assert "| IDF-L / WMD1 | skipped [1] |" in stdout and "[1] idf-L needs a corpus" in stdout
     assert (out / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
     # a cell's accuracy is that of the same composition run alone by `challenge`
     code, alone, err = invoke("challenge", set_path, "--model", tiny_bert_dir, "--layer", 2, "--idf",

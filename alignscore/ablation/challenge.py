@@ -139,21 +139,27 @@ def markdown(run: GridChallenge, command: str | None = None) -> str:
     best: dict[str, float] = {}
     for c in scored:
         best[c] = max((r.category(c).accuracy or 0.0 for r in everything), default=0.0)
-    for c in controls:
-        best[c] = min((abs(r.category(c).mean_change or 0.0) for r in everything), default=0.0)
+    for c in controls:  # compared as shown: a change of float rounding is no change
+        best[c] = min((abs(round(r.category(c).mean_change or 0.0, 3)) for r in everything), default=0.0)
 
     def cell(r: CompositionResult, c: str) -> str:
         cat = r.category(c)
-        value = cat.accuracy if not cat.control else cat.mean_change
-        text = f"{value:.3f}" if value is not None else "—"
-        is_best = value is not None and (abs(value) if cat.control else value) == best[c]
+        if cat.control:
+            value = round(cat.mean_change or 0.0, 3) + 0.0  # + 0.0: no "-0.000"
+            text, is_best = f"{value:.3f}", abs(value) == best[c]
+        else:
+            value = cat.accuracy or 0.0
+            text, is_best = f"{value:.3f}", value == best[c]
         return f"**{text}**" if is_best else text
 
     for r in everything:
         lines.append(f"| {r.name} | " + " | ".join(cell(r, c) for c in scored + controls) + " |")
+    notes: dict[str, int] = {}
     for label, why in run.skipped.items():
-        lines.append(f"| {label} | skipped: {why} |" + " |" * (len(head) - 1))
+        mark = notes.setdefault(why, len(notes) + 1)
+        lines.append(f"| {label} | skipped [{mark}] |" + " — |" * (len(head) - 1))
     lines.append("")
+    lines += [f"[{k}] {why}  " for why, k in notes.items()]
     if run.references:
         lines.append("Reference rows: " + "; ".join(f"{r.name} ({r.signature})" for r in run.references)
                      + ", sacreBLEU's own tokenisation and smoothing, on its 0-100 scale.  ")
