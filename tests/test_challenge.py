@@ -82,6 +82,7 @@ def test_accuracy_equals_a_brute_force_count_from_score(set_path: Path, tiny_ber
             if name == "B":
                 test = bootstrap_mean_difference(correct[idx].astype(float), right["A"][0][idx].astype(float), 200, 5)
                 assert (row["delta"], row["p_value"]) == (test.difference, test.p_value)
+                assert row["against"] == "A"
             else:
                 assert row["delta"] is None
             checked += 1
@@ -312,15 +313,18 @@ def test_ablate_challenge_tables_every_cell(set_path: Path, tiny_bert_dir: str, 
     want = {r["category"]: r["accuracy"] for r in _jsonl(alone)}
     got = {r["category"]: r["accuracy"] for r in rows if r["composition"] == "IDF-S / BERTScore F"}
     assert got == want
+    against = {r["composition"]: r["against"] for r in rows if r["category"] == "all"}
+    assert against["IDF-S / WMD1"] == "Vanilla / WMD1" and against["IDF-S / BERTScore F"] == "Vanilla / BERTScore F"
+    assert against["Vanilla / WMD1"] is None
     table = (out / "table.md").read_text(encoding="utf-8")
     header = next(line for line in table.splitlines() if line.startswith("| Composition"))
     k = header.split(" | ").index(next(c for c in header.split(" | ") if c.startswith("all (n=")))
     column = {line.split(" | ")[0][2:]: line.split(" | ")[k] for line in table.splitlines()
               if line.startswith("| ") and line != header and "skipped" not in line}
     assert len(column) >= 4
-    best = max(float(v.strip("*")) for v in column.values())
+    best = max(float(v.strip("*↑↓")) for v in column.values())
     assert {name for name, v in column.items() if v.startswith("**")} == \
-        {name for name, v in column.items() if float(v.strip("*")) == best}
+        {name for name, v in column.items() if float(v.strip("*↑↓")) == best}
 
 
 @pytest.mark.reference

@@ -25,6 +25,7 @@ from ..weighting.schemes import Corpus
 from .grid import Grid
 from .runner import Skip, build_composition, grid_encoders, row_display_name
 
+ALPHA = 0.05  # level of the paired test marked in the table
 OUTPUT_FILES = {"table": "table.md", "results": "results.jsonl", "heatmap": "heatmap.png"}
 
 
@@ -69,7 +70,8 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequenc
                        idf_corpus_name: str | Path | None = None, device: str | None = None, batch_size: int = 64,
                        download: bool = False, progress: bool = False, resamples: int = 1000, seed: int = 0,
                        references: bool = True, log: Callable[[str], None] | None = None) -> GridChallenge:
-    """Score the challenge ``items`` with every cell of ``grid``.
+    """Score the challenge ``items`` with every cell of ``grid``; each cell is tested (paired
+    bootstrap of the accuracy difference) against the cell of the grid's first row in its column.
 
     Parameters:
         grid: the grid, its models overridden as wanted (:meth:`Grid.with_models`).
@@ -89,10 +91,10 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequenc
                      idf_corpus=list(idf_corpus) if idf_corpus is not None else None,
                      idf_corpus_path=Path(idf_corpus_name) if idf_corpus_name else None)
     corpora: dict[Any, Corpus] = {}
-    names, scorers, skipped = [], [], {}
+    names, scorers, skipped, cells = [], [], {}, []
     runtime = Runtime(batch_size=batch_size, progress=progress, device=device)
-    for row in grid.rows:
-        for col in grid.columns:
+    for i, row in enumerate(grid.rows):
+        for j, col in enumerate(grid.columns):
             spec = grid.cell(row, col)
             enc = encoders.get(grid.models[spec.model].model)
             label = f"{row_display_name(row.name, spec, grid, enc)} / {col.name}"
@@ -109,9 +111,14 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequenc
                 continue
             names.append(label)
             scorers.append(Scorer(enc, composition, runtime))
+            cells.append((i, j))
     say(f"{len(scorers)} cell(s) on {len(items)} items ({len(skipped)} skipped)")
-    results = run_challenge(scorers, items, names, resamples, seed) if scorers else []
-    refs = evaluate_scores(items, reference_scores(items), resamples, seed) if references else []
+    # each cell is tested against the first row's cell of its column: what the row's parts change
+    first = {j: k for k, (i, j) in enumerate(cells) if i == 0}
+    against = [first.get(j) if i != 0 else None for i, j in cells]
+    results = run_challenge(scorers, items, names, resamples, seed, against) if scorers else []
+    reference = reference_scores(items) if references else []
+    refs = evaluate_scores(items, reference, resamples, seed, [None] * len(reference))
     return GridChallenge(grid, list(items), results, refs, skipped, {k: m.model for k, m in grid.models.items()})
 
 
@@ -132,7 +139,9 @@ def markdown(run: GridChallenge, command: str | None = None) -> str:
     lines = [f"## {run.grid.title}: challenge set", "",
              f"Accuracy: share of the items whose good candidate scores above the bad one (a tie is a miss), "
              f"{len(run.items)} items; **bold**: the best of each column (controls: the mean score change "
-             f"bad - good nearest 0). 95% bootstrap intervals and tie counts: results.jsonl.", ""]
+             f"bad - good nearest 0). ↑/↓: significantly above/below the first row's cell of its column (paired "
+             f"bootstrap, two-sided p < {ALPHA}). 95% bootstrap intervals, tie counts and the paired tests: "
+             f"results.jsonl.", ""]
     head = [f"{c} (n={counts[c]})" for c in scored] + [f"{c} Δ (n={counts[c]})" for c in controls]
     lines.append("| Composition | " + " | ".join(head) + " |")
     lines.append("|---|" + "---:|" * len(head))
@@ -150,6 +159,8 @@ def markdown(run: GridChallenge, command: str | None = None) -> str:
         else:
             value = cat.accuracy or 0.0
             text, is_best = f"{value:.3f}", value == best[c]
+            if cat.test is not None and cat.test.p_value < ALPHA:
+                text += "↑" if cat.test.difference > 0 else "↓"
         return f"**{text}**" if is_best else text
 
     for r in everything:

@@ -157,7 +157,8 @@ class CategoryResult:
     """One composition on one category. For a scored category: ``accuracy`` (share of items
     whose good candidate scores above the bad one), ``correct``, ``ties`` (a tie is a miss)
     and the bootstrap interval ``low`` .. ``high`` of the accuracy; with a ``test`` against the
-    first composition (paired bootstrap of the accuracy difference). For a control:
+    composition it is compared with (``against``; a paired bootstrap of the accuracy difference,
+    this one's minus that one's). For a control:
     ``mean_change`` (mean of bad - good) with its interval in ``low`` .. ``high``."""
 
     category: str
@@ -170,6 +171,7 @@ class CategoryResult:
     high: float
     mean_change: float | None = None
     test: DifferenceTest | None = None
+    against: str | None = None
 
 
 @dataclass
@@ -197,7 +199,7 @@ def judge(good: np.ndarray, bad: np.ndarray, tolerance: float = TIE_TOLERANCE) -
     return d > tolerance, np.abs(d) <= tolerance
 
 
-def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, first: CompositionResult | None,
+def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, other: CompositionResult | None,
              resamples: int, seed: int) -> list[CategoryResult]:
     out = []
     correct, tie = judge(good, bad)
@@ -211,11 +213,12 @@ def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, first: Co
         right = correct[idx].astype(np.float64)
         interval = bootstrap_mean(right, resamples, seed)
         test = None
-        if first is not None:
-            theirs = judge(first.good[idx], first.bad[idx])[0].astype(np.float64)
+        if other is not None:
+            theirs = judge(other.good[idx], other.bad[idx])[0].astype(np.float64)
             test = bootstrap_mean_difference(right, theirs, resamples, seed)
         out.append(CategoryResult(name, len(idx), False, float(right.mean()), int(right.sum()),
-                                  int(tie[idx].sum()), interval.low, interval.high, test=test))
+                                  int(tie[idx].sum()), interval.low, interval.high, test=test,
+                                  against=other.name if other is not None else None))
     for name in controls:
         idx = members[name]
         change = bad[idx].astype(np.float64) - good[idx].astype(np.float64)
@@ -226,18 +229,23 @@ def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, first: Co
 
 
 def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.ndarray, np.ndarray]],
-                    resamples: int = 1000, seed: int = SACREBLEU_SEED) -> list[CompositionResult]:
+                    resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                    against: Sequence[int | None] | None = None) -> list[CompositionResult]:
     """Per-category results of compositions given their scores: ``(name, signature, good,
-    bad)`` each, ``good[k]`` and ``bad[k]`` the scores of item k's candidates. Every
-    composition after the first is tested against the first."""
+    bad)`` each, ``good[k]`` and ``bad[k]`` the scores of item k's candidates. Composition i is
+    tested against composition ``against[i]`` (None: no test); by default every composition
+    after the first against the first."""
+    if against is None:
+        against = [None] + [0] * (len(scores) - 1)
     out: list[CompositionResult] = []
     for name, signature, good, bad in scores:
         good, bad = np.asarray(good, dtype=np.float64), np.asarray(bad, dtype=np.float64)
         if not (np.isfinite(good).all() and np.isfinite(bad).all()):
             raise InputError(f"composition {name}: a score is not finite")
-        result = CompositionResult(name, signature, good, bad)
-        result.categories = _results(items, good, bad, out[0] if out else None, resamples, seed)
-        out.append(result)
+        out.append(CompositionResult(name, signature, good, bad))
+    for result, other in zip(out, against):
+        partner = out[other] if other is not None and out[other] is not result else None
+        result.categories = _results(items, result.good, result.bad, partner, resamples, seed)
     return out
 
 
@@ -248,7 +256,8 @@ def challenge_pairs(items: Sequence[Item]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Sequence[str] | None = None,
-                  resamples: int = 1000, seed: int = SACREBLEU_SEED) -> list[CompositionResult]:
+                  resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                  against: Sequence[int | None] | None = None) -> list[CompositionResult]:
     """Score every item with every scorer (its primary metric) and evaluate per category.
 
     The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
@@ -263,6 +272,7 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
         items: the challenge set (:func:`read_items`).
         names: a label per scorer (default ``A``, ``B``, ...).
         resamples, seed: of the bootstrap intervals and paired tests.
+        against: which scorer each is tested against (see :func:`evaluate_scores`).
 
     Returns:
         One :class:`CompositionResult` per scorer, in order.
@@ -277,11 +287,11 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
     for name, scorer, result in zip(names, scorers, results):
         values = result[scorer.composition.metric].double().numpy()
         scores.append((name, str(result.signature), values[good], values[bad]))
-    return evaluate_scores(items, scores, resamples, seed)
+    return evaluate_scores(items, scores, resamples, seed, against)
 
 
 COLUMNS = ("composition", "category", "n", "accuracy", "correct", "ties", "low", "high", "mean_change",
-           "delta", "delta_low", "delta_high", "p_value")
+           "against", "delta", "delta_low", "delta_high", "p_value")
 
 
 def rows(results: Sequence[CompositionResult]) -> list[dict[str, Any]]:
@@ -294,7 +304,7 @@ def rows(results: Sequence[CompositionResult]) -> list[dict[str, Any]]:
                                    "correct": None if c.control else c.correct, "ties": c.ties, "low": c.low,
                                    "high": c.high, "mean_change": c.mean_change}
             t = c.test
-            row.update(delta=t.difference if t else None, delta_low=t.low if t else None,
+            row.update(against=c.against, delta=t.difference if t else None, delta_low=t.low if t else None,
                        delta_high=t.high if t else None, p_value=t.p_value if t else None)
             row["signature"] = r.signature
             out.append(row)
