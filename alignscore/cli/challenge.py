@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge import check_sizes, jsonl, read_items, run_challenge, tsv
+from ..evaluation.challenge import TIE_TOLERANCE, check_sizes, jsonl, read_items, run_challenge, tsv
 from ..evaluation.stats import SACREBLEU_SEED
 from ..options import option_files
 from ..spec import build_all
@@ -61,7 +61,7 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     results = run_challenge(scorers, items, names, bootstrap, seed)
     text = (jsonl(results) if fmt == "jsonl" else
             tsv(results, [f"# {len(items)} items of {challenge_set}; accuracy: good scores above bad (ties within "
-                          f"1e-6 are misses); 95% bootstrap intervals and paired tests with {bootstrap} resamples, "
+                          f"{TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and paired tests with {bootstrap} resamples, "
                           f"seed {seed}; delta = accuracy - A's"]))
     if output:
         with replacing(output) as tmp:
