@@ -369,3 +369,16 @@ def test_perturb_with_nothing_to_make_writes_nothing(tmp_path: Path, files) -> N
                           "--kinds", "number")
     assert_one_error(code, err, "no kind (number) applies")
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_paired_bootstrap_of_a_difference_of_accuracies() -> None:
+    rng = np.random.default_rng(0)
+    a = (rng.random(400) < 0.9).astype(float)
+    b = np.where(rng.random(400) < 0.5, a, 0.0)  # b is right only where a is, half as often
+    t = bootstrap_mean_difference(a, b, resamples=500, seed=1)
+    assert t.difference == pytest.approx(a.mean() - b.mean(), abs=1e-12)
+    assert t.low <= t.difference <= t.high and t.low > 0 and t.p_value < 0.01
+    same = bootstrap_mean_difference(a, a, resamples=500, seed=1)
+    assert (same.difference, same.low, same.high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+    flipped = bootstrap_mean_difference(b, a, resamples=500, seed=1)
+    assert (flipped.low, flipped.high) == pytest.approx((-t.high, -t.low), abs=1e-12)
