@@ -32,8 +32,8 @@ from ..scorer import Scorer
 from ..weighting.schemes import Corpus
 from .grid import CellSpec, Grid
 
-__all__ = ["CellRun", "GridRun", "Skip", "build_composition", "build_filter", "build_scorer", "model_available",
-           "row_display_name", "run_grid"]
+__all__ = ["CellRun", "GridRun", "Skip", "build_composition", "build_filter", "build_scorer", "grid_encoders",
+           "model_available", "row_display_name", "run_grid"]
 
 
 class Skip(Exception):
@@ -138,6 +138,29 @@ def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: HFEncod
         raise ConfigError(f"row name {template!r}: only {{layer}} and {{model}} can be filled in") from None
 
 
+def grid_encoders(grid: Grid, device: str | None = None, download: bool = False
+                  ) -> tuple[dict[str, HFEncoder], dict[str, str]]:
+    """One encoder per model of the grid's roles, and why each model that cannot run here cannot
+    (not on this machine without ``download``, or its tokenizer or config does not load)."""
+    encoders: dict[str, HFEncoder] = {}
+    model_problem: dict[str, str] = {}
+    for spec in grid.models.values():
+        name = spec.model
+        if name in encoders or name in model_problem:
+            continue
+        if not download and not model_available(name):
+            model_problem[name] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
+            continue
+        enc = HFEncoder(name, device_name=device)
+        try:
+            enc.num_layers  # loads the tokenizer and config (never the weights yet)
+        except ModelLoadError as exc:
+            model_problem[name] = str(exc)
+            continue
+        encoders[name] = enc
+    return encoders, model_problem
+
+
 @dataclass
 class _Job:
     cell: CellRun
@@ -161,22 +184,7 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None =
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t_start = time.perf_counter()
-    encoders: dict[str, HFEncoder] = {}
-    model_problem: dict[str, str] = {}
-    for spec in grid.models.values():
-        name = spec.model
-        if name in encoders or name in model_problem:
-            continue
-        if not download and not model_available(name):
-            model_problem[name] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
-            continue
-        enc = HFEncoder(name, device_name=device)
-        try:
-            enc.num_layers  # loads the tokenizer and config (never the weights yet)
-        except ModelLoadError as exc:
-            model_problem[name] = str(exc)
-            continue
-        encoders[name] = enc
+    encoders, model_problem = grid_encoders(grid, device, download)
 
     cells: list[CellRun] = []
     jobs: dict[str, list[_Job]] = {}

@@ -6,14 +6,19 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import click
 
 from ..ablation import evaluate, load_grid, run_grid, write_outputs
+from ..ablation import challenge as grid_challenge
+from ..ablation.grid import Grid
 from ..ablation.report import OUTPUT_FILES
+from ..errors import ConfigError
+from ..evaluation.challenge import check_sizes, read_items
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
-from ..textio import check_output
+from ..textio import check_output, read_lines
 from . import main
 
 
@@ -24,8 +29,11 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 
 @main.command()
 @click.argument("grid", type=click.Path(dir_okay=False))
-@click.option("--data", required=True, type=click.Path(file_okay=False),
+@click.option("--data", default=None, type=click.Path(file_okay=False),
               help="Folder of WMT DAseg files (DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>).")
+@click.option("--challenge", "challenge_set", default=None, type=click.Path(dir_okay=False),
+              help="Or a challenge set (JSON lines, see 'alignscore challenge'): accuracy per category instead of "
+                   "correlations; writes table.md, results.jsonl and heatmap.png.")
 @click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli'.")
 @click.option("--layer", type=int, default=None,
               help="Single layer for every model role (rows that name their own layer keep it).")
@@ -48,7 +56,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
-def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_model: str | None,
+def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | None, layer: int | None, mnli_model: str | None,
            lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
            alpha: float, bootstrap: int, seed: int, download: bool, batch_size: int, device: str | None,
            output: str | None, quiet: bool) -> None:
@@ -57,10 +65,26 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
     language pair, r, p-value, ...), chart.png and signatures.tsv into the output folder. Rows
     whose model is not on this machine are skipped with a note.
+
+    With --challenge SET instead of --data: every cell's accuracy on each category of the
+    challenge set (cells as rows, categories as columns, the best per column in bold), with
+    sacreBLEU's sentence BLEU and chrF as reference rows when sacrebleu is installed; idf-L rows
+    read --idf-corpus FILE.
     """
     start = time.perf_counter()
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
+    if (data is None) == (challenge_set is None):
+        raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
     spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model)
+    if challenge_set is not None:
+        if lang_pairs or year or correlations:
+            raise ConfigError("--lang-pairs, --year and --correlation are for --data, not --challenge")
+        if bootstrap < 40:
+            raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
+        _challenge(spec, grid, challenge_set, idf_corpus, device, batch_size, download, quiet, bootstrap, seed,
+                   output, say, start)
+        return
+    assert data is not None
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
     for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
@@ -77,4 +101,28 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     click.echo(paths["table"].read_text(encoding="utf-8"))
     skipped = len({(c.row, c.column) for c in run.cells if c.skipped})
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())} ({skipped} cell(s) skipped; "
+               f"{time.perf_counter() - start:.1f} s)", err=True)
+
+
+def _command() -> str | None:
+    return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["ablate"] else None
+
+
+def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, device: str | None,
+               batch_size: int, download: bool, quiet: bool, bootstrap: int, seed: int, output: str | None,
+               say: Callable[[str], None], start: float) -> None:
+    """``ablate --challenge``: the grid's cells on a challenge set."""
+    items = read_items(challenge_set)
+    corpus = read_lines(idf_corpus) if idf_corpus is not None else None
+    out = Path(output or f"challenge-{spec.name}")
+    for name in grid_challenge.OUTPUT_FILES.values():  # before any work
+        check_output(out / name, [grid, challenge_set, idf_corpus])
+    check_sizes(items)
+    say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
+    run = grid_challenge.run_grid_challenge(spec, items, idf_corpus=corpus, idf_corpus_name=idf_corpus,
+                                            device=device, batch_size=batch_size, download=download,
+                                            progress=not quiet, resamples=bootstrap, seed=seed, log=say)
+    paths = grid_challenge.write_outputs(out, run, _command())
+    click.echo(paths["table"].read_text(encoding="utf-8"))
+    click.echo(f"wrote {', '.join(str(p) for p in paths.values())} ({len(run.skipped)} cell(s) skipped; "
                f"{time.perf_counter() - start:.1f} s)", err=True)

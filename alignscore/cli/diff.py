@@ -56,13 +56,21 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
 def side_specs(common: dict[str, Any], spec_a: str, spec_b: str, progress: bool) -> tuple[RunSpec, RunSpec]:
     """The runs of ``--a`` and ``--b``: each side's options layered on the options shared by
     both (what a side names replaces the shared value)."""
+    run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress)
+    return run_a, run_b
+
+
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[RunSpec]:
+    """The run of each ``(flag, text)`` side: its options (:func:`parse_spec`; an empty text
+    names none) layered on the shared ones."""
     out = []
-    for flag, text in (("--a", spec_a), ("--b", spec_b)):
+    for flag, text in sides:
+        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
         try:
-            out.append(spec_of({**common, **parse_spec(text, flag)}, progress))
+            out.append(spec_of({**common, **named}, progress))
         except ConfigError as exc:
             raise ConfigError(f"{flag} {text!r}: {exc}") from None
-    return out[0], out[1]
+    return out
 
 
 def average_ranks(x: torch.Tensor) -> torch.Tensor:

@@ -301,6 +301,33 @@ def bootstrap_r_difference(a: np.ndarray, b: np.ndarray, human: np.ndarray, resa
     return DifferenceTest(observed, min(1.0, 2 * _count_p(m, len(delta))), low, high, len(delta))
 
 
+def bootstrap_mean_difference(a: np.ndarray, b: np.ndarray, resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                              confidence: float = 0.95) -> DifferenceTest:
+    """Paired bootstrap of the difference of two means over the same items, e.g. the accuracies
+    of two metrics on one challenge set (``a``, ``b``: 1 where each metric is right, else 0).
+
+    ``delta = mean(a) - mean(b)``; the items are resampled with replacement
+    (:func:`bootstrap_indices`, one draw for both: paired), giving ``delta*_1 .. delta*_B``;
+    the interval is their percentile interval (order statistics, as :func:`bootstrap_mean`)
+    and the two-sided p-value inverts it as in :func:`bootstrap_r_difference`: with
+    ``m = min(#{delta* <= 0}, #{delta* >= 0})``, ``p = min(1, 2 (m + 1) / (B + 1))``.
+
+    Example:
+        >>> t = bootstrap_mean_difference(np.array([1, 1, 1, 0]), np.array([1, 1, 1, 0]), resamples=100, seed=0)
+        >>> t.difference, t.p_value
+        (0.0, 1.0)
+
+    Raises:
+        ConfigError: inputs of different lengths, no items, non-finite values, ``resamples < 1``.
+    """
+    a, b = _finite_vectors(a, b)
+    d = a - b
+    deltas = np.concatenate([d[idx].mean(axis=1) for idx in _chunks(bootstrap_indices(len(d), resamples, seed))])
+    low, high = _order_statistic_interval(deltas, confidence)
+    m = min(int((deltas <= 0).sum()), int((deltas >= 0).sum()))
+    return DifferenceTest(float(d.mean()), min(1.0, 2 * _count_p(m, len(deltas))), low, high, len(deltas))
+
+
 def swap_masks(n: int, resamples: int, seed: int) -> np.ndarray:
     """``[resamples, n]`` bool, each entry True with probability 1/2
     (``numpy.random.default_rng(seed).integers(2, ...)``): which segments swap metrics."""

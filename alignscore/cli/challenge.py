@@ -1,0 +1,71 @@
+"""``alignscore challenge``: accuracy of compositions on a challenge set, per category."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..evaluation.challenge import TIE_TOLERANCE, check_sizes, jsonl, read_items, run_challenge, tsv
+from ..evaluation.stats import SACREBLEU_SEED
+from ..options import option_files
+from ..spec import build_all
+from ..textio import check_output, replacing
+from . import main
+from .diff import sides_specs
+from .options import output_option, scorer_options, scorer_opts
+
+
+@main.command()
+@click.argument("challenge_set", metavar="SET", type=click.Path(dir_okay=False))
+@scorer_options
+@click.option("--a", "spec_a", default=None, help="Composition A: a preset name or scorer options in quotes, "
+              "e.g. \"--aligner wmd --n-gram 2\" (default: the options outside --a/--b alone).")
+@click.option("--b", "specs_b", multiple=True, help="A composition to compare with A, as --a; repeat for more "
+              "(B1, B2, ...).")
+@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
+              help="tsv: a comment line per signature, then one row per composition and category; jsonl: one "
+                   "JSON object per row, with the composition's signature.")
+@output_option("Output file.")
+@click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
+              help="Resamples of the 95% bootstrap intervals and of the paired tests.")
+@click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
+              bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+    """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
+    control) and report, per composition and category (and 'all'), the accuracy: the share of
+    items whose good candidate gets a higher primary score than the bad one (a tie, within
+    1e-6, is a miss and counted in 'ties'), with a 95% bootstrap interval. Control categories
+    report the mean score change bad - good instead. With --b, each B is compared with A by a
+    paired bootstrap of the accuracy difference (delta = B - A, two-sided p). Each distinct
+    text is encoded once for every composition of the same model. See docs/challenge.md.
+
+    \b
+    alignscore challenge examples/challenge.jsonl --model all-MiniLM-L6-v2 \\
+        --b "--aligner wmd --n-gram 1"
+    """
+    common = scorer_opts(kwargs)
+    sides = [("--a", spec_a or "")] + [("--b", text) for text in specs_b]
+    specs = sides_specs(common, sides, progress=not quiet)
+    names = ["A"] + (["B"] if len(specs_b) == 1 else [f"B{i}" for i in range(1, len(specs_b) + 1)])
+    items = read_items(challenge_set)
+    if output:  # before any work: the output must be writable and none of the inputs
+        files = [f for spec in specs for f in option_files(spec, common)]
+        check_output(output, [challenge_set, *files])
+    scorers = build_all(specs)
+    for scorer in scorers:  # a composition that cannot be built for its model fails before any warning
+        scorer.signature()
+    check_sizes(items)
+    results = run_challenge(scorers, items, names, bootstrap, seed)
+    text = (jsonl(results) if fmt == "jsonl" else
+            tsv(results, [f"# {len(items)} items of {challenge_set}; accuracy: good scores above bad (ties within "
+                          f"{TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and paired tests with {bootstrap} resamples, "
+                          f"seed {seed}; delta = accuracy - A's"]))
+    if output:
+        with replacing(output) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)

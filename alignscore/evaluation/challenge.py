@@ -1,0 +1,336 @@
+"""Challenge sets: does a metric score a correct candidate above an incorrect one?
+
+A challenge set holds items of one reference (or several), a ``good`` candidate and a ``bad``
+one that differs from it by one error of a named ``category`` (Hanna & Bojar, 2021, "A
+Fine-Grained Analysis of BERTScore"; the ACES and DEMETR sets of the WMT metrics task). A
+metric's accuracy on a category is the share of its items where the metric's primary score of
+``good`` is above that of ``bad``; a tie is a miss, counted apart. Items marked ``control``
+change the candidate in a way that should not matter (casing, spacing): for them the mean
+score change ``bad - good`` is reported instead (0 is ideal).
+
+The format, one JSON object a line (blank lines are skipped)::
+
+    {"ref": "The cat sat.", "good": "The cat sat.", "bad": "The cat sat not.", "category": "negation", "id": "7"}
+
+``refs`` (a list) may stand in for ``ref``; ``id`` and ``control`` (a boolean) are optional.
+
+Every composition scores the distinct ``(candidate, references)`` pairs of all items, good and
+bad candidates together, in one engine call, as ``alignscore score`` of those pairs would: a
+good and a bad candidate get the same weights (idf), and each distinct text is encoded once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..scorer import Scorer, score_together
+from ..textio import iter_lines
+from .stats import SACREBLEU_SEED, DifferenceTest, bootstrap_mean, bootstrap_mean_difference
+
+ALL = "all"
+MIN_ITEMS = 10  # below this many items a category's accuracy says little: a warning names its n
+# Two scores closer than this are a tie: the same text layout encoded in batches of different
+# padding may differ by float32 rounding (a few units of 1e-7 for scores near 1).
+TIE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class Item:
+    """One challenge item: the reference(s), the correct and the incorrect candidate."""
+
+    refs: tuple[str, ...]
+    good: str
+    bad: str
+    category: str
+    id: str | None = None
+    control: bool = False
+
+
+def _text(obj: dict[str, Any], key: str, path: str, line: int) -> str:
+    value = obj[key]
+    if not isinstance(value, str):
+        raise InputError(f"'{key}' must be a string, not {type(value).__name__}", path, line)
+    if not value.strip():
+        raise InputError(f"'{key}' is empty", path, line)
+    return value
+
+
+def parse_item(obj: Any, path: str = "<items>", line: int = 1) -> Item:
+    """One line of a challenge set, checked: an object with ``ref`` or ``refs``, ``good``,
+    ``bad`` and ``category``, no empty text, ``good`` different from ``bad``.
+
+    Example:
+        >>> parse_item({"ref": "a b", "good": "a b", "bad": "b a", "category": "swap"}).refs
+        ('a b',)
+
+    Raises:
+        InputError: what is wrong, with ``path`` and ``line``.
+    """
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, not {type(obj).__name__}", path, line)
+    known = {"ref", "refs", "good", "bad", "category", "id", "control"}
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(unknown)} (an item has: {', '.join(sorted(known))})", path, line)
+    missing = [k for k in ("good", "bad", "category") if k not in obj]
+    if ("ref" in obj) == ("refs" in obj):
+        missing.insert(0, "ref" if "ref" not in obj else "ref or refs, not both")
+    if missing:
+        raise InputError(f"missing field(s): {', '.join(missing)}", path, line)
+    if "refs" in obj:
+        refs = obj["refs"]
+        if not isinstance(refs, list) or not refs:
+            raise InputError("'refs' must be a non-empty list of strings", path, line)
+        if not all(isinstance(r, str) and r.strip() for r in refs):
+            raise InputError("'refs' holds an empty text or one that is not a string", path, line)
+        refs = tuple(refs)
+    else:
+        refs = (_text(obj, "ref", path, line),)
+    good, bad, category = (_text(obj, k, path, line) for k in ("good", "bad", "category"))
+    if good.strip() == bad.strip():
+        raise InputError("'good' and 'bad' are the same text: no metric can rank them", path, line)
+    item_id = obj.get("id")
+    if item_id is not None and not isinstance(item_id, (str, int)):
+        raise InputError(f"'id' must be a string or a number, not {type(item_id).__name__}", path, line)
+    control = obj.get("control", False)
+    if not isinstance(control, bool):
+        raise InputError("'control' must be true or false", path, line)
+    if category == ALL:
+        raise InputError(f"category {ALL!r} is the name of the total: name the category otherwise", path, line)
+    return Item(refs, good, bad, category.strip(), None if item_id is None else str(item_id), control)
+
+
+def read_items(path: str | Path) -> list[Item]:
+    """Every item of a challenge set file (JSON lines, UTF-8), each checked by :func:`parse_item`.
+    A control category may not share its name with a scored one.
+
+    Raises:
+        InputError: the first bad line (file and line), or a file with no item.
+    """
+    items: list[Item] = []
+    where: dict[str, tuple[bool, int]] = {}
+    for number, text in enumerate(iter_lines(path), start=1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", str(path), number) from None
+        item = parse_item(obj, str(path), number)
+        kind, first = where.setdefault(item.category, (item.control, number))
+        if kind != item.control:
+            raise InputError(f"category {item.category!r} is a control here but not on line {first} (or the "
+                             "other way round): a category is one or the other", str(path), number)
+        items.append(item)
+    if not items:
+        raise InputError("holds no challenge item", str(path))
+    return items
+
+
+def check_sizes(items: Sequence[Item], minimum: int = MIN_ITEMS) -> list[str]:
+    """A warning for each category with fewer than ``minimum`` items (its n), also issued."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.category] = counts.get(item.category, 0) + 1
+    messages = [f"category {c!r} has only {n} item(s): its accuracy is uncertain" for c, n in counts.items()
+                if n < minimum]
+    for message in messages:
+        warnings.warn(message, stacklevel=2)
+    return messages
+
+
+def categories(items: Iterable[Item]) -> list[str]:
+    """The categories in first-seen order."""
+    return list(dict.fromkeys(item.category for item in items))
+
+
+@dataclass(frozen=True)
+class CategoryResult:
+    """One composition on one category. For a scored category: ``accuracy`` (share of items
+    whose good candidate scores above the bad one), ``correct``, ``ties`` (a tie is a miss)
+    and the bootstrap interval ``low`` .. ``high`` of the accuracy; with a ``test`` against the
+    composition it is compared with (``against``; a paired bootstrap of the accuracy difference,
+    this one's minus that one's). For a control:
+    ``mean_change`` (mean of bad - good) with its interval in ``low`` .. ``high``."""
+
+    category: str
+    n: int
+    control: bool
+    accuracy: float | None
+    correct: int
+    ties: int
+    low: float
+    high: float
+    mean_change: float | None = None
+    test: DifferenceTest | None = None
+    against: str | None = None
+
+
+@dataclass
+class CompositionResult:
+    """A composition's scores of the good and bad candidates and its per-category results."""
+
+    name: str
+    signature: str
+    good: np.ndarray
+    bad: np.ndarray
+    categories: list[CategoryResult] = field(default_factory=list)
+
+    def category(self, name: str) -> CategoryResult:
+        return next(c for c in self.categories if c.category == name)
+
+
+def judge(good: np.ndarray, bad: np.ndarray, tolerance: float = TIE_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+    """``(correct, tie)`` per item: ``good - bad > tolerance``, and ``|good - bad| <= tolerance``.
+
+    Example:
+        >>> judge(np.array([0.9, 0.5, 0.4]), np.array([0.8, 0.5, 0.6]))
+        (array([ True, False, False]), array([False,  True, False]))
+    """
+    d = np.asarray(good, dtype=np.float64) - np.asarray(bad, dtype=np.float64)
+    return d > tolerance, np.abs(d) <= tolerance
+
+
+def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, other: CompositionResult | None,
+             resamples: int, seed: int) -> list[CategoryResult]:
+    out = []
+    correct, tie = judge(good, bad)
+    cats = categories(items)
+    scored = [c for c in cats if not next(i for i in items if i.category == c).control]
+    controls = [c for c in cats if c not in scored]
+    members = {c: np.array([k for k, i in enumerate(items) if i.category == c]) for c in cats}
+    members[ALL] = np.array([k for k, i in enumerate(items) if not i.control], dtype=np.int64)
+    for name in scored + ([ALL] if scored else []):
+        idx = members[name]
+        right = correct[idx].astype(np.float64)
+        interval = bootstrap_mean(right, resamples, seed)
+        test = None
+        if other is not None:
+            theirs = judge(other.good[idx], other.bad[idx])[0].astype(np.float64)
+            test = bootstrap_mean_difference(right, theirs, resamples, seed)
+        out.append(CategoryResult(name, len(idx), False, float(right.mean()), int(right.sum()),
+                                  int(tie[idx].sum()), interval.low, interval.high, test=test,
+                                  against=other.name if other is not None else None))
+    for name in controls:
+        idx = members[name]
+        change = bad[idx].astype(np.float64) - good[idx].astype(np.float64)
+        interval = bootstrap_mean(change, resamples, seed)
+        out.append(CategoryResult(name, len(idx), True, None, int(correct[idx].sum()), int(tie[idx].sum()),
+                                  interval.low, interval.high, mean_change=float(change.mean())))
+    return out
+
+
+def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.ndarray, np.ndarray]],
+                    resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                    against: Sequence[int | None] | None = None) -> list[CompositionResult]:
+    """Per-category results of compositions given their scores: ``(name, signature, good,
+    bad)`` each, ``good[k]`` and ``bad[k]`` the scores of item k's candidates. Composition i is
+    tested against composition ``against[i]`` (None: no test); by default every composition
+    after the first against the first."""
+    if against is None:
+        against = [None] + [0] * (len(scores) - 1)
+    out: list[CompositionResult] = []
+    for name, signature, good, bad in scores:
+        good, bad = np.asarray(good, dtype=np.float64), np.asarray(bad, dtype=np.float64)
+        if not (np.isfinite(good).all() and np.isfinite(bad).all()):
+            raise InputError(f"composition {name}: a score is not finite")
+        out.append(CompositionResult(name, signature, good, bad))
+    for result, other in zip(out, against):
+        partner = out[other] if other is not None and out[other] is not result else None
+        result.categories = _results(items, result.good, result.bad, partner, resamples, seed)
+    return out
+
+
+def challenge_pairs(items: Sequence[Item]) -> list[tuple[str, tuple[str, ...]]]:
+    """The distinct ``(candidate, references)`` pairs of the items, good and bad candidates
+    together, in first-seen order: what :func:`run_challenge` scores, once each."""
+    return list(dict.fromkeys((text, item.refs) for item in items for text in (item.good, item.bad)))
+
+
+def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Sequence[str] | None = None,
+                  resamples: int = 1000, seed: int = SACREBLEU_SEED,
+                  against: Sequence[int | None] | None = None) -> list[CompositionResult]:
+    """Score every item with every scorer (its primary metric) and evaluate per category.
+
+    The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
+    scored once, as ``scorer.score`` of them would score them: a good and a bad candidate are
+    weighed with the same weights (idf), so only their texts differ. Scorers that share an
+    encoder share one engine call (:func:`~alignscore.scorer.score_together`), so each distinct
+    text is encoded once for all of them.
+
+    Parameters:
+        scorers: the compositions (:func:`alignscore.spec.build_all` shares one encoder between
+            equal encoder specs).
+        items: the challenge set (:func:`read_items`).
+        names: a label per scorer (default ``A``, ``B``, ...).
+        resamples, seed: of the bootstrap intervals and paired tests.
+        against: which scorer each is tested against (see :func:`evaluate_scores`).
+
+    Returns:
+        One :class:`CompositionResult` per scorer, in order.
+    """
+    names = list(names) if names is not None else [chr(ord("A") + i) for i in range(len(scorers))]
+    pairs = challenge_pairs(items)
+    where = {pair: k for k, pair in enumerate(pairs)}
+    good = np.array([where[(i.good, i.refs)] for i in items], dtype=np.int64)
+    bad = np.array([where[(i.bad, i.refs)] for i in items], dtype=np.int64)
+    results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs])
+    scores = []
+    for name, scorer, result in zip(names, scorers, results):
+        values = result[scorer.composition.metric].double().numpy()
+        scores.append((name, str(result.signature), values[good], values[bad]))
+    return evaluate_scores(items, scores, resamples, seed, against)
+
+
+COLUMNS = ("composition", "category", "n", "accuracy", "correct", "ties", "low", "high", "mean_change",
+           "against", "delta", "delta_low", "delta_high", "p_value")
+
+
+def rows(results: Sequence[CompositionResult]) -> list[dict[str, Any]]:
+    """One dict per composition and category (the JSON lines of ``alignscore challenge``)."""
+    out = []
+    for r in results:
+        for c in r.categories:
+            row: dict[str, Any] = {"composition": r.name, "category": c.category, "n": c.n,
+                                   "kind": "control" if c.control else "accuracy", "accuracy": c.accuracy,
+                                   "correct": None if c.control else c.correct, "ties": c.ties, "low": c.low,
+                                   "high": c.high, "mean_change": c.mean_change}
+            t = c.test
+            row.update(against=c.against, delta=t.difference if t else None, delta_low=t.low if t else None,
+                       delta_high=t.high if t else None, p_value=t.p_value if t else None)
+            row["signature"] = r.signature
+            out.append(row)
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def tsv(results: Sequence[CompositionResult], head: Sequence[str] = ()) -> str:
+    """The results as TSV: a comment line per composition's signature, then :data:`COLUMNS`."""
+    lines = [*head, *(f"# {r.name}: {r.signature}" for r in results), "\t".join(COLUMNS)]
+    lines += ["\t".join(_cell(row[k]) for k in COLUMNS) for row in rows(results)]
+    return "\n".join(lines) + "\n"
+
+
+def jsonl(results: Sequence[CompositionResult]) -> str:
+    """The results as JSON lines (:func:`rows`)."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows(results))
+
+
+__all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "Item", "MIN_ITEMS", "TIE_TOLERANCE",
+           "categories", "challenge_pairs", "check_sizes", "evaluate_scores", "judge", "jsonl", "parse_item", "read_items",
+           "rows", "run_challenge", "tsv"]
