@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import needs, wmt16  # noqa: E402
+from conftest import WMT16, needs, wmt16  # noqa: E402
 needs("ray")
 
 import ray  # noqa: E402
@@ -75,14 +75,18 @@ def _check(rows, expected, cands, several=False):
         assert row["signature"] == expected.signature
 
 
-@pytest.mark.parametrize("options", [{}, {"idf": True}], ids=["uniform", "idf-S"])
+IDF_CORPUS = str(WMT16 / "DAseg.newstest2016.reference.cs-en")
+
+
+@pytest.mark.parametrize("options", [{}, {"idf": True}, {"weighting": "idf-L", "idf_corpus": IDF_CORPUS}],
+                         ids=["uniform", "idf-S", "idf-L"])
 def test_scores_equal_one_process(minilm_dir, pairs, options):
     cands, refs, _ = pairs
     ds = ray.data.from_items(_rows(cands, refs))
     out = on_ray.score_dataset(ds, model=minilm_dir, concurrency=2, batch_size=7, **options).take_all()
     expected = alignscore.score(cands, refs, model=minilm_dir, **options)
     _check(out, expected, cands)
-    if options:  # idf fitted per batch would differ: the first pass fitted it on every row
+    if "idf" in options:  # idf fitted per batch would differ: the first pass fitted it on every row
         alone = alignscore.score(cands[:7], refs[:7], model=minilm_dir, **options)
         assert max(abs(float(a) - float(b)) for a, b in zip(alone.f1, expected.f1[:7])) > 1e-4
 
@@ -159,6 +163,13 @@ def test_empty_dataset_is_one_error_before_any_actor(minilm_dir, no_actor):
     empty = ray.data.from_items([{"cand": "a", "ref": "b"}]).filter(lambda row: False)
     with pytest.raises(InputError, match="the dataset is empty: there is nothing to score"):
         on_ray.score_dataset(empty, model=minilm_dir)
+
+
+def test_without_ray_one_clear_error(monkeypatch, minilm_dir):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as where it is not installed
+    with pytest.raises(alignscore.ConfigError, match=r"^scoring a Ray Dataset needs Ray Data: pip install "
+                                                     r"'alignscore\[ray\]'$"):
+        on_ray.score_dataset(object(), model=minilm_dir)
 
 
 def test_options_are_checked_before_the_dataset(minilm_dir, no_actor):
