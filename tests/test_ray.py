@@ -91,13 +91,17 @@ def test_scores_equal_one_process(minilm_dir, pairs, options):
         assert max(abs(float(a) - float(b)) for a, b in zip(alone.f1, expected.f1[:7])) > 1e-4
 
 
-def test_several_references(minilm_dir, pairs):
+def test_several_references(minilm_dir, pairs, tmp_path):
+    from alignscore.cache import DB_NAME, EmbeddingCache
+
     cands, _, groups = pairs
     ds = ray.data.from_items(_rows(cands, groups))
     options = {"model": minilm_dir, "weighting": "idf-S", "sep": True}  # SEP: candidates' idf too
-    out = on_ray.score_dataset(ds, concurrency=2, batch_size=8, **options).take_all()
+    cache = tmp_path / "cache"
+    out = on_ray.score_dataset(ds, concurrency=2, batch_size=8, cache=str(cache), **options).take_all()
     expected = alignscore.score(cands, groups, **options)
     _check(out, expected, cands, several=True)
+    assert (cache / DB_NAME).exists() and EmbeddingCache(cache).stats().entries > 0  # the actors filled it
     assert set(int(b) for b in expected.best_reference) == {0, 1, 2}  # the test can tell references apart
 
 
