@@ -122,7 +122,8 @@ def main() -> None:
     median = {k: statistics.median(v) for k, v in times.items()}
     lines = [f"`ray.init(num_cpus=2)`: {ray_init:.2f} s (once, not in the rows below). Scores against one process, "
              "1 thread: max |diff| over every metric.", "",
-             "| configuration | weighting | pairs | seconds | pairs/s | max \\|diff\\| |", "|---|---|---:|---:|---:|---:|"]
+             "| configuration | weighting | pairs | seconds | pairs/s | max \\|diff\\| |",
+             "|---|---|---:|---:|---:|---:|"]
     for weighting in WEIGHTINGS:
         for size in sizes:
             for name, _ in configs:

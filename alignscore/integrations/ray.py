@@ -270,8 +270,8 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
     started = not ray.is_initialized()
     if started:
         try:
-            ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
-                     log_to_driver=progress)
+            ray.init(address=address, include_dashboard=False, log_to_driver=progress,
+                     logging_level=logging.WARNING if progress else logging.ERROR)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise ConfigError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
     try:
