@@ -87,4 +87,4 @@ def main() -> None:
         hf_logging.disable_progress_bar()
 
 
-from . import ablate, baseline, compare, config, diff, mbr, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)
+from . import ablate, baseline, compare, config, diff, distill, mbr, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

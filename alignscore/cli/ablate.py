@@ -26,10 +26,12 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.argument("grid", type=click.Path(dir_okay=False))
 @click.option("--data", required=True, type=click.Path(file_okay=False),
               help="Folder of WMT DAseg files (DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>).")
-@click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli'.")
+@click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli' and 'static'.")
 @click.option("--layer", type=int, default=None,
               help="Single layer for every model role (rows that name their own layer keep it).")
 @click.option("--mnli-model", default=None, help="Use this model for the grid's 'mnli' role.")
+@click.option("--static-model", default=None,
+              help="Use this static table (a model2vec folder or a word2vec file) for the grid's 'static' role.")
 @click.option("--lang-pairs", multiple=True, help="Language pairs to run, e.g. 'cs-en,de-en' (default: all found).")
 @click.option("--year", default=None, help="Which year, when the folder holds several.")
 @click.option("--idf-corpus", default=None,
@@ -48,7 +50,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
-def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_model: str | None,
+def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_model: str | None, static_model: str | None,
            lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
            alpha: float, bootstrap: int, seed: int, download: bool, batch_size: int, device: str | None,
            output: str | None, quiet: bool) -> None:
@@ -60,7 +62,7 @@ def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_mode
     """
     start = time.perf_counter()
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
-    spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model)
+    spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model, static_model=static_model)
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
     for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
