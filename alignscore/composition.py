@@ -174,6 +174,9 @@ class Composition:
                      else f"aggregator {type(self.aggregator).__name__}")
             raise ConfigError(f"{encoder.name!r} is a static table (one vector per token, no layers): layer and "
                               f"aggregator options do not apply to it (given: {given}); leave them out")
+        if not encoder.has_layers and getattr(self.aligner, "layers", 1) != 1:  # baryscore's stack of layers
+            raise ConfigError(f"{encoder.name!r} is a static table (one layer): aligner {self.aligner.signature()} "
+                              f"reads {self.aligner.layers} layers; give it one (--bary-layers 1)")
         try:
             aggregator = self.aggregator.resolve(encoder.num_layers, encoder.default_layer())
         except ConfigError as exc:
