@@ -51,9 +51,9 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
               help="Output folder (default: ablation-<grid name>).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
 def ablate(grid: str, data: str, model: str | None, layer: int | None, mnli_model: str | None,
-           static_model: str | None, lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
-           alpha: float, bootstrap: int, seed: int, download: bool, batch_size: int, device: str | None,
-           output: str | None, quiet: bool) -> None:
+           static_model: str | None, lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None,
+           correlations: tuple[str, ...], alpha: float, bootstrap: int, seed: int, download: bool, batch_size: int,
+           device: str | None, output: str | None, quiet: bool) -> None:
     """Run the ablation GRID (a TOML file, see ablations/README.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
