@@ -8,7 +8,8 @@ composition tables), diff and compare's A and B (options layered on the shared o
 sharing one loaded model wherever the encoder specs (and devices) are equal.
 
 A composition file holds the composition's keys (:mod:`alignscore.composition`), the encoder's
-(``model``, ``revision``, ``max_length``, ``long_texts``, ``window_stride``, ``dtype``, ``lowercase``) and, optionally, ``[runtime]`` and ``[cache]`` tables::
+(``model``, ``revision``, ``max_length``, ``long_texts``, ``window_stride``, ``dtype``,
+``lowercase``) and, optionally, ``[runtime]`` and ``[cache]`` tables::
 
     model = "all-MiniLM-L6-v2"
     layer = 4

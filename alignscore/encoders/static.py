@@ -11,8 +11,8 @@ Two formats, told apart by what ``--model`` names (:func:`static_format`):
   :data:`WORD_PATTERN` (a run of letters, digits and underscores, or one other non-space
   character), lowercased first when ``lowercase`` is set; words missing from the table are dropped.
 
-A text whose every token is unknown has no token left: it scores 0, and :meth:`StaticEncoder.tokenize`
-says how many such texts there were, once.
+A text whose every token is unknown has no token left: it scores 0, and the scorer's one warning
+says how many pairs have such a text.
 
 Layer 0 is the only layer: the table's rows. Every aligner, weighting and token filter works on
 these vectors; layer and aggregator choices do not apply (:meth:`Composition.resolve
@@ -25,7 +25,6 @@ import json
 import math
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, MutableMapping, Sequence
@@ -178,8 +177,8 @@ def read_model2vec(directory: str | Path) -> tuple[Any, np.ndarray, int | None]:
     except ModelLoadError:
         raise
     except Exception as exc:  # tokenizers and safetensors raise their own exception types
-        raise ModelLoadError(f"cannot load the model2vec model {str(directory)!r}: "
-                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"cannot load the model2vec model {str(directory)!r}: {why}") from None
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
         raise ModelLoadError(f"{directory}/model.safetensors: embeddings of shape {table.shape}, not [tokens, dims]")
     if mapping is not None:
@@ -321,24 +320,18 @@ class StaticEncoder(Encoder):
 
     # -- tokenization ------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """The known tokens of each text (no special tokens); unknown ones are dropped, and the
-        texts left with none (but which had some) are counted in one warning."""
+        """The known tokens of each text (no special tokens); unknown ones are dropped. A text
+        left with none scores 0: the scorer's one warning counts those pairs."""
         self._load()
         out = Tokenized([], [], [], [])
-        unknown_only = 0
         for text in texts:
             ids, starts, surface, tokens = (self._words_of(text) if self._format == "vectors"
                                             else self._subwords_of(text))
-            if not ids and text.strip():
-                unknown_only += 1
             out.ids.append(ids)
             out.special.append([False] * len(ids))
             out.word_start.append(starts)
             out.surface.append(surface)
             out.tokens.append(tokens)
-        if unknown_only:
-            warnings.warn(f"{unknown_only} text(s) have no token in the static table {Path(self.model).name!r} "
-                          "(every token unknown): they score 0", stacklevel=2)
         return out
 
     def _words_of(self, text: str) -> tuple[list[int], list[bool], list[str], list[str]]:
