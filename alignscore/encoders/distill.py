@@ -7,8 +7,8 @@ weighting the embeddings using zipf weighting"):
 1. every token ``t`` of the tokenizer's vocabulary goes through the model on its own, between
    the tokenizer's special tokens (``[CLS] t [SEP]``); its vector is the mean of the last layer's
    output over those positions;
-2. PCA to ``dims`` components (centred, by SVD; each component's sign chosen so that its largest
-   loading is positive);
+2. PCA to ``dims`` components (centred, by SVD; each component's sign chosen so that the token
+   with the largest coordinate on it, in absolute value, has a positive one);
 3. SIF weighting with Zipf's law standing in for the unknown token frequencies: the token of rank
    ``r`` (ids in order, from 1) gets ``p_r = (1/(r+1)) / sum_k 1/(k+1)`` and its vector is
    scaled by ``a / (a + p_r)``, ``a = sif`` (1e-4).
@@ -71,27 +71,27 @@ def token_states(encoder: HFEncoder, batch_size: int = 512, progress: bool = Fal
 
 def pca(x: np.ndarray, dims: int, fit: np.ndarray | None = None) -> np.ndarray:
     """``x`` projected on the first ``dims`` principal components of the rows ``fit`` selects
-    (all by default), centred on their mean; each component's sign makes its largest loading
-    positive.
+    (all by default), centred on their mean; each component's sign makes the largest coordinate
+    (in absolute value) of those rows on it positive.
 
-    >>> x = np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.1]])
-    >>> pca(x, 1).round(3).ravel().tolist()
-    [-2.0, 0.0, 2.0]
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 0.1]])
+    >>> pca(x, 1).round(2).ravel().tolist()
+    [-2.0, -1.0, 3.0]
     """
     rows = x if fit is None else x[fit]
     mean = rows.mean(0)
     _, _, vt = np.linalg.svd(rows - mean, full_matrices=False)
     vt = vt[:dims]
-    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(1)])
-    vt = vt * signs[:, None]
-    return (x - mean) @ vt.T
+    scores = (rows - mean) @ vt.T
+    signs = np.sign(scores[np.abs(scores).argmax(0), np.arange(scores.shape[1])])
+    return ((x - mean) @ vt.T) * signs
 
 
 def sif_weights(n: int, sif: float = SIF_COEFFICIENT) -> np.ndarray:
     """``a / (a + p_r)`` for ranks ``r = 1..n`` with Zipf's ``p_r`` (see the module's docstring).
 
     >>> sif_weights(3, 0.5).round(3).tolist()
-    [0.419, 0.558, 0.638]
+    [0.52, 0.619, 0.684]
     """
     inv = 1.0 / np.arange(2, n + 2)
     return sif / (sif + inv / inv.sum())
