@@ -7,7 +7,8 @@ the scores), alternated round by round, medians reported:
                          alignscore picks for it, as bench_greedy.py runs it), its defaults otherwise;
 - ``contextual``         ``alignscore score --model all-MiniLM-L6-v2`` (greedy, layer 4);
 - ``static``             ``alignscore score --model benchmarks/models/minilm-static`` (greedy F1);
-- ``static_wmd``         the same table under WMD-1 with idf (``--aligner wmd --idf``).
+- ``static_wmd``         the same table under WMD-1 with idf (``--aligner wmd --cost sqeuclidean --idf``,
+                         MoverScore v1's cost).
 
 Sizes (``--sizes``): the first N WMT16 to-English pairs, all 3,360, and beyond that the WMT16
 pairs again with each copy perturbed (copy k deletes, or for odd rounds doubles, word k of each
@@ -45,7 +46,7 @@ LABELS = {
     "bert_score": "bert_score 0.3.13, MiniLM L4",
     "contextual": "alignscore, MiniLM L4 (contextual)",
     "static": "alignscore static, greedy F1",
-    "static_wmd": "alignscore static, WMD-1 + idf",
+    "static_wmd": "alignscore static, WMD-1 (sqeuclidean) + idf",
 }
 BERT_SCORE = """
 import sys
@@ -98,8 +99,8 @@ def commands(work: Path, size: int) -> dict[str, list[str]]:
         "bert_score": [sys.executable, "-c", BERT_SCORE, str(c), str(r), str(work / f"bert_score-{size}.tsv")],
         "contextual": alignscore_cmd(*files, "--model", "all-MiniLM-L6-v2", *out("contextual")),
         "static": alignscore_cmd(*files, "--model", str(STATIC_MODEL), *out("static")),
-        "static_wmd": alignscore_cmd(*files, "--model", str(STATIC_MODEL), "--aligner", "wmd", "--idf",
-                                     *out("static_wmd")),
+        "static_wmd": alignscore_cmd(*files, "--model", str(STATIC_MODEL), "--aligner", "wmd", "--cost", "sqeuclidean",
+                                     "--idf", *out("static_wmd")),
     }
 
 
