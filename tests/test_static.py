@@ -346,3 +346,52 @@ def test_table1_grid_roles(vec_file: str) -> None:
     assert moved.models["static"].model == vec_file and moved.models["static"].layer is None
     assert moved.models["contextual"].model == "other-model" and moved.models["contextual"].layer == 3
     assert [c.name for c in grid.columns] == ["WMD-1", "SMD"]
+
+
+def _grid(tmp_path: Path, vec: Path, contextual: str, static_rows: str) -> Path:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'''title = "static role"
+[models.contextual]
+model = "{contextual}"
+[models.static]
+model = "{vec}"
+[[columns]]
+name = "WMD-1"
+aligner = "wmd"
+n_gram = 1
+[[columns]]
+name = "SMD"
+aligner = "wmd"
+n_gram = "sentence"
+[[rows]]
+name = "contextual"
+model = "contextual"
+layer = -1
+{static_rows}''', encoding="utf-8")
+    return grid
+
+
+@pytest.mark.slow
+def test_ablate_with_a_static_role(tmp_path: Path, tiny_bert_dir: str) -> None:
+    from conftest import write_daseg
+
+    data = write_daseg(tmp_path, ("de-en",), 24)
+    words = sorted({w for kind in ("reference", "mt-system")
+                    for line in (data / f"DAseg.newstest2016.{kind}.de-en").read_text(encoding="utf-8").splitlines()
+                    for w, _, _ in split_words(line, lowercase=True)})
+    rng = np.random.default_rng(1)
+    vec = tmp_path / "words.vec"
+    vec.write_text(vec_text({w: rng.normal(size=6).round(4).tolist() for w in words}), encoding="utf-8")
+    grid = _grid(tmp_path, vec, tiny_bert_dir, '[[rows]]\nname = "static"\nmodel = "static"\n')
+    out = tmp_path / "out"
+    code, _, err = invoke("ablate", grid, "--data", data, "-o", out, "--bootstrap", "0", "-q")
+    assert code == 0, err
+    rows = (out / "results.csv").read_text(encoding="utf-8").splitlines()
+    static = [r for r in rows if r.startswith("static,")]
+    assert len(static) == 2 and all(r.endswith(",ok") for r in static), rows
+    assert f"static:words.vec#{StaticEncoder(str(vec)).digest()[:12]}" in (out / "signatures.tsv").read_text()
+    # power means on the static role: one error before anything runs
+    bad = _grid(tmp_path, vec, tiny_bert_dir, '[[rows]]\nname = "static"\nmodel = "static"\naggregator = "pmeans"\n')
+    code, _, err = invoke("ablate", bad, "--data", data, "-o", tmp_path / "bad", "--bootstrap", "0", "-q")
+    assert_one_error(code, err, "static table", "no layers")
+    assert not (tmp_path / "bad" / "table.md").exists()
