@@ -34,7 +34,7 @@ from .encoders.base import Encoder
 from .encoders.huggingface import HFEncoder
 from .encoders.spec import EncoderSpec
 from .encoders.static import StaticEncoder
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .runtime import Runtime
 from .scorer import Scorer
 from .settings import setting
@@ -218,6 +218,8 @@ def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
     word2vec text file, a model2vec directory), else an :class:`HFEncoder`."""
     if e.static is not None:
         return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
+    if Path(e.model).suffix in (".vec", ".txt"):  # meant as a vectors file: never a hub id to download
+        raise InputError("no such vectors file (a word2vec text file for a static encoder)", e.model)
     return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
                      dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
 

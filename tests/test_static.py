@@ -290,6 +290,13 @@ def test_model2vec_missing_file(tmp_path: Path, m2v_dir: str) -> None:
         alignscore.score(["the cat"], ["the dog"], model=m2v_dir)
 
 
+def test_missing_vectors_file(tmp_path: Path, files) -> None:
+    cands, refs = files("c.txt", ["the cat"]), files("r.txt", ["the dog"])
+    code, out, err = invoke("score", "--model", tmp_path / "missing.vec", "-c", cands, "-r", refs, "-q")
+    assert_one_error(code, err, f"{tmp_path / 'missing.vec'}: no such vectors file")
+    assert out == ""
+
+
 def test_not_static(tiny_bert_dir: str, tmp_path: Path) -> None:
     assert static_format(tiny_bert_dir) is None
     assert static_format(str(tmp_path / "missing.vec")) is None

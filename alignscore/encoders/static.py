@@ -120,7 +120,7 @@ def read_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
                              f"has {dims}", str(path), number)
         word = parts[0]
         try:
-            values = np.array([float(v) for v in parts[1:]], dtype=np.float64)
+            values = np.array(parts[1:], dtype=np.float64)  # numpy parses the strings itself
         except ValueError:
             bad = next(v for v in parts[1:] if not _is_number(v))
             raise InputError(f"{word!r}: {bad!r} is not a number", str(path), number) from None
