@@ -169,6 +169,14 @@ class Composition:
     def resolve(self, encoder: Encoder) -> "Composition":
         """This composition for ``encoder``'s model: absolute layers (the model's default layer
         where none was given) and a baseline checked against them. Raises ConfigError."""
+        if not encoder.has_layers and not (isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None):
+            given = (f"layer {self.aggregator.layer}" if isinstance(self.aggregator, SingleLayer)
+                     else f"aggregator {type(self.aggregator).__name__}")
+            raise ConfigError(f"{encoder.name!r} is a static table (one vector per token, no layers): layer and "
+                              f"aggregator options do not apply to it (given: {given}); leave them out")
+        if not encoder.has_layers and getattr(self.aligner, "layers", 1) != 1:  # baryscore's stack of layers
+            raise ConfigError(f"{encoder.name!r} is a static table (one layer): aligner {self.aligner.signature()} "
+                              f"reads {self.aligner.layers} layers; give it one (--bary-layers 1)")
         try:
             aggregator = self.aggregator.resolve(encoder.num_layers, encoder.default_layer())
         except ConfigError as exc:

@@ -137,7 +137,8 @@ class Scorer:
                                   torch.zeros(shape, dtype=torch.bool), signature)
         blocks = Blocks.of([(cands, refs)])
         (result,) = next(score_blocks(self.scoring_encoder(), blocks, [composition], self.runtime, max_pairs))
-        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition):
+        static = not self.encoder.has_layers
+        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition, static):
             warnings.warn(message, stacklevel=2)
         baseline = composition.baseline_values()
         metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
@@ -145,7 +146,7 @@ class Scorer:
 
     def reduce(self, composition: Composition, pairs: Pairs, result: PairScores) -> Scores:
         """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`)."""
-        return reduce(result, pairs, composition, composition.signature(self.encoder))
+        return reduce(result, pairs, composition, composition.signature(self.encoder), not self.encoder.has_layers)
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the

@@ -123,14 +123,15 @@ def check_references(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]
     return cands, groups
 
 
-def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: str) -> Scores:
+def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: str,
+           static: bool = False) -> Scores:
     """Per-pair scores -> per-candidate :class:`Scores`: warn about pairs with nothing to align
-    (and why), reduce several references (``composition.multi_ref``), name the best one by
-    ``composition.metric``, rescale with its baseline."""
+    (and why; ``static``: the encoder is a static table), reduce several references
+    (``composition.multi_ref``), name the best one by ``composition.metric``, rescale with its baseline."""
     if len(pairs.groups) == 1:  # no candidates: every metric is an empty tensor
         return Scores({m: torch.empty(0) for m in composition.metrics}, torch.empty(0, dtype=torch.long),
                       torch.empty(0, dtype=torch.bool), signature)
-    for message in why_empty(result.reasons, pairs, composition):
+    for message in why_empty(result.reasons, pairs, composition, static):
         warnings.warn(message, stacklevel=4)
     reduced, best = reduce_groups(result.metrics, pairs.groups, composition.metric, composition.multi_ref)
     empty_any = reduce_groups({"e": result.empty.float()}, pairs.groups, "e", "max")[0]["e"] > 0
@@ -140,9 +141,10 @@ def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature
     return Scores(reduced, best, empty_any, signature)
 
 
-def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition) -> list[str]:
+def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, static: bool = False) -> list[str]:
     """One message per reason why pairs have a side without mass (``reasons [P, 2]``, see
-    :data:`alignscore.engine.EMPTY_REASONS`): an empty text, a text whose every token the token
+    :data:`alignscore.engine.EMPTY_REASONS`): an empty text (``static``: of a static table, where
+    a text whose every word is unknown has no token either), a text whose every token the token
     roles took out, or a text whose every token weighs 0 (idf)."""
     counts = {k: int((reasons == k).any(1).sum()) for k in (1, 2, 3)}
     w = composition.weighting
@@ -152,7 +154,8 @@ def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition) -> 
     if getattr(w, "sep", False):
         source += f", candidate idf from the {len(pairs.groups) - 1} candidate(s)"
     messages = {
-        1: "{n} pair(s) have an empty text; they score 0",
+        1: ("{n} pair(s) have a text with no token in the static table (every word unknown, or an empty text); "
+            "they score 0") if static else "{n} pair(s) have an empty text; they score 0",
         2: (f"{{n}} pair(s) have a text that the token roles ({composition.roles.signature()}) left empty "
             "(every token taken out); they score 0"),
         3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({w.signature()}: idf from {source}; a "

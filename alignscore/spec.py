@@ -8,7 +8,8 @@ composition tables), diff and compare's A and B (options layered on the shared o
 sharing one loaded model wherever the encoder specs (and devices) are equal.
 
 A composition file holds the composition's keys (:mod:`alignscore.composition`), the encoder's
-(``model``, ``revision``, ``max_length``, ``long_texts``, ``window_stride``, ``dtype``) and, optionally, ``[runtime]`` and ``[cache]`` tables::
+(``model``, ``revision``, ``max_length``, ``long_texts``, ``window_stride``, ``dtype``,
+``lowercase``) and, optionally, ``[runtime]`` and ``[cache]`` tables::
 
     model = "all-MiniLM-L6-v2"
     layer = 4
@@ -32,7 +33,8 @@ from .composition import SPEC_KEYS, CompositionSpec, load_toml
 from .encoders.base import Encoder
 from .encoders.huggingface import HFEncoder
 from .encoders.spec import EncoderSpec
-from .errors import ConfigError
+from .encoders.static import StaticEncoder
+from .errors import ConfigError, InputError
 from .runtime import Runtime
 from .scorer import Scorer
 from .settings import setting
@@ -207,9 +209,19 @@ def build_all(specs: Sequence[RunSpec]) -> list[Scorer]:
 
 
 def _encoder(spec: RunSpec) -> Encoder:
-    e = spec.encoder
-    return HFEncoder(e.model, device_name=spec.runtime.device, max_length=e.max_length, revision=e.revision,
+    return encoder_of(spec.encoder, spec.runtime.device)
+
+
+def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
+    """The encoder an :class:`EncoderSpec` names (nothing loaded yet): a
+    :class:`~alignscore.encoders.static.StaticEncoder` where the model is a static table (a
+    word2vec text file, a model2vec directory), else an :class:`HFEncoder`."""
+    if e.static is not None:
+        return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
+    if Path(e.model).suffix in (".vec", ".txt"):  # meant as a vectors file: never a hub id to download
+        raise InputError("no such vectors file (a word2vec text file for a static encoder)", e.model)
+    return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
                      dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
 
 
-__all__ = ["CacheSpec", "ENCODER_KEYS", "RUNTIME_KEYS", "RunSpec", "build", "build_all"]
+__all__ = ["CacheSpec", "ENCODER_KEYS", "RUNTIME_KEYS", "RunSpec", "build", "build_all", "encoder_of"]

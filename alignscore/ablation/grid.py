@@ -18,6 +18,7 @@ from ..errors import ConfigError
 # Keys that compose a cell's parts; they may appear in [defaults], in a column or in a row.
 PART_KEYS = ("model", "aggregator", "layer", "weighting", "sep", "filters", "special_tokens")
 MNLI_ROLE = "mnli"
+STATIC_ROLE = "static"
 
 
 @dataclass(frozen=True)
@@ -95,13 +96,15 @@ class Grid:
         return CellSpec(filters=tuple(filters), aligner=column.aligner, metric=column.metric, **merged)
 
     def with_models(self, model: str | None = None, layer: int | None = None,
-                    mnli_model: str | None = None) -> "Grid":
-        """The grid with its models overridden: ``model`` replaces every role but ``mnli``,
-        ``mnli_model`` the ``mnli`` role, ``layer`` the single layer of every role."""
+                    mnli_model: str | None = None, static_model: str | None = None) -> "Grid":
+        """The grid with its models overridden: ``model`` replaces every role but ``mnli`` and
+        ``static``, ``mnli_model`` the ``mnli`` role, ``static_model`` the ``static`` role (a
+        static table: a model2vec folder or a word2vec file), ``layer`` the single layer of every
+        role but ``static`` (a static table has no layers)."""
         models = {}
         for key, spec in self.models.items():
-            name = (mnli_model if key == MNLI_ROLE else model) or spec.model
-            models[key] = ModelSpec(key, name, layer if layer is not None else
+            name = {MNLI_ROLE: mnli_model, STATIC_ROLE: static_model}.get(key, model) or spec.model
+            models[key] = ModelSpec(key, name, None if key == STATIC_ROLE else layer if layer is not None else
                                     (spec.layer if name == spec.model else None))
         return replace(self, models=models)
 

@@ -22,7 +22,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..composition import Composition, build, build_filter
-from ..encoders.huggingface import HFEncoder
+from ..encoders.base import Encoder
+from ..encoders.spec import EncoderSpec
+from ..spec import encoder_of
 from ..encoders.layers import packaged_model_dir
 from ..engine import Pairs, score_groups
 from ..errors import AlignScoreError, ConfigError, ModelLoadError
@@ -74,8 +76,8 @@ class GridRun:
 
 def model_available(name: str) -> bool:
     """True when the model is on this machine: a local directory, the packaged MiniLM, or in
-    the Hugging Face cache. Never touches the network."""
-    if packaged_model_dir(name) is not None or Path(name).is_dir():
+    the Hugging Face cache (or a static table's file). Never touches the network."""
+    if packaged_model_dir(name) is not None or Path(name).is_dir() or Path(name).is_file():
         return True
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -85,7 +87,7 @@ def model_available(name: str) -> bool:
         return False
 
 
-def build_composition(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair: LangPair,
+def build_composition(spec: CellSpec, grid: Grid, encoder: Encoder, lang_pair: LangPair,
                       corpora: dict[Any, Corpus] | None = None) -> Composition:
     """The composition of one cell for one language pair (idf-L reads that pair's corpus),
     resolved for ``encoder``.
@@ -115,13 +117,13 @@ def build_composition(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair:
         raise
 
 
-def build_scorer(spec: CellSpec, grid: Grid, encoder: HFEncoder, lang_pair: LangPair,
+def build_scorer(spec: CellSpec, grid: Grid, encoder: Encoder, lang_pair: LangPair,
                  batch_size: int = 64) -> Scorer:
     """A :class:`Scorer` of one cell for one language pair: the cell's composition alone."""
     return Scorer(encoder, build_composition(spec, grid, encoder, lang_pair), Runtime(batch_size=batch_size))
 
 
-def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: HFEncoder | None) -> str:
+def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: Encoder | None) -> str:
     """A row name with ``{layer}`` (the resolved single layer) and ``{model}`` filled in."""
     if "{" not in template:
         return template
@@ -139,10 +141,10 @@ def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: HFEncod
 
 
 def grid_encoders(grid: Grid, device: str | None = None, download: bool = False
-                  ) -> tuple[dict[str, HFEncoder], dict[str, str]]:
+                  ) -> tuple[dict[str, Encoder], dict[str, str]]:
     """One encoder per model of the grid's roles, and why each model that cannot run here cannot
     (not on this machine without ``download``, or its tokenizer or config does not load)."""
-    encoders: dict[str, HFEncoder] = {}
+    encoders: dict[str, Encoder] = {}
     model_problem: dict[str, str] = {}
     for spec in grid.models.values():
         name = spec.model
@@ -151,7 +153,7 @@ def grid_encoders(grid: Grid, device: str | None = None, download: bool = False
         if not download and not model_available(name):
             model_problem[name] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
             continue
-        enc = HFEncoder(name, device_name=device)
+        enc = encoder_of(EncoderSpec(name), device)
         try:
             enc.num_layers  # loads the tokenizer and config (never the weights yet)
         except ModelLoadError as exc:
@@ -226,7 +228,7 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None =
     return GridRun(grid, lang_pairs, row_names, cells, models, seconds)
 
 
-def _run_model(encoder: HFEncoder, jobs: list[_Job], lang_pairs: Sequence[LangPair], runtime: Runtime,
+def _run_model(encoder: Encoder, jobs: list[_Job], lang_pairs: Sequence[LangPair], runtime: Runtime,
                say: Callable[[str], None], seconds: dict[str, float]) -> None:
     """Every cell of one model: one engine call, every language pair's sentences encoded once."""
     t = time.perf_counter()

@@ -34,10 +34,12 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--challenge", "challenge_set", default=None, type=click.Path(dir_okay=False),
               help="Or a challenge set (JSON lines, see 'alignscore challenge'): accuracy per category instead of "
                    "correlations; writes table.md, results.jsonl and heatmap.png.")
-@click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli'.")
+@click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli' and 'static'.")
 @click.option("--layer", type=int, default=None,
               help="Single layer for every model role (rows that name their own layer keep it).")
 @click.option("--mnli-model", default=None, help="Use this model for the grid's 'mnli' role.")
+@click.option("--static-model", default=None,
+              help="Use this static table (a model2vec folder or a word2vec file) for the grid's 'static' role.")
 @click.option("--lang-pairs", multiple=True, help="Language pairs to run, e.g. 'cs-en,de-en' (default: all found).")
 @click.option("--year", default=None, help="Which year, when the folder holds several.")
 @click.option("--idf-corpus", default=None,
@@ -56,10 +58,10 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
-def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | None, layer: int | None, mnli_model: str | None,
-           lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
-           alpha: float, bootstrap: int, seed: int, download: bool, batch_size: int, device: str | None,
-           output: str | None, quiet: bool) -> None:
+def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | None, layer: int | None,
+           mnli_model: str | None, static_model: str | None, lang_pairs: tuple[str, ...], year: str | None,
+           idf_corpus: str | None, correlations: tuple[str, ...], alpha: float, bootstrap: int, seed: int,
+           download: bool, batch_size: int, device: str | None, output: str | None, quiet: bool) -> None:
     """Run the ablation GRID (a TOML file, see ablations/README.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
@@ -75,7 +77,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
     if (data is None) == (challenge_set is None):
         raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
-    spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model)
+    spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model, static_model=static_model)
     if challenge_set is not None:
         if lang_pairs or year or correlations:
             raise ConfigError("--lang-pairs, --year and --correlation are for --data, not --challenge")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..encoders.huggingface import HFEncoder
+from ..encoders.spec import EncoderSpec
+from ..spec import encoder_of
 from ..rescale import compute_baseline
 from ..runtime import Runtime
 from ..textio import check_output, read_lines, replacing
@@ -29,7 +30,7 @@ def baseline(model: str, corpus: str, output: str, pairs: int, seed: int, batch_
     random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are."""
     check_output(output, [corpus])  # before any work: writable, and not the corpus
     runtime = Runtime(batch_size=batch_size, progress=not quiet, device=device)
-    encoder = HFEncoder(model, device_name=runtime.device)
+    encoder = encoder_of(EncoderSpec(model), runtime.device)
     result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=runtime)
     with replacing(output) as tmp:
         result.write(tmp)

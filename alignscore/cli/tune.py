@@ -8,7 +8,8 @@ import time
 
 import click
 
-from ..encoders.huggingface import HFEncoder
+from ..encoders.spec import EncoderSpec
+from ..spec import encoder_of
 from ..errors import ConfigError
 from ..evaluation.leaderboard import output_paths, summary, write_outputs
 from ..evaluation.search import aligner_runs, estimate_seconds, reference_composition, tune as run_tune
@@ -61,7 +62,7 @@ def tune(space: str | None, data: str, model: str, output: str, lang_pairs: tupl
     held = load_daseg(holdout) if holdout is not None else []
     candidates = parsed.candidates(max_compositions)  # every composition built before any encoding
     runtime = Runtime(batch_size=batch_size, progress=not quiet, device=device)
-    encoder = HFEncoder(model, device_name=runtime.device)
+    encoder = encoder_of(EncoderSpec(model), runtime.device)
     reference = reference_composition(encoder, layer)
     compositions = [c.resolve(encoder) for c in candidates] + [reference]
     n_pairs = sum(len(lp) for lp in pairs)

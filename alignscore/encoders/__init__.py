@@ -6,9 +6,11 @@ from .base import Encoder
 from .cached import CachedEncoder
 from .huggingface import HFEncoder
 from .layers import DEFAULT_LAYERS, DEFAULT_MODEL, PACKAGED_MODEL
+from .static import StaticEncoder
 
 ENCODERS: Registry[Encoder] = Registry("encoder")
 ENCODERS.register("hf")(HFEncoder)
+ENCODERS.register("static")(StaticEncoder)
 
 __all__ = ["ENCODERS", "DEFAULT_LAYERS", "DEFAULT_MODEL", "PACKAGED_MODEL", "CachedEncoder", "Encoder", "HFEncoder",
-           "Tokenized"]
+           "StaticEncoder", "Tokenized"]

@@ -16,7 +16,12 @@ from ..tokens import Tokenized
 
 
 class Encoder(ABC):
-    """A contextual encoder. Implementations load their model lazily (never at import)."""
+    """A contextual encoder. Implementations load their model lazily (never at import).
+
+    ``has_layers`` is False for a static encoder (one vector per token, layer 0 only): layer and
+    aggregator choices do not apply to it."""
+
+    has_layers: bool = True
 
     @property
     @abstractmethod

