@@ -170,8 +170,8 @@ def repo_listing() -> set[str]:
 def docs_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", ALIGNSCORE_DOCS_PYTHON=sys.executable, NO_MKDOCS_2_WARNING="1",
-               COLUMNS="100", PYTHONIOENCODING="utf-8")
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", ALIGNSCORE_DOCS_PYTHON=sys.executable,
+               NO_MKDOCS_2_WARNING="1", COLUMNS="100", PYTHONIOENCODING="utf-8")
     env.pop("ALIGNSCORE_CACHE", None)
     env.pop("ALIGNSCORE_DEBUG", None)
     return env
