@@ -12,8 +12,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore import (Composition, HFEncoder, Idf, PowerMeans, Routing, Runtime, Scorer, SingleLayer, TokenRoles,
-                        WMD)
+from alignscore import Composition, HFEncoder, Idf, PowerMeans, Routing, Runtime, Scorer, SingleLayer
 from cli_checks import invoke
 from conftest import REPO, needs
 
