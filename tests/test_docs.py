@@ -200,9 +200,10 @@ def run_console_block(block: Block) -> None:
             else:
                 assert rc == 0, f"{where} exited {rc}\nstderr:\n{err[-3000:]}"
             if expected:
-                assert output_matches(expected, normalised(out)) or output_matches(expected, normalised(out + "\n" + err)), (
-                    f"{where}: output differs from the page\n--- page:\n" + "\n".join(step.expected)
-                    + f"\n--- stdout:\n{out[-4000:]}\n--- stderr:\n{err[-2000:]}")
+                same = (output_matches(expected, normalised(out))
+                        or output_matches(expected, normalised(out + "\n" + err)))
+                assert same, (f"{where}: output differs from the page\n--- page:\n" + "\n".join(step.expected)
+                              + f"\n--- stdout:\n{out[-4000:]}\n--- stderr:\n{err[-2000:]}")
 
 
 @pytest.mark.slow
@@ -222,6 +223,7 @@ def _run_doctest(block: Block, globs: dict, report: bool) -> doctest.TestResults
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     lines: list[str] = []
     result = runner.run(test, out=lines.append, clear_globs=False)
+    globs.update(test.globs)  # a DocTest runs in a copy of the names it is given: keep the page's session
     if report and result.failed:
         pytest.fail(f"{block.id}: {result.failed} of {result.attempted} examples failed\n" + "".join(lines),
                     pytrace=False)
