@@ -160,11 +160,17 @@ def output_matches(expected: list[str], got: list[str]) -> bool:
     return bool(got) and same_line(expected[0], got[0]) and output_matches(expected[1:], got[1:])
 
 
+SKIPPED_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "site", "build", "dist"}
+
+
 def repo_listing() -> set[str]:
-    """The files the repository's folders hold (what a docs command must not add to)."""
-    return {str(p.relative_to(REPO)) for p in REPO.rglob("*")
-            if not any(part in {".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "site"}
-                       or part.endswith(".egg-info") for part in p.relative_to(REPO).parts)}
+    """The files the repository's folders hold (what a docs command must not add to), build and
+    virtual-environment folders left out."""
+    found = set()
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        found.update(os.path.relpath(os.path.join(root, f), REPO) for f in files)
+    return found
 
 
 def docs_env() -> dict[str, str]:
