@@ -2,13 +2,14 @@
 #   make score   - set up .venv and score examples/cands.txt against examples/refs.txt (offline model)
 #   make test    - set up .venv with the test extras and run the whole test suite (what CI runs)
 #   make test-fast - the edit loop: tiny models only, no reference packages, no subprocess-heavy tests
+#   make docs    - build the documentation site into site/ (mkdocs build --strict; pages under docs/)
 PY      ?= python3
 VENV    ?= .venv
 BIN      = $(VENV)/bin
 # torch is pinned to the CPU build that pip finds locally on our machines; an unpinned torch pulls CUDA wheels.
 TORCH   ?= torch==2.13.0
 
-.PHONY: setup setup-test setup-bench score test test-fast clean
+.PHONY: setup setup-test setup-bench score test test-fast docs clean
 
 $(BIN)/alignscore: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,7 +22,7 @@ $(BIN)/alignscore: pyproject.toml
 setup: $(BIN)/alignscore
 
 $(VENV)/.test-extras: $(BIN)/alignscore
-	$(BIN)/pip install -q -e '.[test,reference,torchmetrics,evaluate,ray]'
+	$(BIN)/pip install -q -e '.[test,reference,torchmetrics,evaluate,ray,docs]'
 	@touch $@
 
 setup-test: $(VENV)/.test-extras
@@ -40,5 +41,8 @@ test: setup-test
 test-fast: setup-test
 	$(BIN)/python -m pytest -q -m "not slow and not reference" tests
 
+docs: setup-test
+	$(BIN)/python -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site

@@ -6,7 +6,8 @@ aligner. ``alignscore.score(cands, refs, **options)`` scores in one call with th
 options), which :func:`build` makes into a :class:`Scorer`: an encoder, a :class:`Composition`
 (the parts after the encoder), a :class:`Runtime` and a cache. The engine (:func:`score_many`)
 scores any number of compositions over one encoding. BERTScore is the default composition.
-No model is loaded at import.
+No model is loaded at import. The formulas each part follows: docs/what-it-computes.md (the
+documentation site's "What it computes" page).
 """
 
 from ._version import __version__

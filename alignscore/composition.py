@@ -6,7 +6,7 @@ several references reduce and the baseline rescaling. The encoder is apart: one 
 every composition over the same model (:mod:`alignscore.engine`).
 
 Compositions are written with one vocabulary everywhere: CLI options, grid rows and columns
-(``ablations/README.md``), presets and composition files (TOML) are all *specs*, mappings of
+(``docs/ablation.md``), presets and composition files (TOML) are all *specs*, mappings of
 these keys, and :func:`build` is the one place that turns a spec into parts::
 
     model = "all-MiniLM-L6-v2"                 # hub id or directory (optional in a file)

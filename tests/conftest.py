@@ -108,7 +108,7 @@ def needs(module: str, load: bool = True) -> ModuleType | None:
     except ImportError as exc:
         if _REQUIRED["oracles"]:
             pytest.fail(f"the oracle {module} cannot be imported ({exc}); the run requires the reference packages "
-                        "(CI=true or --require-reference): pip install -e '.[test,reference,torchmetrics,evaluate,ray]'",
+                        "(CI=true or --require-reference): pip install -e '.[test,reference,torchmetrics,evaluate,ray,docs]'",
                         pytrace=False)
         pytest.skip(f"needs {module} ({exc})", allow_module_level=True)
 

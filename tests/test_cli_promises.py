@@ -12,8 +12,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore import (Composition, HFEncoder, Idf, PowerMeans, Routing, Runtime, Scorer, SingleLayer, TokenRoles,
-                        WMD)
+from alignscore import Composition, HFEncoder, Idf, PowerMeans, Routing, Runtime, Scorer, SingleLayer
 from cli_checks import invoke
 from conftest import REPO, needs
 
@@ -168,13 +167,17 @@ def test_roberta_bpe_scores_match_bert_score(tiny_roberta_dir, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_readme_first_example_prints_what_the_readme_shows(minilm_dir):
-    """`make score`'s command and the output block under it in the README (numbers to 1e-6; the
-    signature's version field aside)."""
+def test_the_readme_first_example_is_make_score_and_prints_what_the_readme_shows(minilm_dir):
+    """The README's first console block is the command of the Makefile's `score` target, and the
+    output shown under it is what that command prints (numbers to 1e-6; the signature's version
+    field aside). tests/test_docs.py runs every block; this one also ties it to `make score`."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```\n(# model:all-MiniLM-L6-v2\|.*?)```", readme, re.S).group(1).splitlines()
-    code, out, err = invoke("score", "-r", REPO / "examples" / "refs.txt", "-c", REPO / "examples" / "cands.txt",
-                            "--model", "all-MiniLM-L6-v2", "-q")
+    command, shown = re.search(r"```console\n\$ (alignscore score [^\n]*)\n(.*?)```", readme, re.S).groups()
+    recipe = re.search(r"^score:.*\n\t\$\(BIN\)/(alignscore score .*)$", (REPO / "Makefile").read_text(), re.M)
+    assert command.split() == recipe.group(1).split()
+    block = shown.splitlines()
+    args = [REPO / a if a.startswith("examples/") else a for a in command.split()[2:]]
+    code, out, err = invoke("score", *args, "-q")
     assert code == 0, err
     lines = out.splitlines()
     assert len(lines) == len(block)

@@ -10,7 +10,7 @@ windows with Python lists, and solves MoverScore's square problem over the union
 [reference units; candidate units] (zero mass on the other side) with pyemd, as moverscore.py
 does. Score = 1 - EMD with squared Euclidean costs between unit vectors.
 
-n-gram windows (n = 2) follow DESIGN.md: a window's vector is the mass-weighted average of its
+n-gram windows (n = 2) follow docs/what-it-computes.md#transport: a window's vector is the mass-weighted average of its
 tokens' unit vectors (moverscore.py averages the power-mean vectors before re-normalising, which
 differs slightly for n >= 2; for n = 1 the two agree). Tolerance: 1e-5 absolute per pair.
 """

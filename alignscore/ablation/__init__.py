@@ -1,6 +1,6 @@
 """Ablation grids: run a table of metric compositions over data with human judgments.
 
-``load_grid`` reads a grid (TOML, see ``ablations/README.md``), ``run_grid`` scores every cell
+``load_grid`` reads a grid (TOML, see ``docs/ablation.md``), ``run_grid`` scores every cell
 (each unique sentence encoded once per model), ``evaluate`` correlates the cells with the human
 scores (Williams test, bootstrap intervals) and ``write_outputs`` writes the table, CSV, chart
 and signatures.

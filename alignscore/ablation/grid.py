@@ -1,4 +1,4 @@
-"""Ablation grids: a table of metric compositions, read from TOML (format: ``ablations/README.md``).
+"""Ablation grids: a table of metric compositions, read from TOML (format: ``docs/ablation.md``).
 
 A grid has named models, columns (an aligner and the score it reports) and rows (the other
 parts). A cell is a row composed with a column: every part is named by its registry name

@@ -115,7 +115,8 @@ class Routing(Aggregator):
         kernel: ``"gaussian"`` or ``"epanechnikov"``.
         bandwidth: ``h``; distances are divided by ``h^2``.
         alpha: step size of the logit update.
-        max_iter, tol: stopping rule (per token).
+        max_iter: iterations per token, at most.
+        tol: a token stops when its loss changes by less than this.
         normalize: L2-normalise each layer's token vectors first, so that layers of different
             scales are comparable (as MoverScore does before power means).
     """

@@ -389,7 +389,9 @@ class Sinkhorn(TransportAligner):
     :class:`WMD` is faster; Sinkhorn pays off for large batches on a GPU.
 
     Args:
-        cost, score, n_gram: as for :class:`WMD`.
+        cost: as for :class:`WMD`.
+        score: as for :class:`WMD`.
+        n_gram: as for :class:`WMD`.
         reg: entropic regularisation (finite, at least ``MIN_REG_EPS`` times the dtype's machine
             epsilon: 8.9e-13 in float64, 4.8e-4 in float32), in the units of the cost.
         max_iter: iteration cap; tol (> 0): a pair stops when its row-marginal error (L1) is

