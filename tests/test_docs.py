@@ -236,6 +236,24 @@ def _run_doctest(block: Block, globs: dict, report: bool) -> doctest.TestResults
     return result
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _registries_restored():
+    """The pages register example parts (docs/adding-a-part.md): they live while this module's sessions
+    run and are gone for the tests after it."""
+    from alignscore.aggregators import AGGREGATORS
+    from alignscore.aligners import ALIGNERS
+    from alignscore.encoders import ENCODERS
+    from alignscore.filters import FILTERS
+    from alignscore.presets import PRESETS
+    from alignscore.weighting import WEIGHTINGS
+    registries = (AGGREGATORS, ALIGNERS, ENCODERS, FILTERS, PRESETS, WEIGHTINGS)
+    saved = [dict(r._entries) for r in registries]
+    yield
+    for registry, entries in zip(registries, saved):
+        registry._entries.clear()
+        registry._entries.update(entries)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block", params(all_blocks("python", doctest_only=True)))
 def test_python_session_runs_as_a_doctest(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
