@@ -130,11 +130,11 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
     an empty dataset) or :class:`~alignscore.errors.ConfigError` (bad options, Ray missing)
     before any actor starts.
 
-    Example
-    -------
-    >>> import ray                                                             # doctest: +SKIP
-    >>> ds = ray.data.from_items([{"id": 1, "cand": "a cat sat", "ref": "the cat sat down"}])  # doctest: +SKIP
-    >>> score_dataset(ds, model="all-MiniLM-L6-v2", idf=True).take_all()     # doctest: +SKIP
+    A run (docs/ray.md has it as a page, run by the docs test)::
+
+        import ray
+        ds = ray.data.from_items([{"id": 1, "cand": "a cat sat", "ref": "the cat sat down"}])
+        score_dataset(ds, model="all-MiniLM-L6-v2", idf=True).take_all()
     """
     for name, value in (("concurrency", concurrency), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
