@@ -64,7 +64,8 @@ def alignscore_cmd(*args: str) -> list[str]:
 
 
 def perturbed(texts: list[str], k: int) -> list[str]:
-    """Copy ``k`` of ``texts``: word ``k mod n`` deleted (even rounds) or doubled (odd rounds)."""
+    """Copy ``k`` of ``texts``: word ``k mod n`` deleted (even rounds) or doubled (odd rounds); a
+    one-word text is never emptied (bert_score fails on empty texts): its word is doubled."""
     out = []
     for text in texts:
         words = text.split()
@@ -72,7 +73,8 @@ def perturbed(texts: list[str], k: int) -> list[str]:
             out.append(text)
             continue
         i = k % len(words)
-        words = words[:i] + words[i + 1:] if (k // len(words)) % 2 == 0 else words[:i + 1] + words[i:]
+        delete = (k // len(words)) % 2 == 0 and len(words) > 1
+        words = words[:i] + words[i + 1:] if delete else words[:i + 1] + words[i:]
         out.append(" ".join(words))
     return out
 
