@@ -2,8 +2,8 @@
 
 Both take the options of ``alignscore score`` by name (a flag's name with underscores:
 ``model``, ``layer``, ``aligner``, ``n_gram``, ``weighting``, ``idf``, ``batch_size``, ``cache``,
-...; :func:`alignscore.options.options` lists them all) and compile them to one
-:class:`~alignscore.spec.RunSpec`, exactly as the command line does, so the same options give the
+...; :func:`alignscore.config.options` lists them all) and compile them to one
+:class:`~alignscore.config.RunSpec`, exactly as the command line does, so the same options give the
 same scores and the same signature every way in.
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .baseline import Baseline
+from .config import build, run_spec
+from .config.schema import options as option_table
 from .encoders.base import Encoder
 from .errors import ConfigError
-from .options import run_spec
 from .scorer import Scorer
 from .scores import Scores
-from .spec import ENCODER_KEYS, build
 
 
 def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], **options: Any) -> Scores:
@@ -41,20 +41,19 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], *
     Every call builds its scorer (loads the model); to score several batches with one model,
     build it once: ``scorer = alignscore.build(alignscore.run_spec(options))``.
     """
-    return build(run_spec(options)).score(cands, refs)
+    return build(run_spec(options, where="score()")).score(cands, refs)
 
 
 def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bool | None = None) -> Scorer:
     """The preset's scorer with ``options``; ``idf=False`` (the MoverScore presets' own argument)
     is ``weighting="none"``, and giving both is a conflict."""
     function = name.replace("-", "_")
-    named = [k for k in ("model", "device", *ENCODER_KEYS) if options.get(k) is not None]
-    if encoder is not None and named:
-        raise ConfigError(f"{function}(): encoder= and {named[0]}= both set the encoder; give one")
+    table = option_table()
+    named = [k for k in options if options[k] is not None and k in table and table[k].group == "encoder"]
+    if encoder is not None and named + (["device"] if options.get("device") else []):
+        raise ConfigError(f"{function}(): encoder= and {(named or ['device'])[0]}= both set the encoder; give one")
     if idf is False:
-        if options.get("weighting") is not None:
-            raise ConfigError(f"{function}(): idf=False and weighting= both set the weighting; give one")
-        options = {**options, "weighting": "none"}
+        options = {**options, "idf": False}
     return build(run_spec({"preset": name, **options}, where=f"{function}()"), encoder=encoder)
 
 
@@ -66,7 +65,7 @@ def bertscore(model: str | None = None, layer: int | None = None, idf: bool = Fa
     and baseline rescaling (a :class:`Baseline` or a bert_score-format file). ``options``: any
     option of ``alignscore score`` by name; ``encoder``: an encoder object instead of ``model``.
     """
-    return _preset("bertscore", encoder, {"model": model, "layer": layer, "idf": idf, "baseline": baseline,
+    return _preset("bertscore", encoder, {"model": model, "layer": layer, "idf": idf or None, "baseline": baseline,
                                           "device": device, **options})
 
 
@@ -89,8 +88,7 @@ def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str 
     aligner here does for a text with nothing to align.
     """
     if stop_words:
-        options["filters"] = (*options.get("filters", ()), {
-            "name": "stopwords", "words": list(stop_words), "label": "moverscore-stop-words", "unit": "token"})
+        options.update(stopwords=list(stop_words), stopwords_unit="token")
     return _preset("moverscore-v2", encoder, {"model": model, "n_gram": n_gram, "device": device, **options}, idf)
 
 

@@ -8,7 +8,7 @@ CSV text with header ``LAYER,P,R,F`` and one row per layer, row 0 the embeddings
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -43,10 +43,12 @@ def _layer_list(layers: Sequence[int]) -> str:
 @dataclass(frozen=True)
 class Baseline:
     """Per-layer baseline values ``{layer: {"precision": b_P, "recall": b_R, "f1": b_F}}``; each
-    ``b`` finite and below 1 (checked here: :class:`~alignscore.errors.ConfigError`)."""
+    ``b`` finite and below 1 (checked here: :class:`~alignscore.errors.ConfigError`). ``source``:
+    the file it was read from (absolute), if any."""
 
     rows: dict[int, dict[str, float]]
     name: str = "baseline"
+    source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.rows, dict) or not self.rows:
@@ -89,7 +91,7 @@ class Baseline:
             rows[layer], seen[layer] = row, n
         if not rows:
             raise InputError("the baseline file has no rows", str(path))
-        return cls(rows, name=path.name)
+        return cls(rows, name=path.name, source=str(path.resolve()))
 
     def write(self, path: str | Path) -> None:
         lines = ["LAYER,P,R,F"]

@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from .errors import ConfigError
+from .settings import SettingError, check_settings, setting
 
 DB_NAME = "states-v3.sqlite"
 DIGESTS = "digests.json"  # the memo of model-file digests, beside the database
@@ -123,15 +124,6 @@ class EmbeddingCache:
         if self.max_bytes < 1:
             raise ConfigError("the cache's max_bytes must be positive")
         self.directory = Path(self.directory)
-
-    @classmethod
-    def from_env(cls) -> "EmbeddingCache | None":
-        """The cache at ``$ALIGNSCORE_CACHE``, if set (``$ALIGNSCORE_CACHE_MAX_BYTES`` bounds it)."""
-        path = os.environ.get(ENV_VAR)
-        if not path:
-            return None
-        limit = os.environ.get(ENV_VAR + "_MAX_BYTES")
-        return cls(path, max_bytes=parse_size(limit) if limit else DEFAULT_MAX_BYTES)
 
     # -- connection ------------------------------------------------------------------------------
     @property
@@ -294,14 +286,6 @@ class EmbeddingCache:
         entries, total = db.execute("SELECT COUNT(*), COALESCE(SUM(nbytes), 0) FROM states").fetchone()
         return CacheStats(int(entries), int(total))
 
-    def clear(self) -> None:
-        db = self._db()
-        with _transaction(db):
-            db.execute("DELETE FROM states")
-            db.execute("DELETE FROM used")
-            db.execute("UPDATE meta SET value = 0 WHERE name = 'bytes'")
-        _vacuum(db)
-
 
 class _transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): takes the write lock up
@@ -358,6 +342,27 @@ def parse_size(text: str) -> int:
     if value < 1:
         raise ConfigError("a cache size must be positive")
     return int(value)
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A persistent cache of hidden states by name: its directory and size bound
+    (:meth:`build` makes the :class:`EmbeddingCache`)."""
+
+    cache: str = setting("", metavar="DIR", help=(
+        "Directory of a persistent cache of hidden states: texts encoded before by the same model skip the "
+        "encoder."))
+    cache_size: int = setting(DEFAULT_MAX_BYTES, ge=1, parse=parse_size, metavar="SIZE", help=(
+        "Bound on the cache's size (e.g. 500M, 4G; default 4G); least recently used states go first."))
+    timeout_s: float = setting(5.0, gt=0, option=False)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if not self.cache:
+            raise SettingError("cache", "a directory, not an empty name")
+
+    def build(self) -> EmbeddingCache:
+        return EmbeddingCache(self.cache, self.cache_size, self.timeout_s)
 
 
 def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: torch.Tensor,

@@ -160,7 +160,7 @@ class _Stacked:
         self.aggregators = list(aggregators)
         self.positions: list[list[int] | slice] = []
         for agg in self.aggregators:
-            p = [list(union).index(k) for k in agg.layers]
+            p = [list(union).index(k) for k in agg.layers_read()]
             # consecutive layers as a slice: a view of the states, not a copy
             self.positions.append(slice(p[0], p[-1] + 1) if p == list(range(p[0], p[-1] + 1)) else p)
         self.widths: list[int] = []
@@ -186,7 +186,7 @@ def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], ru
     distinct: dict[str, Aggregator] = {}
     for agg in aggregators:
         distinct.setdefault(agg.signature(), agg)
-    union = sorted({k for agg in distinct.values() for k in agg.layers})
+    union = sorted({k for agg in distinct.values() for k in agg.layers_read()})
     stacked = _Stacked(list(distinct.values()), union)
     packed = embed(encoder, table, union, stacked, runtime, desc=f"encoding ({encoder.name})")
     if not stacked.widths and len(distinct) > 1 and packed.numel():

@@ -23,7 +23,13 @@ class InputError(AlignScoreError):
 
 
 class ConfigError(AlignScoreError):
-    """An impossible composition or option (unknown part, layer out of range, ...)."""
+    """An impossible composition or option (unknown part, layer out of range, ...). ``options``
+    names the settings it is about (field names), so that the configuration layer can name
+    them as the user wrote them (``--n-gram``, ``n_gram=``, ``file.toml:3: n_gram``)."""
+
+    def __init__(self, message: str, options: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.options = message, tuple(options)
 
 
 class ModelLoadError(AlignScoreError):

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import sys
 import warnings
-from numbers import Integral
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 
 import torch
 from tqdm.auto import tqdm
 
-from .errors import ConfigError, describe
-from .settings import setting
+from .errors import ConfigError
+from .settings import SettingError, check_settings, setting
 from .tokens import TokenTable, pad_gather
 
 if TYPE_CHECKING:
@@ -32,45 +31,26 @@ DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")  # devices that compute (not "meta"
 
 
 def check_device(name: object) -> str:
-    """A device name that torch reads and that computes: ``cpu``, ``cuda``, ``cuda:1``, ``mps``, ..."""
+    """A device name that torch reads, that computes (``cpu``, ``cuda``, ``cuda:1``, ``mps``, ...)
+    and that this machine has."""
     try:
-        kind = torch.device(name).type if isinstance(name, str) and name.strip() else None
+        device = torch.device(name) if isinstance(name, str) and name.strip() else None
     except (RuntimeError, ValueError):
-        kind = None
-    if kind not in DEVICE_TYPES:
-        raise ConfigError(f"device must be one of {', '.join(DEVICE_TYPES)} (cuda:1, ...), not {name!r}")
+        device = None
+    if device is None or device.type not in DEVICE_TYPES:
+        raise SettingError("device", f"one of {', '.join(DEVICE_TYPES)} (cuda:1, ...), not {name!r}")
+    backend = getattr(torch, device.type, None) if device.type != "cpu" else None
+    if backend is not None and not backend.is_available():
+        build = f"torch {torch.__version__}" + (" is built for the CPU" if torch.version.cuda is None else
+                                                 " finds no device")
+        raise SettingError("device", f"{name!r}: no {device.type} device here ({build})")
+    if backend is not None and device.index is not None and device.index >= backend.device_count():
+        raise SettingError("device", f"{name!r}: this machine has {backend.device_count()} {device.type} device(s)")
     return name  # type: ignore[return-value]
 
 
-def token_budget(value: object) -> int | str:
-    """A token budget as given (an integer >= 1, its text, or ``"auto"``)."""
-    if value == "auto":
-        return "auto"
-    number = value
-    if isinstance(value, str):
-        try:
-            number = int(value)
-        except ValueError:
-            pass
-    if isinstance(number, bool) or not isinstance(number, Integral) or number < 1:
-        raise ConfigError(f"token budget: {value!r} is neither an integer >= 1 nor 'auto'")
-    return int(number)
-
-
-def positive_int(value: object, what: str) -> int:
-    """A count as given: an integer >= 1, or (the command line) its text."""
-    if isinstance(value, str):
-        try:
-            value = int(value)
-        except ValueError:
-            raise ConfigError(f"{what} must be an integer >= 1, not {value!r}") from None
-    _positive_int(value, what)
-    return value  # type: ignore[return-value]
-
-
-def _positive_int(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ConfigError(f"{what} must be an integer >= 1, not {describe(value)}")
+def _token_budget(text: str) -> int | str:
+    return text if text == "auto" else int(text)
 
 
 @dataclass(frozen=True)
@@ -94,22 +74,18 @@ class Runtime:
             and the alignment, and every rank receives every result.
     """
 
-    batch_size: int = setting(64, parse=lambda v: positive_int(v, "batch_size"), help=(
-        "Texts per encoder batch (changes scores by float rounding at most)."))
-    token_budget: int | str | None = setting(None, parse=token_budget, help=(
+    batch_size: int = setting(64, ge=1, help="Texts per encoder batch (changes scores by float rounding at most).")
+    token_budget: int | str | None = setting(None, ge=1, choices=("auto",), parse=_token_budget, help=(
         "Also at most this many padded tokens per encoder batch (bounds memory on long texts); 'auto': from "
         "the free GPU memory (none on a CPU)."))
-    pair_batch_size: int = setting(64, parse=lambda v: positive_int(v, "pair_batch_size"), help=(
+    pair_batch_size: int = setting(64, ge=1, help=(
         "Pairs per alignment batch (changes scores by float rounding at most)."))
     progress: bool = setting(False, option=False)
     device: str | None = setting(None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
     shard: Shard | None = setting(None, option=False)
 
     def __post_init__(self) -> None:
-        _positive_int(self.batch_size, "batch_size")
-        _positive_int(self.pair_batch_size, "pair_batch_size")
-        if self.token_budget is not None:
-            token_budget(self.token_budget)
+        check_settings(self)
         if self.device is not None:
             check_device(self.device)
 

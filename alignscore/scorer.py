@@ -34,7 +34,7 @@ __all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
 class Scorer:
     """A metric composed of parts, and how to run it: an encoder, a :class:`Composition` (the
     parts after the encoder; BERTScore's by default), a :class:`Runtime` and an optional
-    persistent cache. :func:`alignscore.spec.build` makes one from a spec; the parts are read
+    persistent cache. :func:`alignscore.config.build` makes one from a run spec; the parts are read
     through the composition (``scorer.aligner`` is ``scorer.composition.aligner``).
 
     Args:
@@ -95,7 +95,7 @@ class Scorer:
 
     def layers(self) -> list[int]:
         """The encoder layers this composition reads."""
-        return list(self.resolved().aggregator.layers)
+        return list(self.resolved().aggregator.layers_read())
 
     def signature(self) -> Signature:
         """Everything that changes a number, sacreBLEU-style, e.g.

@@ -1,48 +1,268 @@
-"""How a part, an encoder or the runtime describes one of its settings to every way in.
-
-A setting is a dataclass field; :func:`setting` gives it the metadata the option table
-(:mod:`alignscore.options`) reads to make its command-line flag, its help and the parser of
-its values (the same for a flag's text and for a Python value)::
+"""How a part, an encoder or the runtime declares its settings: each setting is a dataclass field
+whose metadata says its help, its range or choices, what it requires of the other settings of
+the same object, its aliases and whether it names a file. :func:`check_settings` enforces the
+declarations where the object is built (``__post_init__``), so a part made directly in Python
+and one compiled from flags, keywords, files, grid cells or search spaces are checked by the
+same code; the configuration layer (:mod:`alignscore.config`) reads the same declarations to make
+the command-line flags (``--`` + the field's name, ``_`` as ``-``) and to name a bad value the
+way the user wrote it::
 
     @dataclass(frozen=True)
     class MyAligner(Aligner):
-        threshold: float = setting(0.5, help="similarity above which two tokens match")
+        threshold: float = setting(0.5, gt=0, le=1, help="similarity above which two tokens match")
 
-A field without this metadata still gets a flag (``--threshold``), parsed by its type hint.
+        def __post_init__(self) -> None:
+            check_settings(self)
+
+A field whose name starts with ``_`` is private (not a setting).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import field
-from pathlib import Path
-from typing import Any, Callable
+import sys
+import typing
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from numbers import Integral, Real
+from types import UnionType
+from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
 
-# metadata keys
-HELP, FLAG, PARSE, CHOICES, OPTION = "help", "flag", "parse", "choices", "option"
+KEY = "alignscore"  # the metadata key of a setting's declaration
 
 
-def setting(default: Any, *, help: str = "", flag: str | None = None, parse: Callable[[Any], Any] | None = None,
-            choices: tuple[str, ...] | None = None, option: bool = True) -> Any:
-    """A dataclass field with a default and what the option table needs: ``help``; ``flag`` (the
-    command-line name, default ``--<field-name>``); ``parse`` (a value as given, text or Python,
-    to the field's value; default: by the type hint); ``choices``; ``option=False``: no flag (a
-    setting only files and Python give, such as a list of sentences)."""
-    meta = {HELP: help, FLAG: flag, PARSE: parse, CHOICES: choices, OPTION: option}
-    return field(default=default, metadata=meta)
+class SettingError(ConfigError):
+    """A setting's value is wrong: ``field`` names it, ``reason`` says why (the message is
+    ``"<field>: <reason>"``; the configuration layer puts the option as the user wrote it in
+    place of the field's name)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}", (field,))
+        self.field, self.reason = field, reason
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a setting declares (see :func:`setting`)."""
+
+    help: str = ""
+    choices: tuple[Any, ...] | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    infinite: bool = False
+    requires: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    option: bool = True
+    file: bool = False
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+
+
+def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
+            gt: float | None = None, le: float | None = None, infinite: bool = False,
+            requires: Mapping[str, Any] | None = None, aliases: tuple[str, ...] = (), option: bool = True,
+            file: bool = False, parse: Callable[[str], Any] | None = None, metavar: str | None = None,
+            compare: bool = True) -> Any:
+    """A dataclass field that is a setting.
+
+    Parameters
+    ----------
+    default : the value when none is given.
+    help : one sentence for ``--help`` and the docs.
+    choices : the values a text setting may take (for ``int | str`` settings: the texts).
+    ge, gt, le : the range of a number (each number of a list), inclusive or strict.
+    infinite : ``inf`` and ``-inf`` are allowed (a float is finite otherwise; NaN never is).
+    requires : ``{other field: allowed value(s)}`` of the same object, when this one is given
+        (not ``None`` and not its default): ``window_stride`` requires ``long_texts = "window"``.
+    aliases : other names of this setting that files and keywords accept (older names).
+    option : ``False``: files and keywords may give it, but it has no command-line flag.
+    file : the value names a file (or, for list settings, may be given inline); the
+        configuration layer resolves it against the folder of the file that names it.
+    parse : how a text value is read, where the type alone does not say (``"4G"``).
+    metavar : the placeholder in ``--help``.
+    compare : whether the setting takes part in equality (a large inline list need not).
+    """
+    if requires:
+        requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
+    decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, aliases, option, file, parse, metavar)
+    return field(default=default, metadata={KEY: decl}, compare=compare)
+
+
+def declaration(f: Any) -> Declaration:
+    """The declaration of a dataclass field (an empty one where it declares nothing)."""
+    return f.metadata.get(KEY) or Declaration()
+
+
+def hints(cls: Any) -> dict[str, Any]:
+    """The type hints of a dataclass, each resolved on its own: one that names a type imported
+    only for type checking is read as "any value" without losing the others."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001
+        pass
+    out: dict[str, Any] = {}
+    for owner in reversed(getattr(cls, "__mro__", [cls])):
+        namespace = vars(sys.modules.get(owner.__module__, typing))
+        for name, hint in getattr(owner, "__annotations__", {}).items():
+            try:
+                out[name] = eval(hint, namespace) if isinstance(hint, str) else hint  # noqa: S307 - our own source
+            except Exception:  # noqa: BLE001
+                out[name] = Any
+    return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a class: its ``name``, type ``hint``, ``default`` and declaration."""
+
+    name: str
+    hint: Any
+    default: Any
+    decl: Declaration
+
+    @property
+    def kinds(self) -> set[Any]:
+        """The types the hint admits (``None`` aside)."""
+        if typing.get_origin(self.hint) in (typing.Union, UnionType):
+            return set(typing.get_args(self.hint)) - {type(None)}
+        return {self.hint}
+
+    @property
+    def optional(self) -> bool:
+        return typing.get_origin(self.hint) in (typing.Union, UnionType) and type(None) in typing.get_args(self.hint)
+
+    @property
+    def boolean(self) -> bool:
+        return self.kinds == {bool}
+
+    @property
+    def sequence(self) -> Any:
+        """The item type of a ``tuple[X, ...]`` setting, else None."""
+        for kind in self.kinds:
+            if typing.get_origin(kind) is tuple:
+                return typing.get_args(kind)[0]
+        return None
+
+    def check(self, value: Any) -> Any:
+        """``value`` as this setting holds it (an int as a float for a float setting, a list as
+        a tuple), after checking its type, range and choices. Raises :class:`SettingError`."""
+        if value is None:
+            if self.optional or self.default is None:
+                return None
+            raise SettingError(self.name, f"a value is needed ({self.describe()})")
+        kinds = self.kinds
+        if Any in kinds:
+            return value
+        item = self.sequence
+        scalars = {k for k in kinds if typing.get_origin(k) is not tuple}
+        if item is not None and isinstance(value, (list, tuple)):
+            if not value:
+                raise SettingError(self.name, f"needs at least one value ({self.describe()})")
+            return tuple(self._scalar(v, {item}) for v in value)
+        if not scalars:
+            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
+        return self._scalar(value, scalars)
+
+    def _scalar(self, value: Any, kinds: set[Any]) -> Any:
+        d = self.decl
+        if bool in kinds and isinstance(value, bool):
+            return value
+        if isinstance(value, bool):
+            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
+        if int in kinds and isinstance(value, Integral):
+            return self._in_range(int(value))
+        if float in kinds and isinstance(value, Real):
+            value = float(value)
+            if math.isnan(value) or (math.isinf(value) and not d.infinite):
+                raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
+            return self._in_range(value)
+        if str in kinds and isinstance(value, str):
+            if d.choices is not None and value not in d.choices:
+                raise SettingError(self.name, f"one of {', '.join(map(str, d.choices))}, not {value!r}")
+            return value
+        if os.PathLike in kinds and isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if any(isinstance(k, type) and k not in (int, float, str, bool) and isinstance(value, k) for k in kinds):
+            return value
+        raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
+
+    def _in_range(self, value: float) -> Any:
+        d = self.decl
+        if ((d.ge is not None and not value >= d.ge) or (d.gt is not None and not value > d.gt)
+                or (d.le is not None and not value <= d.le)):
+            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
+        return value
+
+    def describe(self) -> str:
+        """The values it takes, in words (``"an integer >= 1"``, ``"one of truncate, window"``)."""
+        d = self.decl
+        words = []
+        kinds = self.kinds
+        item = self.sequence
+        if item is not None:
+            kinds = {item}
+        if bool in kinds:
+            words.append("true or false")
+        number = "an integer" if int in kinds else "a number" if float in kinds else None
+        if number:
+            bounds = [f">= {_num(d.ge)}" if d.ge is not None else "", f"> {_num(d.gt)}" if d.gt is not None else "",
+                      f"<= {_num(d.le)}" if d.le is not None else ""]
+            words.append(" ".join([number, *[b for b in bounds if b]]) + (", inf or -inf" if d.infinite else ""))
+        if str in kinds:
+            words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else "a text")
+        text = " or ".join(words) or "a value"
+        return f"a list of {text.replace('an integer', 'integers').replace('a number', 'numbers')}" \
+            if item is not None else text
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def settings_of(cls: Any) -> list[Setting]:
+    """The settings of a part class, an encoder spec or the runtime: its init fields whose names
+    do not start with ``_``, in order."""
+    if not is_dataclass(cls):
+        return []
+    found = hints(cls)
+    out = []
+    for f in fields(cls):
+        if not f.init or f.name.startswith("_"):
+            continue
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else None)  # type: ignore[misc]
+        out.append(Setting(f.name, found.get(f.name, Any), default, declaration(f)))
+    return out
+
+
+def check_settings(obj: Any) -> None:
+    """Check and normalise every setting of a frozen dataclass instance in place: its type,
+    range and choices (:meth:`Setting.check`), then what each setting given requires of the
+    others. Raises :class:`SettingError` naming the field."""
+    table = settings_of(type(obj))
+    for s in table:
+        object.__setattr__(obj, s.name, s.check(getattr(obj, s.name)))
+    for s in table:
+        value = getattr(obj, s.name)
+        if value is None or value == s.default:
+            continue
+        for other, allowed in s.decl.requires.items():
+            if getattr(obj, other) not in allowed:
+                want = " or ".join(map(str, allowed))
+                raise SettingError(s.name, f"applies with {other} = {want} only (it is {getattr(obj, other)!r})")
 
 
 def int_list(value: Any, what: str = "") -> tuple[int, ...]:
     """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` or a list of integers -> a tuple."""
-    named = f"{what} " if what else ""
+    named = f"{what}: " if what else ""
     if not isinstance(value, str):
         items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in items):
+        if any(isinstance(v, bool) or not isinstance(v, Integral) for v in items):
             raise ConfigError(f"{named}expected whole numbers, not {value!r}")
-        return tuple(items)
+        return tuple(int(v) for v in items)
     out: list[int] = []
     for part in value.split(","):
         part = part.strip()
@@ -55,31 +275,24 @@ def int_list(value: Any, what: str = "") -> tuple[int, ...]:
             else:
                 out.append(int(part))
         except ValueError:
-            raise ConfigError(f"cannot read {named}{value!r}") from None
+            raise ConfigError(f"{named}cannot read {value!r} as whole numbers") from None
     return tuple(out)
 
 
 def float_list(value: Any, what: str = "") -> tuple[float, ...]:
     """``"-inf,1,inf"`` or a list of numbers -> a tuple of floats."""
-    named = f"{what} " if what else ""
+    named = f"{what}: " if what else ""
     if not isinstance(value, str):
         items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
+        if any(isinstance(v, bool) or not isinstance(v, Real) for v in items):
             raise ConfigError(f"{named}expected numbers, not {value!r}")
         return tuple(float(v) for v in items)
     try:
         return tuple(math.inf if p in ("inf", "+inf") else -math.inf if p == "-inf" else float(p)
                      for p in (s.strip() for s in value.split(",")))
     except ValueError:
-        raise ConfigError(f"cannot read {named}{value!r}") from None
+        raise ConfigError(f"{named}cannot read {value!r} as numbers") from None
 
 
-def file_or_texts(value: Any) -> Any:
-    """A file named by an option as an absolute path (a spec holds no relative names), or
-    sentences given in place (a list) as a tuple."""
-    if isinstance(value, (str, os.PathLike)):
-        return str(Path(value).resolve())
-    return tuple(value) if isinstance(value, list) else value
-
-
-__all__ = ["CHOICES", "FLAG", "HELP", "OPTION", "PARSE", "file_or_texts", "float_list", "int_list", "setting"]
+__all__ = ["Declaration", "Setting", "SettingError", "check_settings", "declaration", "float_list", "hints",
+           "int_list", "setting", "settings_of"]

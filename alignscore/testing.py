@@ -34,7 +34,8 @@ import torch
 
 from .aggregators.base import Aggregator
 from .aligners.base import Aligner, PairBatch
-from .composition import Composition, build, read_spec, to_spec, write_spec
+from .composition import Composition
+from .config import RunSpec, compile_run, file_source
 from .encoders.base import Encoder
 from .errors import ConfigError
 from .filters.base import TokenFilter, TokenRoles
@@ -369,11 +370,10 @@ def _check_alignment(aligner: Aligner, batch: PairBatch, scores: dict[str, torch
 def _round_trip(composition: Any, stage: str) -> Any:
     """``composition`` written to a composition file (TOML) and built from it again."""
     try:
-        spec = to_spec(composition)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "part.toml"
-            write_spec(spec, path)
-            return build(read_spec(path), folder)
+            path.write_text(RunSpec(composition=composition).toml(), encoding="utf-8")
+            return compile_run([file_source(path)]).composition
     except Exception as exc:  # noqa: BLE001 - whatever breaks the round trip is the finding
         raise _fail("spec round trip", f"the {stage} cannot be written to a composition file and read back "
                                        f"({type(exc).__name__}: {exc}); register its class and keep its "
@@ -431,7 +431,7 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     """
     tol = tolerance(dtype) if atol is None else atol
     resolved = aggregator.resolve(num_layers, default_layer)
-    layers = tuple(resolved.layers)
+    layers = tuple(resolved.layers_read())
     if not layers or not all(isinstance(k, int) and 0 <= k <= num_layers for k in layers):
         raise _fail("layers", f"resolved for {num_layers} blocks, the layers are {layers!r}, not numbers in "
                               f"0..{num_layers}")

@@ -6,10 +6,9 @@ scores (Williams test, bootstrap intervals) and ``write_outputs`` writes the tab
 and signatures.
 """
 
-from .grid import Column, Grid, ModelSpec, PartSpec, Row, load_grid, parse_grid
+from .grid import Entry, Grid, load_grid, parse_grid
 from .report import CellStat, evaluate, markdown, write_outputs
-from .runner import CellRun, GridRun, Skip, build_scorer, model_available, run_grid
+from .runner import CellPlan, CellRun, GridRun, Plan, model_available, plan, run_grid
 
-__all__ = ["CellRun", "CellStat", "Column", "Grid", "GridRun", "ModelSpec", "PartSpec", "Row", "Skip",
-           "build_scorer", "evaluate", "load_grid", "markdown", "model_available", "parse_grid", "run_grid",
-           "write_outputs"]
+__all__ = ["CellPlan", "CellRun", "CellStat", "Entry", "Grid", "GridRun", "Plan", "evaluate", "load_grid",
+           "markdown", "model_available", "parse_grid", "plan", "run_grid", "write_outputs"]

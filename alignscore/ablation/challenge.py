@@ -10,20 +10,18 @@ of them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..evaluation.challenge import ALL, CompositionResult, Item, categories, evaluate_scores, jsonl, run_challenge
+from ..config.compile import Source
 from ..evaluation.wmt import LangPair
-from ..runtime import Runtime
-from ..scorer import Scorer
 from ..textio import replacing
-from ..weighting.schemes import Corpus
 from .grid import Grid
-from .runner import Skip, build_composition, grid_encoders, row_display_name
+from .runner import plan
 
 ALPHA = 0.05  # level of the paired test marked in the table
 OUTPUT_FILES = {"table": "table.md", "results": "results.jsonl", "heatmap": "heatmap.png"}
@@ -40,10 +38,6 @@ class GridChallenge:
     references: list[CompositionResult] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)
-
-
-def _idf_l(spec: Any) -> bool:
-    return spec.weighting == "idf-L" or getattr(spec.weighting, "name", None) == "idf-L"
 
 
 def reference_scores(items: Sequence[Item]) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
@@ -66,16 +60,18 @@ def reference_scores(items: Sequence[Item]) -> list[tuple[str, str, np.ndarray, 
     return out
 
 
-def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequence[str] | None = None,
-                       idf_corpus_name: str | Path | None = None, device: str | None = None, batch_size: int = 64,
-                       download: bool = False, progress: bool = False, resamples: int = 1000, seed: int = 0,
-                       references: bool = True, log: Callable[[str], None] | None = None) -> GridChallenge:
+def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source] = (), *,
+                       idf_corpus: Sequence[str] | None = None, idf_corpus_name: str | Path | None = None,
+                       models: Mapping[str, str] | None = None, download: bool = False, progress: bool = False,
+                       resamples: int = 1000, seed: int = 0, references: bool = True,
+                       log: Callable[[str], None] | None = None) -> GridChallenge:
     """Score the challenge ``items`` with every cell of ``grid``; each cell is tested (paired
     bootstrap of the accuracy difference) against the cell of the grid's first row in its column.
 
     Parameters:
-        grid: the grid, its models overridden as wanted (:meth:`Grid.with_models`).
+        grid: the grid (:func:`~alignscore.ablation.grid.load_grid`).
         items: the challenge set (:func:`~alignscore.evaluation.challenge.read_items`).
+        flags, models: the command's options, as for :func:`~alignscore.ablation.runner.run_grid`.
         idf_corpus: the sentences idf-L rows count document frequencies in (none: those rows
             are skipped with a note).
         references: also sacreBLEU's sentence BLEU and chrF (when it is installed).
@@ -85,33 +81,20 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequenc
         A :class:`GridChallenge`; cells are labelled ``"<row> / <column>"``.
     """
     say = log or (lambda _msg: None)
-    encoders, problems = grid_encoders(grid, device, download)
     # the challenge set stands where a language pair would: only its idf-L corpus is read
     place = LangPair("", "challenge", "set", [], [], np.zeros(0),
                      idf_corpus=list(idf_corpus) if idf_corpus is not None else None,
                      idf_corpus_path=Path(idf_corpus_name) if idf_corpus_name else None)
-    corpora: dict[Any, Corpus] = {}
+    checked = plan(grid, [place], flags, models, download)
     names, scorers, skipped, cells = [], [], {}, []
-    runtime = Runtime(batch_size=batch_size, progress=progress, device=device)
-    for i, row in enumerate(grid.rows):
-        for j, col in enumerate(grid.columns):
-            spec = grid.cell(row, col)
-            enc = encoders.get(grid.models[spec.model].model)
-            label = f"{row_display_name(row.name, spec, grid, enc)} / {col.name}"
-            if enc is None:
-                skipped[label] = problems[grid.models[spec.model].model]
-                continue
-            if _idf_l(spec) and place.idf_corpus is None:
-                skipped[label] = "idf-L needs a corpus: pass --idf-corpus FILE"
-                continue
-            try:
-                composition = build_composition(spec, grid, enc, place, corpora)
-            except Skip as exc:
-                skipped[label] = str(exc)
-                continue
-            names.append(label)
-            scorers.append(Scorer(enc, composition, runtime))
-            cells.append((i, j))
+    for c in checked.cells:
+        label = f"{checked.row_names[c.row]} / {grid.columns[c.column].name}"
+        if c.scorer is None:
+            skipped[label] = c.skipped or "skipped"
+            continue
+        names.append(label)
+        scorers.append(replace(c.scorer, runtime=replace(c.scorer.runtime, progress=progress)))
+        cells.append((c.row, c.column))
     say(f"{len(scorers)} cell(s) on {len(items)} items ({len(skipped)} skipped)")
     # each cell is tested against the first row's cell of its column: what the row's parts change
     first = {j: k for k, (i, j) in enumerate(cells) if i == 0}
@@ -119,7 +102,7 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], *, idf_corpus: Sequenc
     results = run_challenge(scorers, items, names, resamples, seed, against) if scorers else []
     reference = reference_scores(items) if references else []
     refs = evaluate_scores(items, reference, resamples, seed, [None] * len(reference))
-    return GridChallenge(grid, list(items), results, refs, skipped, {k: m.model for k, m in grid.models.items()})
+    return GridChallenge(grid, list(items), results, refs, skipped, checked.models)
 
 
 def _columns(run: GridChallenge) -> tuple[list[str], list[str]]:

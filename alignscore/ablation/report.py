@@ -162,8 +162,7 @@ def _describe(run: GridRun, command: str | None) -> list[str]:
         if lp.idf_corpus is not None:
             name = lp.idf_corpus_path.name if lp.idf_corpus_path else "corpus"
             corp.append(f"{lp.name}: {name} ({len([t for t in lp.idf_corpus if t.strip()])} sentences)")
-    grid = run.grid
-    if any(grid.cell(r, c).weighting == "idf-L" for r in grid.rows for c in grid.columns):
+    if run.idf_l:
         out.append("idf-L corpora: " + ("; ".join(corp) if corp else "none") + ".  ")
     empties = sum(c.empty for c in run.cells if c.scores is not None)
     if empties:

@@ -1,46 +1,41 @@
 """Running an ablation grid: every cell's scores, through the engine, each sentence encoded once.
 
-The grid's cells (row x column x language pair) are each a composition
-(:class:`~alignscore.composition.Composition`, built from the cell's spec); running them one by
-one would encode the same sentences again for every cell. Here, per model and language pair,
-:func:`~alignscore.engine.score_many` scores every cell of that model at once: one forward pass per
-batch gives every layer any cell reads and every aggregator is applied in that pass; weights,
-token roles and identical alignments are shared between cells, and each aligner scores all the
-masses of a batch together.
+Every cell of a grid, for every language pair, is compiled by the one compiler into a run
+(:meth:`Grid.sources <alignscore.ablation.grid.Grid.sources>`) and checked against its model
+before anything is encoded (:func:`plan`): a cell that cannot be built is an error, and only a
+model that is not on this machine, or a language pair without an idf-L corpus, makes a cell
+skipped. Then, per encoder (model and encoder settings), :func:`~alignscore.engine.score_groups`
+scores every cell of that encoder at once: one forward pass per batch gives every layer any cell
+reads, every aggregator is applied in that pass; weights, token roles and identical alignments
+are shared between cells, and each aligner scores all the masses of a batch together.
 
-The numbers are those of the cell's composition scored alone (:func:`build_scorer`); only the
-batches differ, which changes nothing beyond float rounding.
+The numbers are those of the cell's run scored alone (``alignscore score`` with the same
+options); only the batches differ, which changes nothing beyond float rounding.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..composition import Composition, build, build_filter
+from ..aggregators.single import SingleLayer
+from ..composition import Composition
+from ..config import RunSpec, check_model, encoder_of
+from ..config.compile import Source, compile_run, merge
 from ..encoders.base import Encoder
-from ..encoders.spec import EncoderSpec
-from ..spec import encoder_of
 from ..encoders.layers import packaged_model_dir
 from ..engine import Pairs, score_groups
-from ..errors import AlignScoreError, ConfigError, ModelLoadError
+from ..errors import ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
-from ..runtime import Runtime
 from ..scorer import Scorer
 from ..weighting.schemes import Corpus
-from .grid import CellSpec, Grid
+from .grid import Entry, Grid
 
-__all__ = ["CellRun", "GridRun", "Skip", "build_composition", "build_filter", "build_scorer", "grid_encoders",
-           "model_available", "row_display_name", "run_grid"]
-
-
-class Skip(Exception):
-    """A cell that cannot run here (model not on this machine, no idf-L corpus, a layer the
-    model does not have); the table shows the reason instead of a number."""
+__all__ = ["CellPlan", "CellRun", "GridRun", "Plan", "model_available", "plan", "run_grid"]
 
 
 @dataclass
@@ -66,6 +61,7 @@ class GridRun:
     cells: list[CellRun]
     models: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    idf_l: bool = False
 
     def cell(self, row: int, column: int, lang_pair: str) -> CellRun:
         for c in self.cells:
@@ -87,98 +83,128 @@ def model_available(name: str) -> bool:
         return False
 
 
-def build_composition(spec: CellSpec, grid: Grid, encoder: Encoder, lang_pair: LangPair,
-                      corpora: dict[Any, Corpus] | None = None) -> Composition:
-    """The composition of one cell for one language pair (idf-L reads that pair's corpus),
-    resolved for ``encoder``.
+@dataclass
+class CellPlan:
+    """One cell for one place (a language pair, or a challenge set): its run and its
+    composition resolved for the encoder, or why it is skipped."""
 
-    Raises:
-        Skip: the cell cannot run here.
-        ConfigError: the grid composes parts that do not fit.
-    """
-    role = grid.models[spec.model]
-    cell = spec.spec(role.model, role.layer)
-    if spec.weighting == "idf-L" or getattr(spec.weighting, "name", None) == "idf-L":
-        if lang_pair.idf_corpus is None:
-            raise Skip(f"no idf-L corpus for {lang_pair.name} (put newstest{lang_pair.year}-"
-                       f"{lang_pair.src}{lang_pair.tgt}-ref.{lang_pair.tgt} next to the data, or pass --idf-corpus)")
-        # one corpus object per file: its document frequencies are counted once for every cell
-        key = lang_pair.idf_corpus_path or id(lang_pair.idf_corpus)
-        corpora = {} if corpora is None else corpora
-        path = lang_pair.idf_corpus_path
-        corpus = corpora.setdefault(key, Corpus(lang_pair.idf_corpus, path.name if path else None))
-        cell["idf_corpus"] = corpus
-    composition = build(cell, grid.base_dir, where=f"cell {spec.aligner}")
-    try:
-        return composition.resolve(encoder)
-    except ConfigError as exc:
-        if "does not exist" in str(exc):
-            raise Skip(f"{exc}") from None
-        raise
-
-
-def build_scorer(spec: CellSpec, grid: Grid, encoder: Encoder, lang_pair: LangPair,
-                 batch_size: int = 64) -> Scorer:
-    """A :class:`Scorer` of one cell for one language pair: the cell's composition alone."""
-    return Scorer(encoder, build_composition(spec, grid, encoder, lang_pair), Runtime(batch_size=batch_size))
-
-
-def row_display_name(template: str, spec: CellSpec, grid: Grid, encoder: Encoder | None) -> str:
-    """A row name with ``{layer}`` (the resolved single layer) and ``{model}`` filled in."""
-    if "{" not in template:
-        return template
-    role = grid.models[spec.model]
-    layer: Any = spec.spec(role.model, role.layer)["layer"]
-    if encoder is not None and spec.aggregator.name == "single":
-        try:
-            layer = build({"layer": layer}).resolve(encoder).aggregator.layers[0]
-        except AlignScoreError:
-            pass
-    try:
-        return template.format(layer=layer, model=grid.models[spec.model].model)
-    except (KeyError, IndexError, ValueError):
-        raise ConfigError(f"row name {template!r}: only {{layer}} and {{model}} can be filled in") from None
-
-
-def grid_encoders(grid: Grid, device: str | None = None, download: bool = False
-                  ) -> tuple[dict[str, Encoder], dict[str, str]]:
-    """One encoder per model of the grid's roles, and why each model that cannot run here cannot
-    (not on this machine without ``download``, or its tokenizer or config does not load)."""
-    encoders: dict[str, Encoder] = {}
-    model_problem: dict[str, str] = {}
-    for spec in grid.models.values():
-        name = spec.model
-        if name in encoders or name in model_problem:
-            continue
-        if not download and not model_available(name):
-            model_problem[name] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
-            continue
-        enc = encoder_of(EncoderSpec(name), device)
-        try:
-            enc.num_layers  # loads the tokenizer and config (never the weights yet)
-        except ModelLoadError as exc:
-            model_problem[name] = str(exc)
-            continue
-        encoders[name] = enc
-    return encoders, model_problem
+    row: int
+    column: int
+    place: str
+    spec: RunSpec | None = None
+    scorer: Scorer | None = None
+    composition: Composition | None = None
+    skipped: str | None = None
 
 
 @dataclass
-class _Job:
-    cell: CellRun
-    composition: Composition
+class Plan:
+    """Every cell of a grid over its places, checked; ``row_names`` with ``{layer}`` and
+    ``{model}`` filled in; ``models``: the model each role runs; ``idf_l``: whether a cell asks
+    for idf-L."""
+
+    cells: list[CellPlan]
+    row_names: list[str]
+    models: dict[str, str]
+    idf_l: bool = False
 
 
-def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None = None, batch_size: int = 64,
-             download: bool = False, progress: bool = False,
+def plan(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
+         models: Mapping[str, str] | None = None, download: bool = False) -> Plan:
+    """Compile and check every cell of ``grid`` for every place: each cell's run (the
+    place's idf-L corpus supplied where the cell's weighting reads one) and its composition
+    resolved for its model (the model's configuration and tokenizer are read, not its weights).
+
+    Raises:
+        ConfigError: a cell that cannot be built, naming the grid's key (or the command's
+            option) at fault.
+    """
+    corpora = {id(p): Corpus(p.idf_corpus, p.idf_corpus_path.name if p.idf_corpus_path else None)
+               for p in places if p.idf_corpus is not None}
+    encoders: dict[Any, Encoder | str] = {}
+    cells: list[CellPlan] = []
+    names: list[str] = []
+    roles: dict[str, str] = {}
+    idf_l = False
+    for i, row in enumerate(grid.rows):
+        shown = None
+        for j, column in enumerate(grid.columns):
+            sources = grid.sources(row, column, flags, models)
+            role = grid.role(row, column)
+            merged = merge(sources)
+            needs_corpus = merged.part("weighting") == "idf-L" and merged.given("idf_corpus") is None
+            idf_l = idf_l or merged.part("weighting") == "idf-L"
+            for place in places:
+                cell = CellPlan(i, j, place.name)
+                cells.append(cell)
+                if needs_corpus and id(place) not in corpora:
+                    cell.skipped = _no_corpus(place)
+                    continue
+                cell.spec = compile_run(sources, {"idf_corpus": corpora[id(place)]} if needs_corpus else None)
+                roles.setdefault(role, cell.spec.encoder.model)
+                encoder = _encoder(cell.spec, encoders, download)
+                if isinstance(encoder, str):
+                    cell.skipped = encoder
+                    continue
+                cell.scorer = Scorer(encoder, cell.spec.composition, cell.spec.runtime)
+                try:
+                    check_model(cell.scorer, cell.spec.labels)
+                except ModelLoadError as exc:
+                    cell.skipped, cell.scorer = str(exc), None
+                    continue
+                cell.composition = cell.scorer.resolved()
+                if shown is None:
+                    shown = _display(row, cell)
+        names.append(shown or row.name)
+    for role in grid.roles:
+        roles.setdefault(role, grid.model(role, flags, models))
+    return Plan(cells, names, roles, idf_l)
+
+
+def _no_corpus(place: LangPair) -> str:
+    if place.year:
+        return (f"no idf-L corpus for {place.name} (put newstest{place.year}-{place.src}{place.tgt}-ref.{place.tgt} "
+                "next to the data, or pass --idf-corpus)")
+    return "idf-L needs a corpus: pass --idf-corpus FILE"
+
+
+def _encoder(spec: RunSpec, encoders: dict[Any, Encoder | str], download: bool) -> Encoder | str:
+    """One encoder per encoder spec and device, or why its model cannot run here."""
+    key = (spec.encoder, spec.runtime.device)
+    if key not in encoders:
+        name = spec.encoder.model
+        if not download and not model_available(name):
+            encoders[key] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
+        else:
+            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
+    return encoders[key]
+
+
+def _display(row: Entry, cell: CellPlan) -> str:
+    """A row name with ``{layer}`` (the resolved single layer) and ``{model}`` filled in."""
+    if "{" not in row.name:
+        return row.name
+    composition = cell.composition
+    assert composition is not None
+    layer: Any = composition.aggregator.layer if isinstance(composition.aggregator, SingleLayer) else None
+    assert cell.spec is not None
+    try:
+        return row.name.format(layer=layer, model=cell.spec.encoder.model)
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(f"row name {row.name!r}: only {{layer}} and {{model}} can be filled in") from None
+
+
+def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source] = (), *,
+             models: Mapping[str, str] | None = None, download: bool = False, progress: bool = False,
              log: Callable[[str], None] | None = None) -> GridRun:
     """Score every cell of ``grid`` on every language pair.
 
     Args:
-        grid: the grid, with its models already overridden as wanted (:meth:`Grid.with_models`).
+        grid: the grid (:func:`~alignscore.ablation.grid.load_grid`).
         lang_pairs: the data (:func:`~alignscore.evaluation.wmt.load_daseg`).
-        device: where the encoders run.
-        batch_size: texts per encoder batch (changes a score by float rounding at most).
+        flags: the command's options (sources: its preset or run file, then its flags), layered
+            on each cell's model role (:meth:`Grid.sources`).
+        models: the models the command names per role kind (``--mnli-model``, ``--static-model``).
         download: allow models that are not on this machine to be downloaded; otherwise cells
             of such models are skipped with a note.
         progress: progress bars on stderr; ``log`` receives one line per stage.
@@ -186,61 +212,42 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], *, device: str | None =
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t_start = time.perf_counter()
-    encoders, model_problem = grid_encoders(grid, device, download)
-
-    cells: list[CellRun] = []
-    jobs: dict[str, list[_Job]] = {}
-    corpora: dict[Any, Corpus] = {}
-    row_names: list[str] = []
-    for i, row in enumerate(grid.rows):
-        display = None
-        for j, col in enumerate(grid.columns):
-            spec = grid.cell(row, col)
-            model = grid.models[spec.model].model
-            enc = encoders.get(model)
-            if display is None:
-                display = row_display_name(row.name, spec, grid, enc)
-            for lp in lang_pairs:
-                cell = CellRun(i, j, lp.name)
-                cells.append(cell)
-                if enc is None:
-                    cell.skipped = model_problem[model]
-                    continue
-                try:
-                    composition = build_composition(spec, grid, enc, lp, corpora)
-                except Skip as exc:
-                    cell.skipped = str(exc)
-                    continue
-                cell.signature = composition.signature(enc)
-                jobs.setdefault(model, []).append(_Job(cell, composition))
-        row_names.append(display or row.name)
+    checked = plan(grid, lang_pairs, flags, models, download)
+    cells = [CellRun(c.row, c.column, c.place, skipped=c.skipped) for c in checked.cells]
+    groups: dict[Any, list[tuple[CellRun, CellPlan]]] = {}
+    for run, c in zip(cells, checked.cells):
+        if c.scorer is not None:
+            assert c.spec is not None
+            run.signature = str(c.scorer.signature())
+            groups.setdefault((c.spec.encoder, c.spec.runtime.device), []).append((run, c))
     seconds = {"plan": time.perf_counter() - t_start}
-
-    runtime = Runtime(batch_size=batch_size, progress=progress)
-    for model, model_jobs in jobs.items():
+    for jobs in groups.values():
         try:
-            _run_model(encoders[model], model_jobs, lang_pairs, runtime, say, seconds)
+            _run_encoder(jobs, lang_pairs, progress, say, seconds)
         except ModelLoadError as exc:
-            for job in model_jobs:
-                job.cell.skipped, job.cell.scores = str(exc), None
+            for run, _ in jobs:
+                run.skipped, run.scores = str(exc), None
     seconds["total"] = time.perf_counter() - t_start
-    models = {key: spec.model for key, spec in grid.models.items()}
-    return GridRun(grid, lang_pairs, row_names, cells, models, seconds)
+    return GridRun(grid, lang_pairs, checked.row_names, cells, checked.models, seconds, checked.idf_l)
 
 
-def _run_model(encoder: Encoder, jobs: list[_Job], lang_pairs: Sequence[LangPair], runtime: Runtime,
-               say: Callable[[str], None], seconds: dict[str, float]) -> None:
-    """Every cell of one model: one engine call, every language pair's sentences encoded once."""
+def _run_encoder(jobs: list[tuple[CellRun, CellPlan]], lang_pairs: Sequence[LangPair], progress: bool,
+                 say: Callable[[str], None], seconds: dict[str, float]) -> None:
+    """Every cell of one encoder: one engine call, every language pair's sentences encoded once."""
     t = time.perf_counter()
-    used = [lp for lp in lang_pairs if any(j.cell.lang_pair == lp.name for j in jobs)]
-    per_lp = [[j for j in jobs if j.cell.lang_pair == lp.name] for lp in used]
-    layers = sorted({k for j in jobs for k in j.composition.aggregator.layers})
+    first = jobs[0][1]
+    assert first.scorer is not None and first.spec is not None
+    encoder = first.scorer.encoder
+    runtime = replace(first.spec.runtime, progress=progress)
+    used = [lp for lp in lang_pairs if any(run.lang_pair == lp.name for run, _ in jobs)]
+    per_lp = [[(run, c) for run, c in jobs if run.lang_pair == lp.name] for lp in used]
+    layers = sorted({k for _, c in jobs for k in c.composition.aggregator.layers_read()})  # type: ignore[union-attr]
     say(f"{len(jobs)} cell(s) of {len(used)} language pair(s) with {encoder.name}: layers "
         f"{','.join(map(str, layers))} in one pass")
     results = score_groups(encoder, [Pairs.from_pairs(lp.references, lp.candidates) for lp in used],
-                           [[j.composition for j in lp_jobs] for lp_jobs in per_lp], runtime)
+                           [[c.composition for _, c in lp_jobs] for lp_jobs in per_lp], runtime)
     for lp_jobs, lp_results in zip(per_lp, results):
-        for job, result in zip(lp_jobs, lp_results):
-            job.cell.scores = result.metrics[job.composition.metric].double().numpy()
-            job.cell.empty = int(result.empty.sum())
+        for (run, c), result in zip(lp_jobs, lp_results):
+            run.scores = result.metrics[c.composition.metric].double().numpy()  # type: ignore[union-attr,index]
+            run.empty = int(result.empty.sum())
     seconds[f"score {encoder.name}"] = time.perf_counter() - t

@@ -9,45 +9,49 @@ of one model, once, when a composition is built for that model. After that :attr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from numbers import Integral
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
 from ..errors import ConfigError
+from ..settings import SettingError
 
 
-def check_layer(k: Any, what: str = "layer") -> int:
-    """``k`` as an int when it is an integer (``True``, ``"4"`` and ``4.0`` are not)."""
-    if isinstance(k, bool) or not isinstance(k, Integral):
-        raise ConfigError(f"{what} must be an integer, not {k!r}")
-    return int(k)
-
-
-def check_layer_spec(spec: Any, owner: str) -> tuple[int, ...]:
-    """A non-empty sequence of layer numbers as a tuple of ints."""
-    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
-        raise ConfigError(f"the {owner} aggregator needs a list of layers, not {spec!r}")
-    layers = tuple(check_layer(k) for k in spec)
-    if not layers:
-        raise ConfigError(f"the {owner} aggregator needs at least one layer")
-    return layers
-
-
-def resolve_layers(spec: Sequence[int], num_layers: int) -> tuple[int, ...]:
+def resolve_layers(spec: Sequence[int], num_layers: int, setting: str = "layers") -> tuple[int, ...]:
     """Layer numbers of a model with ``num_layers`` blocks; negative numbers count from the top
-    (-1 is the last block), so ``(-5, ..., -1)`` is "the last five layers" of any model."""
+    (-1 is the last block), so ``(-5, ..., -1)`` is "the last five layers" of any model. A
+    layer the model does not have is a :class:`~alignscore.settings.SettingError` of ``setting``."""
     out = []
     for k in spec:
         r = k + num_layers + 1 if k < 0 else k
         if not 0 <= r <= num_layers:
-            raise ConfigError(f"layer {k} does not exist: the model has layers 0..{num_layers}")
+            raise SettingError(setting, f"layer {k} does not exist: the model has layers 0..{num_layers} "
+                                        f"(or -{num_layers}..-1 from the top)")
         out.append(r)
     return tuple(out)
 
 
 def layer_list(layers: Sequence[int]) -> str:
     return ",".join(map(str, layers))
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """What an aggregator hands on per token, so that the parts after it can say what they need
+    before anything runs: ``kind`` is ``"layer"`` (one layer's vector, :class:`SingleLayer`),
+    ``"mix"`` (one vector mixed from several layers, of a layer's width), ``"concat"`` (several
+    vectors of a layer's width concatenated) or ``"stack"`` (``layers`` unit vectors, one per
+    layer, side by side: an aligner may read each layer back); ``layers`` is how many layers
+    it reads."""
+
+    kind: str
+    layers: int
+
+    def __str__(self) -> str:
+        return {"layer": "one layer's vectors", "mix": f"one vector mixed from {self.layers} layers",
+                "concat": f"a concatenation of means of {self.layers} layers",
+                "stack": f"a stack of {self.layers} layers"}.get(self.kind, self.kind)
 
 
 class Aggregator(ABC):
@@ -61,10 +65,13 @@ class Aggregator(ABC):
         default layer (BERTScore's table) is ``default_layer``; raises ConfigError when a layer
         does not exist or none is given and there is no default."""
 
-    @property
     @abstractmethod
-    def layers(self) -> tuple[int, ...]:
+    def layers_read(self) -> tuple[int, ...]:
         """The layers read, in the order of the states :meth:`__call__` receives (resolved)."""
+
+    @abstractmethod
+    def output(self) -> Vectors:
+        """What each token's vector is (known before any model is loaded)."""
 
     @abstractmethod
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
@@ -74,7 +81,8 @@ class Aggregator(ABC):
     def signature(self) -> str:
         """What pins this aggregator's numbers, its layers included (resolved)."""
 
-    def _resolved(self, spec: Sequence[int]) -> tuple[int, ...]:
+    @staticmethod
+    def _resolved(spec: Sequence[int]) -> tuple[int, ...]:
         if any(k < 0 for k in spec):
             raise ConfigError(f"layers {layer_list(spec)} count from the top of a model: resolve the "
                               f"aggregator against one first")

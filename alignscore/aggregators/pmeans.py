@@ -9,9 +9,9 @@ from numbers import Real
 import torch
 
 from ..errors import ConfigError
-from ..settings import setting
+from ..settings import SettingError, check_settings, setting
 from .._ops import unit
-from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
+from .base import Aggregator, Vectors, layer_list, resolve_layers
 
 
 def check_power(p: object) -> float:
@@ -95,7 +95,7 @@ class PowerMeans(Aggregator):
     """Concatenation of power means across layers: ``h_t = [M_{p_1}(...); ...; M_{p_n}(...)]``.
 
     Args:
-        layers_spec: layers to aggregate; negative numbers count from the top, so the default
+        layers: layers to aggregate; negative numbers count from the top, so the default
             ``(-5, -4, -3, -2, -1)`` is "the last five layers" of any model (MoverScore).
         powers: the exponents, concatenated in this order; MoverScore v1 uses ``(-inf, 1, inf)``
             i.e. [min, mean, max]. Each is ``-inf``, ``inf`` or a finite number > 0
@@ -103,27 +103,27 @@ class PowerMeans(Aggregator):
         normalize: L2-normalise each layer's token vectors first (MoverScore v1 does).
     """
 
-    layers_spec: tuple[int, ...] = setting((-5, -4, -3, -2, -1), flag="--layers", help=(
+    layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",), metavar="LIST", help=(
         "Layers of pmeans, routing or stack, e.g. '-5,-4,-3,-2,-1' (the default: the last five) or '8-12'."))
-    powers: tuple[float, ...] = setting((-math.inf, 1.0, math.inf), help=(
-        "Power-mean exponents of pmeans, e.g. '-inf,1,inf' (the default: min, mean, max)."))
+    powers: tuple[float, ...] = setting((-math.inf, 1.0, math.inf), infinite=True, metavar="LIST", help=(
+        "Power-mean exponents of pmeans, e.g. '-inf,1,inf' (the default: min, mean, max); each -inf, inf or > 0."))
     normalize: bool = setting(True, help="pmeans, routing: L2-normalise each layer's token vectors first (default).")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "pmeans"))
-        if isinstance(self.powers, (str, bytes)) or not hasattr(self.powers, "__iter__"):
-            raise ConfigError(f"powers must be a list of exponents, not {self.powers!r}")
-        powers = tuple(check_power(p) for p in self.powers)
-        if not powers:
-            raise ConfigError("power means need at least one exponent")
-        object.__setattr__(self, "powers", powers)
+        check_settings(self)
+        try:
+            object.__setattr__(self, "powers", tuple(check_power(p) for p in self.powers))
+        except ConfigError as exc:
+            raise SettingError("powers", str(exc)) from None
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "PowerMeans":
-        return replace(self, layers_spec=resolve_layers(self.layers_spec, num_layers))
+        return replace(self, layers=resolve_layers(self.layers, num_layers))
 
-    @property
-    def layers(self) -> tuple[int, ...]:
-        return self._resolved(self.layers_spec)
+    def layers_read(self) -> tuple[int, ...]:
+        return self._resolved(self.layers)
+
+    def output(self) -> Vectors:
+        return Vectors("concat", len(self.layers))
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
@@ -132,4 +132,4 @@ class PowerMeans(Aggregator):
 
     def signature(self) -> str:
         ps = ",".join(map(_shortest, self.powers))
-        return f"pmeans(L{layer_list(self.layers)};p={ps}{';norm' if self.normalize else ''})"
+        return f"pmeans(L{layer_list(self.layers_read())};p={ps}{';norm' if self.normalize else ''})"

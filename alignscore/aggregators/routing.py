@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..errors import ConfigError
-from ..settings import setting
+from ..settings import check_settings, setting
 from .._ops import unit
-from .base import Aggregator, check_layer_spec, layer_list, resolve_layers
+from .base import Aggregator, Vectors, layer_list, resolve_layers
 
 KERNELS = ("gaussian", "epanechnikov")
 
@@ -110,44 +110,42 @@ class Routing(Aggregator):
     mode that mean-shift KDE clustering finds among its layer vectors (see :func:`route`).
 
     Args:
-        layers_spec: layers to aggregate; negative numbers count from the top, so the default is
+        layers: layers to aggregate; negative numbers count from the top, so the default is
             "the last five layers" of any model (as for MoverScore's power means).
         kernel: ``"gaussian"`` or ``"epanechnikov"``.
         bandwidth: ``h``; distances are divided by ``h^2``.
         alpha: step size of the logit update.
-        max_iter: iterations per token, at most.
-        tol: a token stops when its loss changes by less than this.
+        routing_iter: iterations per token, at most.
+        routing_tol: a token stops when its loss changes by less than this.
         normalize: L2-normalise each layer's token vectors first, so that layers of different
             scales are comparable (as MoverScore does before power means).
     """
 
-    layers_spec: tuple[int, ...] = setting((-5, -4, -3, -2, -1), flag="--layers")
+    layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",))
     kernel: str = setting("gaussian", choices=KERNELS, help="routing: the kernel of the mean shift.")
-    bandwidth: float = setting(1.0, help="routing: the kernel's bandwidth h (> 0).")
-    alpha: float = setting(1.0, help="routing: the step size of the logit update.")
-    max_iter: int = setting(50, flag="--routing-iter", help="routing: iterations per token, at most.")
-    tol: float = setting(1e-6, flag="--routing-tol", help="routing: a token stops below this change.")
+    bandwidth: float = setting(1.0, gt=0, help="routing: the kernel's bandwidth h.")
+    alpha: float = setting(1.0, gt=0, help="routing: the step size of the logit update.")
+    routing_iter: int = setting(50, ge=1, aliases=("max_iter",), help="routing: iterations per token, at most.")
+    routing_tol: float = setting(1e-6, ge=0, aliases=("tol",), help="routing: a token stops below this change.")
     normalize: bool = setting(True)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers_spec", check_layer_spec(self.layers_spec, "routing"))
-        if self.kernel not in KERNELS:
-            raise ConfigError(f"unknown routing kernel {self.kernel!r}; choose one of: {', '.join(KERNELS)}")
-        if self.bandwidth <= 0 or self.max_iter < 1 or self.tol < 0:
-            raise ConfigError("routing needs bandwidth > 0, max_iter >= 1 and tol >= 0")
+        check_settings(self)
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "Routing":
-        return replace(self, layers_spec=resolve_layers(self.layers_spec, num_layers))
+        return replace(self, layers=resolve_layers(self.layers, num_layers))
 
-    @property
-    def layers(self) -> tuple[int, ...]:
-        return self._resolved(self.layers_spec)
+    def layers_read(self) -> tuple[int, ...]:
+        return self._resolved(self.layers)
+
+    def output(self) -> Vectors:
+        return Vectors("mix", len(self.layers))
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
             states = unit(states)
-        return route(states, self.kernel, self.bandwidth, self.alpha, self.max_iter, self.tol)
+        return route(states, self.kernel, self.bandwidth, self.alpha, self.routing_iter, self.routing_tol)
 
     def signature(self) -> str:
-        return (f"routing(L{layer_list(self.layers)};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
-                f"it={self.max_iter},tol={self.tol:g}{';norm' if self.normalize else ''})")
+        return (f"routing(L{layer_list(self.layers_read())};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
+                f"it={self.routing_iter},tol={self.routing_tol:g}{';norm' if self.normalize else ''})")

@@ -6,9 +6,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..errors import ConfigError
-from ..settings import setting
-from .base import Aggregator, check_layer, resolve_layers
+from ..settings import SettingError, check_settings, setting
+from .base import Aggregator, Vectors, resolve_layers
 
 
 @dataclass(frozen=True)
@@ -19,28 +18,29 @@ class SingleLayer(Aggregator):
     resolved for a model; a negative layer counts from the top (-1: the last block).
     """
 
-    layer: int | None = setting(None, flag="--layer", help=(
+    layer: int | None = setting(None, help=(
         "Layer for the single-layer aggregator (0 = embeddings; negative counts from the top). Default: the "
         "model's tuned layer."))
 
     def __post_init__(self) -> None:
-        if self.layer is not None:
-            object.__setattr__(self, "layer", check_layer(self.layer))
+        check_settings(self)
 
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "SingleLayer":
         k = self.layer if self.layer is not None else default_layer
         if k is None:
-            raise ConfigError(f"no layer given and the model has no default layer; give one (--layer N, 0..{num_layers})")
-        return replace(self, layer=resolve_layers((k,), num_layers)[0])
+            raise SettingError("layer", f"none given and the model has no default layer; give one (0..{num_layers})")
+        return replace(self, layer=resolve_layers((k,), num_layers, "layer")[0])
 
-    @property
-    def layers(self) -> tuple[int, ...]:
+    def layers_read(self) -> tuple[int, ...]:
         if self.layer is None:
-            raise ConfigError("the single-layer aggregator takes the model's default layer: resolve it first")
+            raise SettingError("layer", "the model's default layer: resolve the aggregator against a model first")
         return self._resolved((self.layer,))
+
+    def output(self) -> Vectors:
+        return Vectors("layer", 1)
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         return states[0]
 
     def signature(self) -> str:
-        return f"L{self.layers[0]}"
+        return f"L{self.layers_read()[0]}"

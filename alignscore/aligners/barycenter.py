@@ -12,17 +12,21 @@ barycenter support points, each of mass ``1 / k``. ``W2^2(mu, nu) = min_T <C, T>
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 
+from ..aggregators.base import Vectors
 from ..aggregators.stack import unstack_layers
 from ..errors import ConfigError
-from ..settings import setting
-from .base import Aligner, Alignment, PairBatch, number, real_number
+from ..settings import check_settings, setting
+from .base import Aligner, Alignment, PairBatch, number
 from .optimal import SCORE_FORMS, score_from_distance
 from .._ops import normalise_mass
 from .transport import exact_plans, pairwise_cost, sinkhorn_plans
+
+
+_AGGREGATOR_OF = {"concat": "pmeans", "mix": "routing"}
 
 
 def free_support_barycenters(locations: torch.Tensor, mass: torch.Tensor, members: torch.Tensor,
@@ -148,36 +152,43 @@ class BaryScore(Aligner):
     ``special_tokens="keep"`` and no token filter.
 
     Args:
-        layers: how many layers the stack holds (the aggregator's number of layers).
         reg: entropic regularisation of the final distance, in the units of the squared
             Euclidean cost; ``0`` for the exact distance.
-        score: ``"1-d"`` or ``"1/(1+d)"``.
+        score_form: ``"1-d"`` or ``"1/(1+d)"``.
         bary_iter, bary_tol: the barycenter's round limit and displacement threshold.
         max_iter, tol: Sinkhorn's iteration limit and marginal-error threshold.
+
+    It reads a stack of layers (the ``stack`` aggregator; one layer's vectors are a stack of
+    one): how many, it learns from the aggregator when the composition is made (:meth:`fit`).
     """
 
-    layers: int = setting(5, flag="--bary-layers", help="baryscore: how many layers the stack holds.")
-    reg: float = setting(0.01)
-    score: str = setting("1-d", flag="--score-form", choices=("1-d", "1/(1+d)"))
-    bary_iter: int = setting(1000, help="baryscore: the barycenter's round limit.")
-    bary_tol: float = setting(1e-7, help="baryscore: the barycenter's displacement threshold.")
-    max_iter: int = setting(10_000)
-    tol: float = setting(1e-9)
+    reg: float = setting(0.01, ge=0)
+    score_form: str = setting("1-d", choices=SCORE_FORMS, aliases=("score",))
+    bary_iter: int = setting(1000, ge=1, help="baryscore: the barycenter's round limit.")
+    bary_tol: float = setting(1e-7, ge=0, help="baryscore: the barycenter's displacement threshold.")
+    max_iter: int = setting(10_000, ge=1)
+    tol: float = setting(1e-9, gt=0)
+    _layers: int | None = field(default=None, repr=False)
 
     name = "baryscore"
     metrics = ("score",)
     primary = "score"
 
     def __post_init__(self) -> None:
-        for what in ("layers", "bary_iter", "max_iter"):
-            value = getattr(self, what)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{what} must be an integer >= 1, not {value!r}")
-        object.__setattr__(self, "reg", real_number(self.reg, "reg", zero_ok=True))
-        object.__setattr__(self, "tol", real_number(self.tol, "tol"))
-        object.__setattr__(self, "bary_tol", real_number(self.bary_tol, "bary_tol", zero_ok=True))
-        if self.score not in SCORE_FORMS:
-            raise ConfigError(f"unknown score form {self.score!r}; choose one of: {', '.join(SCORE_FORMS)}")
+        check_settings(self)
+
+    def fit(self, vectors: Vectors) -> "BaryScore":
+        if vectors.kind not in ("stack", "layer"):
+            raise ConfigError(f"aligner baryscore reads a stack of layers (aggregator stack, or one layer), not "
+                              f"{vectors} (aggregator {_AGGREGATOR_OF.get(vectors.kind, vectors.kind)})")
+        return replace(self, _layers=vectors.layers)
+
+    @property
+    def stack(self) -> int:
+        """How many layers the stack holds (known once :meth:`fit`)."""
+        if self._layers is None:
+            raise ConfigError("baryscore: fit it to the aggregator's vectors first (a Composition does)")
+        return self._layers
 
     def barycenters(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Both sides' barycenters ``[B, T, D]`` (float64), warning about any that did not settle."""
@@ -185,7 +196,7 @@ class BaryScore(Aligner):
         unsettled = total = 0
         for vectors, mass, members in ((batch.ref, batch.ref_mass, batch.ref_match),
                                        (batch.cand, batch.cand_mass, batch.cand_match)):
-            x, _, settled = free_support_barycenters(unstack_layers(vectors, self.layers), mass, members,
+            x, _, settled = free_support_barycenters(unstack_layers(vectors, self.stack), mass, members,
                                                      self.bary_iter, self.bary_tol)
             out.append(x)
             unsettled += int((~settled).sum())
@@ -205,7 +216,7 @@ class BaryScore(Aligner):
                           f"{self.max_iter} iterations (marginal error >= {number(self.tol)}); their last "
                           f"iterate is used", stacklevel=2)
         empty = (batch.ref_mass.sum(-1) <= 0) | (batch.cand_mass.sum(-1) <= 0)
-        score = score_from_distance(d, self.score)
+        score = score_from_distance(d, self.score_form)
         return {"score": torch.where(empty.to(d.device), torch.zeros_like(score), score).to(batch.ref.device)}
 
     def alignment(self, batch: PairBatch) -> Alignment:
@@ -213,6 +224,6 @@ class BaryScore(Aligner):
                           "per-token explanation")
 
     def signature(self) -> str:
-        return (f"baryscore(L={self.layers},sqeuclidean,{self.score},reg={number(self.reg)},"
+        return (f"baryscore(L={self.stack},sqeuclidean,{self.score_form},reg={number(self.reg)},"
                 f"iter<={self.max_iter},tol={number(self.tol)},bary<={self.bary_iter},"
                 f"bary_tol={number(self.bary_tol)})")

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Sequence
 
 import torch
 
+from ..aggregators.base import Vectors
 from ..errors import ConfigError
 
 NOT_FINITE = ("hold NaN or infinity (made by the encoder or the aggregator, e.g. a float16 overflow): "
@@ -66,10 +67,6 @@ class Aligner(ABC):
     name: ClassVar[str]
     metrics: tuple[str, ...]
     primary: str
-    #: a conservative estimate of one pair's alignment time on a 2-core CPU, for ``alignscore
-    #: tune``'s refusal of a space too large for its budget (an outside aligner that does not
-    #: state its own is taken to be as slow as entropic transport)
-    seconds_per_pair: ClassVar[float] = 0.1
 
     @abstractmethod
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
@@ -79,6 +76,13 @@ class Aligner(ABC):
     @abstractmethod
     def signature(self) -> str:
         """What pins this aligner's numbers (cost, score form, ...)."""
+
+    def fit(self, vectors: Vectors) -> "Aligner":
+        """This aligner for token vectors of the kind ``vectors`` (what the aggregator declares,
+        :meth:`~alignscore.aggregators.base.Aggregator.output`). Raises ConfigError where it
+        cannot use them; aligners that read the vectors' structure (BaryScore reads a stack of
+        layers) return a copy that knows it. Every aligner here takes any kind but BaryScore."""
+        return self
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
         """:meth:`__call__` for each of ``batches``: the same pairs and vectors (the very same

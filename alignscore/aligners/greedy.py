@@ -7,9 +7,8 @@ from typing import Sequence
 
 import torch
 
-from ..errors import ConfigError
-from ..settings import setting
-from .base import Aligner, Alignment, PairBatch, check_finite, number, real_number, same_vectors, weighted_mean
+from ..settings import check_settings, setting
+from .base import Aligner, Alignment, PairBatch, check_finite, number, same_vectors, weighted_mean
 
 
 # beta^2 P must stay finite in float32 (beta above about 1.8e19 overflows); beyond 1e6, F_beta is recall
@@ -140,20 +139,15 @@ class Greedy(Aligner):
             more, ``beta = 1`` equals ``f1``); ``None``: P, R and F1 only.
     """
 
-    beta: float | None = setting(None, help=(
+    beta: float | None = setting(None, ge=1 / MAX_BETA, le=MAX_BETA, help=(
         "greedy: also report F_beta, recall weighted beta^2 times precision (beta = 2: 4 to 1); F1 stays the "
-        "primary score."))
+        "primary score (beyond 1e-6..1e6, F_beta is precision or recall to within 1e-12)."))
 
     name = "greedy"
     primary = "f1"
-    seconds_per_pair = 0.0005
 
     def __post_init__(self) -> None:
-        if self.beta is not None:
-            object.__setattr__(self, "beta", real_number(self.beta, "beta"))
-            if not 1 / MAX_BETA <= self.beta <= MAX_BETA:
-                raise ConfigError(f"beta must lie in [{1 / MAX_BETA:g}, {MAX_BETA:g}] (beyond, F_beta is precision "
-                                  f"or recall to within 1e-12), not {self.beta!r}")
+        check_settings(self)
 
     @property
     def metrics(self) -> tuple[str, ...]:  # type: ignore[override]

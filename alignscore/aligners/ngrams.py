@@ -13,15 +13,6 @@ from ..errors import ConfigError
 SENTENCE = "sentence"
 
 
-def check_n_gram(n_gram: int | str) -> int | str:
-    """An n-gram size: an integer ``>= 1`` or ``"sentence"`` (one unit per text)."""
-    if n_gram == SENTENCE:
-        return n_gram
-    if isinstance(n_gram, bool) or not isinstance(n_gram, int) or n_gram < 1:
-        raise ConfigError(f"n_gram must be an integer >= 1 or 'sentence', not {n_gram!r}")
-    return n_gram
-
-
 def ngram_units(members: torch.Tensor, n_gram: int | str) -> torch.Tensor:
     """Sliding windows of ``n`` consecutive member tokens.
 

@@ -3,22 +3,19 @@ approximation, over tokens or n-gram windows (MoverScore)."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from abc import abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import Iterator, NamedTuple, Sequence, cast
 
 import numpy as np
 import torch
 
 from .._ops import balanced_rows, normalise_mass
-from ..errors import ConfigError
-from ..settings import setting
+from ..settings import SettingError, check_settings, setting
 from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors
-from .ngrams import (check_n_gram, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
+from .ngrams import (SENTENCE, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
                      window_size, window_sqnorms)
 from .transport import (COSTS, exact_plans, network_simplex, pairwise_cost,
                         single_threaded_blas, sinkhorn_plans)
@@ -158,19 +155,17 @@ class TransportAligner(Aligner):
     cost: str = setting("euclidean", choices=COSTS, help=(
         "Optimal transport: the cost between unit vectors, euclidean (moverscore_v2, the default) or "
         "sqeuclidean (MoverScore v1)."))
-    score: str = setting("1-d", flag="--score-form", choices=SCORE_FORMS, help=(
-        "Optimal transport: the score from the distance d, 1-d (moverscore 1.0.3, the default) or 1/(1+d)."))
-    n_gram: int | str = setting(1, help="Optimal transport: n-gram size (1, 2, ...) or 'sentence' (SMD).")
+    score_form: str = setting("1-d", choices=SCORE_FORMS, aliases=("score",), help=(
+        "Optimal transport, baryscore: the score from the distance d, 1-d (moverscore 1.0.3, the default) or "
+        "1/(1+d)."))
+    n_gram: int | str = setting(1, ge=1, choices=(SENTENCE,), help=(
+        "Optimal transport: n-gram size (1, 2, ...) or 'sentence' (SMD)."))
 
     metrics = ("score",)
     primary = "score"
 
     def __post_init__(self) -> None:
-        if self.cost not in COSTS:
-            raise ConfigError(f"unknown cost {self.cost!r}; choose one of: {', '.join(COSTS)}")
-        if self.score not in SCORE_FORMS:
-            raise ConfigError(f"unknown score form {self.score!r}; choose one of: {', '.join(SCORE_FORMS)}")
-        check_n_gram(self.n_gram)
+        check_settings(self)
 
     @abstractmethod
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -197,7 +192,7 @@ class TransportAligner(Aligner):
         a, b = normalise_mass(u.ref_mass.double()), normalise_mass(u.cand_mass.double())
         wmd = self.distances(u, a, b).to(a.device)
         empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
-        return {"score": torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score))}
+        return {"score": torch.where(empty, torch.zeros_like(wmd), score_from_distance(wmd, self.score_form))}
 
     def alignment(self, batch: PairBatch) -> Alignment:
         """Costs, the plan and per-unit contributions to the score.
@@ -216,8 +211,8 @@ class TransportAligner(Aligner):
         plan = self.plans(cost, a, b).to(cost.dtype)
         wmd = (plan * cost).sum((1, 2))
         empty = ((a.sum(-1) <= 0) | (b.sum(-1) <= 0)).unsqueeze(-1)
-        score = torch.where(empty.squeeze(-1), torch.zeros_like(wmd), score_from_distance(wmd, self.score))
-        k = torch.ones_like(wmd) if self.score == "1-d" else 1.0 / (1.0 + wmd)
+        score = torch.where(empty.squeeze(-1), torch.zeros_like(wmd), score_from_distance(wmd, self.score_form))
+        k = torch.ones_like(wmd) if self.score_form == "1-d" else 1.0 / (1.0 + wmd)
         ref_share = (a - k.unsqueeze(-1) * (plan * cost).sum(2)) / 2
         cand_share = (b - k.unsqueeze(-1) * (plan * cost).sum(1)) / 2
         zero = torch.zeros((), dtype=cost.dtype, device=cost.device)
@@ -235,7 +230,7 @@ class TransportAligner(Aligner):
         )
 
     def _signature_parts(self) -> str:
-        return f"{self.cost},{self.score},n={self.n_gram}"
+        return f"{self.cost},{self.score_form},n={self.n_gram}"
 
 
 @dataclass(frozen=True)
@@ -250,7 +245,6 @@ class WMD(TransportAligner):
     """
 
     name = "wmd"
-    seconds_per_pair = 0.002
 
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return exact_plans(cost, a, b)
@@ -399,34 +393,26 @@ class Sinkhorn(TransportAligner):
         dtype: ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
     """
 
-    reg: float = setting(0.02, help=(
+    reg: float = setting(0.02, gt=0, help=(
         "sinkhorn, baryscore: entropic regularisation (sinkhorn: > 0, default 0.02; smaller is closer to the "
         "exact wmd and needs more iterations; baryscore: default 0.01, 0 for the exact distance)."))
-    max_iter: int = setting(1000, help="sinkhorn, baryscore: Sinkhorn's iteration limit.")
-    tol: float = setting(1e-6, help="sinkhorn, baryscore: Sinkhorn's marginal-error threshold (> 0).")
-    dtype: str = setting("float64", flag="--sinkhorn-dtype", choices=("float64", "float32"),
-                         help="sinkhorn: the precision of the iterations (float32 is faster on GPUs).")
+    max_iter: int = setting(1000, ge=1, help="sinkhorn, baryscore: Sinkhorn's iteration limit.")
+    tol: float = setting(1e-6, gt=0, help="sinkhorn, baryscore: Sinkhorn's marginal-error threshold.")
+    sinkhorn_dtype: str = setting("float64", choices=("float64", "float32"), aliases=("dtype",),
+                                  help="sinkhorn: the precision of the iterations (float32 is faster on GPUs).")
 
     name = "sinkhorn"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for field_name in ("reg", "tol"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < math.inf:
-                raise ConfigError(f"the Sinkhorn {field_name} must be a finite number > 0, not {value!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, Integral) or self.max_iter < 1:
-            raise ConfigError(f"max_iter must be an integer >= 1, not {self.max_iter!r}")
-        if self.dtype not in ("float64", "float32"):
-            raise ConfigError(f"dtype must be float64 or float32, not {self.dtype!r}")
-        floor = MIN_REG_EPS * torch.finfo(getattr(torch, self.dtype)).eps
+        floor = MIN_REG_EPS * torch.finfo(getattr(torch, self.sinkhorn_dtype)).eps
         if self.reg < floor:
-            raise ConfigError(f"the Sinkhorn reg {self.reg!r} is too small for {self.dtype}: below {floor:.1g} the "
-                              "potentials (costs up to 4, divided by reg) keep no precision; use a larger reg, "
-                              "float64, or the exact aligner wmd")
+            raise SettingError("reg", f"{self.reg!r} is too small for {self.sinkhorn_dtype}: below {floor:.1g} the "
+                                      "potentials (costs up to 4, divided by reg) keep no precision; use a larger "
+                                      "reg, float64, or the exact aligner wmd")
 
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        dt = getattr(torch, self.dtype)
+        dt = getattr(torch, self.sinkhorn_dtype)
         result = sinkhorn_plans(cost.to(dt), a.to(dt), b.to(dt), self.reg, self.max_iter, self.tol)
         missed = int((~result.converged).sum())
         if missed:
@@ -439,4 +425,4 @@ class Sinkhorn(TransportAligner):
 
     def signature(self) -> str:
         return (f"sinkhorn({self._signature_parts()},reg={self.reg!r},iter<={self.max_iter},"
-                f"tol={self.tol!r},{self.dtype})")
+                f"tol={self.tol!r},{self.sinkhorn_dtype})")

@@ -6,7 +6,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
@@ -14,12 +14,15 @@ from ..ablation import evaluate, load_grid, run_grid, write_outputs
 from ..ablation import challenge as grid_challenge
 from ..ablation.grid import Grid
 from ..ablation.report import OUTPUT_FILES
+from ..config.compile import Source
+from ..config.schema import options
 from ..errors import ConfigError
 from ..evaluation.challenge import check_sizes, read_items
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
 from ..textio import check_output, read_lines
 from . import main
+from .options import flag_sources, needs, scorer_options, scorer_opts
 
 
 def _split(values: tuple[str, ...]) -> list[str] | None:
@@ -34,9 +37,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--challenge", "challenge_set", default=None, type=click.Path(dir_okay=False),
               help="Or a challenge set (JSON lines, see 'alignscore challenge'): accuracy per category instead of "
                    "correlations; writes table.md, results.jsonl and heatmap.png.")
-@click.option("--model", default=None, help="Use this model for every model role of the grid but 'mnli' and 'static'.")
-@click.option("--layer", type=int, default=None,
-              help="Single layer for every model role (rows that name their own layer keep it).")
+@scorer_options(exclude=("idf_corpus",))
 @click.option("--mnli-model", default=None, help="Use this model for the grid's 'mnli' role.")
 @click.option("--static-model", default=None,
               help="Use this static table (a model2vec folder or a word2vec file) for the grid's 'static' role.")
@@ -47,26 +48,29 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
                    "(default: the official full reference file next to the data, when it is there).")
 @click.option("--correlation", "correlations", multiple=True, type=click.Choice(CORRELATIONS),
               help="Correlation(s) to report; the first one is tabled (default: pearson). Repeat for more.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+@click.option("--significance", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level of the Williams test (bold cells).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples for confidence intervals of |r| (0: none).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+              help="Seed of the bootstrap.")
 @click.option("--download", is_flag=True, help="Allow models that are not on this machine to be downloaded.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
-def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | None, layer: int | None,
-           mnli_model: str | None, static_model: str | None, lang_pairs: tuple[str, ...], year: str | None,
-           idf_corpus: str | None, correlations: tuple[str, ...], alpha: float, bootstrap: int, seed: int,
-           download: bool, batch_size: int, device: str | None, output: str | None, quiet: bool) -> None:
+def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: str | None, static_model: str | None,
+           lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
+           significance: float, bootstrap: int, seed: int, download: bool, output: str | None, quiet: bool,
+           **kwargs: Any) -> None:
     """Run the ablation GRID (a TOML file, see docs/ablation.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
     language pair, r, p-value, ...), chart.png and signatures.tsv into the output folder. Rows
     whose model is not on this machine are skipped with a note.
+
+    The options of `alignscore score` apply to every cell, above its model role and below the
+    grid's [defaults], columns and rows (--model replaces every role but 'mnli' and 'static',
+    whose models --mnli-model and --static-model name).
 
     With --challenge SET instead of --data: every cell's accuracy on each category of the
     challenge set (cells as rows, categories as columns, the best per column in bold), with
@@ -77,42 +81,48 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[ablate] {msg}", err=True))
     if (data is None) == (challenge_set is None):
         raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
-    spec = load_grid(grid).with_models(model=model, layer=layer, mnli_model=mnli_model, static_model=static_model)
+    ctx = click.get_current_context()
+    needs(ctx, {"lang_pairs": "data", "year": "data", "correlations": "data", "significance": "data"})
+    flags = flag_sources(scorer_opts(kwargs))
+    models = {"mnli": mnli_model, "static": static_model}
+    spec = load_grid(grid)
     if challenge_set is not None:
-        if lang_pairs or year or correlations:
-            raise ConfigError("--lang-pairs, --year and --correlation are for --data, not --challenge")
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
-        _challenge(spec, grid, challenge_set, idf_corpus, device, batch_size, download, quiet, bootstrap, seed,
+        _challenge(spec, grid, challenge_set, idf_corpus, flags, models, download, quiet, bootstrap, seed,
                    output, say, start)
         return
     assert data is not None
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
     for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
-        check_output(out / name, [grid, idf_corpus])
+        check_output(out / name, [grid, idf_corpus, *_option_files(kwargs)])
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
-    run = run_grid(spec, pairs, device=device, batch_size=batch_size, download=download,
-                   progress=not quiet, log=say)
+    run = run_grid(spec, pairs, flags, models=models, download=download, progress=not quiet, log=say)
     methods = list(dict.fromkeys(correlations)) or ["pearson"]
     say("meta-evaluating" + (f" ({bootstrap} bootstrap resamples)" if bootstrap and "pearson" in methods else ""))
-    stats = evaluate(run, methods, alpha=alpha, bootstrap=bootstrap, seed=seed)
-    command = "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["ablate"] else None
+    stats = evaluate(run, methods, alpha=significance, bootstrap=bootstrap, seed=seed)
     run.seconds["wall"] = time.perf_counter() - start
-    paths = write_outputs(out, run, stats, methods[0], alpha, command)
+    paths = write_outputs(out, run, stats, methods[0], significance, _command())
     click.echo(paths["table"].read_text(encoding="utf-8"))
     skipped = len({(c.row, c.column) for c in run.cells if c.skipped})
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())} ({skipped} cell(s) skipped; "
                f"{time.perf_counter() - start:.1f} s)", err=True)
 
 
+def _option_files(kwargs: dict[str, Any]) -> list[str]:
+    """Files the command's own run options name (a run file, stop words, a baseline)."""
+    opts = scorer_opts(kwargs)
+    return [str(v) for k, v in opts.items() if v is not None and options()[k].file and isinstance(v, str)]
+
+
 def _command() -> str | None:
     return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["ablate"] else None
 
 
-def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, device: str | None,
-               batch_size: int, download: bool, quiet: bool, bootstrap: int, seed: int, output: str | None,
-               say: Callable[[str], None], start: float) -> None:
+def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, flags: list[Source],
+               models: dict[str, str | None], download: bool, quiet: bool, bootstrap: int, seed: int,
+               output: str | None, say: Callable[[str], None], start: float) -> None:
     """``ablate --challenge``: the grid's cells on a challenge set."""
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
@@ -121,9 +131,9 @@ def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None
         check_output(out / name, [grid, challenge_set, idf_corpus])
     check_sizes(items)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
-    run = grid_challenge.run_grid_challenge(spec, items, idf_corpus=corpus, idf_corpus_name=idf_corpus,
-                                            device=device, batch_size=batch_size, download=download,
-                                            progress=not quiet, resamples=bootstrap, seed=seed, log=say)
+    run = grid_challenge.run_grid_challenge(spec, items, flags, idf_corpus=corpus, idf_corpus_name=idf_corpus,
+                                            models=models, download=download, progress=not quiet,
+                                            resamples=bootstrap, seed=seed, log=say)
     paths = grid_challenge.write_outputs(out, run, _command())
     click.echo(paths["table"].read_text(encoding="utf-8"))
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())} ({len(run.skipped)} cell(s) skipped; "

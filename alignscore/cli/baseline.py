@@ -2,36 +2,42 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from ..encoders.spec import EncoderSpec
-from ..spec import encoder_of
+from ..config import encoder_of
 from ..rescale import compute_baseline
-from ..runtime import Runtime
 from ..textio import check_output, read_lines, replacing
 from . import main
+from .options import given, scorer_opts, scorer_options, spec_of
 
 
 @main.command()
-@click.option("--model", required=True, help="Hugging Face hub id or local directory.")
+@scorer_options(groups=("encoder", "runtime", "cache"))
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False),
               help="Text corpus, one sentence per line; random pairs of its lines are scored.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
               help="Where to write the baseline (CSV: LAYER,P,R,F, one row per layer).")
 @click.option("--pairs", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="How many random pairs to average.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--device", default=None)
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def baseline(model: str, corpus: str, output: str, pairs: int, seed: int, batch_size: int,
-             device: str | None, quiet: bool) -> None:
-    """Compute BERTScore's rescaling baseline b for every layer of MODEL: the mean P, R and F of
-    random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are."""
-    check_output(output, [corpus])  # before any work: writable, and not the corpus
-    runtime = Runtime(batch_size=batch_size, progress=not quiet, device=device)
-    encoder = encoder_of(EncoderSpec(model), runtime.device)
-    result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=runtime)
+def baseline(corpus: str, output: str, pairs: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+    """Compute BERTScore's rescaling baseline b for every layer of --model: the mean P, R and F
+    of random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are.
+    The encoder, runtime and cache options are those of `alignscore score`."""
+    ctx = click.get_current_context()
+    if not given(ctx, "model") and not given(ctx, "lang"):
+        raise click.UsageError("Missing option '--model' (the model whose layers the baseline is for).")
+    spec = spec_of(scorer_opts(kwargs), progress=not quiet)
+    check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input
+    encoder = encoder_of(spec.encoder, spec.runtime.device)
+    if spec.cache is not None:
+        from ..encoders.cached import CachedEncoder
+
+        encoder = CachedEncoder(encoder, spec.cache.build())
+    result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=spec.runtime)
     with replacing(output) as tmp:
         result.write(tmp)
     click.echo(f"wrote {output}: layers 0..{max(result.rows)}, {pairs} random pairs of {corpus}", err=True)

@@ -9,17 +9,16 @@ import click
 
 from ..evaluation.challenge import TIE_TOLERANCE, check_sizes, jsonl, read_items, run_challenge, tsv
 from ..evaluation.stats import SACREBLEU_SEED
-from ..options import option_files
-from ..spec import build_all
+from ..config import build_all
 from ..textio import check_output, replacing
 from . import main
 from .diff import sides_specs
-from .options import output_option, scorer_options, scorer_opts
+from .options import option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
 @click.argument("challenge_set", metavar="SET", type=click.Path(dir_okay=False))
-@scorer_options
+@scorer_options()
 @click.option("--a", "spec_a", default=None, help="Composition A: a preset name or scorer options in quotes, "
               "e.g. \"--aligner wmd --n-gram 2\" (default: the options outside --a/--b alone).")
 @click.option("--b", "specs_b", multiple=True, help="A composition to compare with A, as --a; repeat for more "

@@ -16,7 +16,7 @@ from ..scorer import score_together
 from ..textio import read_aligned
 from . import main
 from .ablate import _split
-from ..spec import build_all
+from ..config import build_all
 from .diff import side_specs
 from .options import scorer_options, scorer_opts
 
@@ -78,7 +78,7 @@ def compare_scores(name: str, a: np.ndarray, b: np.ndarray, human: np.ndarray, b
 @click.option("--a", "spec_a", required=True, help="Composition A: a preset name or scorer options in quotes, "
               "e.g. \"--aligner wmd --n-gram 2\" or \"--config best.toml\".")
 @click.option("--b", "spec_b", required=True, help="Composition B, as --a.")
-@scorer_options
+@scorer_options()
 @click.option("--bootstrap", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Resamples of the paired bootstrap of the difference in |r|.")
 @click.option("--permutations", type=click.IntRange(min=1), default=10000, show_default=True,

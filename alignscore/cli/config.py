@@ -7,26 +7,25 @@ from typing import Any
 
 import click
 
-from ..options import option_files
 from ..textio import check_output, replacing
 from . import main
-from .options import output_option, scorer_options, scorer_opts, spec_of
+from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
-@scorer_options
+@scorer_options()
 @output_option("The file to write (TOML).")
 def config(output: str | None, **kwargs: Any) -> None:
-    """Write the composition file (TOML) that the scorer options describe: `alignscore score
-    --config FILE` then scores as those options do, with the same signature. Files the options
-    name (stop words, idf corpus, baseline) are written as absolute paths.
+    """Write the run file (TOML) that the options describe, whole: every setting of the encoder,
+    of each part, of the composition and of the runtime, so that `alignscore score --config
+    FILE` scores as those options do, with the same signature, from any folder. Files the
+    options name (the model, stop words, idf corpus, baseline) are written as absolute paths.
 
     \b
     alignscore config --preset moverscore-v2 --weighting none --model all-MiniLM-L6-v2 -o mover.toml
     """
     opts = scorer_opts(kwargs)
-    spec = spec_of(opts, progress=False)
-    spec.composition.build()  # a composition that cannot be built (a missing file, a bad setting) fails here
+    spec = spec_of(opts, progress=False)  # every setting checked, every file it names read
     comment = "alignscore config " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["config"] else None
     if output is None:
         click.echo(spec.toml(), nl=False)

@@ -13,19 +13,18 @@ from click.core import ParameterSource
 
 from ..errors import ConfigError, InputError
 from ..explain import Explanation, explain
-from ..presets import PRESETS
+from ..config import PRESETS
 from ..render import text_report, write
 from ..scorer import score_together
 from ..textio import check_output, read_aligned, replacing
 from . import main
-from ..options import option_files
-from ..spec import RunSpec, build_all
-from .options import ManyValues, scorer_options, scorer_opts, spec_of
+from ..config import RunSpec, build_all
+from .options import ManyValues, option_files, scorer_options, scorer_opts, spec_of
 
 
 def _spec_command() -> click.Command:
     @click.command(add_help_option=False)
-    @scorer_options
+    @scorer_options()
     def spec(**kwargs: Any) -> None:  # pragma: no cover - parsed only, never invoked
         pass
 
@@ -122,7 +121,7 @@ def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch
 @click.option("--a", "spec_a", required=True,
               help="Composition A: a preset name or scorer options in quotes, e.g. \"--aligner greedy\".")
 @click.option("--b", "spec_b", required=True, help="Composition B, as --a.")
-@scorer_options
+@scorer_options()
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most disputed pairs to list and explain.")
 @click.option("--format", "fmt", type=click.Choice(["text", "png", "svg", "html"]), default="text",

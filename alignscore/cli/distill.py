@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from ..encoders.distill import SIF_COEFFICIENT, distill as run_distill
+from ..errors import ConfigError
 from . import main
+from .options import given, scorer_options, spec_of
 
 
 @main.command()
-@click.option("--model", required=True, help="Hugging Face hub id or local directory of the model to distil "
-              "('all-MiniLM-L6-v2' works offline).")
+@scorer_options(names=("model", "device"))
 @click.option("-o", "--output", required=True, type=click.Path(), help="New (or empty) folder for the static model.")
 @click.option("--dims", type=click.IntRange(min=1), default=256, show_default=True,
               help="PCA components kept (at most the model's hidden size).")
@@ -18,15 +19,20 @@ from . import main
               show_default=True, help="SIF coefficient a of the Zipf weighting a / (a + p).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=512, show_default=True,
               help="Vocabulary tokens per forward pass.")
-@click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def distill(model: str, output: str, dims: int, sif: float, batch_size: int, device: str | None,
+def distill(model: str | None, output: str, dims: int, sif: float, batch_size: int, device: str | None,
             quiet: bool) -> None:
-    """Distil a static model from MODEL: every vocabulary token through the model alone, PCA to
-    --dims, Zipf/SIF weighting (model2vec's method), saved in model2vec's format. Score with it
-    by `--model OUTPUT` (docs/static.md). Offline: the model must be on this machine."""
+    """Distil a static model from --model: every vocabulary token through the model alone, PCA
+    to --dims, Zipf/SIF weighting (model2vec's method), saved in model2vec's format. Score with
+    it by `--model OUTPUT` (docs/static.md). Offline: the model must be on this machine."""
     import os
 
+    if not given(click.get_current_context(), "model"):
+        raise click.UsageError("Missing option '--model' (the Hugging Face model to distil).")
+    spec = spec_of({"model": model, "device": device}, progress=not quiet)  # the checks of every command
+    if spec.encoder.static is not None:
+        raise ConfigError(f"--model {model}: already a static table; distil a Hugging Face model")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = run_distill(model, output, dims=dims, sif=sif, batch_size=batch_size, device=device, progress=not quiet)
+    out = run_distill(spec.encoder.model, output, dims=dims, sif=sif, batch_size=batch_size,
+                      device=spec.runtime.device, progress=not quiet)
     click.echo(f"wrote {out} (model2vec format, {dims} dimensions)", err=True)

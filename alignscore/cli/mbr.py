@@ -12,9 +12,8 @@ from ..errors import InputError
 from ..mbr import Selection, check_blocks, mbr_select, mbr_signature
 from ..textio import check_output, read_lines, replacing
 from . import main
-from ..options import option_files
-from ..spec import build
-from .options import output_option, scorer_options, scorer_opts, spec_of
+from ..config import build
+from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -24,7 +23,7 @@ from .options import output_option, scorer_options, scorer_opts, spec_of
               help="Samples per source (K). Default: the whole file is one block.")
 @click.option("--exclude-self", is_flag=True,
               help="Expected utility over the other samples of the block only (j != i).")
-@scorer_options
+@scorer_options()
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
               help="tsv: a signature comment line, then 'block index utility text' rows; jsonl: one "
                    "object per block with those keys.")

@@ -1,53 +1,60 @@
-"""The scorer options of every command that scores, made from the one option table
-(:mod:`alignscore.options`): a flag per option, help from the setting it sets, every boolean
-with its ``--no-`` form. What a command receives is compiled by :func:`run_spec` (the CLI adds
-nothing of its own but the short names ``-m`` and ``-l``)."""
+"""The options of a run on the command line, made from the one option table
+(:mod:`alignscore.config.schema`): a flag per option (``--`` + its name), help from the setting it
+sets, every switch with its ``--no-`` form. What a command receives is compiled by the one
+compiler (:mod:`alignscore.config.compile`); the CLI adds nothing of its own but the short names
+``-m`` and ``-l``. Options of a command that apply only with another option of it are declared
+with :func:`needs` and refused alone."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import click
+from click.core import ParameterSource
 
+from ..cache import ENV_VAR
+from ..config import RunSpec, compile_run, sources_of
+from ..config.compile import Source
+from ..config.schema import Option, options
 from ..errors import ConfigError
-from ..options import option_files, options, run_spec
-from ..scorer import Scorer
-from ..spec import RunSpec, build
 
 SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 
 
 class _Parsed(click.ParamType):
-    """An option's value read by the option table's own parser, so a bad value is click's usage
-    error ("Invalid value for '--batch-size': ...", exit 2), found before the command runs."""
+    """An option's value read by the option table's own reader, so a value that cannot be read
+    is click's usage error ("Invalid value for '--batch-size': ...", exit 2), found before the
+    command runs."""
 
-    def __init__(self, option: Any) -> None:
+    def __init__(self, option: Option) -> None:
         self.option = option
-        self.name = option.flag[2:].upper().replace("-", "_")
+        self.name = option.metavar or option.flag[2:].upper().replace("-", "_")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
         try:
-            return self.option.parse(value)
+            return self.option.parse_text(value)
         except ConfigError as exc:
-            self.fail(str(exc).replace(f"{self.option.flag}: ", ""), param, ctx)
+            self.fail(str(exc), param, ctx)
 
 
-def _click_option(option: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    names = [option.flag + ("/--no-" + option.flag[2:] if option.boolean and option.target != "run" else "")]
+def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    names = [option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
     if option.name in SHORT:
         names.insert(0, SHORT[option.name])
     kwargs: dict[str, Any] = {"default": None, "help": option.help}
-    if option.boolean:  # a switch of a part: --x/--no-x, None when neither is given
-        kwargs.update(is_flag=True, default=False if option.target == "run" else None)
+    if option.boolean:  # --x/--no-x, None when neither is given
+        kwargs.update(is_flag=True)
     elif option.multiple:
-        kwargs.update(multiple=True, type=click.Choice(option.choices) if option.choices else str, default=())
+        kwargs.update(multiple=True, default=(), metavar=option.metavar)
     elif option.choices:
         kwargs["type"] = click.Choice(option.choices)
     else:
         kwargs["type"] = _Parsed(option)
-    if option.envvar:
-        kwargs.update(envvar=option.envvar, show_envvar=True)
+    if option.name == "cache":
+        kwargs.update(envvar=ENV_VAR, show_envvar=True)
     return click.option(*names, option.name, **kwargs)
 
 
@@ -58,28 +65,65 @@ def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any
                         help=help + " '-' or none: standard output. A pipe or device (/dev/null) is written into.")
 
 
-def scorer_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with every scorer option (the option table's, in its order)."""
-    for option in reversed(list(options().values())):
-        fn = _click_option(option)(fn)
-    return fn
+def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),
+                   names: Iterable[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a command with the run's options (the option table's, in its order): all of
+    them, those of ``groups`` (``"encoder"``, ``"runtime"``, ...) or those ``names``d, but the
+    ``exclude``d."""
+    chosen = set(groups) if groups is not None else None
+    named = set(names) if names is not None else None
+    left_out = set(exclude)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(list(options().values())):
+            wanted = (chosen is None or option.group in chosen) and (named is None or option.name in named)
+            if wanted and option.name not in left_out:
+                fn = _click_option(option)(fn)
+        return fn
+
+    return decorate
 
 
-def scorer_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The scorer options among a command's keyword arguments."""
-    names = options()
-    return {k: v for k, v in kwargs.items() if k in names}
+def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's options among a command's keyword arguments."""
+    table = options()
+    return {k: v for k, v in kwargs.items() if k in table}
 
 
-def spec_of(opts: dict[str, Any], progress: bool) -> RunSpec:
+def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
+    """The sources that the command line's run options describe (the preset or run file they
+    name, then the flags)."""
+    return sources_of(opts, style="flag")
+
+
+def spec_of(opts: Mapping[str, Any], progress: bool) -> RunSpec:
     """The run the options describe, with progress bars on stderr or not."""
-    spec = run_spec(opts, style="cli")
+    spec = compile_run(flag_sources(opts))
     return replace(spec, runtime=replace(spec.runtime, progress=progress))
 
 
-def build_scorer(opts: dict[str, Any], progress: bool) -> Scorer:
-    """The :class:`Scorer` of the parsed scorer options."""
-    return build(spec_of(opts, progress))
+def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
+    """The input files a run reads besides its texts: the run file and every file the spec
+    names (which no output may overwrite)."""
+    return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
+    """Refuse an option given without an option it applies with: ``table`` maps a parameter to
+    the one it needs, or to several of which one will do (``{"chunk_size": ("stream",
+    "resume")}``); a needed switch must be on. Checked before anything is read or written."""
+    params = {p.name: p for p in ctx.command.params}
+    for name, needed in table.items():
+        alternatives = (needed,) if isinstance(needed, str) else needed
+        if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
+            flag = max(params[name].opts, key=len)
+            other = " or ".join(max(params[n].opts, key=len) for n in alternatives)
+            raise ConfigError(f"{flag} applies with {other} only")
 
 
 class ManyValues(click.Option):

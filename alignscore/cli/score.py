@@ -15,18 +15,17 @@ from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
 from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation
 from ..evaluation.wmt import read_human
+from ..config import build
 from ..stream import clear_sidecar, score_stream
 from ..textio import check_output, read_lines, replacing, write_scores
 from . import main
 from .inputs import Sources, input_options
-from ..options import option_files
-from ..spec import build
-from .options import output_option, scorer_options, scorer_opts, spec_of
+from .options import needs, option_files, output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
 @input_options
-@scorer_options
+@scorer_options()
 @click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
               help="tsv: a header comment with the signature and means, then one row per candidate; "
                    "jsonl: one JSON object per candidate.")
@@ -37,7 +36,7 @@ from .options import output_option, scorer_options, scorer_opts, spec_of
 @click.option("--resume", is_flag=True, help="Keep the complete rows already in OUT and score the rest "
               "(implies --stream).")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True,
-              help="Candidates per chunk with --stream.")
+              help="Candidates per chunk with --stream or --resume.")
 @click.option("--human", type=click.Path(dir_okay=False), default=None,
               help="Human scores, one number per candidate: print the Pearson r of the composition's metric "
                    "with them (e.g. to check a composition `alignscore tune` selected).")
@@ -46,7 +45,8 @@ from .options import output_option, scorer_options, scorer_opts, spec_of
               "every metric).")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Resamples for --confidence.")
-@click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the --confidence resamples.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=SACREBLEU_SEED, show_default=True,
+              help="Seed of the --confidence resamples.")
 @click.option("--ray", "ray_address", metavar="ADDRESS|local", default=None,
               help="Score on a Ray cluster (pip install 'alignscore[ray]'): its address (ray://HOST:10001, or auto), "
                    "or local (a Ray started here); same output as without.")
@@ -67,6 +67,8 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT; with
     --ray, the actors of a Ray cluster do.
     """
+    needs(click.get_current_context(), {"chunk_size": ("stream", "resume"), "resamples": "confidence",
+                                        "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address"})
     opts = scorer_opts(kwargs)
     if ray_address is not None and (pairwise or stream or resume):
         raise InputError("--ray scores the pairs at once: not with --pairwise, --stream or --resume")

@@ -11,9 +11,8 @@ from ..explain import explain
 from ..render import FORMATS, format_for, write
 from ..textio import check_output, read_lines, replacing
 from . import main
-from ..options import option_files
-from ..spec import build
-from .options import scorer_options, scorer_opts, spec_of
+from ..config import build
+from .options import option_files, scorer_options, scorer_opts, spec_of
 
 
 def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
@@ -50,7 +49,7 @@ def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, .
 @click.option("--cands-file", type=click.Path(dir_okay=False), default=None,
               help="Take the candidate from line --line of this file.")
 @click.option("--line", type=click.IntRange(min=1), default=None, help="Line number (1-based) in the files.")
-@scorer_options
+@scorer_options()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="text (a table on stdout), png, svg or html. Default: from -o's suffix, text without -o.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,

@@ -80,6 +80,10 @@ class Encoder(ABC):
     def device(self) -> torch.device:
         """Where :meth:`forward` runs."""
 
+    def check(self) -> None:
+        """Check the encoder's settings against its model's tokenizer and configuration, before
+        anything is encoded (no weights loaded). Raises ConfigError."""
+
     @abstractmethod
     def signature(self) -> str:
         """What pins this encoder's numbers (name, revision)."""

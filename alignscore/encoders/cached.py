@@ -64,6 +64,9 @@ class CachedEncoder(Encoder):
     def forward_shape(self, length: int) -> tuple[int, int]:
         return self.inner.forward_shape(length)
 
+    def check(self) -> None:
+        self.inner.check()
+
     def signature(self) -> str:
         return self.inner.signature()
 

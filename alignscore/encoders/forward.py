@@ -1,53 +1,13 @@
-"""Forward strategies: how an encoder's hidden states are computed from token ids.
-
-A strategy is one way of running the same model; everything else (tokenization, layers, devices,
-caching) stays the encoder's. PyTorch eager mode is the one strategy here: a TorchScript trace
-and ONNX Runtime were measured no faster (benchmarks/RESULTS.md). Another strategy must return
-the same numbers to float tolerance.
-"""
+"""The forward pass: an encoder's hidden states of the layers asked for, from token ids, in
+PyTorch eager mode (a TorchScript trace and ONNX Runtime were measured no faster:
+benchmarks/RESULTS.md), running only the blocks up to the highest layer."""
 
 from __future__ import annotations
 
 import contextlib
-from abc import ABC, abstractmethod
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
-
-
-class ModelSource(Protocol):
-    """What a strategy may ask of its encoder: the loaded PyTorch model and where the states
-    should come out."""
-
-    def load_model(self) -> Any: ...
-
-    @property
-    def model_device(self) -> torch.device: ...
-
-
-class ForwardStrategy(ABC):
-    """Computes ``[len(layers), B, T, D]`` float32 hidden states of a right-padded batch; layer k
-    is the output of the k-th block (0: embeddings), and only the blocks up to ``max(layers)`` run."""
-
-    @abstractmethod
-    def states(self, source: ModelSource, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               layers: Sequence[int]) -> torch.Tensor:
-        """The hidden states of ``layers`` (on :meth:`output_device`)."""
-
-    def output_device(self, source: ModelSource) -> torch.device:
-        """Where :meth:`states` puts its result."""
-        return source.model_device
-
-
-class TorchForward(ForwardStrategy):
-    """PyTorch eager mode, in the model's own dtype."""
-
-    def states(self, source: ModelSource, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               layers: Sequence[int]) -> torch.Tensor:
-        model = source.load_model()
-        device = source.model_device
-        with torch.inference_mode():
-            return layer_states(model, input_ids.to(device), attention_mask.to(device), layers)
 
 
 def layer_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,

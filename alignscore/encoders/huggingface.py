@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, MutableMapping, Sequence
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
+from ..settings import SettingError
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
 from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory
-from .forward import ForwardStrategy, TorchForward
+from .forward import layer_states
 from .layers import default_layer, known_model_of, packaged_model_dir
 from .spec import EncoderSpec
 from .windows import window_starts, windowed_states
@@ -78,7 +78,6 @@ class HFEncoder(Encoder):
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
-    _forward: ForwardStrategy | None = field(default=None, init=False, repr=False)
     _files: tuple[Path | None, str] | None = field(default=None, init=False, repr=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
     _ends: tuple[int, int] | None = field(default=None, init=False, repr=False)
@@ -184,7 +183,7 @@ class HFEncoder(Encoder):
     @property
     def device(self) -> torch.device:
         """Where the hidden states come out (known without loading the model)."""
-        return self._strategy().output_device(self)
+        return self.model_device
 
     @property
     def model_max_length(self) -> int:
@@ -290,6 +289,13 @@ class HFEncoder(Encoder):
             out.surface.append(surface)
             out.tokens.append(tokens)
 
+    def check(self) -> None:
+        """The token limit and the window stride checked against the tokenizer (its special
+        tokens, the model's own limit); nothing of the model's weights is loaded."""
+        self._special_ends()
+        if self.long_texts == "window":
+            self.window_stride()
+
     # -- forward -------------------------------------------------------------------------------
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 layers: Sequence[int]) -> torch.Tensor:
@@ -300,9 +306,14 @@ class HFEncoder(Encoder):
         limit = self.model_max_length
         if self.long_texts == "window" and input_ids.shape[1] > limit:
             prefix, suffix = self._special_ends()
-            return windowed_states(partial(self._strategy().states, self), input_ids, attention_mask, layers,
-                                   limit, prefix, suffix, self.window_stride())
-        return self._strategy().states(self, input_ids, attention_mask, layers)
+            return windowed_states(self._states, input_ids, attention_mask, layers, limit, prefix, suffix,
+                                   self.window_stride())
+        return self._states(input_ids, attention_mask, layers)
+
+    def _states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, layers: Sequence[int]) -> torch.Tensor:
+        model, device = self.load_model(), self.model_device
+        with torch.inference_mode():
+            return layer_states(model, input_ids.to(device), attention_mask.to(device), layers)
 
     def forward_shape(self, length: int) -> tuple[int, int]:
         """One row of ``length`` tokens, or, for a longer text in window mode, its windows of
@@ -319,12 +330,13 @@ class HFEncoder(Encoder):
         width = self.model_max_length - prefix - suffix
         stride = self.stride or max(1, width // 2)
         if stride > width:
-            raise ConfigError(f"stride {stride} is longer than a window ({width} tokens between the special "
-                              "tokens): windows would skip tokens")
+            raise SettingError("window_stride", f"{stride} is longer than a window ({width} tokens between the "
+                                                "special tokens): windows would skip tokens")
         if stride * MAX_WINDOW_OVERLAP < width:
-            raise ConfigError(f"stride {stride} would encode each token of a long text about {width // stride} times "
-                              f"(windows of {width} tokens); give at least {-(-width // MAX_WINDOW_OVERLAP)} "
-                              f"(1/{MAX_WINDOW_OVERLAP} of a window; default: half a window, {max(1, width // 2)})")
+            raise SettingError("window_stride", f"{stride} would encode each token of a long text about "
+                                                f"{width // stride} times (windows of {width} tokens); give at least "
+                                                f"{-(-width // MAX_WINDOW_OVERLAP)} (1/{MAX_WINDOW_OVERLAP} of a "
+                                                f"window; default: half a window, {max(1, width // 2)})")
         return stride
 
     def _special_ends(self) -> tuple[int, int]:
@@ -336,17 +348,10 @@ class HFEncoder(Encoder):
             suffix = next((i for i, m in enumerate(reversed(mask)) if not m), len(mask))
             limit = self.model_max_length
             if limit - prefix - suffix < 1:
-                raise ConfigError(f"model {self.model!r}: a limit of {limit} tokens leaves no room for "
-                                  "text between the special tokens")
+                raise SettingError("max_length", f"a limit of {limit} tokens leaves no room for text between "
+                                                 f"model {self.model!r}'s {prefix + suffix} special tokens")
             self._ends = (prefix, suffix)
         return self._ends
-
-    def _strategy(self) -> ForwardStrategy:
-        """How the hidden states are computed: PyTorch eager mode (the one strategy that earns
-        its code on the CPUs measured; benchmarks/RESULTS.md has what tracing and ONNX Runtime gave)."""
-        if self._forward is None:
-            self._forward = TorchForward()
-        return self._forward
 
 
 def _num_layers(config: Any) -> int | None:

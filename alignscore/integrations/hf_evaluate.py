@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..options import options, run_spec
-from ..presets import PRESETS
+from ..config import options, run_spec
+from ..config import PRESETS
 from ..scorer import Scorer
-from ..spec import RunSpec, build
+from ..config import RunSpec, build
 
 __all__ = ["CITATION", "DESCRIPTION", "EVALUATE_MODULE", "INPUTS", "OPTIONS", "compute"]
 

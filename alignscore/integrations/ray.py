@@ -33,10 +33,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import ConfigError, InputError, describe
-from ..options import run_spec
+from ..config import run_spec
 from ..scorer import Scorer
 from ..scores import Scores
-from ..spec import RunSpec, build
+from ..config import RunSpec, build
 from ..stream import count_texts, frozen_weighting, with_weighting
 from ..weighting.base import Weighting, WeightState
 

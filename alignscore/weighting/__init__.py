@@ -2,13 +2,13 @@
 
 from ..registry import Registry
 from .base import DocumentFrequencies, WeightState, Weighting, document_frequency, idf_from_df
-from .schemes import Corpus, Idf, Uniform, idf_l, idf_s
+from .schemes import Corpus, IdfL, IdfS, Uniform
 
 WEIGHTINGS: Registry[Weighting] = Registry("weighting")
 WEIGHTINGS.register("none")(Uniform)
-WEIGHTINGS.register("idf-S")(idf_s)
-WEIGHTINGS.register("idf-L")(idf_l)
+WEIGHTINGS.register("idf-S")(IdfS)
+WEIGHTINGS.register("idf-L")(IdfL)
 
 
-__all__ = ["WEIGHTINGS", "Corpus", "DocumentFrequencies", "Idf", "Uniform", "WeightState", "Weighting", "document_frequency",
-           "idf_from_df", "idf_l", "idf_s"]
+__all__ = ["WEIGHTINGS", "Corpus", "DocumentFrequencies", "IdfL", "IdfS", "Uniform", "WeightState", "Weighting",
+           "document_frequency", "idf_from_df"]

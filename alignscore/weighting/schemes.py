@@ -3,14 +3,16 @@ the SEP switch that gives candidates an idf of their own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from ..errors import ConfigError
-from ..settings import FLAG, HELP, PARSE, file_or_texts, setting
+from ..settings import SettingError, check_settings, setting
+from ..textio import read_lines
 from ..tokens import TokenTable
 from .base import DocumentFrequencies, WeightState, Weighting
 
@@ -35,7 +37,12 @@ class Corpus:
         self.texts = tuple(t for t in self.texts if t.strip())
         if not self.texts:
             where = f" {self.name}" if self.name else ""
-            raise ConfigError(f"the idf corpus{where} is empty: idf-L needs at least one sentence")
+            raise SettingError("idf_corpus", f"the corpus{where} is empty: idf-L needs at least one sentence")
+
+    @classmethod
+    def read(cls, path: str) -> "Corpus":
+        """The corpus in a file, one sentence per line, named by the file's name."""
+        return cls(read_lines(path), Path(path).name)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -70,58 +77,81 @@ class Uniform(Weighting):
 
 
 @dataclass(frozen=True)
-class Idf(Weighting):
-    """Inverse document frequency, ``idf(w) = log((M + 1) / (df(w) + 1))`` over M sentences.
+class _Idf(Weighting):
+    """Inverse document frequency, ``idf(w) = log((M + 1) / (df(w) + 1))`` over M sentences,
+    for references; with ``sep`` (SEP) candidates are weighted by an idf computed over the
+    candidates being scored, otherwise the reference-side idf weighs both sides."""
 
-    Args:
-        corpus: ``None`` for idf-S (the M sentences are the references being scored, each
-            occurrence counted, as bert_score does), or the sentences of a larger corpus (idf-L).
-            Blank corpus lines are ignored; a corpus with no text left is an error.
-        corpus_name: how the corpus is named in the signature (e.g. its file name).
-        sep: SEP: candidates are weighted by an idf computed over the candidates being scored;
-            otherwise the reference-side idf weighs both sides.
-    """
-
-    corpus: Corpus | Sequence[str] | None = field(default=None, repr=False, hash=False, compare=False, metadata={
-        FLAG: "--idf-corpus", PARSE: file_or_texts, HELP: "The idf-L corpus: a file, one sentence per line."})
-    corpus_name: str | None = setting(None, option=False)
     sep: bool = setting(False, help="SEP: candidates get an idf of their own (idf-S, idf-L).")
 
+    def _reference_idf(self, state: WeightState, encoder: Encoder) -> torch.Tensor:
+        raise NotImplementedError
+
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        ref = self._reference_idf(state, encoder)
+        return (ref, state.cand.idf()) if self.sep else (ref, ref)
+
+
+@dataclass(frozen=True)
+class IdfS(_Idf):
+    """idf-S: the M sentences are the references being scored, each occurrence counted, as
+    bert_score does (BERTScore's ``idf=True``)."""
+
     def __post_init__(self) -> None:
-        if self.corpus is not None and not isinstance(self.corpus, Corpus):
-            object.__setattr__(self, "corpus", Corpus(self.corpus, self.corpus_name))
-        if self.corpus is not None and self.corpus_name is None:
-            object.__setattr__(self, "corpus_name", self.corpus.name)
+        check_settings(self)
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
-        if self.corpus is None:
-            state.ref.update(table, ref_counts)
+        state.ref.update(table, ref_counts)
         if self.sep:
             state.cand.update(table, cand_counts)
 
     def depends_on_texts(self) -> bool:
-        return self.corpus is None or self.sep
+        return True
 
-    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
-        ref = self.corpus.frequencies(encoder).idf() if self.corpus is not None else state.ref.idf()
-        return (ref, state.cand.idf()) if self.sep else (ref, ref)
+    def _reference_idf(self, state: WeightState, encoder: Encoder) -> torch.Tensor:
+        return state.ref.idf()
 
     def signature(self) -> str:
-        if self.corpus is None:
-            base = "idf-S"
-        else:
-            base = f"idf-L({self.corpus_name or 'corpus'},M={len(self.corpus)})"
-        return base + ("+sep" if self.sep else "")
+        return "idf-S" + ("+sep" if self.sep else "")
 
 
-def idf_s(sep: bool = False) -> Idf:
-    """idf over the references being scored (BERTScore's ``idf=True``)."""
-    return Idf(sep=sep)
+@dataclass(frozen=True)
+class IdfL(_Idf):
+    """idf-L: the M sentences are a larger corpus the user supplies (BERTScore Table 9's
+    IDF-L): a file (read here, named in the signature by its name) or the sentences. Blank
+    lines are ignored; a corpus with no text left is an error."""
 
+    idf_corpus: str | tuple[str, ...] | Corpus | None = setting(None, file=True, aliases=("corpus",), metavar="FILE", help=(
+        "The idf-L corpus: a file, one sentence per line."))
+    _corpus: Corpus | None = field(default=None, init=False, repr=False, compare=False)
 
-def idf_l(corpus: Sequence[str] | None = None, corpus_name: str | None = None, sep: bool = False) -> Idf:
-    """idf over a corpus the user supplies (BERTScore Table 9's IDF-L)."""
-    if corpus is None:
-        raise ConfigError("weighting idf-L needs a corpus (--idf-corpus FILE)")
-    return Idf(corpus=corpus, corpus_name=corpus_name, sep=sep)
+    def __post_init__(self) -> None:
+        check_settings(self)
+        corpus = self.idf_corpus
+        if corpus is None:
+            raise SettingError("idf_corpus", "weighting idf-L needs a corpus (a file, one sentence per line)")
+        if isinstance(corpus, str):
+            corpus = Corpus.read(corpus)
+        elif not isinstance(corpus, Corpus):
+            corpus = Corpus(corpus)
+        object.__setattr__(self, "_corpus", corpus)
+
+    @property
+    def corpus(self) -> Corpus:
+        assert self._corpus is not None
+        return self._corpus
+
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
+        if self.sep:
+            state.cand.update(table, cand_counts)
+
+    def depends_on_texts(self) -> bool:
+        return self.sep
+
+    def _reference_idf(self, state: WeightState, encoder: Encoder) -> torch.Tensor:
+        return self.corpus.frequencies(encoder).idf()
+
+    def signature(self) -> str:
+        return f"idf-L({self.corpus.name or 'corpus'},M={len(self.corpus)})" + ("+sep" if self.sep else "")

@@ -1,0 +1,77 @@
+"""From a :class:`~alignscore.config.spec.RunSpec` to what runs: :func:`build` makes the
+:class:`~alignscore.scorer.Scorer` and checks, before any text is encoded, what needs the model's
+configuration and tokenizer (its depth against the layers asked for, its default layer, its
+special tokens against ``max_length``); the model's weights are not loaded. :func:`build_all`
+builds several, sharing one encoder wherever the encoder specs (and devices) are equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..encoders.base import Encoder
+from ..encoders.huggingface import HFEncoder
+from ..encoders.spec import VECTOR_SUFFIXES, EncoderSpec
+from ..encoders.static import StaticEncoder
+from ..errors import ConfigError
+from ..scorer import Scorer
+from ..settings import SettingError
+from .spec import RunSpec
+
+
+def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True) -> Scorer:
+    """The :class:`Scorer` of ``spec``: its encoder (``encoder``, when given, stands in for the
+    one the spec names), composition, runtime and cache. With ``check``, the model-dependent
+    checks run now (:func:`check_model`)."""
+    if encoder is None:
+        encoder = encoder_of(spec.encoder, spec.runtime.device)
+    scorer = Scorer(encoder, spec.composition, spec.runtime,
+                    spec.cache.build() if spec.cache is not None else None)
+    if check:
+        check_model(scorer, spec.labels)
+    return scorer
+
+
+def build_all(specs: Sequence[RunSpec], check: bool = True) -> list[Scorer]:
+    """:func:`build` of each spec; specs with equal encoder specs and devices share one encoder
+    object (one model loaded, each text encoded once by :func:`~alignscore.scorer.score_together`)."""
+    encoders: dict[tuple[EncoderSpec, str | None], Encoder] = {}
+    out = []
+    for spec in specs:
+        key = (spec.encoder, spec.runtime.device)
+        if key not in encoders:
+            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
+        out.append(build(spec, encoders[key], check))
+    return out
+
+
+def check_model(scorer: Scorer, labels: Mapping[str, str] | None = None) -> None:
+    """The checks that need the model's configuration and tokenizer (not its weights): the
+    composition resolved for the model (its layers exist; a default layer where none is given; a
+    baseline row for that layer) and the encoder's own limits. Errors name the options as
+    ``labels`` say they were given."""
+    labels = labels or {}
+    try:
+        scorer.scoring_encoder().check()
+        scorer.resolved()
+    except SettingError as exc:
+        label = labels.get(exc.field)
+        raise ConfigError(f"{label}: {exc.reason}" if label else str(exc), exc.options) from None
+    except ConfigError as exc:
+        label = next((labels[o] for o in exc.options if o in labels), None)
+        raise ConfigError(f"{label}: {exc.message}" if label else str(exc), exc.options) from None
+
+
+def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
+    """The encoder an :class:`EncoderSpec` names (nothing loaded yet): a
+    :class:`~alignscore.encoders.static.StaticEncoder` where the model is a static table (a
+    word2vec text file, a model2vec directory), else an :class:`HFEncoder`."""
+    if e.static is not None:
+        return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
+    if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
+        raise SettingError("model", f"no such word-vector file: {e.model}")
+    return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
+                     dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
+
+
+__all__ = ["build", "build_all", "check_model", "encoder_of"]

@@ -1,0 +1,109 @@
+"""Run files (TOML): reading them with the line of every key, so that a bad value is named
+``file:line: key``, and writing a whole run back.
+
+A run file's keys are the options' names (:mod:`alignscore.config.schema`); a part may also be
+given as a table of its name and settings (``aligner = { name = "wmd", n_gram = 2 }``)::
+
+    model = "all-MiniLM-L6-v2"
+    layer = 4
+    weighting = "idf-S"
+    sep = true
+    aligner = "wmd"
+    n_gram = 2
+    batch_size = 32
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import InputError
+
+_KEY = re.compile(r'\s*((?:"[^"]*"|[\w-]+)(?:\s*\.\s*(?:"[^"]*"|[\w-]+))*)\s*=')
+_INNER = re.compile(r'[{,]\s*((?:"[^"]*"|[\w-]+))\s*=')
+
+
+def load_toml(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """A TOML file's tables and the line of each key (:func:`key_lines`), with errors that
+    name the file."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", str(path)) from None
+    return data, key_lines(text)
+
+
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """The line (1-based) where each key of a TOML text is set, by its path: ``("layer",)``,
+    ``("aligner", "n_gram")`` (a key of an inline or a ``[aligner]`` table), ``("rows", 2,
+    "layer")`` (the third ``[[rows]]`` table). A key set over several lines (a long list) is at
+    its first line."""
+    out: dict[tuple[Any, ...], int] = {}
+    table: tuple[Any, ...] = ()
+    counts: dict[tuple[Any, ...], int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("[["):
+            name = _dotted(stripped[2:stripped.find("]]")])
+            counts[name] = counts.get(name, -1) + 1
+            table = name + (counts[name],)
+            out.setdefault(table, n)
+        elif stripped.startswith("["):
+            table = _dotted(stripped[1:stripped.find("]")])
+            out.setdefault(table, n)
+        else:
+            m = _KEY.match(line)
+            if m is None:
+                continue
+            path = table + _dotted(m.group(1))
+            out.setdefault(path, n)
+            for inner in _INNER.finditer(line, m.end()):
+                out.setdefault(path + _dotted(inner.group(1)), n)
+    return out
+
+
+def _dotted(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip('"') for part in re.findall(r'"[^"]*"|[^.]+', text.strip()))
+
+
+def line_of(lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> int | None:
+    """The line of ``path``, or of the nearest table that holds it."""
+    for end in range(len(path), 0, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return None
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    """``("rows", 2, "layer")`` -> ``rows[2].layer``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def toml_text(data: Mapping[str, Any], comment: str | None = None) -> str:
+    """``data`` as TOML (``comment`` lines first, each as ``# ...``)."""
+    import tomli_w
+
+    head = "".join(f"# {line}\n".replace("# \n", "#\n") for line in (comment or "").splitlines())
+    return head + tomli_w.dumps(dict(data))
+
+
+__all__ = ["dotted", "key_lines", "line_of", "load_toml", "toml_text"]

@@ -1,0 +1,221 @@
+"""The options of a run: one table, read from the settings the parts declare.
+
+Every setting of the encoder (:class:`~alignscore.encoders.spec.EncoderSpec`), of every
+registered part (aggregators, token filters, weightings, aligners; a part registered from
+outside the package included), of the runtime and of the cache is one option, named by its
+field. That name is the Python keyword, the TOML key of a run file, the key of a grid cell and
+of a search space; the command-line flag is made from it by one rule (``--`` + the name, ``_``
+as ``-``: ``n_gram`` is ``--n-gram``). A few options belong to the run itself: the part of
+each stage by name (``aggregator``, ``weighting``, ``aligner``, ``filters``), the composition's
+own settings (``special_tokens``, ``metric``, ``multi_ref``, ``rescale``, ``baseline``), two
+shorthands (``lang`` names BERTScore's model for a language, ``idf`` is ``weighting =
+"idf-S"``) and the two sources a run may start from (``preset``, ``config``).
+
+The same setting name in several parts of one stage is one option (``reg`` is sinkhorn's and
+baryscore's); a name may not mean settings of two stages (checked when the table is made).
+Older names stay readable where a field declares them as ``aliases``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from typing import Any, Callable
+
+from ..aggregators import AGGREGATORS
+from ..aligners import ALIGNERS
+from ..cache import CacheSpec
+from ..encoders.layers import LANG_FALLBACK, LANG_MODELS
+from ..encoders.spec import EncoderSpec
+from ..errors import ConfigError
+from ..filters import FILTERS, SPECIAL_POLICIES
+from ..registry import Registry
+from ..runtime import Runtime
+from ..settings import Setting, float_list, int_list, settings_of
+from ..weighting import WEIGHTINGS
+from .presets import PRESETS
+
+#: the stages whose part is chosen by name, and their registries
+STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIGHTINGS, "aligner": ALIGNERS}
+#: option groups, in help order
+GROUPS = ("source", "encoder", "composition", "aggregator", "filter", "weighting", "aligner", "runtime", "cache")
+DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option.
+
+    ``group`` is what it sets: ``"source"`` (a run to start from), ``"encoder"``, ``"runtime"``,
+    ``"cache"``, ``"composition"`` (a part by name or a setting of the composition itself), or a
+    stage (``"aligner"``, ...; ``"filter"``) whose parts named in ``parts`` take it. ``setting``
+    is the field's declaration where it is one (the first part's, for a setting several parts
+    share)."""
+
+    name: str
+    group: str
+    help: str
+    setting: Setting | None = None
+    parts: tuple[str, ...] = ()
+    choices: tuple[str, ...] | None = None
+    boolean: bool = False
+    multiple: bool = False
+    file: bool = False
+    metavar: str | None = None
+    read: Callable[[str], Any] | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag: ``--`` + the name, ``_`` as ``-``."""
+        return "--" + self.name.replace("_", "-")
+
+    def parse_text(self, text: str) -> Any:
+        """A value given as text (on the command line, or a text where the setting holds
+        something else) as the setting holds it. Raises ConfigError naming no option (the
+        caller names it as it was given)."""
+        if self.read is not None:
+            return self.read(text)
+        s = self.setting
+        if s is None or str in s.kinds and s.sequence is None:
+            return text
+        item = s.sequence
+        if item is not None:
+            return float_list(text) if item is float else int_list(text) if item is int else (text,)
+        kinds = s.kinds
+        if s.decl.parse is not None:
+            try:
+                return s.decl.parse(text)
+            except ValueError:
+                raise ConfigError(f"cannot read {text!r} ({s.describe()})") from None
+        if int in kinds and text.strip().lstrip("+-").isdigit():
+            return int(text)
+        if float in kinds:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+        if str in kinds:
+            return text
+        raise ConfigError(f"cannot read {text!r} ({s.describe()})")
+
+
+def _setting_option(s: Setting, group: str, part: str | None) -> Option:
+    d = s.decl
+    help_text = d.help or f"{group} setting {s.name}"
+    if s.default not in (None, "", ()) and not s.boolean and "default" not in help_text:
+        shown = ",".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
+        help_text += f" (default: {shown})"
+    choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
+    exclusive = choices is not None and s.kinds <= {str}
+    return Option(s.name, group, help_text, s, (part,) if part else (), choices if exclusive else None,
+                  boolean=s.boolean, file=d.file, metavar=d.metavar)
+
+
+def _part_name(stage: str, registry: Registry[Any]) -> Callable[[str], str]:
+    def read(text: str) -> str:
+        if text not in registry:
+            registry.get(text)  # loads plugins, then names the known parts
+        return text
+    return read
+
+
+@lru_cache(maxsize=1)
+def _table(*_parts: int) -> dict[str, Option]:
+    out: dict[str, Option] = {}
+
+    def add(option: Option) -> None:
+        same = out.get(option.name)
+        if same is None:
+            out[option.name] = option
+        elif same.group == option.group and option.group in STAGES or option.group == "filter" == same.group:
+            out[option.name] = replace(same, parts=same.parts + option.parts)  # one setting of several parts
+        else:
+            raise ConfigError(f"the setting {option.name!r} of {option.group} {', '.join(option.parts)} is also "
+                              f"a {same.group} option: a part's setting needs a name of its own (rename it)")
+
+    add(Option("preset", "source", "A named run (its model and composition); the options below override it.",
+               choices=tuple(PRESETS.names())))
+    add(Option("config", "source", "A run file (TOML: the keys are these options' names; `alignscore config` and "
+               "`alignscore tune` write one); the options below override it. Not with --preset.", file=True,
+               metavar="FILE"))
+    add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
+               f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
+               metavar="CODE"))
+    for s in settings_of(EncoderSpec):
+        add(_setting_option(s, "encoder", None))
+    for stage, registry in STAGES.items():
+        add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
+                   choices=tuple(registry.names()), read=_part_name(stage, registry)))
+    add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
+               boolean=True))
+    add(Option("special_tokens", "composition", "Special tokens: match-only (bert_score, the default), drop, or "
+               "keep (moverscore_v2).", choices=SPECIAL_POLICIES))
+    add(Option("filters", "composition", "Token filters on ordinary tokens, added to those of the preset or file "
+               "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
+               "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
+    add(Option("metric", "composition", "Which of the aligner's outputs is the score (picks the best reference; "
+               "diff ranks by it). Default: f1 for greedy, score for optimal transport.", metavar="OUTPUT"))
+    add(Option("multi_ref", "composition", "Several references: max per metric (bert_score, the default) or mean.",
+               choices=("max", "mean")))
+    add(Option("rescale", "composition", "Rescale with the --baseline file (--baseline alone implies it; "
+               "--no-rescale switches off a file's).", boolean=True))
+    add(Option("baseline", "composition", "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale.",
+               file=True, metavar="FILE"))
+    for stage, registry in STAGES.items():
+        for name in registry.names():
+            for s in settings_of(registry.get(name)):
+                if s.decl.option:
+                    add(_setting_option(s, stage, name))
+    for name in FILTERS.names():
+        for s in settings_of(FILTERS.get(name)):
+            if s.decl.option:
+                add(_setting_option(s, "filter", name))
+    for s in settings_of(Runtime):
+        if s.decl.option:
+            add(_setting_option(s, "runtime", None))
+    for s in settings_of(CacheSpec):
+        if s.decl.option:
+            add(_setting_option(s, "cache", None))
+    return out
+
+
+def options() -> dict[str, Option]:
+    """Every option by name, in help order (the parts registered now, outside ones included)."""
+    return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
+
+
+def aliases() -> dict[str, str]:
+    """Older names that files and keywords may still use, each to its option (an alias that an
+    option's own name or another alias already takes is left out: it stays valid inside its
+    part's table, :func:`part_aliases`)."""
+    table = options()
+    out: dict[str, str] = {}
+    taken: set[str] = set(table)
+    for option in table.values():
+        for alias in (option.setting.decl.aliases if option.setting else ()):
+            if alias in taken:
+                out.pop(alias, None)
+                continue
+            out[alias] = option.name
+            taken.add(alias)
+    return out
+
+
+def part_settings(stage: str, name: str) -> dict[str, Setting]:
+    """The settings of the part ``name`` of ``stage`` (``"filter"`` for token filters), by name."""
+    registry = FILTERS if stage == "filter" else STAGES[stage]
+    return {s.name: s for s in settings_of(registry.get(name)) if s.decl.option}
+
+
+def part_aliases(stage: str, name: str) -> dict[str, str]:
+    """``{alias: setting}`` of one part (valid in its table: ``aligner = {name = "sinkhorn",
+    dtype = "float32"}``)."""
+    return {a: s.name for s in part_settings(stage, name).values() for a in s.decl.aliases}
+
+
+def registry_of(stage: str) -> Registry[Any]:
+    return FILTERS if stage == "filter" else STAGES[stage]
+
+
+__all__ = ["DEFAULT_PARTS", "GROUPS", "Option", "STAGES", "aliases", "options", "part_aliases", "part_settings",
+           "registry_of"]
