@@ -349,12 +349,13 @@ class CacheSpec:
     """A persistent cache of hidden states by name: its directory and size bound
     (:meth:`build` makes the :class:`EmbeddingCache`)."""
 
-    cache: str = setting("", metavar="DIR", help=(
+    cache: str = setting("", file=True, metavar="DIR", help=(
         "Directory of a persistent cache of hidden states: texts encoded before by the same model skip the "
         "encoder."))
     cache_size: int = setting(DEFAULT_MAX_BYTES, ge=1, parse=parse_size, metavar="SIZE", help=(
         "Bound on the cache's size (e.g. 500M, 4G; default 4G); least recently used states go first."))
-    timeout_s: float = setting(5.0, gt=0, option=False)
+    cache_timeout: float = setting(5.0, gt=0, metavar="SECONDS", help=(
+        "How long a writer waits for another process's hold on the cache before going on without it."))
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -362,7 +363,7 @@ class CacheSpec:
             raise SettingError("cache", "a directory, not an empty name")
 
     def build(self) -> EmbeddingCache:
-        return EmbeddingCache(self.cache, self.cache_size, self.timeout_s)
+        return EmbeddingCache(self.cache, self.cache_size, self.cache_timeout)
 
 
 def forward_cached(cache: EmbeddingCache, encoder: Any, fingerprint: str, ids: torch.Tensor,

@@ -29,6 +29,7 @@ from .aligners.base import Aligner
 from .aligners.greedy import Greedy
 from .baseline import Baseline
 from .errors import ConfigError, describe
+from .settings import SettingError
 from .filters.base import TokenRoles
 from .signature import Signature
 from .weighting.base import Weighting
@@ -112,8 +113,8 @@ class Composition:
         self.check_encoder(None if encoder.has_layers else "table", encoder.name)
         try:
             aggregator = self.aggregator.resolve(encoder.num_layers, encoder.default_layer())
-        except ConfigError as exc:
-            raise ConfigError(f"model {encoder.name!r}: {exc}", exc.options) from None
+        except SettingError as exc:
+            raise SettingError(exc.field, f"{exc.reason} (model {encoder.name!r})") from None
         default_of = None
         if isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None:
             default_of = encoder.default_layer_origin()

@@ -26,6 +26,7 @@ from .encoders.base import Encoder
 from .engine import Encoded, Pairs, PairScores, Setting, empty_reasons, encode, pair_batches, settings
 from .runtime import Runtime
 from .scores import check_references, reduce
+from .signature import Signature
 
 
 class Explainable(Protocol):
@@ -105,7 +106,7 @@ class Explanation:
     scores: dict[str, float]
     best_reference: int
     primary: str
-    signature: str
+    signature: Signature
 
     @property
     def best(self) -> PairAlignment:

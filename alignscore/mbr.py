@@ -20,6 +20,7 @@ from .baseline import rescale
 from .engine import Blocks, score_blocks
 from .errors import InputError
 from .scores import check_texts, why_empty
+from .signature import Signature
 
 if TYPE_CHECKING:
     from .scorer import Scorer
@@ -94,6 +95,6 @@ def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_
             warnings.warn(message, stacklevel=3)
 
 
-def mbr_signature(signature: str, k: int, exclude_self: bool) -> str:
+def mbr_signature(signature: Signature, k: int, exclude_self: bool) -> Signature:
     """The scorer's signature with the MBR settings: ``...|mbr:K=16,self=in``."""
-    return f"{signature}|mbr:K={k},self={'out' if exclude_self else 'in'}"
+    return signature.with_fields(mbr=f"K={k},self={'out' if exclude_self else 'in'}")

@@ -11,6 +11,7 @@ import torch
 
 from .baseline import rescale
 from .errors import InputError, describe
+from .signature import Signature
 
 if TYPE_CHECKING:
     from .composition import Composition
@@ -46,7 +47,7 @@ class Scores(_ByMetric):
     metrics: dict[str, torch.Tensor]
     best_reference: torch.Tensor
     empty: torch.Tensor
-    signature: str
+    signature: Signature
 
     def __len__(self) -> int:
         return len(self.best_reference)
@@ -67,7 +68,7 @@ class PairwiseScores(_ByMetric):
 
     metrics: dict[str, torch.Tensor]
     empty: torch.Tensor
-    signature: str
+    signature: Signature
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -123,7 +124,7 @@ def check_references(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]
     return cands, groups
 
 
-def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: str,
+def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: Signature,
            static: bool = False) -> Scores:
     """Per-pair scores -> per-candidate :class:`Scores`: warn about pairs with nothing to align
     (and why; ``static``: the encoder is a static table), reduce several references

@@ -214,8 +214,10 @@ class Setting:
         if str in kinds:
             words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else "a text")
         text = " or ".join(words) or "a value"
-        return f"a list of {text.replace('an integer', 'integers').replace('a number', 'numbers')}" \
-            if item is not None else text
+        if item is None:
+            return text
+        return "a list of " + text.replace("an integer", "integers").replace("a number", "numbers").replace(
+            "a text", "texts")
 
 
 def _num(x: float) -> str:

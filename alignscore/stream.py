@@ -294,7 +294,7 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
     names = list(frozen.aligner.metrics)
     columns = names + (["best_ref"] if multi else [])
-    signature = frozen.signature()
+    signature = str(frozen.signature())
     header = tsv_header(signature, columns, None)
     sources = made_from(scorer, inputs)
     point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources) if resume else None

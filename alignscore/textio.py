@@ -22,7 +22,7 @@ class ScoreTable(Protocol):
     """What the writers read of :class:`~alignscore.scores.Scores` (kept structural so that
     text I/O does not depend on the scoring modules)."""
 
-    signature: str
+    signature: object  # formatted by str()
     metrics: Mapping[str, torch.Tensor]
     best_reference: torch.Tensor
 
@@ -227,7 +227,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
 PENDING = "# mean pending"
 
 
-def tsv_header(signature: str, columns: Sequence[str], means: dict[str, float] | None) -> list[str]:
+def tsv_header(signature: object, columns: Sequence[str], means: dict[str, float] | None) -> list[str]:
     """The three header lines of a TSV output: signature, means (or ``# mean pending`` while a
     streamed run is going), column names."""
     mean_line = PENDING if means is None else "# mean " + " ".join(f"{k}={v:.6f}" for k, v in means.items())

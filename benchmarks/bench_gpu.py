@@ -270,9 +270,9 @@ def ot_section(model_dir: Path, cands: list[str], refs: list[str], args: argpars
     rows.append({"side": f"moverscore_v2 (pyemd; model on {args.device})", "pairs_per_s": len(cands) / t_theirs})
     for label, overrides in (("alignscore wmd (exact, CPU solver)", {}),
                              (f"alignscore sinkhorn ({args.device}, float64, reg 0.02)",
-                              {"aligner": Sinkhorn(cost="euclidean", score="1-d")}),
+                              {"aligner": Sinkhorn(cost="euclidean", score_form="1-d")}),
                              (f"alignscore sinkhorn ({args.device}, float32, reg 0.02)",
-                              {"aligner": Sinkhorn(cost="euclidean", score="1-d", dtype="float32")})):
+                              {"aligner": Sinkhorn(cost="euclidean", score_form="1-d", sinkhorn_dtype="float32")})):
         scorer = moverscore_v2(encoder=HFEncoder(str(model_dir), device_name=args.device), **overrides)
         scorer.score(cands[:8], refs[:8])
         mib, (seconds, out) = peak_memory(lambda: timed(lambda: scorer.score(cands, refs)))

@@ -80,7 +80,7 @@ def main() -> None:
     default = Sinkhorn()
     configs = [Sinkhorn(cost=cost, reg=float(r)) for r in args.regs.split(",")]
     if args.float32:
-        configs.append(Sinkhorn(cost=cost, dtype="float32"))
+        configs.append(Sinkhorn(cost=cost, sinkhorn_dtype="float32"))
     load = os.getloadavg()
     lines = [
         f"### {dt.date.today().isoformat()}: {args.preset} on {args.model}, WMT16 {args.lp}, {len(exact)} pairs",

@@ -75,3 +75,11 @@ def fingerprint(*paths: str | Path) -> dict[str, str | None]:
         else:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     return out
+
+
+def write_toml(data: dict, path: str | Path) -> Path:
+    """A run file (or any TOML) with these keys, as a user would write it."""
+    import tomli_w
+
+    Path(path).write_text(tomli_w.dumps(data), encoding="utf-8")
+    return Path(path)

@@ -15,15 +15,16 @@ import pytest
 import torch
 
 import alignscore
-from alignscore import AGGREGATORS, ALIGNERS, Scorer
-from alignscore.aggregators import LayerStack, PowerMeans, SingleLayer
+from alignscore import AGGREGATORS, ALIGNERS, Composition, Scorer
+from alignscore.aggregators import LayerStack, PowerMeans, Routing, SingleLayer
+from alignscore.aggregators.base import Vectors
 from alignscore.aggregators.stack import stack_layers, unstack_layers
 from alignscore.aligners import BaryScore, PairBatch
 from alignscore.aligners.barycenter import barycenter_distances, free_support_barycenters
 from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore._ops import unit
-from alignscore.weighting import idf_s
+from alignscore.weighting import IdfS
 from test_transport import make_batch
 from conftest import compose
 
@@ -90,32 +91,35 @@ def test_stack_places_unit_layers_side_by_side_and_survives_unit_normalisation()
     assert float(back[1, :, 4].abs().sum()) == 0.0
 
 
-def test_unstack_refuses_what_is_not_a_stack_of_that_many_layers():
-    gen = torch.Generator().manual_seed(1)
-    states = torch.randn(4, 2, 6, 6, generator=gen)
-    stacked = unit(stack_layers(states))
-    with pytest.raises(ConfigError, match="not a stack of 5 layers"):
+def test_the_stack_size_comes_from_the_aggregator_never_from_the_vectors():
+    assert Composition(LayerStack((-3, -2, -1)), aligner=BaryScore()).aligner.stack == 3
+    assert Composition(SingleLayer(3), aligner=BaryScore()).aligner.stack == 1  # one layer: a stack of one
+    for aggregator in (PowerMeans((-3, -2, -1)), Routing((-3, -2, -1))):
+        with pytest.raises(ConfigError, match="reads a stack of layers"):
+            Composition(aggregator, aligner=BaryScore())
+    with pytest.raises(ConfigError, match="fit it to the aggregator"):
+        BaryScore().stack
+    stacked = unit(stack_layers(torch.randn(4, 2, 6, 6, generator=torch.Generator().manual_seed(1))))
+    with pytest.raises(ValueError, match="cannot be a stack of 5 layers"):
         unstack_layers(stacked, 5)  # width 24
-    with pytest.raises(ConfigError, match="more than 2 layers"):
-        unstack_layers(stacked, 2)  # four unit layers read as two
-    with pytest.raises(ConfigError, match="not a stack of 8 unit-normalised layers"):
-        unstack_layers(stacked, 8)  # half-layers differ in norm
-    pmeans = unit(PowerMeans((-3, -2, -1))(states[:3]))  # [min; mean; max]: parts of different norms
-    with pytest.raises(ConfigError, match="stack"):
-        unstack_layers(pmeans, 3)
     assert unstack_layers(stacked, 4).shape == (2, 4, 6, 6)
 
 
 def test_layer_stack_part():
     agg = AGGREGATORS.build("stack")
     assert agg == LayerStack((-5, -4, -3, -2, -1))
-    assert agg.resolve(12).layers == (8, 9, 10, 11, 12)  # bert-base: the authors' range(8, 13)
+    assert agg.resolve(12).layers_read() == (8, 9, 10, 11, 12)  # bert-base: the authors' range(8, 13)
     assert agg.resolve(6).signature() == "stack(L2,3,4,5,6;norm)"
-    assert LayerStack([-2, -1]).layers_spec == (-2, -1)
-    with pytest.raises(ConfigError, match="at least one layer"):
+    assert LayerStack([-2, -1]).layers == (-2, -1)
+    with pytest.raises(ConfigError, match="layers: needs at least one value"):
         LayerStack(())
     with pytest.raises(ConfigError, match="does not exist"):
         LayerStack((-9,)).resolve(6)
+
+
+def bary(layers: int, **settings) -> BaryScore:
+    """The aligner fitted to a stack of ``layers`` layers (as a composition fits it)."""
+    return BaryScore(**settings).fit(Vectors("stack", layers))
 
 
 # -- the barycenter -----------------------------------------------------------------------------
@@ -200,7 +204,7 @@ def synthetic_pairs(seed: int):
 @pytest.mark.parametrize("reg", [0.0, 0.5])
 def test_aligner_equals_a_plain_pair_by_pair_computation(reg):
     refs, cands, rm, cm = synthetic_pairs(7)
-    got = BaryScore(layers=L, reg=reg)(pair_batch_of(refs, cands, rm, cm))["score"]
+    got = bary(L, reg=reg)(pair_batch_of(refs, cands, rm, cm))["score"]
     assert got.dtype == torch.float64
     for k in range(len(refs)):
         xr = pot_barycenter(layers_of(refs[k]), rm[k].numpy())
@@ -211,10 +215,10 @@ def test_aligner_equals_a_plain_pair_by_pair_computation(reg):
 def test_score_forms_and_a_text_against_itself():
     refs, _, rm, _ = synthetic_pairs(9)
     batch = pair_batch_of(refs, refs, rm, rm)
-    exact = BaryScore(layers=L, reg=0.0)(batch)["score"]
+    exact = bary(L, reg=0.0)(batch)["score"]
     assert torch.allclose(exact, torch.ones_like(exact), atol=1e-12)  # d = 0
-    d = 1 - BaryScore(layers=L, reg=0.5)(batch)["score"]
-    inverse = BaryScore(layers=L, reg=0.5, score="1/(1+d)")(batch)["score"]
+    d = 1 - bary(L, reg=0.5)(batch)["score"]
+    inverse = bary(L, reg=0.5, score_form="1/(1+d)")(batch)["score"]
     assert torch.allclose(inverse, 1 / (1 + d), atol=1e-12)
     assert bool((d >= 0).all()) and float(d.max()) > 0  # the entropic plan spreads mass over distinct points
 
@@ -223,19 +227,19 @@ def test_solvers_that_stop_early_say_so_with_counts():
     refs, cands, rm, cm = synthetic_pairs(11)
     batch = pair_batch_of(refs, cands, rm, cm)
     with pytest.warns(UserWarning, match=r"Sinkhorn did not converge for [1-4] of 4 pairs in 3 iterations"):
-        out = BaryScore(layers=L, reg=0.001, max_iter=3)(batch)["score"]
+        out = bary(L, reg=0.001, max_iter=3)(batch)["score"]
     assert bool(torch.isfinite(out).all())
     with pytest.warns(UserWarning, match=r"barycenter of \d+ of 8 texts was still moving after 1 rounds"):
-        BaryScore(layers=L, reg=0.0, bary_iter=1)(batch)
+        bary(L, reg=0.0, bary_iter=1)(batch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the defaults on these pairs: no warning
-        BaryScore(layers=L, reg=0.5)(batch)
+        bary(L, reg=0.5)(batch)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"layers": 0}, "layers"), ({"layers": 2.0}, "layers"), ({"reg": -0.1}, "reg"), ({"reg": math.nan}, "reg"),
-    ({"reg": math.inf}, "reg"), ({"tol": 0}, "tol"), ({"bary_tol": -1}, "bary_tol"), ({"max_iter": 0}, "max_iter"),
-    ({"bary_iter": True}, "bary_iter"), ({"score": "-d"}, "score form"),
+    ({"bary_iter": 0}, "bary_iter"), ({"max_iter": 2.0}, "max_iter"), ({"reg": -0.1}, "reg"),
+    ({"reg": math.nan}, "reg"), ({"reg": math.inf}, "reg"), ({"tol": 0}, "tol"), ({"bary_tol": -1}, "bary_tol"),
+    ({"max_iter": 0}, "max_iter"), ({"bary_iter": True}, "bary_iter"), ({"score_form": "-d"}, "score_form"),
 ])
 def test_bad_settings_are_config_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -244,12 +248,12 @@ def test_bad_settings_are_config_errors(kwargs, message):
 
 def test_signature_registry_and_explanation():
     assert ALIGNERS.build("baryscore") == BaryScore()
-    assert BaryScore().signature() == "baryscore(L=5,sqeuclidean,1-d,reg=0.01,iter<=10000,tol=1e-09,bary<=1000,bary_tol=1e-07)"
-    assert BaryScore(reg=0).signature() != BaryScore().signature()
+    assert bary(5).signature() == "baryscore(L=5,sqeuclidean,1-d,reg=0.01,iter<=10000,tol=1e-09,bary<=1000,bary_tol=1e-07)"
+    assert bary(5, reg=0).signature() != bary(5).signature()
     assert BaryScore().metrics == ("score",) and BaryScore().primary == "score"
     refs, cands, rm, cm = synthetic_pairs(12)
     with pytest.raises(ConfigError, match="no per-token explanation"):
-        BaryScore(layers=L).alignment(pair_batch_of(refs, cands, rm, cm))
+        bary(L).alignment(pair_batch_of(refs, cands, rm, cm))
 
 
 # -- end to end -------------------------------------------------------------------------------------
@@ -261,27 +265,26 @@ def test_scorer_end_to_end_with_a_tiny_bert(tiny_bert_dir):
     def scorer(**kw) -> Scorer:
         # uniform masses, the same on both sides; [CLS]/[SEP] take part without mass, so "" is empty
         return compose(encoder=enc, aggregator=LayerStack((-3, -2, -1)), special_tokens="match-only",
-                      aligner=BaryScore(layers=3, reg=0.0), **kw)
+                      aligner=bary(3, reg=0.0), **kw)
 
     with pytest.warns(UserWarning, match="empty"):
         scores = scorer().score(cands, refs)
     assert float(scores.score[0]) == pytest.approx(1.0, abs=1e-9)  # the same text: d = 0
     assert float(scores.score[3]) == 0.0 and bool(torch.isfinite(scores.score).all())
     assert 1.0 > float(scores.score[2]) > float(scores.score[1])  # shares words with its reference
-    assert "stack(L2,3,4;norm)" in scores.signature and "baryscore(L=3," in scores.signature
+    assert "stack(L2,3,4;norm)" in str(scores.signature) and "baryscore(L=3," in str(scores.signature)
     with pytest.warns(UserWarning, match="empty"):
         small = scorer(batch_size=1).score(cands, refs)
     assert torch.allclose(small.score, scores.score, atol=1e-6, rtol=0)
-    wrong = compose(encoder=enc, aggregator=SingleLayer(3), aligner=BaryScore(layers=3))
     with pytest.raises(ConfigError, match="stack"):
-        wrong.score(cands[:1], refs[:1])
+        compose(encoder=enc, aggregator=PowerMeans((-3, -2, -1)), aligner=BaryScore())
 
 
 def test_preset_composes_the_published_defaults():
     scorer = alignscore.baryscore(model="all-MiniLM-L6-v2")
     assert scorer.aggregator == LayerStack((-5, -4, -3, -2, -1)) and scorer.composition.roles.special == "keep"
-    assert scorer.weighting.signature() == idf_s(sep=True).signature()
-    assert scorer.aligner == BaryScore(layers=5, reg=0.01)
+    assert scorer.weighting.signature() == IdfS(sep=True).signature()
+    assert scorer.aligner == bary(5, reg=0.01) and scorer.aligner.stack == 5
 
 
 def _idf(texts: list[list[int]]) -> dict[int, float]:

@@ -202,7 +202,7 @@ _preset_kwargs = st.fixed_dictionaries({}, optional={
     "special_tokens": st.sampled_from(["keep", "drop", "match-only", "all", 3]),
     "aggregator": st.sampled_from([SingleLayer(2), SingleLayer(9), PowerMeans((2, 3)), "single", None]),
     "aligner": st.sampled_from([Greedy(), WMD(), Sinkhorn(reg=0.05), "wmd"]),
-    "weighting": st.sampled_from([alignscore.Uniform(), alignscore.idf_s(), "idf"]),
+    "weighting": st.sampled_from([alignscore.Uniform(), alignscore.IdfS(), "idf"]),
     "multi_ref": st.sampled_from(["max", "mean", "min"]),
     "batch_size": st.sampled_from([1, 3, 0, 2.5, True]),
     "n_gram": st.sampled_from([1, 2, "sentence", 0]),
@@ -229,9 +229,9 @@ def _preset_kwargs_valid(preset: str, kw: dict) -> bool:
     ot = aligner not in (None,) and not isinstance(aligner, Greedy) or (aligner is None and preset != "bertscore")
     n_gram_ok = n_gram is None or (ot and n_gram in (1, 2, "sentence"))
     weighting = kw.get("weighting")
-    weighting_ok = weighting is None or isinstance(weighting, (alignscore.Uniform, alignscore.Idf))
+    weighting_ok = weighting is None or isinstance(weighting, (alignscore.Uniform, alignscore.IdfS))
     if preset == "bertscore" and kw.get("idf") and weighting is not None:  # idf=True means weighting idf-S
-        weighting_ok &= isinstance(weighting, alignscore.Idf)
+        weighting_ok &= isinstance(weighting, alignscore.IdfS)
     if preset != "bertscore" and kw.get("idf") is False and weighting is not None:
         weighting_ok = False  # idf=False and weighting= both set the weighting
     return ("colour" not in kw and layer_ok and aggregator_ok and n_gram_ok and weighting_ok
@@ -291,7 +291,7 @@ def test_api_settings(tiny_bert_dir, field, value) -> None:
        aligner=st.sampled_from(["greedy", "wmd"]))
 def test_idf_over_few_texts(tiny_bert_dir, n, weighting, aligner) -> None:
     scorer = compose(alignscore.HFEncoder(tiny_bert_dir), SingleLayer(2),
-                               weighting=alignscore.idf_s(sep=weighting.endswith("sep")),
+                               weighting=alignscore.IdfS(sep=weighting.endswith("sep")),
                                aligner=alignscore.ALIGNERS.build(aligner))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

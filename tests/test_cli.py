@@ -100,7 +100,7 @@ def test_model_that_cannot_be_loaded(files, tmp_path):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", str(tmp_path / "no-such-model"),
                          "--layer", "1")
-    _assert_one_line_error(code, err, "cannot load model", "no-such-model")
+    _assert_one_line_error(code, err, "--model: no such model folder", "no-such-model")
 
 
 def test_unknown_model_without_layer(files, tiny_bert_dir):
@@ -131,8 +131,8 @@ def test_idf_l_uses_the_corpus(files, tiny_bert_dir):
         assert code == 0, err
         outs.append([json.loads(line)["f1"] for line in out.splitlines()])
     assert len({tuple(o) for o in outs}) == 3  # none, idf-L and idf-S all differ
-    from alignscore import idf_l
-    want = compose(HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=idf_l(["the cat", "the dog", "the end", "a mat"]))
+    from alignscore import IdfL
+    want = compose(HFEncoder(tiny_bert_dir), SingleLayer(2), weighting=IdfL(idf_corpus=["the cat", "the dog", "the end", "a mat"]))
     assert outs[1] == pytest.approx(want.score(["the cat sat", "a dog ran fast"],
                                                ["the cat sat on the mat", "the dog ran"]).f1.tolist(), abs=1e-6)
 
@@ -140,13 +140,13 @@ def test_idf_l_uses_the_corpus(files, tiny_bert_dir):
 def test_rescale_needs_a_baseline(files, tiny_bert_dir):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--rescale")
-    _assert_one_line_error(code, err, "--rescale needs --baseline")
+    _assert_one_line_error(code, err, "--rescale needs a baseline file", "--baseline FILE")
 
 
 def test_sep_needs_idf(files, tiny_bert_dir):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--sep")
-    _assert_one_line_error(code, err, "--sep", "idf-S", "not none")
+    _assert_one_line_error(code, err, "--sep: applies to weighting idf-L or idf-S, not to weighting none")
 
 
 def test_long_text_is_truncated_with_a_warning(files, tiny_bert_dir):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore import Composition, HFEncoder, Idf, PowerMeans, Routing, Runtime, Scorer, SingleLayer
+from alignscore import Composition, HFEncoder, IdfS, PowerMeans, Routing, Runtime, Scorer, SingleLayer
 from cli_checks import invoke
 from conftest import REPO, needs
 
@@ -103,7 +103,7 @@ def test_options_override_a_config_files_keys(files, tiny_bert_dir, tmp_path):
     code, out, err = invoke("score", "-c", c, "-r", r, "--config", config, "--layer", "3", "-q", "--format", "jsonl")
     assert code == 0, err
     assert "layers:L3|" in err and "w:idf-S|" in err and "refs:mean|" in err  # the file's other keys hold
-    want = _alone(HFEncoder(tiny_bert_dir), Composition(SingleLayer(3), weighting=Idf(), multi_ref="mean"), CANDS,
+    want = _alone(HFEncoder(tiny_bert_dir), Composition(SingleLayer(3), weighting=IdfS(), multi_ref="mean"), CANDS,
                   REFS)
     assert [json.loads(line)["f1"] for line in out.splitlines()] == pytest.approx(want.f1.tolist(), abs=1e-6)
 
@@ -131,7 +131,7 @@ def test_mbr_with_idf_is_the_brute_force_argmax(files, tiny_bert_dir):
     got = [json.loads(line) for line in out.splitlines()]
     # the documented weights: idf over every sample (each once per block); pairwise() of all the
     # samples fits idf-S on its references, each once, which is the same here
-    matrix = Scorer(HFEncoder(tiny_bert_dir), Composition(SingleLayer(2), weighting=Idf())).pairwise(samples,
+    matrix = Scorer(HFEncoder(tiny_bert_dir), Composition(SingleLayer(2), weighting=IdfS())).pairwise(samples,
                                                                                                    samples).f1
     for block, row in enumerate(got):
         utility = matrix[3 * block:3 * block + 3, 3 * block:3 * block + 3].double().mean(1)

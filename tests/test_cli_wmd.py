@@ -48,7 +48,7 @@ def test_sinkhorn_sentence_level_and_filters(io, files, tiny_bert_dir) -> None:
     refs, cands = io
     stop = files("stop.txt", ["the", "on", "a"])
     code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "3",
-                         "--aligner", "sinkhorn", "--n-gram", "sentence", "--filter", "rm", "--stopwords", stop,
+                         "--aligner", "sinkhorn", "--n-gram", "sentence", "--filters", "rm", "--stopwords", stop,
                          "--format", "jsonl", "-q")
     assert code == 0, err
     sig = signature(err)
@@ -61,7 +61,7 @@ def test_filters_reach_greedy(io, files, tiny_bert_dir) -> None:
     refs, cands = io
     base = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "3", "--format", "jsonl", "-q")
     filtered = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "3", "--format", "jsonl",
-                   "-q", "--filter", "rm")
+                   "-q", "--filters", "rm")
     assert base[0] == filtered[0] == 0
     assert "+rm|" in signature(filtered[2])
     assert jsonl(base[1]) != jsonl(filtered[1])  # dropping punctuation and subwords changes F1
@@ -93,9 +93,9 @@ def test_preset_moverscore_v1_with_overrides(io, tiny_bert_dir) -> None:
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--n-gram", "2"], "--n-gram applies to --aligner sinkhorn or wmd, not greedy"),
-    (["--aligner", "wmd", "--n-gram", "0"], "n_gram must be an integer >= 1 or 'sentence'"),
-    (["--aligner", "wmd", "--n-gram", "two"], "n_gram must be an integer >= 1 or 'sentence', not 'two'"),
+    (["--n-gram", "2"], "--n-gram: applies to aligner sinkhorn or wmd, not to aligner greedy (the default)"),
+    (["--aligner", "wmd", "--n-gram", "0"], "--n-gram: expected an integer >= 1 or one of sentence, not 0"),
+    (["--aligner", "wmd", "--n-gram", "two"], "--n-gram: one of sentence, not 'two'"),
 ])
 def test_bad_n_gram_is_one_line(io, tiny_bert_dir, args, needle) -> None:
     refs, cands = io
@@ -107,5 +107,5 @@ def test_bad_n_gram_is_one_line(io, tiny_bert_dir, args, needle) -> None:
 
 def test_stopwords_is_an_option_not_a_filter_name(io, tiny_bert_dir) -> None:
     refs, cands = io
-    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--filter", "stopwords")
-    assert code == 2 and "Invalid value for '--filter'" in err
+    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--filters", "stopwords")
+    assert code == 1 and "--filters (--stopwords): the stopwords filter needs a file" in err

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from alignscore.composition import build
+from alignscore import run_spec
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.evaluation.stats import (bootstrap_r_difference, correlation, permutation_r_difference,
                                          williams_test)
@@ -45,9 +45,9 @@ def test_compare_reports_the_statistics_of_both_compositions(data_dir: Path, tin
     (row,) = _rows(out)
     encoder = HFEncoder(tiny_bert_dir)
     human = np.array([float(x) for x in texts["human"][:N]])
-    a = Scorer(encoder, build({"layer": 2, "aligner": {"name": "wmd", "n_gram": 2}})).score(
+    a = Scorer(encoder, run_spec({"layer": 2, "aligner": {"name": "wmd", "n_gram": 2}}).composition).score(
         texts["mt-system"][:N], texts["reference"][:N]).score.double().numpy()
-    b = Scorer(encoder, build({"layer": 3})).score(texts["mt-system"][:N], texts["reference"][:N]).f1.double().numpy()
+    b = Scorer(encoder, run_spec({"layer": 3}).composition).score(texts["mt-system"][:N], texts["reference"][:N]).f1.double().numpy()
     ra, rb, rab = correlation(a, human)[0], correlation(b, human)[0], correlation(a, b)[0]
     assert row[:2] == ["all", str(N)]
     assert float(row[2]) == pytest.approx(abs(ra), abs=1e-6) and float(row[3]) == pytest.approx(abs(rb), abs=1e-6)

@@ -70,7 +70,7 @@ def test_vectors_and_batches_stay_on_the_device(pairs, tiny_bert_dir):
     assert {t.device.type for t in (batch.ref, batch.cand, batch.ref_mass, batch.cand_match)} == {"cuda"}
 
 
-@pytest.mark.parametrize("aligner", [Sinkhorn(), Sinkhorn(dtype="float32", reg=0.05), WMD()], ids=str)
+@pytest.mark.parametrize("aligner", [Sinkhorn(), Sinkhorn(sinkhorn_dtype="float32", reg=0.05), WMD()], ids=str)
 def test_transport_on_cuda_matches_cpu(pairs, tiny_bert_dir, aligner):
     cands, refs = pairs[0][:64], pairs[1][:64]
     scores = [alignscore.moverscore_v2(encoder=HFEncoder(tiny_bert_dir, device_name=device), aligner=aligner)

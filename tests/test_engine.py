@@ -19,9 +19,10 @@ import pytest
 import torch
 
 
-from alignscore import (WMD, Composition, HFEncoder, Idf, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
-                        TokenRoles, read_spec, score_many, to_spec, write_spec)
-from alignscore.composition import build
+from alignscore import (WMD, Composition, HFEncoder, IdfS, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
+                        TokenRoles, score_many)
+from alignscore.config import compile_run, file_source
+from cli_checks import write_toml
 from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
 from alignscore.rescale import compute_baseline
@@ -51,8 +52,8 @@ def _pairs(n=40):
 
 COMPOSITIONS = {
     "greedy L3": Composition(SingleLayer(3)),
-    "greedy L2 idf-S+sep rm": Composition(SingleLayer(2), TokenRoles("drop", (RemoveSubwordsPunct(),)), Idf(sep=True)),
-    "wmd pmeans": Composition(PowerMeans((1, 2, 3)), TokenRoles("keep"), Idf(), WMD(cost="sqeuclidean", n_gram=2)),
+    "greedy L2 idf-S+sep rm": Composition(SingleLayer(2), TokenRoles("drop", (RemoveSubwordsPunct(),)), IdfS(sep=True)),
+    "wmd pmeans": Composition(PowerMeans((1, 2, 3)), TokenRoles("keep"), IdfS(), WMD(cost="sqeuclidean", n_gram=2)),
     "wmd L3": Composition(SingleLayer(3), TokenRoles("drop"), aligner=WMD()),
 }
 
@@ -116,7 +117,7 @@ def test_weights_accumulate_over_chunks_and_merge(tiny_bert_dir):
 
     refs, cands = _pairs(30)
     enc = HFEncoder(tiny_bert_dir)
-    weighting = Idf(sep=True)
+    weighting = IdfS(sep=True)
     whole = Pairs.from_pairs(refs, cands)
     want = weighting.fit(TokenTable.from_tokenized(enc.tokenize(whole.texts)), whole.ref_counts, whole.cand_counts, enc)
     states = []
@@ -135,20 +136,21 @@ def test_weights_accumulate_over_chunks_and_merge(tiny_bert_dir):
 def test_composition_files_round_trip(tmp_path, tiny_bert_dir):
     (tmp_path / "stop.txt").write_text("the\nof\n", encoding="utf-8")
     (tmp_path / "corpus.txt").write_text("\n".join(wmt16("de-en")["reference"][:50]) + "\n", encoding="utf-8")
-    spec = {"model": tiny_bert_dir, "aggregator": {"name": "pmeans", "layers_spec": [-3, -2, -1],
+    spec = {"model": tiny_bert_dir, "aggregator": {"name": "pmeans", "layers": [-3, -2, -1],
                                                    "powers": [-math.inf, 1.0, math.inf]},
             "special_tokens": "keep", "filters": ["rm", {"name": "stopwords", "file": "stop.txt"}],
             "weighting": "idf-L", "idf_corpus": "corpus.txt", "sep": True,
             "aligner": {"name": "wmd", "n_gram": 2, "cost": "sqeuclidean"}, "multi_ref": "mean"}
-    path = tmp_path / "comp.toml"
-    write_spec(spec, path)
+    path = write_toml(spec, tmp_path / "comp.toml")
     enc = HFEncoder(tiny_bert_dir)
-    first = build(read_spec(path), tmp_path).resolve(enc)
+    first = compile_run([file_source(path)])
     again = tmp_path / "again.toml"
-    write_spec(to_spec(first, tiny_bert_dir), again)
-    second = build(read_spec(again), tmp_path).resolve(enc)
-    assert first.signature(enc) == second.signature(enc)
-    assert "pmeans(L2,3,4" in first.signature(enc) and "stop(stop.txt,n=2)" in first.signature(enc)
+    again.write_text(first.toml(), encoding="utf-8")
+    second = compile_run([file_source(again)])
+    assert first == second
+    sig = str(first.composition.resolve(enc).signature(enc))
+    assert sig == str(second.composition.resolve(enc).signature(enc))
+    assert "pmeans(L2,3,4" in sig and "stop(stop.txt,n=2)" in sig
 
 
 def test_score_config_equals_the_same_options(tmp_path, tiny_bert_dir):
@@ -159,7 +161,7 @@ def test_score_config_equals_the_same_options(tmp_path, tiny_bert_dir):
     refs, cands = _pairs(12)
     (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
-    write_spec({"model": tiny_bert_dir, "layer": 3, "special_tokens": "drop", "weighting": "idf-S",
+    write_toml({"model": tiny_bert_dir, "layer": 3, "special_tokens": "drop", "weighting": "idf-S",
                 "aligner": {"name": "wmd", "n_gram": 2}}, tmp_path / "comp.toml")
     common = ["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "-q"]
     by_file = CliRunner().invoke(main, common + ["--config", str(tmp_path / "comp.toml")])

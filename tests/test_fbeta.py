@@ -145,7 +145,7 @@ def test_scorer_reports_fbeta_and_picks_the_best_reference_by_f1(tiny_bert_dir):
     for m in ("precision", "recall", "f1"):
         assert torch.equal(plain[m], weighted[m])
     assert torch.equal(plain.best_reference, weighted.best_reference)
-    assert "greedy(cos,beta=2)" in weighted.signature
+    assert "greedy(cos,beta=2)" in str(weighted.signature)
     assert float(weighted.fbeta[2]) == 0.0
     baseline = Baseline({k: {"precision": 0.5, "recall": 0.5, "f1": 0.5} for k in range(5)})
     rescaled = compose(encoder=enc, aggregator=SingleLayer(3), aligner=Greedy(beta=2.0), baseline=baseline)

@@ -132,9 +132,9 @@ def test_idf_matches_the_formula():
 
 def test_empty_idf_corpus_is_an_error():
     with pytest.raises(ConfigError, match="empty"):
-        alignscore.idf_l(["", "  "], corpus_name="c.txt")
+        alignscore.IdfL(idf_corpus=["", "  "], corpus_name="c.txt")
     with pytest.raises(ConfigError, match="needs a corpus"):
-        alignscore.idf_l(None)
+        alignscore.IdfL(idf_corpus=None)
 
 
 # -- greedy ------------------------------------------------------------------------------------------

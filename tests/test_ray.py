@@ -22,7 +22,7 @@ import alignscore  # noqa: E402
 from alignscore.cli import main  # noqa: E402
 from alignscore.errors import InputError  # noqa: E402
 from alignscore.integrations import ray as on_ray  # noqa: E402
-from alignscore.options import run_spec  # noqa: E402
+from alignscore.config import run_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def _check(rows, expected, cands, several=False):
             assert abs(row[m] - float(values[i])) <= TOL, (m, i)
         if several:
             assert row["best_ref"] == int(expected.best_reference[i])
-        assert row["signature"] == expected.signature
+        assert row["signature"] == str(expected.signature)
 
 
 IDF_CORPUS = str(WMT16 / "DAseg.newstest2016.reference.cs-en")

@@ -73,7 +73,7 @@ def test_routing_aggregator_layers_signature_registry():
     assert agg.resolve(6).layers == (2, 3, 4, 5, 6)
     assert agg.resolve(12).signature().startswith("routing(L8,9,10,11,12;gaussian")
     with pytest.raises(ConfigError):
-        Routing(layers_spec=(-8,)).resolve(6)
+        Routing(layers=(-8,)).resolve(6)
     with pytest.raises(ConfigError):
         Routing(bandwidth=0)
     states = torch.randn(5, 2, 4, 16) * torch.tensor([1.0, 10.0, 100.0, 1.0, 1.0]).view(5, 1, 1, 1)

@@ -97,7 +97,7 @@ def test_every_way_in_gives_the_same_scores_and_signature(tiny_bert_dir, tmp_pat
     metrics = list(api.metrics)
     for tsv in (out, from_file):
         signature, rows = _rows(tsv)
-        assert signature == api.signature
+        assert signature == str(api.signature)
         for i, row in enumerate(rows):  # the same computation through the same engine: bit for bit
             assert row[:len(metrics)] == [float(api[m][i]) for m in metrics]
     assert RunSpec.read(config) == run_spec(opts)
@@ -109,7 +109,7 @@ def test_a_preset_with_overrides_is_the_preset_function_with_those_keywords(tiny
     assert spec.composition == run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "n_gram": 2},
                                         style="cli").composition
     assert via_function.signature() == alignscore.build(spec).signature()
-    assert alignscore.score(CANDS, REFS, preset="moverscore-v2", model=tiny_bert_dir, n_gram=2).signature == \
+    assert str(alignscore.score(CANDS, REFS, preset="moverscore-v2", model=tiny_bert_dir, n_gram=2).signature) == \
         via_function.score(CANDS, REFS).signature
 
 
@@ -140,17 +140,17 @@ def test_moverscore_v2_with_uniform_weights_from_every_way_in(tiny_bert_dir, fil
     """--preset moverscore-v2 --weighting none is moverscore_v2(idf=False): SEP served idf-S and
     goes with it; --no-sep says the same; --weighting none --sep is one error naming both."""
     want = alignscore.moverscore_v2(tiny_bert_dir, idf=False)
-    assert "w:none" in want.signature()
+    assert "w:none" in str(want.signature())
     for extra in ({}, {"sep": False}):  # --no-sep beside a weighting without SEP says nothing more
         spec = run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "weighting": "none", **extra})
-        assert alignscore.build(spec).signature() == want.signature()
+        assert str(alignscore.build(spec).signature()) == str(want.signature())
     c, r = files("c.txt", CANDS), files("r.txt", REFS)
     code, out, err = invoke("score", "-c", c, "-r", r, "--preset", "moverscore-v2", "--model", tiny_bert_dir,
                             "--weighting", "none", "-q", "--format", "jsonl")
     assert code == 0, err
     assert [json.loads(line)["score"] for line in out.splitlines()] == want.score(CANDS, REFS).score.tolist()
     no_sep = run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "sep": False})
-    assert "w:idf-S|" in alignscore.build(no_sep).signature()  # idf of the references on both sides
+    assert "w:idf-S|" in str(alignscore.build(no_sep).signature())  # idf of the references on both sides
     code, _, err = invoke("score", "-c", c, "-r", r, "--model", tiny_bert_dir, "--weighting", "none", "--sep")
     assert_one_error(code, err, "--sep", "idf-S", "none")
 

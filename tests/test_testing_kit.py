@@ -29,7 +29,7 @@ BUILD = {
 CHECK = {"baryscore": {"layers": 2}}
 OTHERS: dict[str, list[Any]] = {
     "greedy": [Greedy(beta=2.0)],
-    "wmd": [WMD(n_gram=2, cost="sqeuclidean"), WMD(n_gram="sentence", score="1/(1+d)")],
+    "wmd": [WMD(n_gram=2, cost="sqeuclidean"), WMD(n_gram="sentence", score_form="1/(1+d)")],
     "sinkhorn": [Sinkhorn(n_gram=3)],
 }
 
@@ -59,8 +59,8 @@ def test_aligners_keep_their_promises_in_float64_too(aligner) -> None:
     check_aligner(aligner, dtype=torch.float64, seed=3)
 
 
-@pytest.mark.parametrize("aligner", [Greedy(beta=0.5), WMD(n_gram=3, score="1/(1+d)"),
-                                     Sinkhorn(reg=0.1, tol=1e-5, dtype="float32"),
+@pytest.mark.parametrize("aligner", [Greedy(beta=0.5), WMD(n_gram=3, score_form="1/(1+d)"),
+                                     Sinkhorn(reg=0.1, tol=1e-5, sinkhorn_dtype="float32"),
                                      Sinkhorn(cost="sqeuclidean", n_gram="sentence")], ids=lambda a: a.signature())
 def test_aligner_settings_keep_the_promises(aligner) -> None:
     check_aligner(aligner, seed=1)

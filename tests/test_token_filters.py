@@ -84,7 +84,7 @@ def test_stop_words_drop_whole_words_in_any_case(tok_table: TokenTable) -> None:
 
 
 def test_stop_words_per_token_are_exact_token_strings(tiny_bert_dir: str, tiny_roberta_dir: str) -> None:
-    f = StopWords(["the", "said"], unit="token")
+    f = StopWords(["the", "said"], stopwords_unit="token")
     wp = table_for(tiny_bert_dir, [TEXT])
     keep = f.keep(wp)
     assert [t for t, k in zip(wp.tokens, keep.tolist()) if not k] == [t for t in wp.tokens if t in ("the", "said")]
@@ -102,7 +102,7 @@ def test_filter_registry_and_errors() -> None:
     f = FILTERS.build("stopwords", words=["a", " ", "the"], label="stop.txt")
     assert f.signature() == "stop(stop.txt,n=2)"
     with pytest.raises(ConfigError):
-        StopWords(["a"], unit="sentence")
+        StopWords(["a"], stopwords_unit="sentence")
     with pytest.raises(ConfigError):
         StopWords("the")
     assert is_punctuation("“") and is_punctuation(" —") and is_punctuation("...") and is_punctuation("$")
@@ -124,4 +124,4 @@ def test_filters_apply_to_greedy(tiny_bert_dir: str) -> None:
         scores = scorer.score(["the cat sat", "a cat sat"], ["a dog ran", "a dog ran"])
     assert scores.f1[0] == 0 and scores.empty.tolist() == [True, False] and scores.f1[1] != 0
     assert any("empty" in str(w.message) for w in caught)
-    assert "+stop(list,n=3)" in scores.signature
+    assert "+stop(list,n=3)" in str(scores.signature)

@@ -9,7 +9,7 @@ import torch
 from conftest import compose, needs, wmt16  # noqa: E402
 needs("torchmetrics")
 
-from alignscore import WMD, HFEncoder, Idf, InputError, Scorer, SingleLayer, idf_l  # noqa: E402
+from alignscore import WMD, HFEncoder, IdfS, InputError, Scorer, SingleLayer, IdfL  # noqa: E402
 from alignscore.errors import ConfigError  # noqa: E402
 from alignscore.integrations.torchmetrics import AlignScore  # noqa: E402
 
@@ -18,9 +18,9 @@ TOL = 1e-6
 
 SCORERS = {
     "greedy": dict(),
-    "greedy idf-S+sep": dict(weighting=Idf(sep=True)),
+    "greedy idf-S+sep": dict(weighting=IdfS(sep=True)),
     "wmd": dict(special_tokens="drop", aligner=WMD()),
-    "wmd idf-S": dict(special_tokens="drop", weighting=Idf(), aligner=WMD()),
+    "wmd idf-S": dict(special_tokens="drop", weighting=IdfS(), aligner=WMD()),
 }
 
 
@@ -63,10 +63,10 @@ def test_several_updates_equal_one_score(encoder, name):
 
 def test_what_is_scored_when(encoder):
     # texts kept for compute() only where the weights depend on them
-    assert AlignScore(compose(encoder, SingleLayer(2), weighting=Idf(sep=True))).at_compute
-    assert AlignScore(compose(encoder, SingleLayer(2), weighting=Idf())).at_compute
+    assert AlignScore(compose(encoder, SingleLayer(2), weighting=IdfS(sep=True))).at_compute
+    assert AlignScore(compose(encoder, SingleLayer(2), weighting=IdfS())).at_compute
     corpus = wmt16("de-en")["reference"][:50]
-    idf_corpus = AlignScore(compose(encoder, SingleLayer(2), weighting=idf_l(corpus)))
+    idf_corpus = AlignScore(compose(encoder, SingleLayer(2), weighting=IdfL(idf_corpus=corpus)))
     assert not idf_corpus.at_compute and not AlignScore(compose(encoder, SingleLayer(2))).at_compute
     cands, targets = _data(6)
     idf_corpus.update(cands, targets)
@@ -74,7 +74,7 @@ def test_what_is_scored_when(encoder):
     _close(idf_corpus.compute(), idf_corpus.scorer.score(cands, targets).metrics, ("precision", "recall", "f1"))
 
 
-@pytest.mark.parametrize("weighting", [None, Idf()])
+@pytest.mark.parametrize("weighting", [None, IdfS()])
 def test_reset_and_nothing_to_compute(encoder, weighting):
     extra = {"weighting": weighting} if weighting is not None else {}
     scorer = compose(encoder, SingleLayer(2), **extra)
@@ -93,7 +93,7 @@ def test_reset_and_nothing_to_compute(encoder, weighting):
     _close(metric.compute(), scorer.score(cands[4:], targets[4:]).metrics, ("precision", "recall", "f1"))
 
 
-@pytest.mark.parametrize("weighting", [None, Idf(sep=True)])
+@pytest.mark.parametrize("weighting", [None, IdfS(sep=True)])
 def test_forward_gives_the_batch_scores(encoder, weighting):
     extra = {"weighting": weighting} if weighting is not None else {}
     scorer = compose(encoder, SingleLayer(2), **extra)
@@ -133,7 +133,7 @@ def _worker(rank: int, world: int, init: str, model: str, out: str) -> None:
             metric.update(cands[start:stop], targets[start:stop])
         results[name] = metric.compute()
     # a rank that saw nothing still syncs (its empty states have the right dtypes)
-    metric = AlignScore(compose(encoder, SingleLayer(3), weighting=Idf()))
+    metric = AlignScore(compose(encoder, SingleLayer(3), weighting=IdfS()))
     if rank == 0:
         metric.update(cands[:5], targets[:5])
     results["rank 1 empty"] = metric.compute()
@@ -155,5 +155,5 @@ def test_two_processes_equal_one_score(tiny_bert_dir, encoder, tmp_path):
         for name, parts in SCORERS.items():
             scorer = compose(encoder, SingleLayer(3), batch_size=5, **parts)
             _close(got[name], scorer.score(cands, targets).metrics, scorer.resolved().metrics)
-        scorer = compose(encoder, SingleLayer(3), weighting=Idf())
+        scorer = compose(encoder, SingleLayer(3), weighting=IdfS())
         _close(got["rank 1 empty"], scorer.score(cands[:5], targets[:5]).metrics, ("precision", "recall", "f1"))

@@ -92,12 +92,12 @@ def test_score_forms_and_signature() -> None:
     gen = torch.Generator().manual_seed(2)
     batch = make_batch([unit_rows(torch.randn(4, DIM, generator=gen))],
                        [unit_rows(torch.randn(3, DIM, generator=gen))], [torch.ones(4)], [torch.ones(3)])
-    one_minus = WMD(score="1-d")(batch)["score"]
-    inverse = WMD(score="1/(1+d)")(batch)["score"]
+    one_minus = WMD(score_form="1-d")(batch)["score"]
+    inverse = WMD(score_form="1/(1+d)")(batch)["score"]
     wmd = 1 - one_minus
     assert inverse.item() == pytest.approx(1 / (1 + wmd.item()), abs=1e-12)
     assert "1-d" in WMD().signature() and "euclidean" in WMD().signature()
-    assert "1/(1+d)" in WMD(score="1/(1+d)").signature() and "sqeuclidean" in WMD(cost="sqeuclidean").signature()
+    assert "1/(1+d)" in WMD(score_form="1/(1+d)").signature() and "sqeuclidean" in WMD(cost="sqeuclidean").signature()
     assert "reg=0.05" in Sinkhorn(reg=0.05).signature()
 
 
@@ -276,7 +276,7 @@ def test_aligners_of_a_class_scored_together_equal_each_alone(cls) -> None:
     tokens and n-grams share one Gram matrix, token-level costs their squared distances) gives
     each aligner exactly its own scores."""
     batches = variant_batches(13)
-    extra = [WMD(n_gram=3, score="1/(1+d)"), WMD(cost="sqeuclidean")] if cls is WMD else [Greedy()]
+    extra = [WMD(n_gram=3, score_form="1/(1+d)"), WMD(cost="sqeuclidean")] if cls is WMD else [Greedy()]
     aligners = [a for a in VARIANT_ALIGNERS if type(a) is cls] + extra
     jobs = [(a, batches[i % 2:]) for i, a in enumerate(aligners)]
     together = cls.score_together(jobs)
@@ -329,7 +329,7 @@ def test_sinkhorn_on_gpu_matches_cpu() -> None:
 
 
 # -- alignment contract ----------------------------------------------------------------------------
-@pytest.mark.parametrize("aligner", [WMD(), WMD(score="1/(1+d)"), WMD(cost="sqeuclidean", n_gram=2),
+@pytest.mark.parametrize("aligner", [WMD(), WMD(score_form="1/(1+d)"), WMD(cost="sqeuclidean", n_gram=2),
                                      WMD(n_gram="sentence"), Sinkhorn(reg=0.05), Sinkhorn(n_gram=3)])
 def test_alignment_contributions_sum_to_the_score(aligner) -> None:
     gen = torch.Generator().manual_seed(8)
@@ -389,7 +389,7 @@ def test_sinkhorn_plans_keep_both_marginals(r, c) -> None:
 
 
 @PROPS
-@given(texts(1), texts(1), st.sampled_from([WMD(), WMD(score="1/(1+d)"), WMD(n_gram=2), WMD(n_gram="sentence"),
+@given(texts(1), texts(1), st.sampled_from([WMD(), WMD(score_form="1/(1+d)"), WMD(n_gram=2), WMD(n_gram="sentence"),
                                            WMD(cost="sqeuclidean", n_gram=3)]))
 def test_a_text_against_itself_gets_the_best_score(r, other, aligner) -> None:
     """Exact OT only: the entropic plan spreads mass, so Sinkhorn's self-score is just below 1."""
@@ -446,8 +446,8 @@ def test_zero_mass_tokens_that_may_match_do_not_change_token_level_ot(r, c, n_ex
 
 @PROPS
 @given(st.lists(st.tuples(texts(0, 5), texts(0, 5)), min_size=1, max_size=4),
-       st.sampled_from([WMD(), WMD(score="1/(1+d)", cost="sqeuclidean"), WMD(n_gram=3), WMD(n_gram="sentence"),
-                        Sinkhorn(reg=0.01), Sinkhorn(n_gram=2, dtype="float32"), Greedy()]))
+       st.sampled_from([WMD(), WMD(score_form="1/(1+d)", cost="sqeuclidean"), WMD(n_gram=3), WMD(n_gram="sentence"),
+                        Sinkhorn(reg=0.01), Sinkhorn(n_gram=2, sinkhorn_dtype="float32"), Greedy()]))
 def test_scores_are_finite_for_every_input(pairs, aligner) -> None:
     """Empty texts, one-token texts, all-massless texts and ties, batched together."""
     batch = make_batch([p[0][0] for p in pairs], [p[1][0] for p in pairs],

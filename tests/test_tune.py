@@ -242,7 +242,7 @@ def test_best_toml_round_trips_and_reproduces_the_dev_r(tune_out: Path, data_dir
     spec = read_spec(tune_out / "best.toml")
     assert spec["model"] == tiny_bert_dir and spec["metric"] == best.composition.metric
     again = build({k: v for k, v in spec.items() if k != "model"}).resolve(encoder)
-    assert again.signature(encoder) == best.signature
+    assert str(again.signature)(encoder) == str(best.signature)
     for k, lp in enumerate(LPS):
         code, _, err = invoke("score", "-r", data_dir / f"DAseg.newstest2016.reference.{lp}",
                               "-c", data_dir / f"DAseg.newstest2016.mt-system.{lp}", "--config", tune_out / "best.toml",

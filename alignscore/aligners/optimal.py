@@ -309,7 +309,7 @@ class WMD(TransportAligner):
             else:
                 with ThreadPoolExecutor(workers) as pool:
                     list(pool.map(block, starts))  # raises what a block raised
-        return [[{"score": score_from_distance(torch.from_numpy(d), aligner.score).masked_fill(
+        return [[{"score": score_from_distance(torch.from_numpy(d), aligner.score_form).masked_fill(
                     torch.from_numpy(e), 0.0).to(first.ref.device)} for d, e in zip(wmd[j], empty[j])]
                 for j, aligner in enumerate(aligners)]
 

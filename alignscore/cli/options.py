@@ -18,6 +18,7 @@ from ..config import RunSpec, compile_run, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
 from ..errors import ConfigError
+from ..settings import SettingError
 
 SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 
@@ -35,7 +36,12 @@ class _Parsed(click.ParamType):
         if not isinstance(value, str):
             return value
         try:
-            return self.option.parse_text(value)
+            value = self.option.parse_text(value)
+            if self.option.setting is not None and len(self.option.parts) <= 1:  # one declaration: its range
+                value = self.option.setting.check(value)
+            return value
+        except SettingError as exc:
+            self.fail(exc.reason, param, ctx)
         except ConfigError as exc:
             self.fail(str(exc), param, ctx)
 

@@ -17,7 +17,7 @@ from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, co
 from ..evaluation.wmt import read_human
 from ..config import build
 from ..stream import clear_sidecar, score_stream
-from ..textio import check_output, read_lines, replacing, write_scores
+from ..textio import check_inputs, check_output, read_lines, replacing, write_scores
 from . import main
 from .inputs import Sources, input_options
 from .options import needs, option_files, output_option, scorer_options, scorer_opts, spec_of
@@ -105,7 +105,7 @@ def _pairwise(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, q
     texts = read_lines(cands)
     if not texts:
         raise InputError("is empty: there is nothing to score", cands)
-    scorer = build(spec)
+    scorer = build(spec)  # after the input is read: a bad file is found before the model loads
     matrix = scorer.pairwise(texts, texts)
     metric = scorer.resolved().metric
     with replacing(output) as tmp:
@@ -153,6 +153,11 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
     spec = spec_of(opts, progress=not quiet and writer)
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *option_files(spec, opts), judged.human])
+    if stream or resume:
+        check_inputs(sources.cands, sources.refs)  # every input read before the model loads
+    else:
+        cand_texts, ref_groups = sources.read()
+        human = read_human(judged.human, len(cand_texts)) if judged.human else None
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)))
     if stream or resume:
         result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume,
@@ -162,8 +167,6 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
         click.echo(f"{result.total} candidates ({result.scored} scored now): {means}", err=True)
         click.echo(f"signature: {result.signature}", err=True)
         return
-    cand_texts, ref_groups = sources.read()
-    human = read_human(judged.human, len(cand_texts)) if judged.human else None
     if on.address is not None:
         from ..integrations.ray import score_pairs
 

@@ -16,6 +16,7 @@ from ..encoders.static import StaticEncoder
 from ..errors import ConfigError
 from ..scorer import Scorer
 from ..settings import SettingError
+from .compile import name_in
 from .spec import RunSpec
 
 
@@ -28,7 +29,7 @@ def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True) -> 
     scorer = Scorer(encoder, spec.composition, spec.runtime,
                     spec.cache.build() if spec.cache is not None else None)
     if check:
-        check_model(scorer, spec.labels)
+        check_model(scorer, spec.labels, spec.style)
     return scorer
 
 
@@ -45,18 +46,17 @@ def build_all(specs: Sequence[RunSpec], check: bool = True) -> list[Scorer]:
     return out
 
 
-def check_model(scorer: Scorer, labels: Mapping[str, str] | None = None) -> None:
+def check_model(scorer: Scorer, labels: Mapping[str, str] | None = None, style: str = "keyword") -> None:
     """The checks that need the model's configuration and tokenizer (not its weights): the
     composition resolved for the model (its layers exist; a default layer where none is given; a
     baseline row for that layer) and the encoder's own limits. Errors name the options as
-    ``labels`` say they were given."""
+    ``labels`` say they were given (the others in ``style``: ``--layer``, ``layer=``, ``layer``)."""
     labels = labels or {}
     try:
         scorer.scoring_encoder().check()
         scorer.resolved()
     except SettingError as exc:
-        label = labels.get(exc.field)
-        raise ConfigError(f"{label}: {exc.reason}" if label else str(exc), exc.options) from None
+        raise ConfigError(f"{labels.get(exc.field) or name_in(style, exc.field)}: {exc.reason}", exc.options) from None
     except ConfigError as exc:
         label = next((labels[o] for o in exc.options if o in labels), None)
         raise ConfigError(f"{label}: {exc.message}" if label else str(exc), exc.options) from None

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from ..aggregators import AGGREGATORS
 from ..baseline import Baseline
-from ..cache import CacheSpec
+from ..cache import CacheSpec, EmbeddingCache
 from ..composition import Composition
 from ..encoders.layers import model_for_lang
 from ..encoders.spec import EncoderSpec
@@ -126,6 +125,12 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                 if setting in values:
                     raise ConfigError(f"{lab}: {setting} is given twice (as {labels[setting]} too)")
                 values[setting], labels[setting] = _read(table[setting], v, lab, text, root), lab
+            continue
+        if name == "cache" and isinstance(value, EmbeddingCache):  # a cache object stands for its settings
+            for name, setting in (("cache", str(Path(value.directory).resolve())), ("cache_size", value.max_bytes),
+                                  ("cache_timeout", value.timeout_s)):
+                if name == "cache" or name not in mapping:
+                    values[name], labels[name] = setting, label((key,))
             continue
         if name == "filters":
             items = _filters(value, label, (key,), text)
@@ -329,8 +334,8 @@ def merge(sources: Sequence[Source]) -> Merged:
         given = {k: Given(v, src.labels[k], rank) for k, v in values.items()}
         if "lang" in given:
             if "model" in given:
-                raise ConfigError(f"{given['lang'].label} picks the model (BERTScore's for that language): give it or "
-                                  f"{given['model'].label}, not both")
+                raise ConfigError(f"{given['lang'].label} picks the model (BERTScore's for that language): give "
+                                  f"{given['lang'].label} or {given['model'].label}, not both")
             lang = given.pop("lang")
             given["model"] = Given(model_for_lang(lang.value), lang.label, rank)
         if "idf" in given:
@@ -433,10 +438,9 @@ def _requirements(out: Merged) -> None:
     if rescale is not None and rescale.value and "baseline" not in simple:
         raise ConfigError(f"{rescale.label} needs a baseline file ({name_in(out.style, 'baseline')} FILE; "
                           "`alignscore baseline` makes one)", ("rescale",))
-    size, cache = simple.get("cache_size"), simple.get("cache")
-    if size is not None and cache is None:
-        raise ConfigError(f"{size.label}: bounds the cache of {name_in(out.style, 'cache')} DIR: applies with it only",
-                          ("cache_size",))
+    for name in ("cache_size", "cache_timeout"):
+        if name in simple and "cache" not in simple:
+            raise ConfigError(f"{simple[name].label}: applies with {name_in(out.style, 'cache')} DIR only", (name,))
 
 
 def _default(name: str) -> Any:
@@ -494,7 +498,7 @@ def construct(merged: Merged) -> RunSpec:
     runtime = _made(merged, lambda: Runtime(**group("runtime")))
     _made(merged, lambda: encoder.check_device(runtime.device))
     cache = _made(merged, lambda: CacheSpec(**group("cache"))) if "cache" in values else None
-    return RunSpec(encoder, composition, runtime, cache, merged.labels())
+    return RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style)
 
 
 def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None) -> Any:

@@ -75,8 +75,10 @@ class Option:
         caller names it as it was given)."""
         if self.read is not None:
             return self.read(text)
+        if self.file:
+            return text  # a path (resolved against the folder of what names it)
         s = self.setting
-        if s is None or str in s.kinds and s.sequence is None:
+        if s is None or s.kinds == {str}:
             return text
         item = s.sequence
         if item is not None:

@@ -31,14 +31,16 @@ class RunSpec:
     :class:`~alignscore.composition.Composition` (its parts are their own descriptions), the
     :class:`~alignscore.runtime.Runtime` (never changes a number beyond float rounding) and the
     cache (None: none). The default is BERTScore's. ``labels`` says how each option was given
-    (``--layer``, ``layer=``, ``run.toml:3: layer``), for the checks that need the model
-    (:func:`alignscore.config.build.build`); it takes no part in equality."""
+    (``--layer``, ``layer=``, ``run.toml:3: layer``) and ``style`` how to name one that was not
+    (``"flag"``, ``"keyword"``, ``"key"``), for the checks that need the model
+    (:func:`alignscore.config.build.build`); neither takes part in equality."""
 
     encoder: EncoderSpec = field(default_factory=EncoderSpec)
     composition: Composition = field(default_factory=Composition)
     runtime: Runtime = field(default_factory=Runtime)
     cache: CacheSpec | None = None
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    style: str = field(default="keyword", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name, kind in (("encoder", EncoderSpec), ("composition", Composition), ("runtime", Runtime)):
@@ -76,7 +78,7 @@ class RunSpec:
             if s.decl.option:
                 out[s.name] = getattr(self.runtime, s.name)
         if self.cache is not None:
-            out.update(cache=self.cache.cache, cache_size=self.cache.cache_size)
+            out.update(cache=self.cache.cache, cache_size=self.cache.cache_size, cache_timeout=self.cache.cache_timeout)
         return {k: v for k, v in out.items() if v is not None}
 
     def toml(self, comment: str | None = None) -> str:

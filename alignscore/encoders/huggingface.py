@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import socket
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 from typing import Any, MutableMapping, Sequence
 
 import torch
@@ -108,6 +110,7 @@ class HFEncoder(Encoder):
             from transformers import AutoConfig, AutoTokenizer
 
             src = self._source()
+            check_reachable(src, self.revision)
             try:
                 config = AutoConfig.from_pretrained(src, revision=self.revision)
                 kwargs = {"add_prefix_space": True} if config.model_type in _PREFIX_SPACE_MODELS else {}
@@ -352,6 +355,31 @@ class HFEncoder(Encoder):
                                                  f"model {self.model!r}'s {prefix + suffix} special tokens")
             self._ends = (prefix, suffix)
         return self._ends
+
+
+HUB_PROBE_SECONDS = 3.0
+
+
+def check_reachable(source: str, revision: str | None) -> None:
+    """Raise :class:`ModelLoadError` at once where ``source`` is neither on this machine (a
+    folder, or in the Hugging Face cache) nor downloadable because the hub does not answer:
+    transformers would otherwise retry for half a minute before saying so."""
+    if Path(source).exists() or os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0"):
+        return  # a local folder, or transformers fails at once by itself
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(source, "config.json", revision=revision), str):
+            return
+        host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    except Exception:  # noqa: BLE001 - an unusual hub version: let transformers decide
+        return
+    try:
+        socket.create_connection((host, 443), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as exc:
+        raise ModelLoadError(f"cannot load model {source!r}: it is not on this machine (not a folder, not in the "
+                             f"Hugging Face cache) and {host} cannot be reached ({exc.strerror or exc}); give a "
+                             "local model folder (all-MiniLM-L6-v2 works offline)") from None
 
 
 def _num_layers(config: Any) -> int | None:

@@ -128,7 +128,7 @@ class StopWords(TokenFilter):
             in the list, moverscore's ``w in stop_words`` test.
     """
 
-    stopwords: str | tuple[str, ...] = setting((), file=True, aliases=("file", "words"), metavar="FILE", help=(
+    stopwords: str | tuple[str, ...] | None = setting(None, file=True, aliases=("file", "words"), metavar="FILE", help=(
         "Stop words, one per line in FILE (or a list, in files and Python): they take no part."))
     stopwords_unit: str = setting("word", choices=("word", "token"), aliases=("unit",), help=(
         "Stop words are whole words (case-folded, the default) or exact token strings (moverscore's test)."))
@@ -136,7 +136,7 @@ class StopWords(TokenFilter):
 
     def __post_init__(self) -> None:
         check_settings(self)
-        words = read_lines(self.stopwords) if isinstance(self.stopwords, str) else self.stopwords
+        words = read_lines(self.stopwords) if isinstance(self.stopwords, str) else self.stopwords or ()
         object.__setattr__(self, "_words", frozenset(w.strip() for w in words if w.strip()))
         if not self._words:
             raise SettingError("stopwords", f"no stop words in {self.stopwords!r}" if isinstance(self.stopwords, str)

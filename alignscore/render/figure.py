@@ -114,11 +114,11 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
     return fig
 
 
-def wrap_signature(signature: str, width: int) -> list[str]:
+def wrap_signature(signature: object, width: int) -> list[str]:
     """Lines of at most about ``width`` characters, broken only between the signature's
     ``|``-separated fields."""
     lines: list[str] = []
-    for part in signature.split("|"):
+    for part in str(signature).split("|"):
         if lines and len(lines[-1]) + 1 + len(part) <= width:
             lines[-1] += "|" + part
         else:

@@ -27,7 +27,7 @@ def html_report(expl: Explanation, digits: int = 3) -> str:
         ".nomass{color:#999}.sig{font-family:monospace;font-size:11px;color:#555;word-break:break-all}"
         "td.na{background:#eee;color:#aaa}</style></head><body>",
         f"<h1>{e(fmt_scores(expl.scores, digits + 1))}</h1>",
-        f'<p class="sig">{e(expl.signature)}</p>',
+        f'<p class="sig">{e(str(expl.signature))}</p>',
         f"<p><b>candidate:</b> {e(expl.candidate)}</p>",
     ]
     for k, pair in enumerate(expl.pairs):
