@@ -43,6 +43,19 @@ class SettingError(ConfigError):
         self.field, self.reason = field, reason
 
 
+class RequirementError(SettingError):
+    """A setting given where another setting of the same object does not allow it:
+    ``field`` applies with ``other`` set to one of ``allowed`` only."""
+
+    def __init__(self, field: str, other: str, allowed: tuple[Any, ...], actual: Any) -> None:
+        self.other, self.allowed, self.actual = other, allowed, actual
+        super().__init__(field, f"applies with {other} = {' or '.join(map(str, allowed))} only (it is {actual!r})")
+
+    def named(self, name: Callable[[str], str]) -> str:
+        """The reason with the other setting named by ``name`` (as the user would write it)."""
+        return f"applies with {name(self.other)} {' or '.join(map(str, self.allowed))} only (it is {self.actual})"
+
+
 @dataclass(frozen=True)
 class Declaration:
     """What a setting declares (see :func:`setting`)."""
@@ -210,7 +223,8 @@ class Setting:
         if number:
             bounds = [f">= {_num(d.ge)}" if d.ge is not None else "", f"> {_num(d.gt)}" if d.gt is not None else "",
                       f"<= {_num(d.le)}" if d.le is not None else ""]
-            words.append(" ".join([number, *[b for b in bounds if b]]) + (", inf or -inf" if d.infinite else ""))
+            words.append(" ".join([number, " and ".join(b for b in bounds if b)]).strip()
+                         + (", inf or -inf" if d.infinite else ""))
         if str in kinds:
             words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else "a text")
         text = " or ".join(words) or "a value"
@@ -253,8 +267,7 @@ def check_settings(obj: Any) -> None:
             continue
         for other, allowed in s.decl.requires.items():
             if getattr(obj, other) not in allowed:
-                want = " or ".join(map(str, allowed))
-                raise SettingError(s.name, f"applies with {other} = {want} only (it is {getattr(obj, other)!r})")
+                raise RequirementError(s.name, other, allowed, getattr(obj, other))
 
 
 def int_list(value: Any, what: str = "") -> tuple[int, ...]:
@@ -296,5 +309,5 @@ def float_list(value: Any, what: str = "") -> tuple[float, ...]:
         raise ConfigError(f"{named}cannot read {value!r} as numbers") from None
 
 
-__all__ = ["Declaration", "Setting", "SettingError", "check_settings", "declaration", "float_list", "hints",
+__all__ = ["Declaration", "RequirementError", "Setting", "SettingError", "check_settings", "declaration", "float_list", "hints",
            "int_list", "setting", "settings_of"]

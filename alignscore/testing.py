@@ -33,6 +33,8 @@ from typing import Any, Sequence
 import torch
 
 from .aggregators.base import Aggregator
+from .aggregators.single import SingleLayer
+from .aggregators.stack import LayerStack
 from .aligners.base import Aligner, PairBatch
 from .composition import Composition
 from .config import RunSpec, compile_run, file_source
@@ -218,7 +220,8 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
         Seed of the random batch.
     layers : int
         Token vectors are ``layers`` unit vectors side by side (what the ``stack`` aggregator
-        gives; BaryScore reads them back): give the aligner's number of layers.
+        gives; BaryScore reads them back); the aligner is fitted to such a stack
+        (:meth:`~alignscore.aligners.base.Aligner.fit`).
     others : sequence of Aligner
         Aligners of the same class, scored together with ``aligner`` through ``score_together``.
     atol : float, optional
@@ -240,6 +243,10 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
         if type(other) is not type(aligner):
             raise TypeError(f"others must be {type(aligner).__name__} aligners, not {type(other).__name__}")
     gen = torch.Generator().manual_seed(seed)
+    # the aggregator whose vectors the pairs stand for: one layer, or a stack of ``layers``
+    aggregator = SingleLayer() if layers == 1 else LayerStack(tuple(range(-layers, 0)))
+    aligner = aligner.fit(aggregator.output())
+    others = [o.fit(aggregator.output()) for o in others]
     pairs = _make_pairs(gen, 6, layers, dtype)
     batch = _batch(pairs)
     scores = aligner(batch)
@@ -252,7 +259,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     _check_refuses_non_finite(aligner, pairs)
     _check_shared_work(aligner, _variants(batch, gen), others, tol)
     _check_alignment(aligner, batch, scores, tol)
-    rebuilt = _round_trip(Composition(aligner=aligner), "aligner").aligner
+    rebuilt = _round_trip(Composition(aggregator, aligner=aligner), "aligner").aligner
     _check_signature(aligner, rebuilt)
     _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its composition file")
 
@@ -427,7 +434,7 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     Examples
     --------
     >>> from alignscore.aggregators import PowerMeans
-    >>> check_aggregator(PowerMeans(layers_spec=(-2, -1)))
+    >>> check_aggregator(PowerMeans(layers=(-2, -1)))
     """
     tol = tolerance(dtype) if atol is None else atol
     resolved = aggregator.resolve(num_layers, default_layer)
@@ -574,8 +581,8 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
 
     Examples
     --------
-    >>> from alignscore.weighting import Idf
-    >>> check_weighting(Idf(sep=True))
+    >>> from alignscore.weighting import IdfS
+    >>> check_weighting(IdfS(sep=True))
     """
     encoder = encoder or WordEncoder()
     table = _table(encoder, texts)

@@ -288,7 +288,7 @@ def test_renders_png_svg_html_and_text(encoder, tmp_path):
     assert words <= set(parser.words)
     assert "table" in parser.tags and "script" not in parser.tags and "img" not in parser.tags
     assert "http" not in page  # self-contained: no outside resource
-    assert "reference [0] (best)" in page and e.signature in page
+    assert "reference [0] (best)" in page and str(e.signature) in page
 
     text = text_report(e)
     assert words <= set(text.replace("(", " ").split())

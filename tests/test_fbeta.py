@@ -10,6 +10,7 @@ import torch
 
 from alignscore import Scorer
 from alignscore.ablation import parse_grid
+from alignscore.config import compile_run
 from alignscore.aggregators import SingleLayer
 from alignscore.aligners import ALIGNERS, Greedy
 from alignscore.aligners.greedy import f_beta
@@ -158,9 +159,12 @@ def test_grid_column_may_report_fbeta():
         return {"models": {"base": {"model": "m"}}, "rows": [{"name": "Vanilla"}],
                 "columns": [{"name": "F2", "aligner": aligner, "metric": metric}]}
 
-    parsed = parse_grid(grid({"name": "greedy", "beta": 2.0}, "fbeta"))
-    assert parsed.columns[0].metric == "fbeta"
-    with pytest.raises(ConfigError, match="no metric 'fbeta'"):
-        parse_grid(grid("greedy", "fbeta"))
-    with pytest.raises(ConfigError, match="beta"):
-        parse_grid(grid({"name": "greedy", "beta": -1.0}, "fbeta"))
+    def cell(table: dict):
+        parsed = parse_grid(table)
+        return compile_run(parsed.sources(parsed.rows[0], parsed.columns[0])).composition
+
+    assert cell(grid({"name": "greedy", "beta": 2.0}, "fbeta")).metric == "fbeta"
+    with pytest.raises(ConfigError, match="no output 'fbeta'"):
+        cell(grid("greedy", "fbeta"))
+    with pytest.raises(ConfigError, match="columns\\[0\\].aligner.beta: expected a number >= 1e-06"):
+        cell(grid({"name": "greedy", "beta": -1.0}, "fbeta"))

@@ -83,12 +83,12 @@ def test_auto_token_budget(tiny_bert_dir, monkeypatch, pairs):
 
 def test_token_budget_option(tmp_path):
     assert Runtime(token_budget="auto").token_budget == "auto"
-    with pytest.raises(alignscore.ConfigError, match="token budget"):
+    with pytest.raises(alignscore.ConfigError, match="token_budget"):
         Runtime(token_budget="lots")
     (tmp_path / "r.txt").write_text("a cat\n")
     (tmp_path / "c.txt").write_text("a dog\n")
     code, _, err = invoke("score", "-r", tmp_path / "r.txt", "-c", tmp_path / "c.txt", "--token-budget", "0")
-    assert_one_error(code, err, "--token-budget", "'auto'")
+    assert_one_error(code, err, "--token-budget", "an integer >= 1 or one of auto, not 0")
 
 
 def test_scores_come_to_the_host_once_not_per_batch(pairs, tiny_bert_dir, monkeypatch):

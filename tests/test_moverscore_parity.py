@@ -112,7 +112,7 @@ def test_uniform_weights_as_the_command_line_says_them(ms2, pairs, shared_encode
     uniform = defaultdict(lambda: 1.0)
     theirs = np.array(ms2.word_mover_score(refs, cands, uniform, uniform, stop_words=[], n_gram=1,
                                            remove_subwords=True, device="cpu"))
-    spec = run_spec({"preset": "moverscore-v2", "model": shared_encoder.model, "weighting": "none"}, style="cli")
+    spec = run_spec({"preset": "moverscore-v2", "model": shared_encoder.model, "weighting": "none"}, style="flag")
     mine = build(spec, encoder=shared_encoder).score(cands, refs)["score"].numpy()
     check(ms2, theirs, mine, refs, cands)
 

@@ -12,6 +12,7 @@ import torch
 
 import alignscore
 from alignscore.ablation.grid import load_grid
+from alignscore.config.compile import merge, sources_of
 from alignscore.aligners import ALIGNERS
 from alignscore.encoders.static import StaticEncoder, read_vectors, split_words, static_format
 from alignscore.errors import ConfigError, InputError
@@ -179,18 +180,18 @@ def test_unknown_words_dropped_and_all_unknown_texts_warned_once(vec_file: str) 
 def test_signature_names_the_table_by_digest(tmp_path: Path, vec_file: str) -> None:
     sig = alignscore.score(["the cat"], ["the dog"], model=vec_file).signature
     enc = StaticEncoder(vec_file)
-    assert f"model:static:small.vec#{enc.digest()[:12]}|" in sig
+    assert f"model:static:small.vec#{enc.digest()[:12]}|" in str(sig)
     other = tmp_path / "other" / "small.vec"
     other.parent.mkdir()
     other.write_text(vec_text({**WORDS, "cat": [0.9, 0.1, 0.3, 0.1]}), encoding="utf-8")
     assert StaticEncoder(str(other)).digest() != enc.digest()
-    assert "+lowercase" in alignscore.score(["the cat"], ["the dog"], model=vec_file, lowercase=True).signature
+    assert "+lowercase" in str(alignscore.score(["the cat"], ["the dog"], model=vec_file, lowercase=True).signature)
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"layer": 0}, "layer and aggregator options do not apply"),
-    ({"aggregator": "pmeans"}, "layer and aggregator options do not apply"),
-    ({"aggregator": "routing"}, "layer and aggregator options do not apply"),
+    ({"layer": 0}, "layer=: .* layer and aggregator settings do not apply"),
+    ({"aggregator": "pmeans"}, "aggregator=: .* layer and aggregator settings do not apply"),
+    ({"aggregator": "routing"}, "aggregator=: .* layer and aggregator settings do not apply"),
     ({"dtype": "int8"}, "is a static table"),
     ({"long_texts": "window"}, "is a static table"),
 ])
@@ -201,7 +202,7 @@ def test_layer_and_model_options_refused(vec_file: str, options: dict, message: 
 
 def test_lowercase_refused_where_it_does_not_apply(m2v_dir: str, tiny_bert_dir: str) -> None:
     for model in (m2v_dir, tiny_bert_dir):
-        with pytest.raises(ConfigError, match="lowercase applies to static word vectors only"):
+        with pytest.raises(ConfigError, match="lowercase=: applies to static word vectors only"):
             alignscore.score(["the cat"], ["the dog"], model=model, lowercase=True)
 
 
@@ -219,10 +220,6 @@ def test_every_aligner_and_weighting_runs_on_static(tmp_path: Path, vec_file: st
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat\nthe dog\non the mat\n", encoding="utf-8")
     extra = {"idf_corpus": str(corpus)} if weighting == "idf-L" else {}
-    if aligner == "baryscore":  # a barycenter of the layers: a static table has one
-        with pytest.raises(ConfigError, match="--bary-layers 1"):
-            alignscore.score(["the cat"], ["the dog"], model=vec_file, aligner=aligner, weighting=weighting, **extra)
-        extra["bary_layers"] = 1
     cands, refs = ["the cat sat on the mat.", "dog sits"], ["the dog sits on the rug.", "the cat sat"]
     scores = alignscore.score(cands, refs, model=vec_file, aligner=aligner, weighting=weighting, **extra)
     values = scores.metrics[next(iter(scores.metrics))]
@@ -293,7 +290,7 @@ def test_model2vec_missing_file(tmp_path: Path, m2v_dir: str) -> None:
 def test_missing_vectors_file(tmp_path: Path, files) -> None:
     cands, refs = files("c.txt", ["the cat"]), files("r.txt", ["the dog"])
     code, out, err = invoke("score", "--model", tmp_path / "missing.vec", "-c", cands, "-r", refs, "-q")
-    assert_one_error(code, err, f"{tmp_path / 'missing.vec'}: no such vectors file")
+    assert_one_error(code, err, f"--model: no such word-vector file: {tmp_path / 'missing.vec'}")
     assert out == ""
 
 
@@ -363,10 +360,15 @@ def test_distill_refuses_a_folder_with_files(tmp_path: Path, tiny_bert_dir: str)
 # -- the grid's static role -----------------------------------------------------------------------------
 def test_table1_grid_roles(vec_file: str) -> None:
     grid = load_grid(REPO / "ablations" / "table1.toml")
-    assert set(grid.models) == {"contextual", "static"}
-    moved = grid.with_models(model="other-model", layer=3, static_model=vec_file)
-    assert moved.models["static"].model == vec_file and moved.models["static"].layer is None
-    assert moved.models["contextual"].model == "other-model" and moved.models["contextual"].layer == 3
+    assert set(grid.roles) == {"contextual", "static"}
+    flags = sources_of({"model": "other-model", "layer": 3}, style="flag")
+    models = {"static": vec_file}
+    static = grid.sources(grid.rows[0], grid.columns[0], flags, models)
+    assert merge(static).given("model").value == vec_file and merge(static).given("layer") is None
+    contextual = grid.sources(grid.rows[1], grid.columns[0], flags, models)
+    assert merge(contextual).given("model").value == "other-model"
+    assert merge(contextual).given("layer").value == -1  # the row names its own layer: the flag is below it
+    assert grid.model("contextual", flags, models) == "other-model" and grid.model("static", flags, models) == vec_file
     assert [c.name for c in grid.columns] == ["WMD-1", "SMD"]
 
 

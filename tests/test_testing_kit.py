@@ -20,9 +20,9 @@ from alignscore.weighting import WEIGHTINGS, Uniform, WeightState
 # Settings a registered part needs to be built at all (a part registered later that needs some
 # fails below, naming itself: add it here), or that keep the check fast.
 BUILD = {
-    "baryscore": {"layers": 2, "reg": 0.0},  # the exact distance: entropic at reg 0.01 takes seconds
-    "idf-L": {"corpus": ["the cat sat on the mat", "a remarkable alignment", "scores never depend on it"]},
-    "stopwords": {"words": ["the", "on", "a"], "label": "tiny"},
+    "baryscore": {"reg": 0.0},  # the exact distance: entropic at reg 0.01 takes seconds
+    "idf-L": {"idf_corpus": ["the cat sat on the mat", "a remarkable alignment", "scores never depend on it"]},
+    "stopwords": {"stopwords": ["the", "on", "a"]},
 }
 # What a check needs to know about a part (BaryScore reads a stack of its layers), and more
 # aligners of a class to score together with the registered one.
@@ -68,7 +68,7 @@ def test_aligner_settings_keep_the_promises(aligner) -> None:
 
 @pytest.mark.slow
 def test_baryscore_with_its_entropic_distance_keeps_the_promises() -> None:
-    check_aligner(ALIGNERS.build("baryscore", layers=3, reg=0.1), layers=3, dtype=torch.float64)
+    check_aligner(ALIGNERS.build("baryscore", reg=0.1), layers=3, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("name", AGGREGATORS.names())
@@ -91,7 +91,7 @@ def test_every_registered_filter_keeps_the_filter_promises(name: str) -> None:
 
 
 def test_stop_words_per_token_keep_the_filter_promises() -> None:
-    check_filter(FILTERS.build("stopwords", words=["the", "##nme", ","], unit="token"))
+    check_filter(FILTERS.build("stopwords", stopwords=["the", "##nme", ","], stopwords_unit="token"))
 
 
 def test_tolerance_is_tied_to_the_dtype() -> None:

@@ -12,7 +12,7 @@ import torch
 from alignscore.aggregators.single import SingleLayer
 from alignscore.aligners import Greedy
 from alignscore.encoders.huggingface import HFEncoder
-from alignscore.errors import ConfigError
+from alignscore.errors import ConfigError, InputError
 from alignscore.filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, token_roles
 from alignscore.filters.lexical import is_punctuation
 from alignscore.scorer import Scorer
@@ -99,12 +99,12 @@ def test_stop_words_per_token_are_exact_token_strings(tiny_bert_dir: str, tiny_r
 
 def test_filter_registry_and_errors() -> None:
     assert {"rm", "ms2-punct", "stopwords"} <= set(FILTERS.names())
-    f = FILTERS.build("stopwords", words=["a", " ", "the"], label="stop.txt")
-    assert f.signature() == "stop(stop.txt,n=2)"
+    f = FILTERS.build("stopwords", stopwords=["a", " ", "the"])
+    assert f.signature() == "stop(list,n=2)"
     with pytest.raises(ConfigError):
         StopWords(["a"], stopwords_unit="sentence")
-    with pytest.raises(ConfigError):
-        StopWords("the")
+    with pytest.raises(InputError, match="cannot read"):
+        StopWords("the")  # a file name
     assert is_punctuation("“") and is_punctuation(" —") and is_punctuation("...") and is_punctuation("$")
     assert not is_punctuation("") and not is_punctuation("'s") and not is_punctuation("2")
 

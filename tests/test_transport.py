@@ -102,7 +102,7 @@ def test_score_forms_and_signature() -> None:
 
 
 def test_bad_configurations_are_config_errors() -> None:
-    for bad in (dict(cost="cosine"), dict(score="exp(-d)"), dict(n_gram=0), dict(n_gram="2"), dict(n_gram=True)):
+    for bad in (dict(cost="cosine"), dict(score_form="exp(-d)"), dict(n_gram=0), dict(n_gram="2"), dict(n_gram=True)):
         with pytest.raises(ConfigError):
             WMD(**bad)
     with pytest.raises(ConfigError):

@@ -135,8 +135,8 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
         return Entry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir, style="key"))
 
     defaults = entry(data.get("defaults", {}), ("defaults",), named=False)
-    columns = tuple(entry(c, ("columns", i), True) for i, c in enumerate(_tables(data, "columns", label)))
-    rows = tuple(entry(r, ("rows", i), True) for i, r in enumerate(_tables(data, "rows", label)))
+    columns = tuple(entry(c, ("columns", i), True) for i, c in enumerate(_tables(data, "columns", label, where)))
+    rows = tuple(entry(r, ("rows", i), True) for i, r in enumerate(_tables(data, "rows", label, where)))
     for i, column in enumerate(columns):
         if "aligner" not in column.source.values:
             raise ConfigError(f"{label(('columns', i))}: a column names its `aligner`")
@@ -148,11 +148,10 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
     return Grid(str(data.get("title", Path(where).stem)), roles, columns, rows, defaults, where, Path(where).stem)
 
 
-def _tables(data: Mapping[str, Any], key: str, label: Any) -> list[Any]:
+def _tables(data: Mapping[str, Any], key: str, label: Any, where: str) -> list[Any]:
     tables = data.get(key)
     if not isinstance(tables, list) or not tables:
-        raise ConfigError(f"{label((key,))}: a grid needs at least one [[{key}]] table" if key in data else
-                          f"a grid needs at least one [[{key}]] table")
+        raise ConfigError(f"{label((key,)) if key in data else where}: a grid needs at least one [[{key}]] table")
     return tables
 
 

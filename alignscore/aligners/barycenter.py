@@ -125,7 +125,7 @@ class BaryScore(Aligner):
     - every token of the text, [CLS] and [SEP] included (``special_tokens="keep"``); masses idf
       (``use_idfs=True``, the class default; its command line's default is uniform masses):
       ``log((M + 1) / (df + 1))``, references' idf over the references and candidates' over the
-      candidates (``Idf(sep=True)``), so [CLS]/[SEP] get 0 and uniform masses give every token
+      candidates (``IdfS(sep=True)``), so [CLS]/[SEP] get 0 and uniform masses give every token
       one share.
     - barycenter: ``ot.lp.free_support_barycenter`` with the layers equally weighted, ``k`` = the
       number of tokens, support masses ``1/k``, ``numItermax=1000`` and POT's ``stopThr=1e-7``

@@ -45,7 +45,7 @@ from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..filters import FILTERS, TokenFilter, TokenRoles
 from ..runtime import Runtime
-from ..settings import SettingError, settings_of
+from ..settings import RequirementError, SettingError, settings_of
 from .files import dotted, line_of, load_toml
 from .presets import PRESETS
 from .schema import DEFAULT_PARTS, STAGES, aliases, options, part_aliases, part_settings, registry_of
@@ -82,9 +82,8 @@ def flag_label(path: tuple[Any, ...]) -> str:
     return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
 
 
-def keyword_label(path: tuple[Any, ...], where: str = "") -> str:
-    return (f"{where}: " if where else "") + f"{path[0]}=" + "".join(f"[{p!r}]" if isinstance(p, int) else f"[{p!r}]"
-                                                                    for p in path[1:])
+def keyword_label(path: tuple[Any, ...]) -> str:
+    return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
 
 
 def name_in(style: str, name: str) -> str:
@@ -110,9 +109,10 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         name = key if key in table else older.get(key)
         if name is None:
-            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)}")
+            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)} (the options: "
+                              "alignscore score --help; docs/cli-reference.md)")
         if name in values:
-            raise ConfigError(f"{label((key,))}: {name} is given twice (as {labels[name]} too)")
+            raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
         if option.group == "source" and kind not in ("flags", "keywords"):
             raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
@@ -122,8 +122,9 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             part, settings = _part_value(name, value, label, (key,))
             values[name], labels[name] = part, label((key,))
             for setting, (v, lab) in settings.items():
-                if setting in values:
-                    raise ConfigError(f"{lab}: {setting} is given twice (as {labels[setting]} too)")
+                if setting in values or mapping.get(setting) is not None:
+                    raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
+                                      "give one")
                 values[setting], labels[setting] = _read(table[setting], v, lab, text, root), lab
             continue
         if name == "cache" and isinstance(value, EmbeddingCache):  # a cache object stands for its settings
@@ -153,6 +154,8 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None) ->
     """A value as the option holds it: text read (always from the command line; elsewhere
     where the setting is a list, or declares how it reads text), files resolved."""
     s = option.setting
+    if option.name == "baseline" and not isinstance(value, (str, os.PathLike, Baseline)):
+        raise ConfigError(f"{label}: expected a file name, not {value!r}", (option.name,))
     try:
         if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
                                                                    or s.decl.parse is not None))
@@ -163,13 +166,18 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None) ->
     if option.file and isinstance(value, (str, os.PathLike)):
         path = Path(value).expanduser()
         value = str((root / path if root is not None and not path.is_absolute() else path).resolve())
-    if option.name == "model" and isinstance(value, str):
+    if option.name == "model" and isinstance(value, str) and value.strip():
         path = Path(value).expanduser()
         local = root / path if root is not None and not path.is_absolute() else path
         if local.exists():
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
         value = [value]
+    if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
+        try:
+            value = s.check(value)
+        except SettingError as exc:
+            raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
     return value
 
 
@@ -249,12 +257,13 @@ def preset_source(name: str, label: str) -> Source:
     return make_source(PRESETS.get(name).options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
 
 
-def sources_of(given: Mapping[str, Any], style: str = "keyword", where: str = "",
-               base_dir: str | Path | None = None, text: bool = False) -> list[Source]:
+def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None) -> list[Source]:
     """The sources that flags or keywords describe, lowest first: the preset or the run file
-    they name, then themselves. ``style``: ``"flag"`` (the command line) or ``"keyword"``."""
-    label: Label = flag_label if style == "flag" else (lambda p: keyword_label(p, where))
-    own = make_source(given, "flags" if style == "flag" else "keywords", label, base_dir, text, style)
+    they name, then themselves. ``style``: ``"flag"`` (the command line: text values are read as
+    the command line reads them) or ``"keyword"``."""
+    flags = style == "flag"
+    own = make_source(given, "flags" if flags else "keywords", flag_label if flags else keyword_label, base_dir,
+                      flags, style)
     values = dict(own.values)
     preset, config = values.pop("preset", None), values.pop("config", None)
     out = []
@@ -270,11 +279,16 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword", where: str = ""
 
 
 def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
-             base_dir: str | Path | None = None, text: bool = False) -> RunSpec:
+             base_dir: str | Path | None = None) -> RunSpec:
     """The :class:`RunSpec` that flags or keywords describe (the preset or run file they name
     first): :func:`sources_of` then :func:`compile_run`. ``given`` maps option names to values
-    (``None``: not given)."""
-    return compile_run(sources_of(given, style, where, base_dir, text))
+    (``None``: not given); ``where`` names the caller in errors (``"moverscore_v2()"``)."""
+    try:
+        return compile_run(sources_of(given, style, base_dir))
+    except ConfigError as exc:
+        if not where:
+            raise
+        raise ConfigError(f"{where}: {exc}", exc.options) from None
 
 
 # -- merging --------------------------------------------------------------------------------------
@@ -508,7 +522,8 @@ def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None
     except SettingError as exc:
         label = merged.label(exc.field) if merged.given(exc.field) or not part_label else \
             f"{part_label} ({name_in(merged.style, exc.field)})"
-        raise ConfigError(f"{label}: {exc.reason}", exc.options) from None
+        reason = exc.named(lambda o: name_in(merged.style, o)) if isinstance(exc, RequirementError) else exc.reason
+        raise ConfigError(f"{label}: {reason}", exc.options) from None
     except ConfigError as exc:
         if not exc.options:
             raise
