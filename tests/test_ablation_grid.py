@@ -12,9 +12,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+import alignscore
 from alignscore.ablation import evaluate, load_grid, parse_grid, run_grid, write_outputs
-from alignscore.ablation.runner import build_scorer
 from alignscore.cli import main
+from alignscore.config import compile_run
+from alignscore.config.compile import merge, sources_of
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.wmt import load_daseg
@@ -84,9 +86,6 @@ aggregator = "routing"
 name = "Layer {{layer}}"
 layer = -1
 [[rows]]
-name = "Too deep"
-layer = 9
-[[rows]]
 name = "MNLI + IDF-S"
 model = "mnli"
 weighting = "idf-S"
@@ -112,7 +111,7 @@ def counted_run(grid_file: Path, data_dir: Path):
 
     HFEncoder.forward = counting  # type: ignore[method-assign]
     try:
-        run = run_grid(load_grid(grid_file), load_daseg(data_dir), batch_size=16)
+        run = run_grid(load_grid(grid_file), load_daseg(data_dir), sources_of({"batch_size": 16}))
     finally:
         HFEncoder.forward = original  # type: ignore[method-assign]
     return run, calls
@@ -126,42 +125,59 @@ def _minimal(**extra: object) -> dict:
     return data
 
 
+def _cells(data: dict) -> list:
+    """Every cell of a grid compiled (what ``ablate`` does before any model loads)."""
+    grid = parse_grid(data)
+    return [compile_run(grid.sources(r, c), {"idf_corpus": ("a corpus",)}) for r in grid.rows for c in grid.columns]
+
+
 @pytest.mark.parametrize("bad, message", [
-    ({"rows": [{"name": "x", "weighting": "tfidf"}]}, "unknown weighting 'tfidf'"),
-    ({"rows": [{"name": "x", "colour": "red"}]}, "unknown key 'colour'"),
-    ({"rows": [{"name": "x", "aggregator": "pmeans", "layer": 3}]}, "`layer` selects the single-layer"),
-    ({"rows": [{"name": "x", "model": "mnli"}]}, "no model role 'mnli'"),
+    ({"rows": [{"name": "x", "weighting": "tfidf"}]}, "rows\\[0\\].weighting: no weighting 'tfidf'"),
+    ({"rows": [{"name": "x", "colour": "red"}]}, "rows\\[0\\].colour: no such option"),
+    ({"rows": [{"name": "x", "aggregator": "pmeans", "layer": 3}]},
+     "rows\\[0\\].layer: applies to aggregator single, not to aggregator pmeans"),
+    ({"rows": [{"name": "x", "model": "mnli"}]}, "names a model role of \\[models\\]: one of base, not 'mnli'"),
     ({"rows": [{"name": "x"}, {"name": "x"}]}, "unique"),
-    ({"columns": [{"name": "F", "aligner": "beam"}]}, "unknown aligner 'beam'"),
-    ({"columns": [{"name": "F", "aligner": "greedy", "metric": "bleu"}]}, "no metric 'bleu'"),
+    ({"columns": [{"name": "F", "aligner": "beam"}]}, "no aligner 'beam'"),
+    ({"columns": [{"name": "F", "aligner": "greedy", "metric": "bleu"}]}, "no output 'bleu'"),
     ({"columns": []}, "at least one"),
     ({"models": {}}, "models"),
-    ({"rows": [{"name": "x", "filters": ["rm", "nonsense"]}]}, "unknown token filter 'nonsense'"),
-    ({"rows": [{"name": "x", "special_tokens": "maybe"}]}, "special-token policy"),
-    ({"colums": []}, "unknown top-level"),
+    ({"rows": [{"name": "x", "filters": ["rm", "nonsense"]}]}, "no token filter 'nonsense'"),
+    ({"rows": [{"name": "x", "special_tokens": "maybe"}]}, "special_tokens: one of match-only, drop, keep"),
+    ({"rows": [{"name": "x", "preset": "baryscore"}]}, "a preset is a whole run"),
+    ({"colums": []}, "colums: not a grid key"),
 ])
 def test_grid_errors_are_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message):
-        parse_grid(_minimal(**bad))
+        _cells(_minimal(**bad))
 
 
-def test_cells_merge_defaults_then_column_then_row_and_models_override():
+def test_cells_merge_role_flags_defaults_column_row():
     grid = parse_grid(_minimal(
         models={"base": {"model": "b", "layer": 9}, "mnli": {"model": "m", "layer": 9}},
         defaults={"weighting": "idf-S", "filters": ["rm"]},
-        columns=[{"name": "W", "aligner": "wmd", "n_gram": 2, "special_tokens": "keep", "filters": ["stopwords"]}],
+        columns=[{"name": "W", "aligner": "wmd", "n_gram": 2, "special_tokens": "keep",
+                  "filters": [{"name": "stopwords", "stopwords": ["the"]}]}],
         rows=[{"name": "A"}, {"name": "B", "special_tokens": "drop", "weighting": "none", "model": "mnli"}]))
-    a, b = (grid.cell(r, grid.columns[0]) for r in grid.rows)
-    assert (a.model, a.weighting, a.special_tokens) == ("base", "idf-S", "keep")
-    assert [f.name for f in a.filters] == ["rm", "stopwords"]
-    assert dict(a.aligner.args) == {"n_gram": 2}
-    assert (b.model, b.weighting, b.special_tokens) == ("mnli", "none", "drop")  # the row wins
-    over = grid.with_models(model="x", layer=4)
-    assert (over.models["base"].model, over.models["base"].layer) == ("x", 4)
-    assert (over.models["mnli"].model, over.models["mnli"].layer) == ("m", 4)  # only --mnli-model moves it
-    over = grid.with_models(model="x", mnli_model="y")
-    assert over.models["base"].layer is None  # another model: its own default layer, not 9
-    assert over.models["mnli"].model == "y"
+    a, b = (compile_run(grid.sources(r, grid.columns[0])) for r in grid.rows)
+    assert (a.encoder.model, a.composition.weighting.signature(), a.composition.roles.special) == ("b", "idf-S", "keep")
+    assert [type(f).__name__ for f in a.composition.roles.filters] == ["RemoveSubwordsPunct", "StopWords"]
+    assert a.composition.aligner.n_gram == 2 and a.composition.aggregator.layer == 9
+    assert (b.encoder.model, b.composition.weighting.signature(), b.composition.roles.special) == ("m", "none", "drop")
+    flags = sources_of({"model": "x", "layer": 4}, style="flag")
+    over = [merge(grid.sources(r, grid.columns[0], flags)) for r in grid.rows]
+    assert (over[0].given("model").value, over[0].given("layer").value) == ("x", 4)
+    assert (over[1].given("model").value, over[1].given("layer").value) == ("m", 4)  # only --mnli-model moves it
+    moved = merge(grid.sources(grid.rows[0], grid.columns[0], sources_of({"model": "x"}, style="flag")))
+    assert moved.given("layer") is None  # another model: its own default layer, not the role's 9
+    mnli = merge(grid.sources(grid.rows[1], grid.columns[0], flags, {"mnli": "y"}))
+    assert mnli.given("model").value == "y" and mnli.given("layer").value == 4
+
+
+def test_a_grid_row_sets_any_option_of_a_run_even_the_encoder_s():
+    grid = parse_grid(_minimal(rows=[{"name": "half", "dtype": "bfloat16", "long_texts": "window", "batch_size": 8}]))
+    spec = compile_run(grid.sources(grid.rows[0], grid.columns[0]))
+    assert (spec.encoder.dtype, spec.encoder.long_texts, spec.runtime.batch_size) == ("bfloat16", "window", 8)
 
 
 def test_shipped_grids_parse():
@@ -184,18 +200,16 @@ def test_every_cell_equals_its_scorer_run_alone(counted_run, data_dir):
         if cell.scores is None:
             continue
         row, col = run.grid.rows[cell.row], run.grid.columns[cell.column]
-        spec = run.grid.cell(row, col)
-        name = run.grid.models[spec.model].model
-        enc = HFEncoder(name)  # a fresh encoder per cell: truly "alone"
         lp = pairs[cell.lang_pair]
-        scorer = build_scorer(spec, run.grid, enc, lp)
+        corpus = {"idf_corpus": str(data_dir / "newstest2016-deen-ref.en")}
+        spec = compile_run(run.grid.sources(row, col), corpus)
+        scorer = alignscore.build(spec)  # a fresh encoder per cell: truly "alone"
         alone = scorer.score(lp.candidates, lp.references)
-        metric = spec.metric or scorer.aligner.primary
         # tolerance 1e-5 per segment: only the encoder batches differ (float32 rounding)
-        np.testing.assert_allclose(cell.scores, alone[metric].double().numpy(), atol=1e-5, rtol=0)
+        np.testing.assert_allclose(cell.scores, alone[spec.composition.metric].double().numpy(), atol=1e-5, rtol=0)
         assert cell.signature == str(alone.signature)
         checked += 1
-    assert checked == 8 * 3 * 2 - 3 * 2 - 3  # all but "Too deep" and IDF-L on ru-en (no corpus)
+    assert checked == 7 * 3 * 2 - 3  # all but IDF-L on ru-en (no corpus)
 
 
 def test_each_unique_text_is_encoded_once_per_model(counted_run, data_dir):
@@ -212,17 +226,36 @@ def test_what_cannot_run_is_skipped_with_a_reason(counted_run):
     run, _ = counted_run
     assert "Layer 4" in run.row_names  # {layer} resolved: the last layer of the 4-layer model
     reasons = {(run.row_names[c.row], c.lang_pair): c.skipped for c in run.cells if c.skipped}
-    assert "layer 9 does not exist" in reasons[("Too deep", "de-en")]
+    assert set(reasons) == {("IDF-L + SEP + RM", "ru-en")}
     assert "no idf-L corpus for ru-en" in reasons[("IDF-L + SEP + RM", "ru-en")]
-    assert ("IDF-L + SEP + RM", "de-en") not in reasons
 
 
-def test_a_model_that_is_not_here_is_skipped_not_downloaded(grid_file, data_dir, tiny_bert_dir):
-    grid = load_grid(grid_file).with_models(mnli_model="no-such-org/no-such-model-xyz")
-    pairs = load_daseg(data_dir, ["de-en"])
-    trimmed = type(grid)(grid.title, grid.models, grid.columns[2:], (grid.rows[0], grid.rows[-1]),
-                         grid.defaults, grid.base_dir, grid.name)
-    run = run_grid(trimmed, pairs)
+def test_a_layer_the_model_does_not_have_is_an_error_before_any_encoding(grid_file, data_dir, tmp_path):
+    bad = tmp_path / "deep.toml"
+    bad.write_text(grid_file.read_text(encoding="utf-8") + '[[rows]]\nname = "Too deep"\nlayer = 99\n',
+                   encoding="utf-8")
+    before = HFEncoder.load_model
+    HFEncoder.load_model = lambda self: pytest.fail("the model's weights were loaded")  # type: ignore[method-assign]
+    try:
+        result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir), "-o", str(tmp_path / "o")])
+    finally:
+        HFEncoder.load_model = before  # type: ignore[method-assign]
+    assert result.exit_code == 1 and not (tmp_path / "o").exists()
+    assert result.output.strip() == (f"alignscore: error: {bad}:{len(bad.read_text().splitlines())}: rows[7].layer: "
+                                     f"layer 99 does not exist: the model has layers 0..4 (or -4..-1 from the top) "
+                                     f"(model {run_model(grid_file)!r})")
+
+
+def run_model(grid_file: Path) -> str:
+    return load_grid(grid_file).model("base")
+
+
+def test_a_model_that_is_not_here_is_skipped_not_downloaded(grid_file, data_dir, tiny_bert_dir, tmp_path):
+    text = grid_file.read_text(encoding="utf-8")
+    small = tmp_path / "small.toml"
+    small.write_text(text[:text.index("[[columns]]")] + '[[columns]]\nname = "F"\naligner = "greedy"\n'
+                     '[[rows]]\nname = "Vanilla"\n[[rows]]\nname = "MNLI"\nmodel = "mnli"\n', encoding="utf-8")
+    run = run_grid(load_grid(small), load_daseg(data_dir, ["de-en"]), models={"mnli": "no-such-org/no-such-model-xyz"})
     vanilla, mnli = run.cells
     assert vanilla.scores is not None
     assert mnli.scores is None and "not on this machine" in mnli.skipped
@@ -234,7 +267,7 @@ def test_outputs(counted_run, tmp_path):
     paths = write_outputs(tmp_path / "out", run, stats, "pearson", command="alignscore ablate tiny.toml")
     table = paths["table"].read_text(encoding="utf-8")
     assert "| Ablation | Metric | de-en | ru-en | Avg |" in table
-    assert "| Too deep | (all) |" in table and "layer 9 does not exist" in table
+    assert "no idf-L corpus for ru-en" in table
     assert "alignscore ablate tiny.toml" in table
     with open(paths["csv"], encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -280,7 +313,7 @@ def test_ablate_command_errors_are_one_line(tmp_path, data_dir):
     bad.write_text('[models.base]\nmodel = "m"\n[[columns]]\nname = "F"\naligner = "beam"\n', encoding="utf-8")
     result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir)])
     assert result.exit_code == 1
-    assert result.output.strip().startswith("alignscore: error:") and "unknown aligner 'beam'" in result.output
+    assert result.output.strip().startswith("alignscore: error:") and "no aligner 'beam'" in result.output
     assert len(result.output.strip().splitlines()) == 1
     (tmp_path / "broken.toml").write_text("title = \n", encoding="utf-8")
     result = CliRunner().invoke(main, ["ablate", str(tmp_path / "broken.toml"), "--data", str(data_dir)])
@@ -302,17 +335,8 @@ def test_every_cell_that_ran_has_one_finite_score_per_segment(counted_run):
 
 
 def test_a_stop_word_file_is_read_relative_to_the_grid(tmp_path):
-    from alignscore.ablation.runner import build_filter
-    from alignscore.tokens import TokenTable
-    from alignscore.encoders.base import Tokenized
-
     (tmp_path / "stop.txt").write_text("the\nof\n", encoding="utf-8")
-    grid = parse_grid(_minimal(rows=[{"name": "x", "filters": [{"name": "stopwords", "file": "stop.txt"}]}]),
+    grid = parse_grid(_minimal(rows=[{"name": "x", "filters": [{"name": "stopwords", "stopwords": "stop.txt"}]}]),
                       base_dir=tmp_path)
-    part = grid.cell(grid.rows[0], grid.columns[0]).filters[0]
-    filt = build_filter(part, grid.base_dir)
-    assert "stop.txt" in str(filt.signature())
-    table = TokenTable.from_tokenized(Tokenized(
-        ids=[[1, 2, 3, 4]], special=[[True, False, False, True]], word_start=[[False, True, True, False]],
-        tokens=[["[CLS]", "the", "cat", "[SEP]"]]))
-    assert filt.keep(table).tolist()[1:3] == [False, True]
+    (filt,) = compile_run(grid.sources(grid.rows[0], grid.columns[0])).composition.roles.filters
+    assert filt.stopwords == str(tmp_path / "stop.txt") and filt.signature() == "stop(stop.txt,n=2)"

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import alignscore
 from alignscore.ablation import evaluate, load_grid, run_grid
-from alignscore.ablation.runner import build_scorer
-from alignscore.encoders.huggingface import HFEncoder
+from alignscore.config import compile_run
+from alignscore.config.compile import sources_of
 from alignscore.evaluation.wmt import load_daseg
 from conftest import LANG_PAIRS, needs, wmt16
 
@@ -39,13 +40,13 @@ def setup(tmp_path_factory: pytest.TempPathFactory, minilm_dir: str):
     corpus_file = folder / "wmt16-refs.en"
     corpus_file.write_text("\n".join(corpus) + "\n", encoding="utf-8")
     # the MNLI role names a model that is on no machine (the grid's own may be in the user's hub cache)
-    grid = load_grid(REPO / "ablations" / "table9.toml").with_models(model=minilm_dir, layer=4,
-                                                                     mnli_model=str(folder / "no-such-mnli-model"))
+    grid = load_grid(REPO / "ablations" / "table9.toml")
     grid = replace(grid, rows=tuple(r for r in grid.rows if r.name in ROWS))
     pairs = load_daseg(folder, idf_corpus=corpus_file)
-    run = run_grid(grid, pairs)
+    flags = sources_of({"model": minilm_dir, "layer": 4}, style="flag")
+    run = run_grid(grid, pairs, flags, models={"mnli": str(folder / "no-such-mnli-model")})
     stats = {(s.row, s.column): s for s in evaluate(run, ["pearson"], bootstrap=0)}
-    return run, stats, pairs[0], corpus
+    return run, stats, pairs[0], corpus, flags, corpus_file
 
 
 def _bert_score_f(lp, minilm_dir, idf):
@@ -56,7 +57,7 @@ def _bert_score_f(lp, minilm_dir, idf):
 
 @pytest.mark.parametrize("row", ["Vanilla", "IDF-S", "IDF-L"])
 def test_bertscore_cells_equal_bert_score_pearson_r(setup, minilm_dir, row):
-    run, stats, lp, corpus = setup
+    run, stats, lp, corpus, _, _ = setup
     if row == "IDF-L":
         from bert_score.utils import get_idf_dict, get_tokenizer
 
@@ -71,12 +72,13 @@ def test_bertscore_cells_equal_bert_score_pearson_r(setup, minilm_dir, row):
 @pytest.mark.parametrize("row, column", [("Vanilla", "WMD1"), ("IDF-L + SEP + RM", "WMD2"),
                                          ("IDF-L + SEP + PMEANS", "WMD1")])
 def test_wmd_cells_equal_the_aligner_run_alone(setup, row, column):
-    run, stats, lp, _ = setup
+    run, stats, lp, _, flags, corpus_file = setup
     i = run.row_names.index(row)
     j = [c.name for c in run.grid.columns].index(column)
     cell = run.cell(i, j, LP)
-    spec = run.grid.cell(run.grid.rows[i], run.grid.columns[j])
-    scorer = build_scorer(spec, run.grid, HFEncoder(run.grid.models[spec.model].model), lp)
+    spec = compile_run(run.grid.sources(run.grid.rows[i], run.grid.columns[j], flags),
+                       {"idf_corpus": str(corpus_file)})
+    scorer = alignscore.build(spec)
     assert scorer.aligner.name == "wmd"
     alone = scorer.score(lp.candidates, lp.references)
     np.testing.assert_allclose(cell.scores, alone.score.double().numpy(), atol=1e-5, rtol=0)
@@ -86,7 +88,7 @@ def test_wmd_cells_equal_the_aligner_run_alone(setup, row, column):
 
 def test_mnli_rows_are_skipped_with_a_note(setup):
     # the MNLI model is not on this machine: skipped with a note, nothing downloaded
-    run, stats, _, _ = setup
+    run, stats, _, _, _, _ = setup
     i = run.row_names.index("IDF-L + SEP + MNLI")
     cells = [c for c in run.cells if c.row == i]
     assert len(cells) == 3 and all(c.scores is None and "not on this machine" in c.skipped for c in cells)

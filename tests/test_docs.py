@@ -242,11 +242,10 @@ def _registries_restored():
     run and are gone for the tests after it."""
     from alignscore.aggregators import AGGREGATORS
     from alignscore.aligners import ALIGNERS
-    from alignscore.encoders import ENCODERS
+    from alignscore.config import PRESETS
     from alignscore.filters import FILTERS
-    from alignscore.presets import PRESETS
     from alignscore.weighting import WEIGHTINGS
-    registries = (AGGREGATORS, ALIGNERS, ENCODERS, FILTERS, PRESETS, WEIGHTINGS)
+    registries = (AGGREGATORS, ALIGNERS, FILTERS, PRESETS, WEIGHTINGS)
     saved = [dict(r._entries) for r in registries]
     yield
     for registry, entries in zip(registries, saved):

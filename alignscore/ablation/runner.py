@@ -140,6 +140,10 @@ def plan(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
                 if needs_corpus and id(place) not in corpora:
                     cell.skipped = _no_corpus(place)
                     continue
+                model = merged.given("model")
+                if model is not None and not download and not model_available(str(model.value)):
+                    cell.skipped = _not_here(str(model.value))
+                    continue
                 cell.spec = compile_run(sources, {"idf_corpus": corpora[id(place)]} if needs_corpus else None)
                 roles.setdefault(role, cell.spec.encoder.model)
                 encoder = _encoder(cell.spec, encoders, download)
@@ -161,6 +165,10 @@ def plan(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
     return Plan(cells, names, roles, idf_l)
 
 
+def _not_here(model: str) -> str:
+    return f"model {model!r} is not on this machine (nothing is downloaded without --download)"
+
+
 def _no_corpus(place: LangPair) -> str:
     if place.year:
         return (f"no idf-L corpus for {place.name} (put newstest{place.year}-{place.src}{place.tgt}-ref.{place.tgt} "
@@ -174,7 +182,7 @@ def _encoder(spec: RunSpec, encoders: dict[Any, Encoder | str], download: bool) 
     if key not in encoders:
         name = spec.encoder.model
         if not download and not model_available(name):
-            encoders[key] = f"model {name!r} is not on this machine (nothing is downloaded without --download)"
+            encoders[key] = _not_here(name)
         else:
             encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
     return encoders[key]

@@ -44,8 +44,8 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     space) on the human judgments in --data, with one encoding of every sentence per encoder.
 
     The options of `alignscore score` (--model, --layer, --batch-size, ...) apply to every
-    candidate, below what the space varies (an option both give is refused); alone, they
-    describe the reference the leaderboard compares with (BERTScore's default by default).
+    candidate, below what the space chooses; alone, they describe the reference the leaderboard
+    compares with (BERTScore's default unless they say otherwise).
     Selects the composition with the best mean |Pearson r| over the language pairs, estimates
     how that choice generalises by leave-one-language-pair-out cross-validation, and writes
     best.toml (for `alignscore score --config`), leaderboard.md, leaderboard.csv, folds.csv,

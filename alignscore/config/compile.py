@@ -173,6 +173,8 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None) ->
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
         value = [value]
+    if option.choices is not None and s is None and option.name not in STAGES and value not in option.choices:
+        raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
     if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
         try:
             value = s.check(value)

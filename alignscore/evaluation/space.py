@@ -24,9 +24,9 @@ A space is a product of lists, one list per option (the names every way in uses:
 
 Without ``[[subspace]]`` tables the space is the product of the shared lists. A choice may be a
 part's table (its name and settings: several options at once). Each candidate is a source of
-the one compiler, above the command's own options (an option both give is refused); an option
-a candidate does not give takes the command's value or the default. Candidates that come out
-the same (same signature) are kept once.
+the one compiler, above the command's own options: what the space chooses replaces what the
+command says, and an option a candidate does not give takes the command's value or the
+default. Candidates that come out the same (same signature) are kept once.
 """
 
 from __future__ import annotations
@@ -107,21 +107,16 @@ class Space:
         """Every candidate compiled above the command's options ``flags`` (nothing encoded).
 
         Raises:
-            ConfigError: more than ``limit`` runs, an option both the space and the command
-                give, or a run that does not compile (naming ``file:line: key[i]``).
+            ConfigError: more than ``limit`` runs, or a run that does not compile (naming
+                ``file:line: key[i]``).
         """
         size = self.size()
         if limit is not None and size > limit:
             raise ConfigError(f"{self.path}: the space holds {size} runs, more than --max-compositions {limit}; "
                               "narrow its lists or raise the limit")
-        given = flags[-1] if flags else None
         out = []
         for name, values, paths in self.mappings():
             source = self._source(values, paths)
-            if given is not None:
-                both = next((k for k in source.values if k in given.values), None)
-                if both is not None:
-                    raise ConfigError(f"{given.labels[both]}: {source.labels[both]} searches it; give it in one place")
             out.append(Candidate(values, name, source, compile_run([*flags, source])))
         if not out:
             raise ConfigError(f"{self.path}: every run of the space is excluded")
