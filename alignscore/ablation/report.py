@@ -91,10 +91,6 @@ def _why_undefined(scores: np.ndarray, human: np.ndarray) -> str:
     return "the correlation is undefined"
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
 def markdown(run: GridRun, stats: list[CellStat], method: str = "pearson", alpha: float = 0.05,
              command: str | None = None) -> str:
     """The Table 9 layout: one block of lines per row (one line per column), language pairs across,

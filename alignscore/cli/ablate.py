@@ -22,7 +22,7 @@ from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
 from ..textio import check_output, read_lines
 from . import main
-from .options import flag_sources, needs, scorer_options, scorer_opts
+from .options import SEED, flag_sources, needs, scorer_options, scorer_opts
 
 
 def _split(values: tuple[str, ...]) -> list[str] | None:
@@ -52,7 +52,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
               show_default=True, help="Significance level of the Williams test (bold cells).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples for confidence intervals of |r| (0: none).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the bootstrap.")
 @click.option("--download", is_flag=True, help="Allow models that are not on this machine to be downloaded.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,

@@ -10,7 +10,7 @@ from ..config import encoder_of
 from ..rescale import compute_baseline
 from ..textio import check_output, read_lines, replacing
 from . import main
-from .options import given, scorer_opts, scorer_options, spec_of
+from .options import SEED, given, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -21,7 +21,7 @@ from .options import given, scorer_opts, scorer_options, spec_of
               help="Where to write the baseline (CSV: LAYER,P,R,F, one row per layer).")
 @click.option("--pairs", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="How many random pairs to average.")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def baseline(corpus: str, output: str, pairs: int, seed: int, quiet: bool, **kwargs: Any) -> None:
     """Compute BERTScore's rescaling baseline b for every layer of --model: the mean P, R and F

@@ -13,7 +13,7 @@ from ..config import build_all
 from ..textio import check_output, replacing
 from . import main
 from .diff import sides_specs
-from .options import option_files, output_option, scorer_options, scorer_opts
+from .options import SEED, option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -29,7 +29,7 @@ from .options import option_files, output_option, scorer_options, scorer_opts
 @output_option("Output file.")
 @click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples of the 95% bootstrap intervals and of the paired tests.")
-@click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
+@click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
               bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:

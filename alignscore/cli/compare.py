@@ -18,7 +18,7 @@ from . import main
 from .ablate import _split
 from ..config import build_all
 from .diff import side_specs
-from .options import scorer_options, scorer_opts
+from .options import SEED, scorer_options, scorer_opts
 
 COLUMNS = ("lang_pair", "n", "A.abs_r", "B.abs_r", "delta", "williams_p", "bootstrap_low", "bootstrap_high",
            "bootstrap_p", "permutation_p")
@@ -83,7 +83,7 @@ def compare_scores(name: str, a: np.ndarray, b: np.ndarray, human: np.ndarray, b
               help="Resamples of the paired bootstrap of the difference in |r|.")
 @click.option("--permutations", type=click.IntRange(min=1), default=10000, show_default=True,
               help="Permutations of the paired permutation test.")
-@click.option("--seed", type=int, default=SACREBLEU_SEED, show_default=True, help="Seed of both resampling tests.")
+@click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True, help="Seed of both resampling tests.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: str | None,
             lang_pairs: tuple[str, ...], year: str | None, spec_a: str, spec_b: str, bootstrap: int,

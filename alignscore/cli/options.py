@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..settings import SettingError
 
 SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
+SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 
 class _Parsed(click.ParamType):

@@ -11,7 +11,7 @@ from ..evaluation.perturb import KINDS, check_kinds, item_json, perturb as make_
 from ..textio import check_output, read_aligned, replacing
 from . import main
 from .ablate import _split
-from .options import ManyValues
+from .options import ManyValues, SEED
 
 
 @main.command()
@@ -19,7 +19,7 @@ from .options import ManyValues
               help="Reference file, one text per line; several files give several references per candidate.")
 @click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
               help="Candidate file, one text per line: the correct candidates that are perturbed.")
-@click.option("--seed", type=int, required=True, help="Seed of the perturbations (the same seed, the same set).")
+@click.option("--seed", type=SEED, required=True, help="Seed of the perturbations (the same seed, the same set).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The challenge set to write (JSON lines).")
 @click.option("--kinds", multiple=True, help=f"Kinds to make, e.g. 'number,negation' (default: all: "

@@ -20,7 +20,7 @@ from ..stream import clear_sidecar, score_stream
 from ..textio import check_inputs, check_output, read_lines, replacing, write_scores
 from . import main
 from .inputs import Sources, input_options
-from .options import needs, option_files, output_option, scorer_options, scorer_opts, spec_of
+from .options import SEED, needs, option_files, output_option, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -45,7 +45,7 @@ from .options import needs, option_files, output_option, scorer_options, scorer_
               "every metric).")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Resamples for --confidence.")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=SACREBLEU_SEED, show_default=True,
+@click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True,
               help="Seed of the --confidence resamples.")
 @click.option("--ray", "ray_address", metavar="ADDRESS|local", default=None,
               help="Score on a Ray cluster (pip install 'alignscore[ray]'): its address (ray://HOST:10001, or auto), "

@@ -459,6 +459,15 @@ def _requirements(out: Merged) -> None:
             raise ConfigError(f"{simple[name].label}: applies with {name_in(out.style, 'cache')} DIR only", (name,))
 
 
+def _rank(merged: Merged, name: str) -> int:
+    """The rank of the source that gave an option (or named a stage's part)."""
+    given = merged.given(name)
+    if given is not None:
+        return given.rank
+    named = merged.parts[name][0] if name in merged.parts else None
+    return named.rank if named is not None else -1
+
+
 def _default(name: str) -> Any:
     option = options()[name]
     return option.setting.default if option.setting is not None else None
@@ -530,7 +539,7 @@ def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None
         if not exc.options:
             raise
         named = [o for o in exc.options if merged.given(o) or (o in merged.parts and merged.parts[o][0])]
-        label = merged.label(named[0] if named else exc.options[0])
+        label = merged.label(max(named, key=lambda o: _rank(merged, o)) if named else exc.options[0])
         raise ConfigError(f"{label}: {exc.message}", exc.options) from None
     except TypeError as exc:  # a part from outside the package that takes its settings differently
         raise ConfigError(f"{part_label or 'a part'}: {str(exc).strip().splitlines()[0]}") from None

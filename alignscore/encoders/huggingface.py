@@ -371,11 +371,13 @@ def check_reachable(source: str, revision: str | None) -> None:
 
         if isinstance(try_to_load_from_cache(source, "config.json", revision=revision), str):
             return
-        host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+        endpoint = urlparse(constants.ENDPOINT)
+        host = endpoint.hostname or "huggingface.co"
+        port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
     except Exception:  # noqa: BLE001 - an unusual hub version: let transformers decide
         return
     try:
-        socket.create_connection((host, 443), timeout=HUB_PROBE_SECONDS).close()
+        socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
     except OSError as exc:
         raise ModelLoadError(f"cannot load model {source!r}: it is not on this machine (not a folder, not in the "
                              f"Hugging Face cache) and {host} cannot be reached ({exc.strerror or exc}); give a "

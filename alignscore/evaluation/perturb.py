@@ -34,7 +34,6 @@ NEGATIONS = {"not": "", "never": "always", "no": "some", "nothing": "something",
              "none": "some", "cannot": "can"}
 AUXILIARIES = ("is", "are", "was", "were", "can", "could", "will", "would", "should", "must", "may", "might",
                "has", "have", "had", "does", "did", "do", "shall")
-CONTRACTIONS = {"n't": ""}  # "isn't" -> "is", "don't" -> "do"
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 _ALPHA = re.compile(r"^[^\W\d_]+(?:[-'][^\W\d_]+)*$")
 _NUMBER = re.compile(r"\d+")
