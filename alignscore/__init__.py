@@ -28,13 +28,13 @@ from .scorer import Scorer, Scores
 from .signature import Signature
 from .spec import CacheSpec, RunSpec, build, build_all
 from .encoders.spec import EncoderSpec
-from .weighting import WEIGHTINGS, Corpus, Idf, Uniform, Weighting, idf_l, idf_s
+from .weighting import WEIGHTINGS, Corpus, Idf, Norm, Uniform, Weighting, idf_l, idf_s
 
 __all__ = [
     "AGGREGATORS", "ALIGNERS", "ENCODERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS",
     "Aggregator", "AlignScoreError", "Aligner", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "CompositionSpec", "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "Idf", "InputError",
-    "ModelLoadError", "MoverScoreV2Strings", "PairBatch", "PairScores", "Pairs", "PowerMeans", "RemoveSubwordsPunct",
+    "ModelLoadError", "MoverScoreV2Strings", "Norm", "PairBatch", "PairScores", "Pairs", "PowerMeans", "RemoveSubwordsPunct",
     "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature", "SingleLayer", "Sinkhorn", "StopWords",
     "TokenFilter", "TokenRoles", "TransportAligner", "Uniform", "WMD", "Weighting", "baryscore", "bertscore",
     "build", "build_all", "compute_baseline", "idf_l", "idf_s", "moverscore_v1", "moverscore_v2", "read_spec",
