@@ -84,8 +84,9 @@ class Norm(Weighting):
     - a single layer: the hidden state's norm at that layer (a static table: the word vector's
       norm, as in the paper's word2vec and GloVe experiments);
     - ``pmeans``: the norm of the concatenation ``[M_p1; ...; M_pn]``; with ``normalize=True``
-      the power means are over unit-normalised layers, so the norm (at most ``sqrt(n)``) grows
-      as the layers agree and no longer reflects the hidden states' own lengths;
+      the power means are over unit-normalised layers, so the norm says how the layers'
+      directions combine (the mean's part is longer as they agree), not how long the hidden
+      states are; with ``normalize=False`` it grows with them;
     - ``routing``: the norm of the routed vector; with ``normalize=True`` a convex combination
       of unit vectors, at most 1, larger as the layers agree;
     - ``stack``: ``sqrt(L)`` for every token (each layer is unit-normalised first), so the
