@@ -28,13 +28,13 @@ from .rescale import compute_baseline
 from .runtime import Runtime
 from .scorer import Scorer, Scores
 from .signature import Signature
-from .weighting import WEIGHTINGS, Corpus, IdfL, IdfS, Uniform, Weighting
+from .weighting import WEIGHTINGS, Corpus, IdfL, IdfS, Norm, Uniform, Weighting
 
 __all__ = [
     "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS",
     "Aggregator", "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "IdfL", "IdfS", "InputError",
-    "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "PairBatch", "PairScores", "Pairs", "PowerMeans",
+    "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "Norm", "PairBatch", "PairScores", "Pairs", "PowerMeans",
     "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature", "SingleLayer",
     "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles", "TransportAligner", "Uniform", "WMD",
     "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run", "compute_baseline",

@@ -6,11 +6,16 @@ import numpy as np
 import torch
 
 
-def unit(vectors: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def unit(vectors: torch.Tensor, out: torch.Tensor | None = None, norm_out: torch.Tensor | None = None
+         ) -> torch.Tensor:
     """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero), written to
-    ``out`` when given (``vectors`` itself, or a slice of a larger tensor: no second copy)."""
-    norm = vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return torch.div(vectors, norm, out=out)
+    ``out`` when given (``vectors`` itself, or a slice of a larger tensor: no second copy);
+    ``norm_out`` (``[..., 1]``), when given, receives ``||v||`` itself (what the ``norm``
+    weighting reads)."""
+    norm = vectors.norm(dim=-1, keepdim=True)
+    if norm_out is not None:
+        norm_out.copy_(norm)
+    return torch.div(vectors, norm.clamp_min(1e-12), out=out)
 
 
 def normalise_mass(mass: torch.Tensor) -> torch.Tensor:

@@ -21,8 +21,8 @@ only the batches differ, which changes nothing beyond float rounding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -111,11 +111,14 @@ def merge(groups: Sequence[Pairs]) -> list[Pairs]:
 @dataclass
 class Encoded:
     """The unique texts of ``pairs`` tokenized (``table``) and encoded: the unit token vectors
-    ``[N, D]`` of each aggregator, by its signature (checked finite by :func:`encode`)."""
+    ``[N, D]`` of each aggregator, by its signature (checked finite by :func:`encode`), and
+    ``norms [N]``, the length of each token's vector before it was scaled to unit length, for
+    the aggregators whose norms a weighting reads (:meth:`~alignscore.weighting.base.Weighting.reads_norms`)."""
 
     pairs: Pairs
     table: TokenTable
     vectors: dict[str, torch.Tensor]
+    norms: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,10 +157,13 @@ class PairScores:
 class _Stacked:
     """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
     layers (``positions[a]`` into the stacked states) and scaling its vectors to unit length;
-    remembers the output widths ``D_a``."""
+    remembers the output widths ``D_a``. An aggregator whose index is in ``norms`` gets one more
+    column after its vector: the vector's norm before the scaling (so the norms travel through
+    batching, the device scatter and sharding with the vectors, and no other buffer changes)."""
 
-    def __init__(self, aggregators: Sequence[Aggregator], union: Sequence[int]) -> None:
+    def __init__(self, aggregators: Sequence[Aggregator], union: Sequence[int], norms: Collection[int] = ()) -> None:
         self.aggregators = list(aggregators)
+        self.keep = [int(i in norms) for i in range(len(self.aggregators))]  # 1: a norm column follows
         self.positions: list[list[int] | slice] = []
         for agg in self.aggregators:
             p = [list(union).index(k) for k in agg.layers_read()]
@@ -168,37 +174,48 @@ class _Stacked:
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
         self.widths = [o.shape[-1] for o in outs]
-        packed = states.new_empty(*states.shape[1:3], sum(self.widths))
+        packed = states.new_empty(*states.shape[1:3], sum(self.widths) + sum(self.keep))
         start = 0
-        for o in outs:
-            unit(o, out=packed[..., start:start + o.shape[-1]])
-            start += o.shape[-1]
+        for o, keep in zip(outs, self.keep):
+            end = start + o.shape[-1]
+            unit(o, out=packed[..., start:end], norm_out=packed[..., end:end + 1] if keep else None)
+            start = end + keep
         return packed
 
 
 def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], runtime: Runtime = Runtime(),
-           table: TokenTable | None = None) -> Encoded:
+           table: TokenTable | None = None, norms: Collection[str] = ()) -> Encoded:
     """Tokenize the unique texts (unless their ``table`` is given) and encode them once for every
     distinct aggregator (resolved): one forward pass per batch reads the union of their layers.
-    Raises :class:`~alignscore.errors.ConfigError` when a vector is not finite."""
+    ``norms``: the signatures of the aggregators whose vectors' norms before unit scaling are
+    kept too (:func:`norms_read`). Raises :class:`~alignscore.errors.ConfigError` when a vector
+    is not finite."""
     if table is None:
         table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
     distinct: dict[str, Aggregator] = {}
     for agg in aggregators:
         distinct.setdefault(agg.signature(), agg)
     union = sorted({k for agg in distinct.values() for k in agg.layers_read()})
-    stacked = _Stacked(list(distinct.values()), union)
+    stacked = _Stacked(list(distinct.values()), union, [i for i, sig in enumerate(distinct) if sig in norms])
     packed = embed(encoder, table, union, stacked, runtime, desc=f"encoding ({encoder.name})")
     if not stacked.widths and len(distinct) > 1 and packed.numel():
         # this process encoded nothing (more processes than batches): learn the widths from one token
         one = torch.full((1, 1), encoder.pad_id, dtype=torch.long)
         stacked(encoder.forward(one, torch.ones_like(one), union))
     if not stacked.widths:  # one aggregator, or no tokens at all
-        stacked.widths = [packed.shape[-1]] + [0] * (len(distinct) - 1)
+        stacked.widths = [max(packed.shape[-1] - stacked.keep[0], 0)] + [0] * (len(distinct) - 1)
     check_vectors(packed)
-    bounds = np.cumsum([0] + stacked.widths).tolist()
-    vectors = {sig: packed[:, bounds[i]:bounds[i + 1]] for i, sig in enumerate(distinct)}
-    return Encoded(pairs, table, vectors)
+    bounds = np.cumsum([0] + [w + k for w, k in zip(stacked.widths, stacked.keep)]).tolist()
+    vectors = {sig: packed[:, bounds[i]:bounds[i] + stacked.widths[i]] for i, sig in enumerate(distinct)}
+    kept = {sig: bounds[i + 1] - 1 for i, sig in enumerate(distinct) if stacked.keep[i]}
+    return Encoded(pairs, table, vectors, {sig: packed[:, col] if col < packed.shape[-1] else packed.new_zeros(len(packed))
+                                           for sig, col in kept.items()})
+
+
+def norms_read(compositions: Iterable[Composition]) -> set[str]:
+    """The signatures of the aggregators whose norms a composition's weighting reads (what
+    :func:`encode` must keep)."""
+    return {c.aggregator.signature() for c in compositions if c.weighting.reads_norms()}
 
 
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
@@ -232,8 +249,13 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
             vectors = encoded.vectors[a_sig]
             (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
             device = vectors.device
-            out[key] = Setting(vectors, (ref_w[table.ids] * carries).to(device),
-                               (cand_w[table.ids] * carries).to(device), matchable.to(device), carries.cpu())
+            ref_mass, cand_mass = (ref_w[table.ids] * carries).to(device), (cand_w[table.ids] * carries).to(device)
+            if comp.weighting.reads_norms():
+                if a_sig not in encoded.norms:
+                    raise ValueError(f"weighting {w_sig} reads the norms of {a_sig}'s vectors, which were not "
+                                     "kept: encode(..., norms=norms_read(compositions))")
+                ref_mass, cand_mass = ref_mass * encoded.norms[a_sig], cand_mass * encoded.norms[a_sig]
+            out[key] = Setting(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu())
         result.append(out[key])
     return result
 
@@ -388,11 +410,12 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
     the union of their texts."""
     merged = merge(groups)
     aggregators = [c.aggregator for comps in compositions for c in comps]
-    everything = encode(encoder, merged[0] if len(merged) == 1 else _union(merged), aggregators, runtime)
+    everything = encode(encoder, merged[0] if len(merged) == 1 else _union(merged), aggregators, runtime,
+                        norms=norms_read(c for comps in compositions for c in comps))
     out = []
     roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for pairs, comps in zip(merged, compositions):
-        encoded = Encoded(pairs, everything.table, everything.vectors)
+        encoded = replace(everything, pairs=pairs)
         settings_ = settings(encoded, comps, encoder, weights, roles)
         scores = align(encoded, comps, settings_, runtime)
         out.append([PairScores(s, empty_reasons(encoded, st)) for s, st in zip(scores, settings_)])
@@ -408,7 +431,7 @@ def align_chunks(encoded: Encoded, compositions: Sequence[Composition], settings
     pairs and outputs are held at a time."""
     for ref, cand in chunks:
         sub = replace(encoded.pairs, ref=ref, cand=cand)
-        yield align(Encoded(sub, encoded.table, encoded.vectors), compositions, settings_, runtime)
+        yield align(replace(encoded, pairs=sub), compositions, settings_, runtime)
 
 
 @dataclass
@@ -464,7 +487,8 @@ def score_blocks(encoder: Encoder, blocks: Blocks, compositions: Sequence[Compos
     chunk of pairs and the blocks it touches are held at a time."""
     if max_pairs < 1:
         raise ConfigError(f"max_pairs must be >= 1, not {max_pairs}")
-    encoded = encode(encoder, blocks.pairs, [c.aggregator for c in compositions], runtime)
+    encoded = encode(encoder, blocks.pairs, [c.aggregator for c in compositions], runtime,
+                     norms=norms_read(compositions))
     settings_ = settings(encoded, compositions, encoder)
     reasons = [text_reasons(encoded.table, s) for s in settings_]
     pending: dict[int, list[dict[str, torch.Tensor]]] = {}
@@ -529,5 +553,5 @@ def _union(merged: Sequence[Pairs]) -> Pairs:
 
 
 __all__ = ["EMPTY_REASONS", "Blocks", "Encoded", "PairScores", "Pairs", "Setting", "align", "align_chunks",
-           "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge", "pair_batch",
+           "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge", "norms_read", "pair_batch",
            "pair_batches", "score_blocks", "score_groups", "score_many", "settings", "text_reasons", "unique_texts"]

@@ -23,7 +23,8 @@ from .aligners.base import Alignment
 from .baseline import rescale
 from .composition import Composition
 from .encoders.base import Encoder
-from .engine import Encoded, Pairs, PairScores, Setting, empty_reasons, encode, pair_batches, settings
+from .engine import (Encoded, Pairs, PairScores, Setting, empty_reasons, encode, norms_read, pair_batches,
+                     settings)
 from .runtime import Runtime
 from .scores import check_references, reduce
 from .signature import Signature
@@ -129,7 +130,8 @@ def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Seq
     encoder, runtime = scorer.scoring_encoder(), scorer.runtime
     if batch_size is not None:
         runtime = replace(runtime, pair_batch_size=batch_size)
-    encoded = encode(encoder, Pairs.from_groups(cands, groups), [composition.aggregator], runtime)
+    encoded = encode(encoder, Pairs.from_groups(cands, groups), [composition.aggregator], runtime,
+                     norms=norms_read([composition]))
     (setting,) = settings(encoded, [composition], encoder)
     values = composition.baseline_values()
     n_pairs = len(encoded.pairs)

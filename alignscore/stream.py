@@ -61,11 +61,16 @@ from .weighting.base import WeightState, Weighting
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
     """Token weights fitted beforehand (on the whole stream): :meth:`compute` returns them as
-    they are, and the signature is the original weighting's."""
+    they are, and the signature is the original weighting's, as is whether the masses are scaled
+    by the vectors' norms (``norms``: :meth:`~Weighting.reads_norms`)."""
 
     ref: torch.Tensor
     cand: torch.Tensor
     name: str
+    norms: bool = False
+
+    def reads_norms(self) -> bool:
+        return self.norms
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
@@ -97,7 +102,7 @@ def count_texts(weighting: Weighting, encoder: Encoder, chunks: Iterable[tuple[S
 def frozen_weighting(weighting: Weighting, state: WeightState, encoder: Encoder) -> FrozenWeighting:
     """``weighting``'s weights from ``state`` (what it counted over the whole input), computed once."""
     ref, cand = weighting.compute(state, encoder)
-    return FrozenWeighting(ref, cand, weighting.signature())
+    return FrozenWeighting(ref, cand, weighting.signature(), weighting.reads_norms())
 
 
 def with_weighting(scorer: Scorer, weighting: Weighting) -> Scorer:

@@ -561,7 +561,11 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
     chunked pass* (the texts counted in two chunks into one state) and *merged states*
     (two processes' counts added, :meth:`WeightState.merge`); the weights *do not depend on
     the order* of the texts; a weighting whose :meth:`~Weighting.depends_on_texts` is False gives
-    the same weights whatever the texts; *spec round trip* and a *stable signature*.
+    the same weights whatever the texts; *spec round trip* and a *stable signature*. Through the
+    engine (the encoder's default layer, bert_score's token roles), the *engine's masses* are
+    ``weight[id] * role``, times the norm of the token's vector before unit normalisation for a
+    weighting whose :meth:`~Weighting.reads_norms` is True (which must be a bool), each text's
+    masses the same as when that text is encoded alone.
 
     Parameters
     ----------
@@ -632,10 +636,44 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
              weighting.fit(few, torch.ones(1, dtype=torch.float64), torch.ones(1, dtype=torch.float64), encoder),
              "over other texts")
 
+    _check_engine_masses(weighting, encoder, texts, weights)
     rebuilt = _round_trip(Composition(weighting=weighting), "weighting").weighting
     _check_signature(weighting, rebuilt)
     same("spec round trip", rebuilt.fit(table, ref_counts, cand_counts, encoder),
          "from the weighting built from its composition file")
+
+
+def _check_engine_masses(weighting: Weighting, encoder: Encoder, texts: Sequence[str],
+                         weights: tuple[torch.Tensor, torch.Tensor]) -> None:
+    """The masses the engine gives each token from ``weights`` (fitted already): the weight of
+    its id times its role, times its vector's norm before unit normalisation where the weighting
+    reads norms; computed here from each text encoded alone."""
+    from .engine import Pairs, encode, norms_read, settings  # the engine imports this module's neighbours
+
+    reads = weighting.reads_norms()
+    if not isinstance(reads, bool):
+        raise _fail("reads_norms", f"reads_norms() returned {reads!r}, not True or False")
+    composition = Composition(weighting=weighting).resolve(encoder)
+    pairs = Pairs.from_pairs(list(texts), list(texts))
+    encoded = encode(encoder, pairs, [composition.aggregator], norms=norms_read([composition]))
+    (setting,) = settings(encoded, [composition], encoder, {weighting.signature(): weights})
+    table, agg = encoded.table, composition.aggregator
+    carries, _ = composition.roles(table)
+    norms = []
+    for i in range(len(table)):  # each text alone: no batch, no padding, no other text
+        ids = table.ids[int(table.offsets[i]):int(table.offsets[i + 1])].unsqueeze(0)
+        h = agg(encoder.forward(ids, torch.ones_like(ids), agg.layers_read()))[0]
+        norms.append(h.norm(dim=-1) if reads else torch.ones(len(h), dtype=h.dtype))
+    norm = torch.cat(norms) if norms else torch.zeros(0)
+    for side, w, got in (("reference", weights[0], setting.ref_mass), ("candidate", weights[1], setting.cand_mass)):
+        want = (w[table.ids] * carries * norm).double()
+        got = got.detach().double().cpu()
+        diff = (got - want).abs()
+        if got.shape != want.shape or not bool((diff <= tolerance(torch.float32) * want.clamp_min(1.0)).all()):
+            worst = float(diff.max()) if got.shape == want.shape else float("nan")
+            what = "weight[id] * role" + (" * |vector|" if reads else "")
+            raise _fail("engine's masses", f"a {side} token's mass differs from {what} by {worst:.2g} "
+                                           f"(reads_norms() is {reads})")
 
 
 def check_filter(token_filter: TokenFilter, *, encoder: Encoder | None = None, texts: Sequence[str] = _TEXTS) -> None:

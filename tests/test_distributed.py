@@ -23,7 +23,7 @@ def _run(args, env):
     return proc
 
 
-@pytest.mark.parametrize("weighting", ["none", "idf-S"])
+@pytest.mark.parametrize("weighting", ["none", "idf-S", "norm"])  # norm: the kept norms go through the gather too
 def test_two_ranks_give_the_single_process_scores(wmt_data, tiny_bert_dir, tmp_path, weighting):
     files = {}
     for name, lines in (("c", wmt_data["de-en"]["mt-system"][:150] + [""]),

@@ -15,7 +15,8 @@ from alignscore.aligners import ALIGNERS, WMD, Greedy, PairBatch, Sinkhorn, gree
 from alignscore.filters import FILTERS, TokenFilter
 from alignscore.testing import WordEncoder, check_aggregator, check_aligner, check_filter, check_weighting, tolerance
 from alignscore.tokens import TokenTable
-from alignscore.weighting import WEIGHTINGS, Uniform, WeightState
+from alignscore._ops import unit
+from alignscore.weighting import WEIGHTINGS, Norm, Uniform, WeightState
 
 # Settings a registered part needs to be built at all (a part registered later that needs some
 # fails below, naming itself: add it here), or that keep the check fast.
@@ -29,8 +30,8 @@ BUILD = {
 CHECK = {"baryscore": {"layers": 2}}
 OTHERS: dict[str, list[Any]] = {
     "greedy": [Greedy(beta=2.0)],
-    "wmd": [WMD(n_gram=2, cost="sqeuclidean"), WMD(n_gram="sentence", score_form="1/(1+d)")],
-    "sinkhorn": [Sinkhorn(n_gram=3)],
+    "wmd": [WMD(n_gram=2, cost="sqeuclidean"), WMD(n_gram="sentence", score_form="1/(1+d)"), WMD(cost="cos")],
+    "sinkhorn": [Sinkhorn(n_gram=3), Sinkhorn(cost="cos")],
 }
 
 
@@ -52,7 +53,8 @@ def test_every_registered_aligner_keeps_the_aligner_promises(name: str) -> None:
 
 
 @pytest.mark.parametrize("aligner", [Greedy(), Greedy(beta=3.0), WMD(), WMD(cost="sqeuclidean", n_gram=2),
-                                     WMD(n_gram="sentence")], ids=lambda a: a.signature())
+                                     WMD(n_gram="sentence"), WMD(cost="cos"), WMD(cost="cos", n_gram=2)],
+                         ids=lambda a: a.signature())
 def test_aligners_keep_their_promises_in_float64_too(aligner) -> None:
     """In float64 the tolerance is 64 ulps: score_variants and score_together share matrices
     between variants, never more than rounding apart from each variant alone."""
@@ -61,7 +63,9 @@ def test_aligners_keep_their_promises_in_float64_too(aligner) -> None:
 
 @pytest.mark.parametrize("aligner", [Greedy(beta=0.5), WMD(n_gram=3, score_form="1/(1+d)"),
                                      Sinkhorn(reg=0.1, tol=1e-5, sinkhorn_dtype="float32"),
-                                     Sinkhorn(cost="sqeuclidean", n_gram="sentence")], ids=lambda a: a.signature())
+                                     Sinkhorn(cost="sqeuclidean", n_gram="sentence"), Sinkhorn(cost="cos"),
+                                     WMD(cost="cos", n_gram="sentence", score_form="1/(1+d)")],
+                         ids=lambda a: a.signature())
 def test_aligner_settings_keep_the_promises(aligner) -> None:
     check_aligner(aligner, seed=1)
 
@@ -80,8 +84,8 @@ def test_every_registered_aggregator_keeps_the_aggregator_promises(name: str, dt
 @pytest.mark.parametrize("name", WEIGHTINGS.names())
 @pytest.mark.parametrize("sep", [False, True])
 def test_every_registered_weighting_keeps_the_weighting_promises(name: str, sep: bool) -> None:
-    if sep and name == "none":
-        pytest.skip("uniform weights have no SEP")
+    if sep and not hasattr(build(WEIGHTINGS, name), "sep"):
+        pytest.skip(f"weighting {name} has no SEP")
     check_weighting(WEIGHTINGS.build(name, **BUILD.get(name, {}), **({"sep": True} if sep else {})))
 
 
@@ -271,6 +275,12 @@ class SaysUniformButCounts(LastChunkOnly):
         return False
 
 
+@dataclass(frozen=True)
+class NormsAsNumber(Norm):
+    def reads_norms(self) -> bool:
+        return 1  # type: ignore[return-value]
+
+
 def test_check_weighting_names_the_broken_promise() -> None:
     with pytest.raises(AssertionError, match=r"^finite, non-negative weights: the reference weights hold \[-1.0"):
         check_weighting(Negative())
@@ -278,6 +288,26 @@ def test_check_weighting_names_the_broken_promise() -> None:
         check_weighting(LastChunkOnly())
     with pytest.raises(AssertionError, match="^depends_on_texts is False but the weights depend on the texts"):
         check_weighting(SaysUniformButCounts())
+    with pytest.raises(AssertionError, match=r"^reads_norms: reads_norms\(\) returned 1, not True or False"):
+        check_weighting(NormsAsNumber())
+
+
+def test_check_weighting_catches_an_engine_that_keeps_the_wrong_norms(monkeypatch) -> None:
+    """The kit computes each token's norm itself: an engine that kept another number (here
+    twice the norm) fails the norm weighting, and no weighting that ignores norms."""
+    import alignscore.engine
+
+    def doubled(vectors, out=None, norm_out=None):
+        result = unit(vectors, out=out, norm_out=norm_out)
+        if norm_out is not None:
+            norm_out.mul_(2)
+        return result
+
+    monkeypatch.setattr(alignscore.engine, "unit", doubled)
+    check_weighting(Uniform())
+    with pytest.raises(AssertionError, match=r"^engine's masses: a reference token's mass differs from "
+                                             r"weight\[id\] \* role \* \|vector\| by .* \(reads_norms\(\) is True\)"):
+        check_weighting(Norm())
 
 
 @dataclass(frozen=True)

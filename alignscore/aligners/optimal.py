@@ -144,7 +144,7 @@ class TransportAligner(Aligner):
     """Shared by the OT aligners: units, cost, score form, scores and alignment details.
 
     For one pair with unit vectors ``x`` (reference), ``y`` (candidate), masses normalised to
-    ``a``, ``b`` and cost ``C`` (Euclidean or squared Euclidean distance), a plan ``T`` from
+    ``a``, ``b`` and cost ``C`` (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T`` from
     :meth:`plans` gives ``WMD = <C, T> = sum_ij T_ij C_ij`` and ``score = 1 - WMD`` or
     ``1 / (1 + WMD)``. Only units with mass carry flow; a pair where either side has no mass
     scores 0. Units are tokens (``n_gram=1``) or sliding windows of ``n_gram`` consecutive
@@ -153,8 +153,8 @@ class TransportAligner(Aligner):
     """
 
     cost: str = setting("euclidean", choices=COSTS, help=(
-        "Optimal transport: the cost between unit vectors, euclidean (moverscore_v2, the default) or "
-        "sqeuclidean (MoverScore v1)."))
+        "Optimal transport: the cost between unit vectors, euclidean (moverscore_v2, the default), "
+        "sqeuclidean (MoverScore v1) or cos (1 - cos; with --weighting norm and wmd: Word Rotator's Distance)."))
     score_form: str = setting("1-d", choices=SCORE_FORMS, aliases=("score",), help=(
         "Optimal transport, baryscore: the score from the distance d, 1-d (moverscore 1.0.3, the default) or "
         "1/(1+d)."))
@@ -238,7 +238,8 @@ class WMD(TransportAligner):
     """The word mover's distance, solved exactly (POT's network simplex, one problem per pair).
 
     Args:
-        cost: ``"euclidean"`` (moverscore_v2) or ``"sqeuclidean"`` (MoverScore v1) between unit
+        cost: ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"``
+            (``1 - cos``; with the ``norm`` weighting, Word Rotator's Distance) between unit
             vectors.
         score: ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
         n_gram: 1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
@@ -287,11 +288,16 @@ class WMD(TransportAligner):
             tr, tc = ends_r[sel].max(), ends_c[sel].max()
             x, y = xs[sel, :tr].astype(np.float64), ys[sel, :tc].astype(np.float64)
             gram = x @ y.transpose(0, 2, 1)
-            sq = _token_sqdist(x, y, gram) if any(a.n_gram == 1 for a in aligners) else None
+            token_costs = {a.cost for a in aligners if a.n_gram == 1}
+            sq = _token_sqdist(x, y, gram) if token_costs - {"cos"} else None
+            # 1 - cos = 1 - x . y on unit vectors, from the inner products (not sq / 2: the same
+            # to float64 rounding, but this is the formula the cost names)
+            cos = np.maximum(1.0 - gram, 0.0) if "cos" in token_costs else None
             for j, (aligner, (mr, sr, mc, sc)) in enumerate(zip(aligners, sides)):
                 mr, mc = mr[:, sel, :tr], mc[:, sel, :tc]
-                if sq is not None and aligner.n_gram == 1:
-                    problems = aligner._token_problems(sq, mr, mc)
+                if aligner.n_gram == 1:
+                    cost = cos if aligner.cost == "cos" else sq if aligner.cost == "sqeuclidean" else np.sqrt(sq)
+                    problems = aligner._token_problems(cost, mr, mc)
                 else:
                     problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc])
                 done = [(v, k, solve(a, b, c)) for v, k, a, b, c in problems]
@@ -313,12 +319,11 @@ class WMD(TransportAligner):
                     torch.from_numpy(e), 0.0).to(first.ref.device)} for d, e in zip(wmd[j], empty[j])]
                 for j, aligner in enumerate(aligners)]
 
-    def _token_problems(self, sq: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
+    def _token_problems(self, cost: np.ndarray, mr: np.ndarray, mc: np.ndarray) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of token-level problems: masses ``mr [V, B, Tr]``,
-        ``mc [V, B, Tc]`` of tokens whose squared distances are ``sq [B, Tr, Tc]``
-        (:func:`_token_sqdist`, shared by the block's jobs: never written to); ``C = sq`` (or its
-        square root), one cost matrix per pair, cut after the last token any variant gives mass."""
-        cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
+        ``mc [V, B, Tc]`` of tokens whose costs are ``cost [B, Tr, Tc]`` (this aligner's cost,
+        from :func:`_token_sqdist` or the inner products, shared by the block's jobs: never
+        written to), one cost matrix per pair, cut after the last token any variant gives mass."""
         (a, b), ok = balanced_rows(mr, mc), (mr.sum(-1) > 0) & (mc.sum(-1) > 0)
         ends_r, ends_c = _ends(mr > 0), _ends(mc > 0)
         for k in np.flatnonzero(ok.any(0)):
@@ -351,8 +356,12 @@ class WMD(TransportAligner):
             members = gram[pair, ref.index[..., :, None], cand.index[..., None, :]]
         inner = window_inner(members, ref.weight, cand.weight, ref.k, cand.k)
         # a window without mass has p = 0 (inner product 0): any finite cost, it takes no part
-        sq = np.maximum(2.0 - 2.0 * inner / np.maximum(ref.norm[..., :, None] * cand.norm[..., None, :], 1e-300), 0.0)
-        cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
+        norms = np.maximum(ref.norm[..., :, None] * cand.norm[..., None, :], 1e-300)
+        if self.cost == "cos":
+            cost = np.maximum(1.0 - inner / norms, 0.0)
+        else:
+            sq = np.maximum(2.0 - 2.0 * inner / norms, 0.0)
+            cost = sq if self.cost == "sqeuclidean" else np.sqrt(sq)
         a, b = balanced_rows(ref.mass, cand.mass)
         for v, k in zip(*np.nonzero((ref.mass.sum(-1) > 0) & (cand.mass.sum(-1) > 0))):
             n, m = ref.count[v, k], cand.count[v, k]

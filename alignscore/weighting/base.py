@@ -138,7 +138,8 @@ class WeightState:
 
 class Weighting(ABC):
     """Produces ``(ref_weights, cand_weights)``, each ``[V]`` over token ids; a token's mass is
-    its id's weight (times 0/1 from the token roles), normalised per sentence by the aligner."""
+    its id's weight (times 0/1 from the token roles, and times its vector's norm for a weighting
+    that :meth:`reads_norms`), normalised per sentence by the aligner."""
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
@@ -152,6 +153,14 @@ class Weighting(ABC):
         pairs scored in separate calls get other weights than pairs scored together. A weighting
         that counts nothing says ``False``."""
         return True
+
+    def reads_norms(self) -> bool:
+        """Whether a token's mass is also scaled by its vector's norm before unit normalisation
+        (the length of the aggregator's output, which the engine then scales to 1): the engine
+        keeps those norms for this weighting and gives a token the mass
+        ``weight[id] * role * norm`` instead of ``weight[id] * role``. The weights stay a table
+        over token ids; only the vectors differ per occurrence, so the engine multiplies."""
+        return False
 
     @abstractmethod
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:

@@ -77,6 +77,79 @@ class Uniform(Weighting):
 
 
 @dataclass(frozen=True)
+class Norm(Weighting):
+    """Word Rotator's Distance's masses (Yokoi et al., 2020): a token's mass is the norm of its
+    vector before the engine scales it to unit length::
+
+        m_t = ||h_t||      (times 0 where the token roles give no mass)
+
+    normalised per text by the aligner, ``a_t = m_t / sum_s m_s``. With the exact transport
+    aligner on the cosine cost (``wmd`` with ``cost="cos"``, ``C = 1 - cos``) this is WRD: the
+    norm says how much a word weighs, the direction what it means. ``h_t`` is what the
+    aggregator outputs, so "the norm" is, by aggregator:
+
+    - a single layer: the hidden state's norm at that layer (a static table: the word vector's
+      norm, as in the paper's word2vec and GloVe experiments);
+    - ``pmeans``: the norm of the concatenation ``[M_p1; ...; M_pn]``; with ``normalize=True``
+      the power means are over unit-normalised layers, so the norm says how the layers'
+      directions combine (the mean's part is longer as they agree), not how long the hidden
+      states are; with ``normalize=False`` it grows with them;
+    - ``routing``: the norm of the routed vector; with ``normalize=True`` a convex combination
+      of unit vectors, at most 1, larger as the layers agree;
+    - ``stack``: ``sqrt(L)`` for every token (each layer is unit-normalised first), so the
+      masses are uniform: ``norm`` equals ``none`` there (up to all-zero vectors).
+
+    The masses depend on each token's own vector only, never on the other texts
+    (:meth:`depends_on_texts` is False: nothing is counted, and a streamed or chunked run gets
+    the same masses). The weights over token ids are 1; the engine multiplies in the norms
+    (:meth:`~alignscore.weighting.base.Weighting.reads_norms`).
+
+    Parameters
+    ----------
+    None; the masses come from the vectors.
+
+    Returns
+    -------
+    Norm
+        The weighting; ``compute`` gives weights of 1 for every token id, which the engine
+        multiplies by each token's norm.
+
+    Examples
+    --------
+    A word-vector table where "cat" is three times as long as "dog", and orthogonal to it: aligned
+    with "cat" alone, "cat dog" moves a quarter of its mass (dog's) at cost ``1 - cos = 1``, so
+    WRD is 0.25 and the score ``1 - WRD`` 0.75; uniform masses move half of it:
+
+    >>> import pathlib, tempfile
+    >>> import alignscore
+    >>> table = pathlib.Path(tempfile.mkdtemp()) / "words.vec"
+    >>> _ = table.write_text("cat 3.0 0.0\\ndog 0.0 1.0\\n")
+    >>> wrd = dict(model=str(table), weighting="norm", aligner="wmd", cost="cos")
+    >>> alignscore.score(["cat"], ["cat dog"], **wrd)["score"].tolist()
+    [0.75]
+    >>> alignscore.score(["cat"], ["cat dog"], **{**wrd, "weighting": "none"})["score"].tolist()
+    [0.5]
+    """
+
+    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
+               cand_counts: torch.Tensor) -> None:
+        pass  # nothing to count: the masses come from the vectors
+
+    def depends_on_texts(self) -> bool:
+        return False
+
+    def reads_norms(self) -> bool:
+        return True
+
+    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
+        ones = torch.ones(len(state.ref.df))
+        return ones, ones
+
+    def signature(self) -> str:
+        return "norm"
+
+
+@dataclass(frozen=True)
 class _Idf(Weighting):
     """Inverse document frequency, ``idf(w) = log((M + 1) / (df(w) + 1))`` over M sentences,
     for references; with ``sep`` (SEP) candidates are weighted by an idf computed over the
