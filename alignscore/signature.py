@@ -23,9 +23,9 @@ from typing import Iterator, Mapping
 
 @dataclass(frozen=True)
 class Signature(Mapping[str, str]):
-    """The fields of a signature, in order."""
+    """The fields of a signature, in order (``pairs``)."""
 
-    fields: tuple[tuple[str, str], ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, fields: Mapping[str, str]) -> "Signature":
@@ -43,24 +43,29 @@ class Signature(Mapping[str, str]):
         return cls.of(out)
 
     def __getitem__(self, key: str) -> str:
-        for k, v in self.fields:
+        for k, v in self.pairs:
             if k == key:
                 return v
         raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return (k for k, _ in self.fields)
+        return (k for k, _ in self.pairs)
 
     def __len__(self) -> int:
-        return len(self.fields)
+        return len(self.pairs)
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """``{key: value}``, in order."""
+        return dict(self.pairs)
 
     def with_fields(self, **fields: str) -> "Signature":
         """This signature with these fields added at the end (or replaced in place)."""
-        return Signature.of({**dict(self.fields), **fields})
+        return Signature.of({**dict(self.pairs), **fields})
 
     def format(self) -> str:
         """The text: ``key:value`` joined by ``|``."""
-        return "|".join(f"{k}:{v}" for k, v in self.fields)
+        return "|".join(f"{k}:{v}" for k, v in self.pairs)
 
     __str__ = format
 

@@ -82,12 +82,12 @@ def unit(x: torch.Tensor) -> torch.Tensor:
 # aggregator -> what its output vector is, from all the hidden states [L + 1, T, D], written out
 DIRECT = {
     "single layer": (SingleLayer(2), lambda s: s[2]),
-    "pmeans, normalised layers": (PowerMeans(layers_spec=(1, 2, 3)),
+    "pmeans, normalised layers": (PowerMeans(layers=(1, 2, 3)),
                                   lambda s: torch.cat([unit(s[1:4]).amin(0), unit(s[1:4]).mean(0),
                                                        unit(s[1:4]).amax(0)], -1)),
-    "pmeans, raw layers": (PowerMeans(layers_spec=(0, 3), powers=(1.0, math.inf), normalize=False),
+    "pmeans, raw layers": (PowerMeans(layers=(0, 3), powers=(1.0, math.inf), normalize=False),
                            lambda s: torch.cat([s[[0, 3]].mean(0), s[[0, 3]].amax(0)], -1)),
-    "routing": (Routing(layers_spec=(1, 2, 3)), lambda s: route(unit(s[1:4]))),
+    "routing": (Routing(layers=(1, 2, 3)), lambda s: route(unit(s[1:4]))),
 }
 
 
@@ -121,7 +121,7 @@ def test_norm_masses_on_a_stack_are_uniform() -> None:
     """Every token of a stack has norm sqrt(L): norm weighs as none does."""
     encoder = RandomWords()
     refs, cands = random_texts(20, seed=3), random_texts(20, seed=4)
-    stack = LayerStack(layers_spec=(1, 2, 3))
+    stack = LayerStack(layers=(1, 2, 3))
     norm, uniform = engine_scores(encoder, [Composition(aggregator=stack, weighting=Norm(), aligner=WMD(cost="cos")),
                                             Composition(aggregator=stack, aligner=WMD(cost="cos"))], refs, cands)
     assert (norm["score"] - uniform["score"]).abs().max() < EXACT
@@ -145,7 +145,7 @@ def test_wrd_beside_other_compositions_in_one_call_scores_as_alone() -> None:
     scores, and each gets what it gets alone."""
     encoder = RandomWords()
     refs, cands = random_texts(30, seed=7), random_texts(30, seed=8)
-    comps = [Composition(), WRD, Composition(aggregator=PowerMeans(layers_spec=(1, 2, 3)), weighting=Norm(),
+    comps = [Composition(), WRD, Composition(aggregator=PowerMeans(layers=(1, 2, 3)), weighting=Norm(),
                                              aligner=WMD(cost="cos")),
              Composition(weighting=IdfS(sep=True), aligner=WMD()), Composition(weighting=Norm(), aligner=Greedy()),
              Composition(weighting=Norm(), aligner=Sinkhorn(cost="cos", reg=0.05))]
@@ -178,7 +178,7 @@ def test_wrd_through_the_cache_gives_the_same_scores(wmt_data, tiny_bert_dir, tm
     from alignscore.encoders.huggingface import HFEncoder
 
     cands, refs = wmt_data["de-en"]["mt-system"][:30], wmt_data["de-en"]["reference"][:30]
-    wrd = Composition(aggregator=PowerMeans(layers_spec=(-3, -2, -1)), weighting=Norm(), aligner=WMD(cost="cos"))
+    wrd = Composition(aggregator=PowerMeans(layers=(-3, -2, -1)), weighting=Norm(), aligner=WMD(cost="cos"))
     plain = Scorer(HFEncoder(tiny_bert_dir), wrd).score(cands, refs)["score"]
     cold = Scorer(HFEncoder(tiny_bert_dir), wrd, cache=tmp_path / "c").score(cands, refs)["score"]
     warm_scorer = Scorer(HFEncoder(tiny_bert_dir), wrd, cache=tmp_path / "c")
