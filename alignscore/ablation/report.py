@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..evaluation.chart import dot_line_chart
 from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
                                 not_beaten)
-from ..textio import replacing
+from ..textio import make_output_folder, replacing
 from .runner import GridRun
 
 
@@ -218,6 +218,7 @@ def write_outputs(out_dir: str | Path, run: GridRun, stats: list[CellStat], meth
                   alpha: float = 0.05, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.csv``, ``chart.png`` and ``signatures.tsv`` into ``out_dir``."""
     paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
+    make_output_folder(out_dir)
     writers = {"table": lambda p: p.write_text(markdown(run, stats, method, alpha, command), encoding="utf-8"),
                "csv": lambda p: write_csv(p, stats), "chart": lambda p: write_chart(p, run, stats, method),
                "signatures": lambda p: write_signatures(p, run)}

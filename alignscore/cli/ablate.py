@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..evaluation.challenge import check_sizes, read_items
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
-from ..textio import check_output, read_lines
+from ..textio import check_output_folder, read_lines
 from . import main
 
 
@@ -89,8 +89,8 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | 
     assert data is not None
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
-    for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
-        check_output(out / name, [grid, idf_corpus])
+    # before any work: the folder must be writable and hold none of the inputs
+    check_output_folder(out, OUTPUT_FILES.values(), [grid, idf_corpus])
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
     run = run_grid(spec, pairs, device=device, batch_size=batch_size, download=download,
                    progress=not quiet, log=say)
@@ -117,8 +117,7 @@ def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{spec.name}")
-    for name in grid_challenge.OUTPUT_FILES.values():  # before any work
-        check_output(out / name, [grid, challenge_set, idf_corpus])
+    check_output_folder(out, grid_challenge.OUTPUT_FILES.values(), [grid, challenge_set, idf_corpus])  # before any work
     check_sizes(items)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
     run = grid_challenge.run_grid_challenge(spec, items, idf_corpus=corpus, idf_corpus_name=idf_corpus,

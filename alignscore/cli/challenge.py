@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -11,7 +10,7 @@ from ..evaluation.challenge import TIE_TOLERANCE, check_sizes, jsonl, read_items
 from ..evaluation.stats import SACREBLEU_SEED
 from ..options import option_files
 from ..spec import build_all
-from ..textio import check_output, replacing
+from ..textio import check_output, write_output
 from . import main
 from .diff import sides_specs
 from .options import output_option, scorer_options, scorer_opts
@@ -63,9 +62,6 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
             tsv(results, [f"# {len(items)} items of {challenge_set}; accuracy: good scores above bad (ties within "
                           f"{TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and paired tests with {bootstrap} resamples, "
                           f"seed {seed}; delta = accuracy - A's"]))
+    write_output(output, text)
     if output:
-        with replacing(output) as tmp:
-            tmp.write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
-    else:
-        sys.stdout.write(text)

@@ -16,7 +16,7 @@ from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
 from ..scorer import score_together
-from ..textio import check_output, read_aligned, replacing
+from ..textio import check_output_folder, make_output_folder, read_aligned, replacing
 from . import main
 from ..options import option_files
 from ..spec import RunSpec, build_all
@@ -168,6 +168,7 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
 
     shown = order[:top].tolist()
     if out_dir is not None:
+        make_output_folder(out_dir)
         with replacing(Path(out_dir) / "diff.tsv") as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
             for i in order.tolist():
@@ -195,7 +196,7 @@ def _suffix(fmt: str) -> str:
 
 def _check_folder(folder: Path, inputs: list[str], fmt: str) -> None:
     """``diff -o FOLDER`` can write ``diff.tsv`` and ``line<N>-a|b.<fmt>`` there, none of them an input."""
-    check_output(folder / "diff.tsv", inputs)
+    check_output_folder(folder, ["diff.tsv"], inputs)
     pattern = re.compile(rf"line\d+-[ab]\.{_suffix(fmt)}")
     for path in inputs:
         if pattern.fullmatch(Path(path).name) and Path(path).resolve().parent == folder.resolve():

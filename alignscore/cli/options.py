@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..options import option_files, options, run_spec
 from ..scorer import Scorer
 from ..spec import RunSpec, build
+from ..textio import is_stdout
 
 SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 
@@ -51,11 +52,13 @@ def _click_option(option: Any) -> Callable[[Callable[..., Any]], Callable[..., A
     return click.option(*names, option.name, **kwargs)
 
 
-def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--output FILE``: ``-`` (or no option) is standard output, as in most tools."""
+def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output, as in
+    most tools (:func:`alignscore.textio.is_stdout`)."""
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                        callback=lambda ctx, param, value: None if value == "-" else value,
-                        help=help + " '-' or none: standard output. A pipe or device (/dev/null) is written into.")
+                        required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
+                        help=help + (" '-': standard output." if required else " '-' or none: standard output.")
+                        + " A pipe or device (/dev/null) is written into.")
 
 
 def scorer_options(fn: Callable[..., Any]) -> Callable[..., Any]:

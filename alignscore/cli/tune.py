@@ -16,7 +16,7 @@ from ..evaluation.search import aligner_runs, estimate_seconds, reference_compos
 from ..evaluation.space import load_space
 from ..evaluation.wmt import load_daseg
 from ..runtime import Runtime
-from ..textio import check_output
+from ..textio import check_output_folder
 from . import main
 from .ablate import _split
 
@@ -56,8 +56,7 @@ def tune(space: str | None, data: str, model: str, output: str, lang_pairs: tupl
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[tune] {msg}", err=True))
     parsed = load_space(space)
     paths = output_paths(output, holdout is not None)
-    for path in paths.values():  # before any work: writable, and none of them an input
-        check_output(path, [space])
+    check_output_folder(output, [p.name for p in paths.values()], [space])  # before any work
     pairs = load_daseg(data, _split(lang_pairs), year=year)
     held = load_daseg(holdout) if holdout is not None else []
     candidates = parsed.candidates(max_compositions)  # every composition built before any encoding
