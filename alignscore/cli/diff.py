@@ -12,6 +12,7 @@ import torch
 from click.core import ParameterSource
 
 from ..errors import ConfigError, InputError
+from ..evaluation.stats import flat, flat_text
 from ..explain import Explanation, explain
 from ..presets import PRESETS
 from ..render import text_report, write
@@ -84,10 +85,19 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
+def _flat(v: torch.Tensor) -> bool:
+    """Whether the scores ``v`` are constant up to the rounding of their dtype (or fewer than two):
+    their ranks would order rounding noise."""
+    return len(v) < 2 or flat(v.double().numpy(), torch.finfo(v.dtype).eps)
+
+
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float | None:
     """Spearman's rho: Pearson's r of the average ranks. ``None`` where it is undefined: a side
-    whose scores are all equal (or fewer than two pairs), or scores that are not finite."""
+    whose scores are all equal, up to the rounding of their dtype (or fewer than two pairs), or
+    scores that are not finite."""
     if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return None
+    if _flat(a) or _flat(b):
         return None
     ra, rb = average_ranks(a.double()), average_ranks(b.double())
     ra, rb = ra - ra.mean(), rb - rb.mean()
@@ -100,9 +110,14 @@ def _rho_text(a: torch.Tensor, b: torch.Tensor) -> str:
     rho = spearman(a, b)
     if rho is not None:
         return f"{rho:.4f}"
-    constant = [name for name, v in (("A", a), ("B", b)) if len(v) < 2 or bool((v == v[0]).all())]
-    why = f"{' and '.join(constant)}: all scores equal" if constant else "scores not finite"
-    return f"undefined ({why})"
+    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return "undefined (scores not finite)"
+    constant = [(name, v) for name, v in (("A", a), ("B", b)) if _flat(v)]
+    texts = {flat_text(v.double().numpy(), torch.finfo(v.dtype).eps) for _, v in constant}
+    if texts == {"all equal"}:
+        return f"undefined ({' and '.join(name for name, _ in constant)}: all scores equal)"
+    return "undefined (" + "; ".join(f"{name}: scores {flat_text(v.double().numpy(), torch.finfo(v.dtype).eps)}"
+                                     for name, v in constant) + ")"
 
 
 def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
