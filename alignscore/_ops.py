@@ -6,10 +6,15 @@ import numpy as np
 import torch
 
 
+#: The smallest length :func:`unit` divides by: a shorter vector has no direction (it stays
+#: about zero, and its cosine with anything, itself included, is about 0).
+UNIT_FLOOR = 1e-12
+
+
 def unit(vectors: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero), written to
     ``out`` when given (``vectors`` itself, or a slice of a larger tensor: no second copy)."""
-    norm = vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    norm = vectors.norm(dim=-1, keepdim=True).clamp_min(UNIT_FLOOR)
     return torch.div(vectors, norm, out=out)
 
 

@@ -112,7 +112,7 @@ def distill(model: str, output: str | Path, dims: int | None = 256, sif: float =
     """
     out = check_output_folder(output, ())  # not '-', not a file; the folder above it exists and takes a new one
     if out.is_dir() and any(out.iterdir()):
-        raise InputError("is a folder with files in it: give a new (or empty) folder for the static model", str(out))
+        raise InputError("is not an empty folder: give a new (or empty) folder for the static model", str(out))
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise ConfigError(f"dims must be an integer >= 1, not {dims!r}")
     if not 0 < sif < 1:
