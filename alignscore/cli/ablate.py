@@ -15,7 +15,7 @@ from ..ablation import challenge as grid_challenge
 from ..ablation.grid import Grid
 from ..ablation.report import OUTPUT_FILES
 from ..errors import ConfigError
-from ..evaluation.challenge import check_sizes, read_items
+from ..evaluation.challenge import check_sizes, read_items, settle_repeats
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
 from ..textio import check_output_folder, read_lines
@@ -57,11 +57,13 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--device", default=None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
+@click.option("--dedupe", is_flag=True, help="With --challenge: drop items that repeat an earlier one (as "
+              "'alignscore challenge --dedupe').")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
 def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | None, layer: int | None,
            mnli_model: str | None, static_model: str | None, lang_pairs: tuple[str, ...], year: str | None,
            idf_corpus: str | None, correlations: tuple[str, ...], alpha: float, bootstrap: int, seed: int,
-           download: bool, batch_size: int, device: str | None, output: str | None, quiet: bool) -> None:
+           download: bool, batch_size: int, device: str | None, output: str | None, dedupe: bool, quiet: bool) -> None:
     """Run the ablation GRID (a TOML file, see docs/ablation.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
@@ -84,8 +86,10 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, model: str | 
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
         _challenge(spec, grid, challenge_set, idf_corpus, device, batch_size, download, quiet, bootstrap, seed,
-                   output, say, start)
+                   output, say, start, dedupe)
         return
+    if dedupe:
+        raise ConfigError("--dedupe drops repeated challenge items: it is for --challenge, not --data")
     assert data is not None
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
@@ -112,12 +116,15 @@ def _command() -> str | None:
 
 def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, device: str | None,
                batch_size: int, download: bool, quiet: bool, bootstrap: int, seed: int, output: str | None,
-               say: Callable[[str], None], start: float) -> None:
+               say: Callable[[str], None], start: float, dedupe: bool = False) -> None:
     """``ablate --challenge``: the grid's cells on a challenge set."""
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{spec.name}")
     check_output_folder(out, grid_challenge.OUTPUT_FILES.values(), [grid, challenge_set, idf_corpus])  # before any work
+    items, repeated = settle_repeats(items, dedupe)
+    if dedupe and repeated:
+        say(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
     check_sizes(items)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
     run = grid_challenge.run_grid_challenge(spec, items, idf_corpus=corpus, idf_corpus_name=idf_corpus,

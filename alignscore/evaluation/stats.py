@@ -39,33 +39,39 @@ CORRELATIONS = ("pearson", "spearman", "kendall")
 ROUNDING_UNITS = 16
 
 
+def _row_units(values: np.ndarray) -> np.ndarray:
+    """``[...]``: :func:`rounding_unit` of each row of ``values [..., n]``."""
+    x = np.asarray(values)
+    if x.dtype in (np.float16, np.float32):
+        return np.full(x.shape[:-1], float(np.finfo(x.dtype).eps))
+    x = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrowed = x.astype(np.float32).astype(np.float64)
+    single = (narrowed == x).all(axis=-1)
+    return np.where(single, float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps))
+
+
 def rounding_unit(values: np.ndarray) -> float:
-    """The machine epsilon of the dtype ``values`` were computed in: their own dtype's for a
-    float16 or float32 array; for float64, float32's when every value is a float32 number
-    (scores computed in float32 and converted, as ``tensor.double().numpy()`` gives them),
-    float64's otherwise.
+    """The machine epsilon of the dtype the 1-d ``values`` were computed in: their own dtype's
+    for a float16 or float32 array; for float64, float32's when every value is a float32
+    number (scores computed in float32 and converted, as ``tensor.double().numpy()`` gives
+    them), float64's otherwise.
 
     >>> rounding_unit(np.array([0.5, 0.25])) == np.finfo(np.float32).eps
     True
     >>> rounding_unit(np.array([0.1, 0.2])) == np.finfo(np.float64).eps
     True
     """
-    x = np.asarray(values)
-    if x.dtype in (np.float16, np.float32):
-        return float(np.finfo(x.dtype).eps)
-    x = x.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        narrowed = x.astype(np.float32).astype(np.float64)
-    return float(np.finfo(np.float32 if np.array_equal(narrowed, x) else np.float64).eps)
+    return float(_row_units(np.ravel(values)))
 
 
 def flat_rows(values: np.ndarray, eps: float | None = None) -> np.ndarray:
     """Whether each row of ``values [..., n]`` is constant up to rounding: its spread is at
-    most :data:`ROUNDING_UNITS` times ``eps`` (default :func:`rounding_unit`) times the larger
-    of 1 and its largest ``|value|``. A row of fewer than two values is flat; one holding NaN
-    is not (it is refused as not finite, where that matters)."""
+    most :data:`ROUNDING_UNITS` times ``eps`` (default: each row's :func:`rounding_unit`) times
+    the larger of 1 and its largest ``|value|``. A row of fewer than two values is flat; one
+    holding NaN is not (it is refused as not finite, where that matters)."""
     x = np.asarray(values, dtype=np.float64)
-    eps = rounding_unit(values) if eps is None else eps
+    eps = _row_units(values) if eps is None else eps
     if x.shape[-1] < 2:
         return np.ones(x.shape[:-1], dtype=bool)
     spread = np.ptp(x, axis=-1)
