@@ -33,4 +33,5 @@ def baseline(model: str, corpus: str, output: str | None, pairs: int, seed: int,
     encoder = encoder_of(EncoderSpec(model), runtime.device)
     result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=runtime)
     write_output(output, result.csv())
-    click.echo(f"wrote {output or 'standard output'}: layers 0..{max(result.rows)}, {pairs} random pairs of {corpus}", err=True)
+    click.echo(f"wrote {output or 'the baseline to standard output'}: layers 0..{max(result.rows)}, {pairs} random "
+               f"pairs of {corpus}", err=True)
