@@ -484,3 +484,25 @@ def test_by_a_value_that_is_not_a_label_names_its_line(files, tiny_bert_dir: str
     path = files("set.jsonl", [json.dumps({**GOOD, "lp": "de-en"}), json.dumps({**GOOD, "bad": "x", "lp": ["a"]})])
     code, _, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--by", "lp")
     assert_one_error(code, err, f"{path}:2: --by lp: the value ['a'] is not a one-line text")
+
+
+def test_ablate_dedupe_is_for_challenge_sets(tmp_path: Path, tiny_bert_dir: str) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID.format(model=tiny_bert_dir), encoding="utf-8")
+    code, _, err = invoke("ablate", grid, "--data", tmp_path, "--dedupe", "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, "--dedupe drops repeated challenge items: it is for --challenge, not --data")
+    assert not (tmp_path / "out").exists()
+
+
+def test_settle_repeats_keeps_the_first_of_each() -> None:
+    from alignscore.evaluation.challenge import Item, repeats, settle_repeats
+
+    a, b = Item(("r",), "g", "b", "c", "1", line=1), Item(("r",), "g", "x", "c", line=2)
+    again = Item(("r",), "g", "b", "c", "other id", line=3)  # the id aside, the same item
+    other_lp = Item(("r",), "g", "b", "c", fields=(("lp", "de-en"),), line=4)  # another field: another item
+    items = [a, b, again, other_lp, a]
+    assert repeats(items) == [(2, 0), (4, 0)]
+    kept, n = settle_repeats(items, dedupe=True)
+    assert kept == [a, b, other_lp] and n == 2
+    with pytest.warns(UserWarning, match=r"2 item\(s\) repeat an earlier one \(line 3 repeats line 1"):
+        assert settle_repeats(items) == (items, 2)
