@@ -57,9 +57,9 @@ def rounding_unit(values: np.ndarray) -> float:
     number (scores computed in float32 and converted, as ``tensor.double().numpy()`` gives
     them), float64's otherwise.
 
-    >>> rounding_unit(np.array([0.5, 0.25])) == np.finfo(np.float32).eps
+    >>> rounding_unit(np.array([0.5, 0.25])) == float(np.finfo(np.float32).eps)
     True
-    >>> rounding_unit(np.array([0.1, 0.2])) == np.finfo(np.float64).eps
+    >>> rounding_unit(np.array([0.1, 0.2])) == float(np.finfo(np.float64).eps)
     True
     """
     return float(_row_units(np.ravel(values)))
