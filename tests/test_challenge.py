@@ -232,8 +232,8 @@ GOOD = {"ref": "the cat sat", "good": "a cat sat", "bad": "a cat stood", "catego
     ({"ref": "r", "good": "  ", "bad": "b a", "category": "c"}, "'good' is empty"),
     ({"refs": [], "good": "a", "bad": "b", "category": "c"}, "non-empty list"),
     ({"ref": "r", "good": "a", "bad": "b", "category": "all "}, "'all' is the name of the total"),
-    ({"ref": "r", "good": "a", "bad": "b", "category": "verb\tx"}, "holds the control character '\\t'"),
-    ({"ref": "r", "good": "a", "bad": "b", "category": "ver\u2028b"}, "holds the control character"),
+    ({"ref": "r", "good": "a", "bad": "b", "category": "verb\tx"}, "holds '\\t', a control or formatting character"),
+    ({"ref": "r", "good": "a", "bad": "b", "category": "ver\u2028b"}, "a control or formatting character"),
     ({**GOOD, "id": "7"}, "id '7' is also the id of line 1, a different item"),
     ([1, 2], "expected a JSON object"),
 ])

@@ -41,8 +41,9 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
               bootstrap: int, seed: int, by: str | None, dedupe: bool, quiet: bool, **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
     control, any other fields kept) and report, per composition and category (and 'all'; with
-    --by FIELD, per value of that field too), the accuracy: the share of items whose good candidate gets a higher primary score than the bad one (a tie, within
-    1e-6, is a miss and counted in 'ties'), with a 95% bootstrap interval. Control categories
+    --by FIELD, per value of that field too), the accuracy: the share of items whose good
+    candidate gets a higher primary score than the bad one (a tie, within 1e-6, is a miss and
+    counted in 'ties'), with a 95% bootstrap interval. Control categories
     report the mean score change bad - good instead. With --b, each B is compared with A by a
     paired bootstrap of the accuracy difference (delta = B - A, two-sided p). Each distinct
     text is encoded once for every composition of the same model. See docs/challenge.md.

@@ -112,12 +112,11 @@ def _rho_text(a: torch.Tensor, b: torch.Tensor) -> str:
         return f"{rho:.4f}"
     if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
         return "undefined (scores not finite)"
-    constant = [(name, v) for name, v in (("A", a), ("B", b)) if _flat(v)]
-    texts = {flat_text(v.double().numpy(), torch.finfo(v.dtype).eps) for _, v in constant}
-    if texts == {"all equal"}:
-        return f"undefined ({' and '.join(name for name, _ in constant)}: all scores equal)"
-    return "undefined (" + "; ".join(f"{name}: scores {flat_text(v.double().numpy(), torch.finfo(v.dtype).eps)}"
-                                     for name, v in constant) + ")"
+    how = {name: flat_text(v.double().numpy(), torch.finfo(v.dtype).eps) for name, v in (("A", a), ("B", b))
+           if _flat(v)}
+    if set(how.values()) == {"all equal"}:
+        return f"undefined ({' and '.join(how)}: all scores equal)"
+    return "undefined (" + "; ".join(f"{name}: scores {text}" for name, text in how.items()) + ")"
 
 
 def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

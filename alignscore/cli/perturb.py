@@ -42,4 +42,5 @@ def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str | None, ki
     write_output(output, "".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items))
     counts = ", ".join(f"{k} {made.made[k]} (skipped {made.skipped[k]})" for k in chosen)
     empty = f"; {made.empty} line(s) with an empty candidate or reference left out" if made.empty else ""
-    click.echo(f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output or 'standard output'}: {counts}{empty}", err=True)
+    click.echo(f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output or 'standard output'}: "
+               f"{counts}{empty}", err=True)

@@ -137,8 +137,8 @@ def parse_item(obj: Any, path: str = "<items>", line: int = 1) -> Item:
     category = category.strip()  # surrounding spaces are no part of a name
     bad_char = unprintable(category)
     if bad_char is not None:
-        raise InputError(f"'category' {category!r} holds the control character {bad_char!r}: a category is one "
-                         "line of plain text", path, line)
+        raise InputError(f"'category' {category!r} holds {bad_char!r}, a control or formatting character: a "
+                         "category is one line of plain text", path, line)
     if category == ALL:
         raise InputError(f"category {ALL!r} is the name of the total: name the category otherwise", path, line)
     extra = tuple((k, v) for k, v in obj.items() if k not in ITEM_FIELDS)
@@ -182,8 +182,8 @@ def read_items(path: str | Path) -> list[Item]:
 def identity(item: Item) -> str:
     """What an item is, its id and line aside: two items with the same identity are the same
     item given twice."""
-    return json.dumps([item.refs, item.good, item.bad, item.category, item.control, item.fields],
-                      ensure_ascii=False, sort_keys=True)
+    return json.dumps([item.refs, item.good, item.bad, item.category, item.control, dict(item.fields)],
+                      ensure_ascii=False, sort_keys=True)  # sorted: the order of a line's fields is no part of it
 
 
 def repeats(items: Sequence[Item]) -> list[tuple[int, int]]:
