@@ -206,8 +206,8 @@ def _checked_tables(table: np.ndarray, mapping: Any, weights: Any, tokenizer: An
     """The token vectors ``embeddings[mapping] * weights`` of a model2vec file, after checking
     every table whole: ``mapping`` one integer row index per token, each in the table;
     ``weights`` one finite number per token; every vector finite, and none of a token that is
-    scored (any but the tokenizer's special tokens and the unknown token ``unk``, which is
-    dropped) without a direction (:func:`_no_direction`).
+    scored (any of the tokenizer's but its special tokens and the unknown token ``unk``, which
+    is dropped) without a direction (:func:`_no_direction`).
 
     Raises:
         InputError: naming ``where`` (the ``model.safetensors`` file) and the first bad entry.
@@ -236,7 +236,8 @@ def _checked_tables(table: np.ndarray, mapping: Any, weights: Any, tokenizer: An
         row = int(np.flatnonzero(~np.isfinite(table).all(1))[0])
         raise InputError(f"the vector of token {row} is not finite", where)
     special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special} | {unk}
-    empty = [int(i) for i in np.flatnonzero(_no_direction(table)) if int(i) not in special]
+    vocab = tokenizer.get_vocab_size(with_added_tokens=True)  # rows past it are never looked up
+    empty = [int(i) for i in np.flatnonzero(_no_direction(table[:vocab])) if int(i) not in special]
     if empty:
         name = tokenizer.id_to_token(empty[0])
         raise InputError(f"the vector of token {empty[0]} ({name!r}) is zero (length below {UNIT_FLOOR:g}): it has no "
