@@ -6,6 +6,11 @@ import numpy as np
 import torch
 
 
+#: The smallest length :func:`unit` divides by: a shorter vector has no direction (it stays
+#: about zero, and its cosine with anything, itself included, is about 0).
+UNIT_FLOOR = 1e-12
+
+
 def unit(vectors: torch.Tensor, out: torch.Tensor | None = None, norm_out: torch.Tensor | None = None
          ) -> torch.Tensor:
     """``v / max(||v||, 1e-12)`` along the last axis (a zero vector stays zero), written to
@@ -15,7 +20,7 @@ def unit(vectors: torch.Tensor, out: torch.Tensor | None = None, norm_out: torch
     norm = vectors.norm(dim=-1, keepdim=True)
     if norm_out is not None:
         norm_out.copy_(norm)
-    return torch.div(vectors, norm.clamp_min(1e-12), out=out)
+    return torch.div(vectors, norm.clamp_min(UNIT_FLOOR), out=out)
 
 
 def normalise_mass(mass: torch.Tensor) -> torch.Tensor:

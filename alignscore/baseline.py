@@ -93,12 +93,16 @@ class Baseline:
             raise InputError("the baseline file has no rows", str(path))
         return cls(rows, name=path.name, source=str(path.resolve()))
 
-    def write(self, path: str | Path) -> None:
+    def csv(self) -> str:
+        """The table as bert_score's baseline file: ``LAYER,P,R,F``, one row per layer."""
         lines = ["LAYER,P,R,F"]
         for layer in sorted(self.rows):
             r = self.rows[layer]
             lines.append(f"{layer}," + ",".join(repr(r[m]) for m in _COLUMNS.values()))
-        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return "\n".join(lines) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.csv(), encoding="utf-8")
 
     def values(self, layer: int) -> dict[str, float]:
         if layer not in self.rows:

@@ -1,6 +1,21 @@
 """Text in and out: reading files of one text per line (errors name the file and line), the
 candidate/reference files as pairs, the score outputs (TSV, JSONL), and writing outputs so that
-no input and no good earlier output is ever lost."""
+no input and no good earlier output is ever lost.
+
+The rules every command follows for an output (``-o``), all of them here:
+
+- ``-`` (or no ``-o`` where a command allows it) is standard output (:func:`is_stdout`);
+  a command that writes a folder of files refuses it (:func:`check_output_folder`).
+- An output file goes into a folder that exists: no folder is created for it, and a missing
+  one is an error naming it (:func:`require_folder`). A command that writes a folder of files
+  creates that folder itself, once every check has passed (:func:`make_output_folder`); the
+  folder above it must exist.
+- Every check comes before any work (:func:`check_output`): not an input, not a folder, not
+  read-only, not something other than a regular file, a pipe or a character device, and its
+  folder accepts a new file. Nothing is created by the checks.
+- The output is written to a temporary file next to it and renamed onto it when complete
+  (:func:`replacing`, :func:`write_output`, :func:`output_stream`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +24,7 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
@@ -134,18 +150,45 @@ def read_tsv(path: str | Path) -> tuple[list[str], list[list[str]]]:
     return cands, groups
 
 
+STDOUT = "-"
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """Whether the output ``path`` is standard output: none given, or ``-``."""
+    return path is None or str(path) == STDOUT
+
+
+def require_folder(path: str | Path) -> None:
+    """The folder an output ``path`` goes into must exist: no output creates the folders above it.
+
+    Raises:
+        InputError: naming the missing folder, or the file that stands where a folder should be.
+    """
+    parent = Path(path).parent
+    if parent.is_dir():
+        return
+    blocking = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise InputError(f"cannot write the output here: {blocking} is a file, not a folder", str(path))
+    raise InputError(f"cannot write the output here: the folder {parent} does not exist (create it first: "
+                     "alignscore does not create the folders an output goes into)", str(path))
+
+
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """Refuse, before any work, an output that would destroy an input or cannot be written.
 
     ``path`` must not be (the same file as: symbolic or hard links count) any of ``inputs``,
-    nor a folder, nor a read-only file; its folder is created if needed and must accept a new
-    file (tried by creating and removing one). A named pipe or a character device (``/dev/null``,
-    ``/dev/stdout``) is written straight into (see :func:`replacing`); any other file that is
-    not a regular one (a socket, a block device) is refused.
+    nor a folder, nor a read-only file; its folder must exist (:func:`require_folder`) and
+    accept a new file (tried by creating and removing one). A named pipe or a character device
+    (``/dev/null``, ``/dev/stdout``) is written straight into (see :func:`replacing`); any other
+    file that is not a regular one (a socket, a block device) is refused. Standard output
+    (:func:`is_stdout`) passes: it is written straight into. Nothing is created.
 
     Raises:
         InputError: the output cannot be written there, or would overwrite an input.
     """
+    if is_stdout(path):
+        return Path(STDOUT)
     path = Path(path)
     for source in inputs:
         if source is not None and path.exists() and Path(source).exists() and os.path.samefile(path, source):
@@ -160,14 +203,52 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
     if path.exists() and not path.is_file():
         raise InputError("is neither a regular file nor a pipe or character device: cannot write the output "
                          "there", str(path))
+    require_folder(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         os.unlink(_temporary(path))
     except OSError as exc:
-        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or str(exc)
-        raise InputError(f"cannot write the output here: {why}", str(path)) from None
+        raise InputError(f"cannot write the output here: {exc.strerror or exc}", str(path)) from None
     return path
+
+
+def check_output_folder(folder: str | Path, names: Iterable[str], inputs: Iterable[str | Path | None] = ()) -> Path:
+    """Refuse, before any work, an output folder that cannot take the files ``names``.
+
+    ``-`` is refused (standard output is one stream, not a folder of files), as is a file. A
+    folder that exists must accept each file (:func:`check_output`, none of them an input); one
+    that does not is made later by :func:`make_output_folder`: the folder above it must exist
+    and accept a new folder (tried by making and removing one). Nothing is created.
+
+    Raises:
+        InputError: naming the folder, or the file of it that cannot be written.
+    """
+    if str(folder) == STDOUT:
+        raise InputError("-o -: this command writes a folder of files, not one stream to standard output; "
+                         "give a folder")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("is a file, not a folder: give a folder for the outputs", str(folder))
+    if folder.is_dir():
+        for name in names:
+            check_output(folder / name, inputs)
+        return folder
+    require_folder(folder)
+    probe = folder.parent / f".{folder.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise InputError(f"cannot write the output here: {exc.strerror or exc}", str(folder)) from None
+    return folder
+
+
+def make_output_folder(folder: str | Path) -> Path:
+    """The output folder, made if it is not there (the folder above it must exist: only the
+    output folder itself is created, after every check has passed)."""
+    folder = Path(folder)
+    require_folder(folder)
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def is_stream(path: str | Path) -> bool:
@@ -205,8 +286,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
         yield Path(path)
         return
     path = Path(path).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary(path)
+    tmp = _temporary(path)  # the folder must exist (require_folder): no output creates one
     try:
         yield tmp
         if path.is_file():
@@ -221,6 +301,25 @@ def replacing(path: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def write_output(path: str | Path | None, text: str) -> None:
+    """``text`` as the output ``path``: standard output when :func:`is_stdout`, else written
+    whole through :func:`replacing` (UTF-8)."""
+    with output_stream(path) as fh:
+        fh.write(text)
+
+
+@contextmanager
+def output_stream(path: str | Path | None, newline: str | None = None) -> Iterator[TextIO]:
+    """A text stream onto the output ``path``: standard output when :func:`is_stdout` (left
+    open), else a new UTF-8 file renamed onto ``path`` when the block ends normally
+    (:func:`replacing`)."""
+    if is_stdout(path):
+        yield sys.stdout
+        return
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as fh:  # type: ignore[arg-type]
+        yield fh
 
 
 # -- score outputs ------------------------------------------------------------------------------------

@@ -231,12 +231,15 @@ GOOD = {"ref": "the cat sat", "good": "a cat sat", "bad": "a cat stood", "catego
     ({"ref": "r", "good": "a b", "bad": " a b ", "category": "c"}, "the same text"),
     ({"ref": "r", "good": "  ", "bad": "b a", "category": "c"}, "'good' is empty"),
     ({"refs": [], "good": "a", "bad": "b", "category": "c"}, "non-empty list"),
-    ({"ref": "r", "good": "a", "bad": "b", "category": "c", "color": 1}, "unknown field(s) color"),
+    ({"ref": "r", "good": "a", "bad": "b", "category": "all "}, "'all' is the name of the total"),
+    ({"ref": "r", "good": "a", "bad": "b", "category": "verb\tx"}, "holds '\\t', a control or formatting character"),
+    ({"ref": "r", "good": "a", "bad": "b", "category": "ver\u2028b"}, "a control or formatting character"),
+    ({**GOOD, "id": "7"}, "id '7' is also the id of line 1, a different item"),
     ([1, 2], "expected a JSON object"),
 ])
 def test_a_bad_line_is_one_error_with_file_and_line(line, needle: str, tmp_path: Path, files,
                                                     tiny_bert_dir: str) -> None:
-    path = files("set.jsonl", [json.dumps(GOOD), "", json.dumps(line)])
+    path = files("set.jsonl", [json.dumps({**GOOD, "bad": "a cat ran", "id": 7}), "", json.dumps(line)])
     out = tmp_path / "out.tsv"
     code, stdout, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-o", out, "-q")
     assert_one_error(code, err, f"{path}:3:", needle)
@@ -382,3 +385,124 @@ def test_paired_bootstrap_of_a_difference_of_accuracies() -> None:
     assert (same.difference, same.low, same.high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
     flipped = bootstrap_mean_difference(b, a, resamples=500, seed=1)
     assert (flipped.low, flipped.high) == pytest.approx((-t.high, -t.low), abs=1e-12)
+
+
+# -- categories, repeats, extra fields and --by ------------------------------------------------------------
+def _rows_by(out: str, *keys: str) -> dict[tuple, dict]:
+    return {tuple(r[k] for k in keys): r for r in _jsonl(out)}
+
+
+def test_surrounding_spaces_of_a_category_are_stripped(files, tiny_bert_dir: str) -> None:
+    path = files("set.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, "bad": "a dog sat", "category": " verb "})])
+    code, out, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--format", "jsonl")
+    assert code == 0, err
+    assert sorted((r["category"], r["n"]) for r in _jsonl(out)) == [("all", 2), ("verb", 2)]
+
+
+def test_repeated_items_are_counted_with_a_warning_or_dropped(files, tiny_bert_dir: str) -> None:
+    other = {**GOOD, "bad": "a dog sat", "category": "noun"}
+    path = files("set.jsonl", [json.dumps(GOOD), json.dumps(other), json.dumps({**GOOD, "id": "x"}), json.dumps(GOOD)])
+    code, out, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--format", "jsonl")
+    assert code == 0, err
+    assert "alignscore: warning: 2 item(s) repeat an earlier one (line 3 repeats line 1, the id aside)" in err
+    assert "--dedupe drops the repeats" in err
+    assert _rows_by(out, "category")[("verb",)]["n"] == 3
+    code, out, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--format", "jsonl",
+                            "--dedupe")
+    assert code == 0, err
+    assert "dropped 2 item(s) that repeat an earlier one" in err and "repeat an earlier one (" not in err
+    assert {k[0]: r["n"] for k, r in _rows_by(out, "category").items()} == {"verb": 1, "noun": 1, "all": 2}
+
+
+def test_extra_fields_are_kept_and_written_back() -> None:
+    from alignscore.evaluation.challenge import parse_item
+    from alignscore.evaluation.perturb import item_json
+
+    line = {"id": "3", "ref": "a b", "good": "a b", "bad": "b a", "category": "swap", "lp": "de-en",
+            "system": {"name": "online-B", "year": 2016}}
+    item = parse_item(line)
+    assert item.fields == (("lp", "de-en"), ("system", {"name": "online-B", "year": 2016}))
+    assert item.extra("lp") == "de-en" and item.extra("absent") is None
+    assert item_json(item) == line
+
+
+@pytest.fixture(scope="module")
+def lp_set(set_path: Path) -> Path:
+    """The perturbed set with a language pair per item: its source line's parity decides it."""
+    lines = [json.loads(line) for line in set_path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        line["lp"] = "de-en" if int(line["id"].split(":")[0]) % 2 else "cs-en"
+    path = set_path.parent / "lp.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_by_lp_gives_each_language_pair_its_own_results(lp_set: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
+    common = ["--model", tiny_bert_dir, "--layer", 2, "--b", "--aligner wmd --n-gram 1", "--bootstrap", 100,
+              "--seed", 5, "-q"]
+    code, out, err = invoke("challenge", lp_set, *common, "--by", "lp", "--format", "jsonl")
+    assert code == 0, err
+    grouped = _rows_by(out, "lp", "composition", "category")
+    assert {k[0] for k in grouped} == {"de-en", "cs-en"}
+    lines = lp_set.read_text(encoding="utf-8").splitlines()
+    for lp in ("de-en", "cs-en"):  # each pair's rows are what its items alone give
+        subset = tmp_path / f"{lp}.jsonl"
+        subset.write_text("".join(line + "\n" for line in lines if json.loads(line)["lp"] == lp), encoding="utf-8")
+        code, alone, err = invoke("challenge", subset, *common, "--format", "jsonl")
+        assert code == 0, err
+        want = _rows_by(alone, "composition", "category")
+        assert {k[1:] for k in grouped if k[0] == lp} == set(want)
+        for key, row in want.items():
+            got = grouped[(lp, *key)]
+            assert (got["n"], got["correct"], got["ties"], got["kind"]) == (row["n"], row["correct"], row["ties"],
+                                                                           row["kind"])
+            for name in ("accuracy", "low", "high", "mean_change", "delta", "p_value"):
+                assert got[name] == (None if row[name] is None else pytest.approx(row[name], abs=1e-6)), name
+    out_tsv = tmp_path / "by.tsv"
+    code, _, err = invoke("challenge", lp_set, *common, "--by", "lp", "-o", out_tsv)
+    assert code == 0, err
+    text = out_tsv.read_text(encoding="utf-8")
+    assert ", by lp;" in text and "\ncomposition\tlp\tcategory\tn\taccuracy\t" in text
+    assert "\nB\tcs-en\tall\t" in text and "\nA\tde-en\tall\t" in text
+
+
+@pytest.mark.parametrize("by, needle", [
+    ("lp", "--by lp: 1 item(s) have no 'lp' (the first on line 2): give every item the field"),
+    ("category", "--by category: 'category' is a field of every item"),
+    ("n", "--by n: the results have a column of that name"),
+])
+def test_by_a_field_some_items_lack_is_one_error(files, tiny_bert_dir: str, tmp_path: Path, by: str,
+                                                 needle: str) -> None:
+    path = files("set.jsonl", [json.dumps({**GOOD, "lp": "de-en", "n": 1}), json.dumps({**GOOD, "bad": "a dog sat"})])
+    out = tmp_path / "out.tsv"
+    code, stdout, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--by", by, "-o", out)
+    assert_one_error(code, err, needle)
+    assert not out.exists() and stdout == ""
+
+
+def test_by_a_value_that_is_not_a_label_names_its_line(files, tiny_bert_dir: str) -> None:
+    path = files("set.jsonl", [json.dumps({**GOOD, "lp": "de-en"}), json.dumps({**GOOD, "bad": "x", "lp": ["a"]})])
+    code, _, err = invoke("challenge", path, "--model", tiny_bert_dir, "--layer", 2, "-q", "--by", "lp")
+    assert_one_error(code, err, f"{path}:2: --by lp: the value ['a'] is not a one-line text")
+
+
+def test_ablate_dedupe_is_for_challenge_sets(tmp_path: Path, tiny_bert_dir: str) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID.format(model=tiny_bert_dir), encoding="utf-8")
+    code, _, err = invoke("ablate", grid, "--data", tmp_path, "--dedupe", "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, "--dedupe applies with --challenge only")
+    assert not (tmp_path / "out").exists()
+
+
+def test_settle_repeats_keeps_the_first_of_each() -> None:
+    from alignscore.evaluation.challenge import Item, repeats, settle_repeats
+
+    a, b = Item(("r",), "g", "b", "c", "1", line=1), Item(("r",), "g", "x", "c", line=2)
+    again = Item(("r",), "g", "b", "c", "other id", line=3)  # the id aside, the same item
+    other_lp = Item(("r",), "g", "b", "c", fields=(("lp", "de-en"),), line=4)  # another field: another item
+    items = [a, b, again, other_lp, a]
+    assert repeats(items) == [(2, 0), (4, 0)]
+    kept, n = settle_repeats(items, dedupe=True)
+    assert kept == [a, b, other_lp] and n == 2
+    with pytest.warns(UserWarning, match=r"2 item\(s\) repeat an earlier one \(line 3 repeats line 1"):
+        assert settle_repeats(items) == (items, 2)

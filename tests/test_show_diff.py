@@ -65,6 +65,7 @@ def test_show_text_reports_the_score_command_s_numbers(tmp_path, minilm_dir):
 
 
 def test_show_writes_png_svg_html(tmp_path, minilm_dir):
+    (tmp_path / "out").mkdir()  # an output's folder must exist (alignscore.textio.require_folder)
     for suffix, magic in (("png", b"\x89PNG"), ("svg", b"<?xml"), ("html", b"<!DOCTYPE html>")):
         path = tmp_path / "out" / f"pair.{suffix}"
         code, out, err = run("show", "-r", PAPER_REF, "-c", PAPER_CAND, *MODEL, "-o", str(path))

@@ -123,7 +123,7 @@ def test_empty_and_non_utf8_files(tmp_path: Path) -> None:
         read_vectors(empty)
     latin = tmp_path / "latin.vec"
     latin.write_bytes("caf\xe9 1 0\n".encode("latin-1"))
-    with pytest.raises(InputError, match="not UTF-8"):
+    with pytest.raises(InputError, match=r"latin.vec:1: not valid UTF-8"):  # the file and line (textio.iter_lines)
         read_vectors(latin)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ..evaluation.challenge import ALL, CompositionResult, Item, categories, evaluate_scores, jsonl, run_challenge
 from ..config.compile import Source
 from ..evaluation.wmt import LangPair
-from ..textio import replacing
+from ..textio import make_output_folder, replacing
 from .grid import Grid
 from .runner import plan
 
@@ -193,6 +193,7 @@ def heatmap(path: str | Path, run: GridChallenge) -> None:
 def write_outputs(out_dir: str | Path, run: GridChallenge, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.jsonl`` (every row with its signature) and ``heatmap.png``."""
     paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
+    make_output_folder(out_dir)
     writers = {"table": lambda p: p.write_text(markdown(run, command), encoding="utf-8"),
                "results": lambda p: p.write_text(jsonl(run.results + run.references), encoding="utf-8"),
                "heatmap": lambda p: heatmap(p, run)}

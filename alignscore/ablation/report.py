@@ -13,9 +13,9 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..evaluation.chart import dot_line_chart
-from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation,
-                                not_beaten)
-from ..textio import replacing
+from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation, flat,
+                                flat_text, not_beaten)
+from ..textio import make_output_folder, replacing
 from .runner import GridRun
 
 
@@ -84,10 +84,10 @@ def evaluate(run: GridRun, methods: Sequence[str] = ("pearson",), alpha: float =
 
 
 def _why_undefined(scores: np.ndarray, human: np.ndarray) -> str:
-    if np.ptp(human) == 0:
-        return "the human scores are all equal: the correlation is undefined"
-    if np.ptp(scores) == 0:
-        return "the cell's scores are all equal: the correlation is undefined"
+    if flat(human):
+        return f"the human scores are {flat_text(human)}: the correlation is undefined"
+    if flat(scores):
+        return f"the cell's scores are {flat_text(scores)}: the correlation is undefined"
     return "the correlation is undefined"
 
 
@@ -213,6 +213,7 @@ def write_outputs(out_dir: str | Path, run: GridRun, stats: list[CellStat], meth
                   alpha: float = 0.05, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.csv``, ``chart.png`` and ``signatures.tsv`` into ``out_dir``."""
     paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
+    make_output_folder(out_dir)
     writers = {"table": lambda p: p.write_text(markdown(run, stats, method, alpha, command), encoding="utf-8"),
                "csv": lambda p: write_csv(p, stats), "chart": lambda p: write_chart(p, run, stats, method),
                "signatures": lambda p: write_signatures(p, run)}

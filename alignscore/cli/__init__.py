@@ -35,7 +35,7 @@ class _Group(click.Group):
         except (AlignScoreError, OSError) as exc:  # OSError: the system refused (disk full, permissions)
             if os.environ.get("ALIGNSCORE_DEBUG"):
                 raise
-            click.echo(f"alignscore: error: {exc}", err=True)
+            click.echo(f"alignscore: error: {one_line(str(exc))}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("alignscore: interrupted", err=True)
@@ -47,6 +47,12 @@ class _Group(click.Group):
             click.echo(f"alignscore: internal error: {type(exc).__name__}: {msg} "
                        "(set ALIGNSCORE_DEBUG=1 for the traceback)", err=True)
             sys.exit(70)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: line breaks (a message quoting a file's text, a file name holding a
+    newline) become spaces, so an error is always the one line it promises to be."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def _usage_error(exc: click.ClickException) -> None:

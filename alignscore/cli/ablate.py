@@ -17,10 +17,10 @@ from ..ablation.report import OUTPUT_FILES
 from ..config.compile import Source
 from ..config.schema import options
 from ..errors import ConfigError
-from ..evaluation.challenge import check_sizes, read_items
+from ..evaluation.challenge import check_sizes, read_items, settle_repeats
 from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
-from ..textio import check_output, read_lines
+from ..textio import check_output_folder, read_lines
 from . import main
 from .options import SEED, flag_sources, needs, scorer_options, scorer_opts
 
@@ -57,11 +57,13 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--download", is_flag=True, help="Allow models that are not on this machine to be downloaded.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
+@click.option("--dedupe", is_flag=True, help="With --challenge: drop items that repeat an earlier one (as "
+              "'alignscore challenge --dedupe').")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
 def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: str | None, static_model: str | None,
            lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
-           significance: float, bootstrap: int, seed: int, download: bool, output: str | None, quiet: bool,
-           **kwargs: Any) -> None:
+           significance: float, bootstrap: int, seed: int, download: bool, output: str | None, dedupe: bool,
+           quiet: bool, **kwargs: Any) -> None:
     """Run the ablation GRID (a TOML file, see docs/ablation.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
@@ -82,7 +84,8 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     if (data is None) == (challenge_set is None):
         raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
     ctx = click.get_current_context()
-    needs(ctx, {"lang_pairs": "data", "year": "data", "correlations": "data", "significance": "data"})
+    needs(ctx, {"lang_pairs": "data", "year": "data", "correlations": "data", "significance": "data",
+                "dedupe": "challenge_set"})
     flags = flag_sources(scorer_opts(kwargs))
     models = {"mnli": mnli_model, "static": static_model}
     spec = load_grid(grid)
@@ -90,13 +93,13 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
         _challenge(spec, grid, challenge_set, idf_corpus, flags, models, download, quiet, bootstrap, seed,
-                   output, say, start)
+                   output, say, start, dedupe)
         return
     assert data is not None
     pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
-    for name in OUTPUT_FILES.values():  # before any work: the folder must be writable and hold none of the inputs
-        check_output(out / name, [grid, idf_corpus, *_option_files(kwargs)])
+    # before any work: the folder must be writable and hold none of the inputs
+    check_output_folder(out, OUTPUT_FILES.values(), [grid, idf_corpus, *_option_files(kwargs)])
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
     run = run_grid(spec, pairs, flags, models=models, download=download, progress=not quiet, log=say)
     methods = list(dict.fromkeys(correlations)) or ["pearson"]
@@ -122,13 +125,15 @@ def _command() -> str | None:
 
 def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, flags: list[Source],
                models: dict[str, str | None], download: bool, quiet: bool, bootstrap: int, seed: int,
-               output: str | None, say: Callable[[str], None], start: float) -> None:
+               output: str | None, say: Callable[[str], None], start: float, dedupe: bool = False) -> None:
     """``ablate --challenge``: the grid's cells on a challenge set."""
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{spec.name}")
-    for name in grid_challenge.OUTPUT_FILES.values():  # before any work
-        check_output(out / name, [grid, challenge_set, idf_corpus])
+    check_output_folder(out, grid_challenge.OUTPUT_FILES.values(), [grid, challenge_set, idf_corpus])  # before any work
+    items, repeated = settle_repeats(items, dedupe)
+    if dedupe and repeated:
+        say(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
     check_sizes(items)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
     run = grid_challenge.run_grid_challenge(spec, items, flags, idf_corpus=corpus, idf_corpus_name=idf_corpus,

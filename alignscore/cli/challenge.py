@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from ..evaluation.challenge import TIE_TOLERANCE, check_sizes, jsonl, read_items, run_challenge, tsv
+from ..evaluation.challenge import (TIE_TOLERANCE, check_sizes, field_values, jsonl, read_items, run_challenge,
+                                    settle_repeats, tsv)
 from ..evaluation.stats import SACREBLEU_SEED
 from ..config import build_all
-from ..textio import check_output, replacing
+from ..textio import check_output, write_output
 from . import main
 from .diff import sides_specs
 from .options import SEED, option_files, output_option, scorer_options, scorer_opts
@@ -30,13 +30,19 @@ from .options import SEED, option_files, output_option, scorer_options, scorer_o
 @click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples of the 95% bootstrap intervals and of the paired tests.")
 @click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
+@click.option("--by", "by", metavar="FIELD", default=None,
+              help="Break the results down by a field of the items (e.g. lp): one row per composition, value of "
+                   "FIELD and category, the value in a column named FIELD. Every item must have the field.")
+@click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
+              "aside); without it they count as often as they appear, with a warning.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
-              bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+              bootstrap: int, seed: int, by: str | None, dedupe: bool, quiet: bool, **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
-    control) and report, per composition and category (and 'all'), the accuracy: the share of
-    items whose good candidate gets a higher primary score than the bad one (a tie, within
-    1e-6, is a miss and counted in 'ties'), with a 95% bootstrap interval. Control categories
+    control, any other fields kept) and report, per composition and category (and 'all'; with
+    --by FIELD, per value of that field too), the accuracy: the share of items whose good
+    candidate gets a higher primary score than the bad one (a tie, within 1e-6, is a miss and
+    counted in 'ties'), with a 95% bootstrap interval. Control categories
     report the mean score change bad - good instead. With --b, each B is compared with A by a
     paired bootstrap of the accuracy difference (delta = B - A, two-sided p). Each distinct
     text is encoded once for every composition of the same model. See docs/challenge.md.
@@ -50,21 +56,24 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     specs = sides_specs(common, sides, progress=not quiet)
     names = ["A"] + (["B"] if len(specs_b) == 1 else [f"B{i}" for i in range(1, len(specs_b) + 1)])
     items = read_items(challenge_set)
+    if by is not None:  # every item has the field, with a usable value: checked before any work
+        field_values(items, by, challenge_set)
     if output:  # before any work: the output must be writable and none of the inputs
         files = [f for spec in specs for f in option_files(spec, common)]
         check_output(output, [challenge_set, *files])
     scorers = build_all(specs)
     for scorer in scorers:  # a composition that cannot be built for its model fails before any warning
         scorer.signature()
-    check_sizes(items)
-    results = run_challenge(scorers, items, names, bootstrap, seed)
-    text = (jsonl(results) if fmt == "jsonl" else
-            tsv(results, [f"# {len(items)} items of {challenge_set}; accuracy: good scores above bad (ties within "
-                          f"{TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and paired tests with {bootstrap} resamples, "
-                          f"seed {seed}; delta = accuracy - A's"]))
+    items, repeated = settle_repeats(items, dedupe)
+    if dedupe and repeated:
+        click.echo(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one", err=True)
+    groups = field_values(items, by, challenge_set) if by is not None else None
+    check_sizes(items, groups=groups, by=by)
+    results = run_challenge(scorers, items, names, bootstrap, seed, groups=groups)
+    text = (jsonl(results, by) if fmt == "jsonl" else
+            tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}; accuracy: good "
+                          f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and "
+                          f"paired tests with {bootstrap} resamples, seed {seed}; delta = accuracy - A's"], by))
+    write_output(output, text)
     if output:
-        with replacing(output) as tmp:
-            tmp.write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
-    else:
-        sys.stdout.write(text)

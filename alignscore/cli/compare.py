@@ -9,8 +9,8 @@ import click
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluation.stats import (SACREBLEU_SEED, bootstrap_r_difference, pearson_rows, permutation_r_difference,
-                                williams_matrix)
+from ..evaluation.stats import (SACREBLEU_SEED, bootstrap_r_difference, flat, flat_text, pearson_rows,
+                                permutation_r_difference, williams_matrix)
 from ..evaluation.wmt import load_daseg, read_human
 from ..scorer import score_together
 from ..textio import read_aligned
@@ -53,9 +53,9 @@ def compare_scores(name: str, a: np.ndarray, b: np.ndarray, human: np.ndarray, b
                    seed: int) -> Comparison:
     """The :class:`Comparison` of two metrics' scores ``a``, ``b`` with ``human``."""
     for label, v in (("A", a), ("B", b)):
-        if np.ptp(v) == 0:
-            raise ConfigError(f"{name}: every score of composition {label} is the same: its correlation with the "
-                              "human scores is undefined")
+        if flat(v):  # constant up to the rounding of the dtype the scores were computed in
+            raise ConfigError(f"{name}: every score of composition {label} is the same ({flat_text(v)}): its "
+                              "correlation with the human scores is undefined")
     ra, rb = np.abs(pearson_rows(np.stack([a, b]), np.stack([human, human])))
     one_sided = williams_matrix(np.stack([a, b]), human)[0, 1]
     boot = bootstrap_r_difference(a, b, human, resamples=bootstrap, seed=seed)
@@ -118,8 +118,8 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
            f"# delta = |r_A| - |r_B| (Pearson r with the human scores); p-values two-sided: Williams' test, paired "
            f"bootstrap ({bootstrap} resamples; interval: 95%), paired permutation ({permutations}); seed {seed}",
            "\t".join(COLUMNS)]
-    click.echo("\n".join(out))
-    for name, cand_texts, ref_groups, scores_h in sets:
+    for name, cand_texts, ref_groups, scores_h in sets:  # every row before the first byte: a failure prints none
         sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
         a, b = (s[c.composition.metric].double().numpy() for s, c in ((sa, scorer_a), (sb, scorer_b)))
-        click.echo("\t".join(compare_scores(name, a, b, scores_h, bootstrap, permutations, seed).row()))
+        out.append("\t".join(compare_scores(name, a, b, scores_h, bootstrap, permutations, seed).row()))
+    click.echo("\n".join(out))

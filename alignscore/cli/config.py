@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..textio import check_output, replacing
+from ..textio import check_output, write_output
 from . import main
 from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
 
@@ -27,10 +27,7 @@ def config(output: str | None, **kwargs: Any) -> None:
     opts = scorer_opts(kwargs)
     spec = spec_of(opts, progress=False)  # every setting checked, every file it names read
     comment = "alignscore config " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["config"] else None
-    if output is None:
-        click.echo(spec.toml(), nl=False)
-        return
     check_output(output, option_files(spec, opts))
-    with replacing(output) as tmp:
-        tmp.write_text(spec.toml(comment), encoding="utf-8")
-    click.echo(f"wrote {output}", err=True)
+    write_output(output, spec.toml(comment if output else None))
+    if output:
+        click.echo(f"wrote {output}", err=True)

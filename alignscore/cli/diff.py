@@ -12,11 +12,12 @@ import torch
 from click.core import ParameterSource
 
 from ..errors import ConfigError, InputError
+from ..evaluation.stats import flat, flat_text
 from ..explain import Explanation, explain
 from ..config import PRESETS
 from ..render import text_report, write
 from ..scorer import score_together
-from ..textio import check_output, read_aligned, replacing
+from ..textio import check_output_folder, make_output_folder, read_aligned, replacing
 from . import main
 from ..config import RunSpec, build_all
 from .options import ManyValues, option_files, scorer_options, scorer_opts, spec_of
@@ -83,10 +84,19 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
+def _flat(v: torch.Tensor) -> bool:
+    """Whether the scores ``v`` are constant up to the rounding of their dtype (or fewer than two):
+    their ranks would order rounding noise."""
+    return len(v) < 2 or flat(v.double().numpy(), torch.finfo(v.dtype).eps)
+
+
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float | None:
     """Spearman's rho: Pearson's r of the average ranks. ``None`` where it is undefined: a side
-    whose scores are all equal (or fewer than two pairs), or scores that are not finite."""
+    whose scores are all equal, up to the rounding of their dtype (or fewer than two pairs), or
+    scores that are not finite."""
     if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return None
+    if _flat(a) or _flat(b):
         return None
     ra, rb = average_ranks(a.double()), average_ranks(b.double())
     ra, rb = ra - ra.mean(), rb - rb.mean()
@@ -99,9 +109,13 @@ def _rho_text(a: torch.Tensor, b: torch.Tensor) -> str:
     rho = spearman(a, b)
     if rho is not None:
         return f"{rho:.4f}"
-    constant = [name for name, v in (("A", a), ("B", b)) if len(v) < 2 or bool((v == v[0]).all())]
-    why = f"{' and '.join(constant)}: all scores equal" if constant else "scores not finite"
-    return f"undefined ({why})"
+    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return "undefined (scores not finite)"
+    how = {name: flat_text(v.double().numpy(), torch.finfo(v.dtype).eps) for name, v in (("A", a), ("B", b))
+           if _flat(v)}
+    if set(how.values()) == {"all equal"}:
+        return f"undefined ({' and '.join(how)}: all scores equal)"
+    return "undefined (" + "; ".join(f"{name}: scores {text}" for name, text in how.items()) + ")"
 
 
 def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -167,6 +181,7 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
 
     shown = order[:top].tolist()
     if out_dir is not None:
+        make_output_folder(out_dir)
         with replacing(Path(out_dir) / "diff.tsv") as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
             for i in order.tolist():
@@ -194,7 +209,7 @@ def _suffix(fmt: str) -> str:
 
 def _check_folder(folder: Path, inputs: list[str], fmt: str) -> None:
     """``diff -o FOLDER`` can write ``diff.tsv`` and ``line<N>-a|b.<fmt>`` there, none of them an input."""
-    check_output(folder / "diff.tsv", inputs)
+    check_output_folder(folder, ["diff.tsv"], inputs)
     pattern = re.compile(rf"line\d+-[ab]\.{_suffix(fmt)}")
     for path in inputs:
         if pattern.fullmatch(Path(path).name) and Path(path).resolve().parent == folder.resolve():

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, TextIO
 
 import click
 
 from ..errors import InputError
 from ..mbr import Selection, check_blocks, mbr_select, mbr_signature
-from ..textio import check_output, read_lines, replacing
+from ..textio import check_output, output_stream, read_lines
 from . import main
 from ..config import build
 from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
@@ -37,8 +36,7 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     Any composition is the utility; every text is encoded once for the whole file."""
     opts = scorer_opts(kwargs)
     spec = spec_of(opts, progress=not quiet)
-    if output:
-        check_output(output, [samples_file, *option_files(spec, opts)])
+    check_output(output, [samples_file, *option_files(spec, opts)])
     samples = read_lines(samples_file)
     if not samples:
         raise InputError("is empty: there are no samples to select from", samples_file)
@@ -47,12 +45,8 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     scorer = build(spec)
     selections = mbr_select(scorer, samples, k, exclude_self)
     signature = mbr_signature(scorer.signature(), k, exclude_self)
-    if output:
-        with replacing(output) as tmp:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                _write(selections, signature, fmt, fh)
-    else:
-        _write(selections, signature, fmt, sys.stdout)
+    with output_stream(output) as fh:
+        _write(selections, signature, fmt, fh)
     mean = sum(s.utility for s in selections) / len(selections)
     click.echo(f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", err=True)
     click.echo(f"signature: {signature}", err=True)

@@ -19,6 +19,7 @@ from ..config.compile import Source
 from ..config.schema import Option, options
 from ..errors import ConfigError
 from ..settings import SettingError
+from ..textio import is_stdout
 
 SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
@@ -65,11 +66,13 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
     return click.option(*names, option.name, **kwargs)
 
 
-def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--output FILE``: ``-`` (or no option) is standard output, as in most tools."""
+def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output, as in
+    most tools (:func:`alignscore.textio.is_stdout`)."""
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                        callback=lambda ctx, param, value: None if value == "-" else value,
-                        help=help + " '-' or none: standard output. A pipe or device (/dev/null) is written into.")
+                        required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
+                        help=help + (" '-': standard output." if required else " '-' or none: standard output.")
+                        + " A pipe or device (/dev/null) is written into.")
 
 
 def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),

@@ -8,10 +8,10 @@ import click
 
 from ..errors import InputError
 from ..evaluation.perturb import KINDS, check_kinds, item_json, perturb as make_items
-from ..textio import check_output, read_aligned, replacing
+from ..textio import check_output, read_aligned, write_output
 from . import main
 from .ablate import _split
-from .options import ManyValues, SEED
+from .options import SEED, ManyValues, output_option
 
 
 @main.command()
@@ -20,11 +20,10 @@ from .options import ManyValues, SEED
 @click.option("-c", "--cands", required=True, type=click.Path(dir_okay=False),
               help="Candidate file, one text per line: the correct candidates that are perturbed.")
 @click.option("--seed", type=SEED, required=True, help="Seed of the perturbations (the same seed, the same set).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The challenge set to write (JSON lines).")
+@output_option("The challenge set to write (JSON lines).", required=True)
 @click.option("--kinds", multiple=True, help=f"Kinds to make, e.g. 'number,negation' (default: all: "
               f"{', '.join(KINDS)}).")
-def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str, kinds: tuple[str, ...]) -> None:
+def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str | None, kinds: tuple[str, ...]) -> None:
     """Make a challenge set from CANDS: for every line and kind, the candidate as 'good', a
     perturbation of it as 'bad' (one error of that kind), the line's reference(s), the kind as
     the category and '<line>:<kind>' as the id. The kinds casing and punct_spacing are neutral
@@ -40,9 +39,8 @@ def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str, kinds: tu
     made = make_items(cand_texts, ref_groups, seed, chosen)
     if not made.items:
         raise InputError(f"no kind ({', '.join(chosen)}) applies to any line: there is no item to write", cands)
-    with replacing(output) as tmp:
-        tmp.write_text("".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items),
-                       encoding="utf-8")
+    write_output(output, "".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items))
     counts = ", ".join(f"{k} {made.made[k]} (skipped {made.skipped[k]})" for k in chosen)
     empty = f"; {made.empty} line(s) with an empty candidate or reference left out" if made.empty else ""
-    click.echo(f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output}: {counts}{empty}", err=True)
+    click.echo(f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output or 'standard output'}: "
+               f"{counts}{empty}", err=True)

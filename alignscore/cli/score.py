@@ -13,7 +13,7 @@ import torch
 
 from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
-from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation
+from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation, flat, flat_text
 from ..evaluation.wmt import read_human
 from ..config import build
 from ..stream import clear_sidecar, score_stream
@@ -198,10 +198,15 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
 
 
 def human_r(values: torch.Tensor, human: np.ndarray, metric: str) -> float:
-    """Pearson r of a metric's scores with the human scores; an error where it is undefined."""
-    r, _ = correlation(values.double().numpy(), human)
+    """Pearson r of a metric's scores with the human scores; an error where it is undefined
+    (scores constant up to the rounding of their dtype, :func:`~alignscore.evaluation.stats.flat`)."""
+    scores, eps = values.double().numpy(), torch.finfo(values.dtype).eps
+    if flat(scores, eps):
+        raise InputError(f"every {metric} score is the same ({flat_text(scores, eps)}): its correlation with the "
+                         "human scores is undefined")
+    r, _ = correlation(scores, human)
     if not math.isfinite(r):
-        raise InputError(f"every {metric} score is the same: its correlation with the human scores is undefined")
+        raise InputError(f"the correlation of {metric} with the human scores is undefined")
     return r
 
 

@@ -12,7 +12,7 @@ from ..render import FORMATS, format_for, write
 from ..textio import check_output, read_lines, replacing
 from . import main
 from ..config import build
-from .options import option_files, scorer_options, scorer_opts, spec_of
+from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
 
 
 def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
@@ -52,8 +52,7 @@ def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, .
 @scorer_options()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="text (a table on stdout), png, svg or html. Default: from -o's suffix, text without -o.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Output file: FILE.png, FILE.svg, FILE.html (or .txt).")
+@output_option("Output file: FILE.png, FILE.svg, FILE.html (or .txt).")
 @click.option("--ref-index", type=click.IntRange(min=0), default=None,
               help="With several references, the one a PNG/SVG draws (0-based; default: the best). "
                    "Text and HTML show every reference.")

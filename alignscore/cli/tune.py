@@ -15,7 +15,7 @@ from ..evaluation.search import aligner_runs, estimate_seconds, prepare, tune as
 from ..evaluation.space import load_space
 from ..evaluation.wmt import load_daseg
 from ..errors import ConfigError
-from ..textio import check_output
+from ..textio import check_output_folder
 from . import main
 from .ablate import _split
 from .options import flag_sources, scorer_options, scorer_opts
@@ -56,8 +56,7 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     parsed = load_space(space)
     flags = flag_sources(scorer_opts(kwargs))
     paths = output_paths(output, holdout is not None)
-    for path in paths.values():  # before any work: writable, and none of them an input
-        check_output(path, [space])
+    check_output_folder(output, [p.name for p in paths.values()], [space])  # before any work
     pairs = load_daseg(data, _split(lang_pairs), year=year)
     held = load_daseg(holdout) if holdout is not None else []
     candidates = parsed.candidates(flags, max_compositions)  # every run compiled before any model loads

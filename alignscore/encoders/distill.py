@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError
+from ..textio import check_output_folder
 from .huggingface import HFEncoder, encode_whole
 
 SIF_COEFFICIENT = 1e-4
@@ -104,13 +105,14 @@ def distill(model: str, output: str | Path, dims: int | None = 256, sif: float =
     (None: as many as the model's hidden size). Returns the folder.
 
     Raises:
-        InputError: ``output`` is a file or a folder with files in it.
+        InputError: ``output`` is ``-``, a file, a folder with files in it, or in a folder that
+            does not exist (no folder above the output is created).
         ConfigError: ``dims`` or ``sif`` out of range.
         ModelLoadError: the model cannot be loaded.
     """
-    out = Path(output)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError("already exists and is not an empty folder: give a new folder", str(out))
+    out = check_output_folder(output, ())  # not '-', not a file; the folder above it exists and takes a new one
+    if out.is_dir() and any(out.iterdir()):
+        raise InputError("is not an empty folder: give a new (or empty) folder for the static model", str(out))
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise ConfigError(f"dims must be an integer >= 1, not {dims!r}")
     if not 0 < sif < 1:
@@ -141,7 +143,6 @@ def _write(out: Path, table: np.ndarray, tokenizer: Any, config: dict[str, Any])
     """The model's three files, written into a temporary folder next to ``out`` and renamed onto it."""
     from safetensors.numpy import save_file
 
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         save_file({"embeddings": np.ascontiguousarray(table)}, str(tmp / "model.safetensors"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import socket
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator, MutableMapping, Sequence
 from urllib.parse import urlparse
-from typing import Any, MutableMapping, Sequence
 
 import torch
 
@@ -34,6 +35,27 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 # more often than this are refused (a stride of 1 on a long text is hours of forward passes)
 MAX_WINDOW_OVERLAP = 8
 
+
+
+@contextmanager
+def no_loading_bars() -> Iterator[None]:
+    """transformers' progress bars off while a model loads (its "Loading weights" bar): the
+    bars a run shows are alignscore's own (``Runtime.progress``), and the Python API builds
+    scorers with them off. transformers has no per-call switch, so its tqdm hook (public since
+    transformers 5) makes empty bars for the load, and the hook before it is put back after;
+    with an older transformers, which has no such bar, nothing changes."""
+    from transformers.utils import logging as hf_logging
+
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    empty = getattr(hf_logging, "EmptyTqdm", None)
+    if set_hook is None or empty is None:
+        yield
+        return
+    previous = set_hook(lambda factory, args, kwargs: empty(*args, **kwargs))
+    try:
+        yield
+    finally:
+        set_hook(previous)
 
 @dataclass(eq=False)
 class HFEncoder(Encoder):
@@ -129,7 +151,8 @@ class HFEncoder(Encoder):
             from transformers import AutoModel
 
             try:
-                model = AutoModel.from_pretrained(self._source(), revision=self.revision)
+                with no_loading_bars():
+                    model = AutoModel.from_pretrained(self._source(), revision=self.revision)
             except Exception as exc:
                 raise ModelLoadError(f"cannot load model {self.model!r}: {_first_line(exc)}") from None
             if getattr(model.config, "is_encoder_decoder", False):

@@ -32,7 +32,9 @@ from typing import Any, MutableMapping, Sequence
 import numpy as np
 import torch
 
+from .._ops import UNIT_FLOOR
 from ..errors import ConfigError, InputError, ModelLoadError
+from ..textio import iter_lines
 from ..tokens import Tokenized
 from .base import Encoder
 from .fingerprint import file_digest
@@ -81,7 +83,8 @@ def read_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
 
     Raises:
         InputError: with the file and line: a ragged row, a value that is not a number, NaN or
-            infinity, a word given twice, a header whose count disagrees with the rows, no rows.
+            infinity, a zero vector (no direction: the word would not match itself), a word
+            given twice, a header whose count disagrees with the rows, no rows.
     """
     path = Path(path)
     words: list[str] = []
@@ -89,15 +92,7 @@ def read_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
     seen: dict[str, int] = {}
     dims: int | None = None
     header: tuple[int, int] | None = None
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the vectors file: {exc.strerror or exc}", str(path)) from None
-    with handle:
-        try:
-            lines = list(handle)
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", str(path)) from None
+    lines = list(iter_lines(path))  # the whole file first: an error names its line, before any use
     blank_tail = len(lines)
     while blank_tail and not lines[blank_tail - 1].strip():
         blank_tail -= 1
@@ -129,6 +124,9 @@ def read_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
             raise InputError(f"{word!r}: {bad} is not a finite number", str(path), number)
         if np.abs(values).max(initial=0.0) > np.finfo(np.float32).max:
             raise InputError(f"{word!r}: a value too large for float32", str(path), number)
+        if _no_direction(values.astype(np.float32)):
+            raise InputError(f"{word!r}: a zero vector (length below {UNIT_FLOOR:g}) has no direction: the word "
+                             "would not even match itself; remove it or give it a vector", str(path), number)
         if word in seen:
             raise InputError(f"the word {word!r} is given twice (first on line {seen[word]})", str(path), number)
         seen[word] = number
@@ -139,6 +137,14 @@ def read_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
     if not words:
         raise InputError("no vectors in the file", str(path))
     return words, np.stack(rows)
+
+
+def _no_direction(vectors: np.ndarray) -> np.ndarray | bool:
+    """Whether each vector (the rows of ``vectors``, as float32) is too short to have a
+    direction: a cosine divides by at least :data:`~alignscore._ops.UNIT_FLOOR`, so a shorter
+    vector's cosine with anything, itself included, is about 0."""
+    lengths = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=-1)
+    return lengths < UNIT_FLOOR
 
 
 def _is_number(text: str) -> bool:
@@ -154,9 +160,14 @@ def read_model2vec(directory: str | Path) -> tuple[Any, np.ndarray, int | None]:
     ``[V, D]`` (``embeddings[mapping] * weights`` where the file has those) and its unknown
     token's id (None: none).
 
+    The tables are checked whole before use (:func:`_checked_tables`).
+
     Raises:
         ModelLoadError: a file missing or unreadable, tables of the wrong shape.
-        InputError: vectors that are not finite.
+        InputError: naming ``model.safetensors``: a ``mapping`` that is not one integer row
+            index per token or points past the table, ``weights`` that are not one finite
+            number per token, vectors that are not finite, or the zero vector of a token that
+            text can produce (no direction: it would not match itself).
     """
     from safetensors import safe_open
     from tokenizers import Tokenizer
@@ -181,18 +192,57 @@ def read_model2vec(directory: str | Path) -> tuple[Any, np.ndarray, int | None]:
         raise ModelLoadError(f"cannot load the model2vec model {str(directory)!r}: {why}") from None
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
         raise ModelLoadError(f"{directory}/model.safetensors: embeddings of shape {table.shape}, not [tokens, dims]")
-    if mapping is not None:
-        table = table[np.asarray(mapping, dtype=np.int64)]
-    if weights is not None:
-        table = table * np.asarray(weights, dtype=np.float32).reshape(-1, 1)
+    unk = _unknown_token(directory / "tokenizer.json")
+    unk_id = tokenizer.token_to_id(unk) if unk is not None else None
+    table = _checked_tables(table, mapping, weights, tokenizer, unk_id, str(directory / "model.safetensors"))
     vocab = tokenizer.get_vocab_size(with_added_tokens=True)
     if vocab > table.shape[0]:
         raise ModelLoadError(f"{directory}: the tokenizer has {vocab} tokens but the table {table.shape[0]} rows")
+    return tokenizer, table, unk_id
+
+
+def _checked_tables(table: np.ndarray, mapping: Any, weights: Any, tokenizer: Any, unk: int | None,
+                    where: str) -> np.ndarray:
+    """The token vectors ``embeddings[mapping] * weights`` of a model2vec file, after checking
+    every table whole: ``mapping`` one integer row index per token, each in the table;
+    ``weights`` one finite number per token; every vector finite, and none of a token that is
+    scored (any of the tokenizer's but its special tokens and the unknown token ``unk``, which
+    is dropped) without a direction (:func:`_no_direction`).
+
+    Raises:
+        InputError: naming ``where`` (the ``model.safetensors`` file) and the first bad entry.
+    """
+    if mapping is not None:
+        mapping = np.asarray(mapping)
+        if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer):
+            raise InputError(f"'mapping' must be one integer row index per token, not {mapping.dtype} of shape "
+                             f"{mapping.shape}", where)
+        outside = np.flatnonzero((mapping < 0) | (mapping >= len(table)))
+        if len(outside):
+            k = int(outside[0])
+            raise InputError(f"'mapping' sends token {k} to row {int(mapping[k])}, but 'embeddings' has rows 0.."
+                             f"{len(table) - 1} ({len(outside)} such token(s))", where)
+        table = table[mapping.astype(np.int64)]
+    if weights is not None:
+        weights = np.asarray(weights)
+        if weights.ndim != 1 or len(weights) != len(table) or not np.issubdtype(weights.dtype, np.number):
+            raise InputError(f"'weights' must be one number per token ({len(table)}), not {weights.dtype} of shape "
+                             f"{weights.shape}", where)
+        if not np.isfinite(weights).all():
+            raise InputError(f"the weight of token {int(np.flatnonzero(~np.isfinite(weights))[0])} is not finite",
+                             where)
+        table = table * weights.astype(np.float32).reshape(-1, 1)
     if not np.isfinite(table).all():
         row = int(np.flatnonzero(~np.isfinite(table).all(1))[0])
-        raise InputError(f"the vector of token {row} is not finite", str(directory / "model.safetensors"))
-    unk = _unknown_token(directory / "tokenizer.json")
-    return tokenizer, table, tokenizer.token_to_id(unk) if unk is not None else None
+        raise InputError(f"the vector of token {row} is not finite", where)
+    special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special} | {unk}
+    vocab = tokenizer.get_vocab_size(with_added_tokens=True)  # rows past it are never looked up
+    empty = [int(i) for i in np.flatnonzero(_no_direction(table[:vocab])) if int(i) not in special]
+    if empty:
+        name = tokenizer.id_to_token(empty[0])
+        raise InputError(f"the vector of token {empty[0]} ({name!r}) is zero (length below {UNIT_FLOOR:g}): it has no "
+                         f"direction, so the token would not even match itself ({len(empty)} such token(s))", where)
+    return table
 
 
 def _unknown_token(path: Path) -> str | None:

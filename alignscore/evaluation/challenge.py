@@ -13,6 +13,14 @@ The format, one JSON object a line (blank lines are skipped)::
     {"ref": "The cat sat.", "good": "The cat sat.", "bad": "The cat sat not.", "category": "negation", "id": "7"}
 
 ``refs`` (a list) may stand in for ``ref``; ``id`` and ``control`` (a boolean) are optional.
+Any other field (a language pair ``lp``, a ``system``, ...) is kept with the item, and results
+may be broken down by it (:func:`field_values`, ``alignscore challenge --by lp``).
+
+A category is one line of plain text: surrounding spaces are stripped (``"all "`` is ``all``,
+the name of the total, and refused), and a control or formatting character (a tab, a line
+break) is refused. An ``id`` names one item: two different items with one id are refused. An
+item given twice (every field the same, the id aside) counts twice; :func:`settle_repeats`
+warns with their number, or drops the repeats (``--dedupe``).
 
 Every composition scores the distinct ``(candidate, references)`` pairs of all items, good and
 bad candidates together, in one engine call, as ``alignscore score`` of those pairs would: a
@@ -23,8 +31,9 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -42,9 +51,19 @@ MIN_ITEMS = 10  # below this many items a category's accuracy says little: a war
 TIE_TOLERANCE = 1e-6
 
 
+#: The fields an item has of its own; any other field is kept as it is (:attr:`Item.fields`).
+ITEM_FIELDS = ("ref", "refs", "good", "bad", "category", "id", "control")
+#: Unicode categories refused in a category or a breakdown value: control characters (a tab,
+#: a line break), formatting characters (a zero-width space, a byte-order mark) and line or
+#: paragraph separators. Each would split a TSV row or show as something it is not.
+UNPRINTABLE = ("Cc", "Cf", "Zl", "Zp")
+
+
 @dataclass(frozen=True)
 class Item:
-    """One challenge item: the reference(s), the correct and the incorrect candidate."""
+    """One challenge item: the reference(s), the correct and the incorrect candidate; any
+    other fields of its line as ``(name, JSON value)`` pairs, in the line's order; the line
+    it was read from (not part of what the item is)."""
 
     refs: tuple[str, ...]
     good: str
@@ -52,6 +71,22 @@ class Item:
     category: str
     id: str | None = None
     control: bool = False
+    fields: tuple[tuple[str, Any], ...] = ()
+    line: int | None = field(default=None, compare=False)
+
+    def extra(self, name: str) -> Any:
+        """The value of the extra field ``name``, or None where the item has none."""
+        return next((value for key, value in self.fields if key == name), None)
+
+
+def unprintable(text: str) -> str | None:
+    """The first character of ``text`` that may not stand in a one-line label (:data:`UNPRINTABLE`),
+    or None.
+
+    >>> unprintable("negation"), unprintable("neg\\tation")
+    (None, '\\t')
+    """
+    return next((ch for ch in text if unicodedata.category(ch) in UNPRINTABLE), None)
 
 
 def _text(obj: dict[str, Any], key: str, path: str, line: int) -> str:
@@ -76,10 +111,6 @@ def parse_item(obj: Any, path: str = "<items>", line: int = 1) -> Item:
     """
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, not {type(obj).__name__}", path, line)
-    known = {"ref", "refs", "good", "bad", "category", "id", "control"}
-    unknown = sorted(set(obj) - known)
-    if unknown:
-        raise InputError(f"unknown field(s) {', '.join(unknown)} (an item has: {', '.join(sorted(known))})", path, line)
     missing = [k for k in ("good", "bad", "category") if k not in obj]
     if ("ref" in obj) == ("refs" in obj):
         missing.insert(0, "ref" if "ref" not in obj else "ref or refs, not both")
@@ -103,20 +134,28 @@ def parse_item(obj: Any, path: str = "<items>", line: int = 1) -> Item:
     control = obj.get("control", False)
     if not isinstance(control, bool):
         raise InputError("'control' must be true or false", path, line)
+    category = category.strip()  # surrounding spaces are no part of a name
+    bad_char = unprintable(category)
+    if bad_char is not None:
+        raise InputError(f"'category' {category!r} holds {bad_char!r}, a control or formatting character: a "
+                         "category is one line of plain text", path, line)
     if category == ALL:
         raise InputError(f"category {ALL!r} is the name of the total: name the category otherwise", path, line)
-    return Item(refs, good, bad, category.strip(), None if item_id is None else str(item_id), control)
+    extra = tuple((k, v) for k, v in obj.items() if k not in ITEM_FIELDS)
+    return Item(refs, good, bad, category, None if item_id is None else str(item_id), control, extra, line)
 
 
 def read_items(path: str | Path) -> list[Item]:
     """Every item of a challenge set file (JSON lines, UTF-8), each checked by :func:`parse_item`.
-    A control category may not share its name with a scored one.
+    A control category may not share its name with a scored one, and an ``id`` names one item
+    (the same item given again may repeat it: see :func:`settle_repeats`).
 
     Raises:
         InputError: the first bad line (file and line), or a file with no item.
     """
     items: list[Item] = []
     where: dict[str, tuple[bool, int]] = {}
+    ids: dict[str, tuple[str, int]] = {}
     for number, text in enumerate(iter_lines(path), start=1):
         if not text.strip():
             continue
@@ -129,19 +168,101 @@ def read_items(path: str | Path) -> list[Item]:
         if kind != item.control:
             raise InputError(f"category {item.category!r} is a control here but not on line {first} (or the "
                              "other way round): a category is one or the other", str(path), number)
+        if item.id is not None:
+            key, first = ids.setdefault(item.id, (identity(item), number))
+            if key != identity(item):
+                raise InputError(f"id {item.id!r} is also the id of line {first}, a different item: an id names one "
+                                 "item", str(path), number)
         items.append(item)
     if not items:
         raise InputError("holds no challenge item", str(path))
     return items
 
 
-def check_sizes(items: Sequence[Item], minimum: int = MIN_ITEMS) -> list[str]:
-    """A warning for each category with fewer than ``minimum`` items (its n), also issued."""
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item.category] = counts.get(item.category, 0) + 1
-    messages = [f"category {c!r} has only {n} item(s): its accuracy is uncertain" for c, n in counts.items()
-                if n < minimum]
+def identity(item: Item) -> str:
+    """What an item is, its id and line aside: two items with the same identity are the same
+    item given twice."""
+    return json.dumps([item.refs, item.good, item.bad, item.category, item.control, dict(item.fields)],
+                      ensure_ascii=False, sort_keys=True)  # sorted: the order of a line's fields is no part of it
+
+
+def repeats(items: Sequence[Item]) -> list[tuple[int, int]]:
+    """``(k, first)`` for each item ``k`` that repeats an earlier item ``first`` (positions in
+    ``items``; :func:`identity`)."""
+    seen: dict[str, int] = {}
+    out = []
+    for k, item in enumerate(items):
+        first = seen.setdefault(identity(item), k)
+        if first != k:
+            out.append((k, first))
+    return out
+
+
+def settle_repeats(items: Sequence[Item], dedupe: bool = False) -> tuple[list[Item], int]:
+    """The items and how many of them repeat an earlier one: with ``dedupe``, without the
+    repeats (the first of each is kept); without, all of them and a warning that names the
+    count and the first repeat (a repeat counts as often as it appears, in n and accuracy)."""
+    found = repeats(items)
+    if not found or dedupe:
+        dropped = {k for k, _ in found}
+        return [item for k, item in enumerate(items) if k not in dropped], len(found)
+    k, first = found[0]
+    where = (f"line {items[k].line} repeats line {items[first].line}" if items[k].line and items[first].line
+             else f"item {k + 1} repeats item {first + 1}")
+    warnings.warn(f"{len(found)} item(s) repeat an earlier one ({where}, the id aside): each counts as often as it "
+                  "appears; --dedupe drops the repeats", stacklevel=2)
+    return list(items), len(found)
+
+
+def field_values(items: Sequence[Item], name: str, path: str = "<items>") -> list[str]:
+    """Each item's value of the extra field ``name``, as text (a string stripped of surrounding
+    spaces, a number or boolean as JSON writes it): what ``--by`` breaks the results down by.
+
+    Raises:
+        InputError: ``name`` is an item's own field or holds a control character; an item has
+            no such field (the first is named by its line, with their count), or a value that is
+            not a non-empty one-line string, a number or a boolean.
+    """
+    if name in ITEM_FIELDS:
+        raise InputError(f"--by {name}: {name!r} is a field of every item; break down by another field of the "
+                         "items (e.g. lp)")
+    if not name.strip() or unprintable(name) is not None:
+        raise InputError(f"--by {name!r}: a field name is one line of plain text")
+    if name in OUTPUT_NAMES:
+        raise InputError(f"--by {name}: the results have a column of that name; break down by another field")
+    out, missing = [], []
+    for k, item in enumerate(items):
+        value = item.extra(name)
+        where = item.line if item.line is not None else k + 1
+        if value is None:
+            missing.append(where)
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            text = json.dumps(value)
+        elif isinstance(value, str) and value.strip() and unprintable(value.strip()) is None:
+            text = value.strip()
+        else:
+            raise InputError(f"--by {name}: the value {value!r} is not a one-line text, a number or a boolean",
+                             path, where)
+        out.append(text)
+    if missing:
+        raise InputError(f"--by {name}: {len(missing)} item(s) have no {name!r} (the first on line {missing[0]}): "
+                         "give every item the field", path)
+    return out
+
+
+def check_sizes(items: Sequence[Item], minimum: int = MIN_ITEMS, groups: Sequence[str] | None = None,
+                by: str | None = None) -> list[str]:
+    """A warning for each category with fewer than ``minimum`` items (its n), also issued; with
+    ``groups`` (a value per item, of the field ``by``), for each category within each value."""
+    counts: dict[tuple[str | None, str], int] = {}
+    for k, item in enumerate(items):
+        key = (groups[k] if groups is not None else None, item.category)
+        counts[key] = counts.get(key, 0) + 1
+    messages = [(f"{by} {g!r}: " if g is not None else "") + f"category {c!r} has only {n} item(s): its accuracy "
+                "is uncertain" for (g, c), n in counts.items() if n < minimum]
     for message in messages:
         warnings.warn(message, stacklevel=2)
     return messages
@@ -159,7 +280,8 @@ class CategoryResult:
     and the bootstrap interval ``low`` .. ``high`` of the accuracy; with a ``test`` against the
     composition it is compared with (``against``; a paired bootstrap of the accuracy difference,
     this one's minus that one's). For a control:
-    ``mean_change`` (mean of bad - good) with its interval in ``low`` .. ``high``."""
+    ``mean_change`` (mean of bad - good) with its interval in ``low`` .. ``high``. ``group``:
+    the value of the field the results are broken down by (None: all items)."""
 
     category: str
     n: int
@@ -172,6 +294,7 @@ class CategoryResult:
     mean_change: float | None = None
     test: DifferenceTest | None = None
     against: str | None = None
+    group: str | None = None
 
 
 @dataclass
@@ -184,8 +307,8 @@ class CompositionResult:
     bad: np.ndarray
     categories: list[CategoryResult] = field(default_factory=list)
 
-    def category(self, name: str) -> CategoryResult:
-        return next(c for c in self.categories if c.category == name)
+    def category(self, name: str, group: str | None = None) -> CategoryResult:
+        return next(c for c in self.categories if c.category == name and c.group == group)
 
 
 def judge(good: np.ndarray, bad: np.ndarray, tolerance: float = TIE_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
@@ -230,11 +353,13 @@ def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, other: Co
 
 def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.ndarray, np.ndarray]],
                     resamples: int = 1000, seed: int = SACREBLEU_SEED,
-                    against: Sequence[int | None] | None = None) -> list[CompositionResult]:
+                    against: Sequence[int | None] | None = None,
+                    groups: Sequence[str] | None = None) -> list[CompositionResult]:
     """Per-category results of compositions given their scores: ``(name, signature, good,
     bad)`` each, ``good[k]`` and ``bad[k]`` the scores of item k's candidates. Composition i is
     tested against composition ``against[i]`` (None: no test); by default every composition
-    after the first against the first."""
+    after the first against the first. With ``groups`` (a value per item, :func:`field_values`),
+    the results are per value (in first-seen order), per category within it (and ``all``)."""
     if against is None:
         against = [None] + [0] * (len(scores) - 1)
     out: list[CompositionResult] = []
@@ -245,7 +370,15 @@ def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.n
         out.append(CompositionResult(name, signature, good, bad))
     for result, other in zip(out, against):
         partner = out[other] if other is not None and out[other] is not result else None
-        result.categories = _results(items, result.good, result.bad, partner, resamples, seed)
+        if groups is None:
+            result.categories = _results(items, result.good, result.bad, partner, resamples, seed)
+            continue
+        for value in dict.fromkeys(groups):
+            idx = np.array([k for k, g in enumerate(groups) if g == value], dtype=np.int64)
+            theirs = (CompositionResult(partner.name, partner.signature, partner.good[idx], partner.bad[idx])
+                      if partner is not None else None)
+            result.categories += [replace(c, group=value) for c in _results(
+                [items[k] for k in idx], result.good[idx], result.bad[idx], theirs, resamples, seed)]
     return out
 
 
@@ -257,7 +390,8 @@ def challenge_pairs(items: Sequence[Item]) -> list[tuple[str, tuple[str, ...]]]:
 
 def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Sequence[str] | None = None,
                   resamples: int = 1000, seed: int = SACREBLEU_SEED,
-                  against: Sequence[int | None] | None = None) -> list[CompositionResult]:
+                  against: Sequence[int | None] | None = None,
+                  groups: Sequence[str] | None = None) -> list[CompositionResult]:
     """Score every item with every scorer (its primary metric) and evaluate per category.
 
     The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
@@ -273,6 +407,7 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
         names: a label per scorer (default ``A``, ``B``, ...).
         resamples, seed: of the bootstrap intervals and paired tests.
         against: which scorer each is tested against (see :func:`evaluate_scores`).
+        groups: a value per item to break the results down by (see :func:`evaluate_scores`).
 
     Returns:
         One :class:`CompositionResult` per scorer, in order.
@@ -287,19 +422,28 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
     for name, scorer, result in zip(names, scorers, results):
         values = result[scorer.composition.metric].double().numpy()
         scores.append((name, str(result.signature), values[good], values[bad]))
-    return evaluate_scores(items, scores, resamples, seed, against)
+    return evaluate_scores(items, scores, resamples, seed, against, groups)
 
 
 COLUMNS = ("composition", "category", "n", "accuracy", "correct", "ties", "low", "high", "mean_change",
            "against", "delta", "delta_low", "delta_high", "p_value")
+#: Every key of a result row (:func:`rows`): a field the results are broken down by may not be one.
+OUTPUT_NAMES = frozenset(COLUMNS) | {"kind", "signature"}
 
 
-def rows(results: Sequence[CompositionResult]) -> list[dict[str, Any]]:
-    """One dict per composition and category (the JSON lines of ``alignscore challenge``)."""
+def columns(by: str | None = None) -> list[str]:
+    """The TSV columns: :data:`COLUMNS`, with the field ``by`` after the composition."""
+    return list(COLUMNS) if by is None else [COLUMNS[0], by, *COLUMNS[1:]]
+
+
+def rows(results: Sequence[CompositionResult], by: str | None = None) -> list[dict[str, Any]]:
+    """One dict per composition and category (the JSON lines of ``alignscore challenge``); with
+    ``by``, per composition, value of that field and category, the value under the key ``by``."""
     out = []
     for r in results:
         for c in r.categories:
-            row: dict[str, Any] = {"composition": r.name, "category": c.category, "n": c.n,
+            row: dict[str, Any] = {"composition": r.name, **({by: c.group} if by is not None else {}),
+                                   "category": c.category, "n": c.n,
                                    "kind": "control" if c.control else "accuracy", "accuracy": c.accuracy,
                                    "correct": None if c.control else c.correct, "ties": c.ties, "low": c.low,
                                    "high": c.high, "mean_change": c.mean_change}
@@ -319,18 +463,20 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def tsv(results: Sequence[CompositionResult], head: Sequence[str] = ()) -> str:
-    """The results as TSV: a comment line per composition's signature, then :data:`COLUMNS`."""
-    lines = [*head, *(f"# {r.name}: {r.signature}" for r in results), "\t".join(COLUMNS)]
-    lines += ["\t".join(_cell(row[k]) for k in COLUMNS) for row in rows(results)]
+def tsv(results: Sequence[CompositionResult], head: Sequence[str] = (), by: str | None = None) -> str:
+    """The results as TSV: a comment line per composition's signature, then :func:`columns`."""
+    names = columns(by)
+    lines = [*head, *(f"# {r.name}: {r.signature}" for r in results), "\t".join(names)]
+    lines += ["\t".join(_cell(row[k]) for k in names) for row in rows(results, by)]
     return "\n".join(lines) + "\n"
 
 
-def jsonl(results: Sequence[CompositionResult]) -> str:
+def jsonl(results: Sequence[CompositionResult], by: str | None = None) -> str:
     """The results as JSON lines (:func:`rows`)."""
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows(results))
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows(results, by))
 
 
-__all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "Item", "MIN_ITEMS", "TIE_TOLERANCE",
-           "categories", "challenge_pairs", "check_sizes", "evaluate_scores", "judge", "jsonl", "parse_item", "read_items",
-           "rows", "run_challenge", "tsv"]
+__all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "ITEM_FIELDS", "Item", "MIN_ITEMS",
+           "OUTPUT_NAMES", "TIE_TOLERANCE", "UNPRINTABLE", "categories", "challenge_pairs", "check_sizes", "columns",
+           "evaluate_scores", "field_values", "identity", "judge", "jsonl", "parse_item", "read_items", "repeats",
+           "rows", "run_challenge", "settle_repeats", "tsv", "unprintable"]

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from ..textio import replacing
+from ..textio import make_output_folder, replacing
 from .chart import dot_line_chart
 from .search import TuneRun
 
@@ -169,6 +169,7 @@ def write_outputs(out_dir: str | Path, run: TuneRun, data: str, command: str | N
     """Write every output into ``out_dir`` as one set: each into a temporary file, and only once
     all are written are they renamed into place (an interrupted run leaves the earlier set whole)."""
     paths = output_paths(out_dir, bool(run.holdout))
+    make_output_folder(out_dir)
     writers: dict[str, Callable[[Path], None]] = {
         "best": lambda p: write_best(p, run),
         "table": lambda p: p.write_text(markdown(run, data, command), encoding="utf-8"),

@@ -309,6 +309,7 @@ def item_json(item: Item) -> dict[str, object]:
     obj.update(good=item.good, bad=item.bad, category=item.category)
     if item.control:
         obj["control"] = True
+    obj.update((k, v) for k, v in item.fields if k not in obj)  # extra fields (lp, system, ...) go through
     return obj
 
 

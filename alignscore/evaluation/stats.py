@@ -13,6 +13,11 @@
   2021), beside Williams' test.
 
 All functions take numpy arrays and are vectorised over the metrics / resamples they compare.
+
+Scores that are constant have no correlation, and "constant" means constant up to the rounding
+of the dtype they were computed in (:func:`flat`): the same text scored twice may differ in its
+last bits (another batch, another padding, another kernel), and a correlation over those bits
+would be one of noise. Every correlation here (and every command's) is undefined over them.
 """
 
 from __future__ import annotations
@@ -26,18 +31,91 @@ import numpy as np
 from ..errors import ConfigError
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
+#: Scores whose spread (max - min) is at most this many units of their dtype's rounding (its
+#: machine epsilon times the larger of 1 and the largest |score|) are constant (:func:`flat`).
+#: A score sums or averages many float products, each off by up to half a unit, so equal
+#: pairs may differ by a few units; 16 leaves room for that and is still far below any
+#: difference between scores of different texts (1e-6 of a cosine in float32).
+ROUNDING_UNITS = 16
+
+
+def _row_units(values: np.ndarray) -> np.ndarray:
+    """``[...]``: :func:`rounding_unit` of each row of ``values [..., n]``."""
+    x = np.asarray(values)
+    if x.dtype in (np.float16, np.float32):
+        return np.full(x.shape[:-1], float(np.finfo(x.dtype).eps))
+    x = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrowed = x.astype(np.float32).astype(np.float64)
+    single = (narrowed == x).all(axis=-1)
+    return np.where(single, float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps))
+
+
+def rounding_unit(values: np.ndarray) -> float:
+    """The machine epsilon of the dtype the 1-d ``values`` were computed in: their own dtype's
+    for a float16 or float32 array; for float64, float32's when every value is a float32
+    number (scores computed in float32 and converted, as ``tensor.double().numpy()`` gives
+    them), float64's otherwise.
+
+    >>> rounding_unit(np.array([0.5, 0.25])) == float(np.finfo(np.float32).eps)
+    True
+    >>> rounding_unit(np.array([0.1, 0.2])) == float(np.finfo(np.float64).eps)
+    True
+    """
+    return float(_row_units(np.ravel(values)))
+
+
+def flat_rows(values: np.ndarray, eps: float | None = None) -> np.ndarray:
+    """Whether each row of ``values [..., n]`` is constant up to rounding: its spread is at
+    most :data:`ROUNDING_UNITS` times ``eps`` (default: each row's :func:`rounding_unit`) times
+    the larger of 1 and its largest ``|value|``. A row of fewer than two values is flat; one
+    holding NaN is not (it is refused as not finite, where that matters)."""
+    x = np.asarray(values, dtype=np.float64)
+    eps = _row_units(values) if eps is None else eps
+    if x.shape[-1] < 2:
+        return np.ones(x.shape[:-1], dtype=bool)
+    spread = np.ptp(x, axis=-1)
+    scale = np.maximum(1.0, np.abs(x).max(axis=-1))
+    with np.errstate(invalid="ignore"):
+        return spread <= ROUNDING_UNITS * eps * scale
+
+
+def flat(values: np.ndarray, eps: float | None = None) -> bool:
+    """Whether the 1-d ``values`` are constant up to rounding (:func:`flat_rows`).
+
+    >>> flat(np.array([1.0, 1.0, 1.0000001192092896]))  # float32 1.0 and its next number
+    True
+    >>> flat(np.array([0.5, 0.5, 0.5001]))
+    False
+    """
+    return bool(flat_rows(np.ravel(values), eps))
+
+
+def flat_text(values: np.ndarray, eps: float | None = None) -> str:
+    """How flat ``values`` are, for a message: ``all equal``, or ``equal up to float32 rounding,
+    spanning 1.2e-07``."""
+    x = np.asarray(values, dtype=np.float64)
+    spread = float(np.ptp(x)) if x.size else 0.0
+    if spread == 0:
+        return "all equal"
+    eps = rounding_unit(values) if eps is None else eps
+    name = next((str(np.dtype(t)) for t in (np.float16, np.float32, np.float64) if np.finfo(t).eps == eps),
+                f"eps {eps:.2g}")
+    return f"equal up to {name} rounding, spanning {spread:.2g}"
 
 
 def correlation(x: np.ndarray, y: np.ndarray, method: str = "pearson") -> tuple[float, float]:
     """``(r, p)``: the correlation of ``x`` and ``y`` and its two-sided p-value against 0.
 
     ``pearson``: ``r = cov(x, y) / (sd(x) sd(y))``; ``spearman``: Pearson r of the ranks;
-    ``kendall``: tau-b. A constant input has no correlation: ``(nan, nan)``.
+    ``kendall``: tau-b. A constant input, up to rounding (:func:`flat`), has no correlation:
+    ``(nan, nan)``.
     """
+    x_eps, y_eps = rounding_unit(x), rounding_unit(y)
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ConfigError(f"correlation needs two 1-d arrays of one length, not {x.shape} and {y.shape}")
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if len(x) < 3 or flat(x, x_eps) or flat(y, y_eps):
         return float("nan"), float("nan")
     from scipy import stats as sps  # here, not at import: scipy.stats costs most of a second
 
@@ -54,7 +132,9 @@ def correlation(x: np.ndarray, y: np.ndarray, method: str = "pearson") -> tuple[
 
 def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r of each row pair: ``x, y [..., n] -> [...]``,
-    ``r = sum (x - mx)(y - my) / sqrt(sum (x - mx)^2 sum (y - my)^2)``."""
+    ``r = sum (x - mx)(y - my) / sqrt(sum (x - mx)^2 sum (y - my)^2)``; NaN where a row of
+    either is constant up to rounding (:func:`flat_rows`)."""
+    undefined = flat_rows(x) | flat_rows(y)
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     xc = x - x.mean(axis=-1, keepdims=True)
@@ -62,7 +142,7 @@ def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     num = (xc * yc).sum(axis=-1)
     den = np.sqrt((xc * xc).sum(axis=-1) * (yc * yc).sum(axis=-1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return num / den
+        return np.where(undefined, np.nan, num / den)
 
 
 def williams_test(r12: np.ndarray | float, r13: np.ndarray | float, r23: np.ndarray | float,
@@ -255,8 +335,8 @@ def _oriented(a: np.ndarray, b: np.ndarray, human: np.ndarray) -> tuple[np.ndarr
     """``a`` and ``b`` multiplied by the sign of their Pearson r with ``human`` (so their r is
     ``|r|``), after checking that the three have a defined correlation."""
     for name, v in (("metric A", a), ("metric B", b), ("the human scores", human)):
-        if np.ptp(v) == 0:
-            raise ConfigError(f"{name} is constant: its correlation with the others is undefined")
+        if flat(v):
+            raise ConfigError(f"{name} is constant ({flat_text(v)}): its correlation with the others is undefined")
     r = pearson_rows(np.stack([a, b]), np.stack([human, human]))
     return a * (1.0 if r[0] >= 0 else -1.0), b * (1.0 if r[1] >= 0 else -1.0)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..explain import Explanation
+from ..textio import require_folder
 from .figure import figure, pair_title, save_figure, wrap_signature
 from .html import html_report
 from .rows import UnitRow, marks, matches, side_metrics, unit_rows
@@ -31,7 +32,7 @@ def write(expl: Explanation, path: str | Path | None, fmt: str, ref_index: int |
     text = text_report(expl) if fmt == "text" else html_report(expl)
     if path is None:
         return text
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    require_folder(path)  # no output creates a folder (alignscore.textio)
     Path(path).write_text(text, encoding="utf-8")
     return None
 

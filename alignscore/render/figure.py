@@ -13,6 +13,7 @@ import torch
 
 from ..errors import ConfigError
 from ..explain import Explanation, PairAlignment
+from ..textio import require_folder
 from .rows import fmt_scores, short
 
 
@@ -162,7 +163,7 @@ def save_figure(expl: Explanation, path: str | Path, ref_index: int | None = Non
     pair = _pick(expl, ref_index)
     with matplotlib.rc_context({"svg.fonttype": "none", "font.family": "DejaVu Sans"}):
         fig = figure(pair, pair_title(expl, pair), expl.signature)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        require_folder(path)  # no output creates a folder (alignscore.textio)
         fig.savefig(path, format=fmt)
     return path
 
