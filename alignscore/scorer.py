@@ -160,7 +160,7 @@ class Scorer:
 def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
                    refs: Sequence[str] | Sequence[Sequence[str]]) -> list[Scores]:
     """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
-    (the same object: :func:`alignscore.spec.build_all` gives scorers of equal encoder specs
+    (the same object: :func:`alignscore.config.build_all` gives scorers of equal encoder specs
     one) and cache share one engine call: each text is encoded once for all of them (with the
     first one's runtime); caches are compared by directory."""
     cands, groups = check_references(cands, refs)
@@ -168,7 +168,7 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}
     for i, s in enumerate(scorers):
-        cache = str(getattr(s.cache, "directory", "")) if s.cache is not None else None
+        cache = str(s.cache.directory) if s.cache is not None else None
         by_encoder.setdefault((id(s.encoder), cache), []).append(i)
     for members in by_encoder.values():
         first = scorers[members[0]]

@@ -57,8 +57,7 @@ def make_set(path: Path, items: int, seed: int) -> int:
 
 
 def _scorers(n: int) -> list:
-    from alignscore.options import run_spec
-    from alignscore.spec import build_all
+    from alignscore.config import build_all, run_spec
 
     return build_all([run_spec({"model": MODEL, "layer": LAYER, **c}) for c in COMPOSITIONS[:n]])
 

@@ -30,8 +30,9 @@ import torch
 
 from alignscore import bertscore
 from alignscore.ablation import evaluate, load_grid, run_grid
-from alignscore.ablation.runner import build_scorer
-from alignscore.encoders.huggingface import HFEncoder
+from alignscore.config import build, compile_run, encoder_of
+from alignscore.config.compile import sources_of
+from alignscore.encoders.base import Encoder
 from alignscore.evaluation.wmt import load_daseg
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +58,8 @@ def main() -> None:
                     for line in p.read_text(encoding="utf-8").splitlines()]
         corpus.write_text("\n".join(refs_all) + "\n", encoding="utf-8")
         pairs = load_daseg(DATA, lps, idf_corpus=corpus)
-        grid = load_grid(args.grid).with_models(model=args.model, layer=args.layer)
+        grid = load_grid(args.grid)
+        flags = sources_of({"model": args.model, "layer": args.layer}, style="flag")
         cands = [c for lp in pairs for c in lp.candidates]
         refs = [r for lp in pairs for r in lp.references]
         print(f"{len(cands)} pairs ({', '.join(lps)}), model {args.model}, layer {args.layer}, "
@@ -68,14 +70,14 @@ def main() -> None:
         # (and the saved traces of the default CPU backend: plain BERTScore's layer, the grid's layers)
         bertscore(args.model, layer=args.layer).score(cands[:8], refs[:8])
         run_grid(grid, [replace(lp, candidates=lp.candidates[:8], references=lp.references[:8],
-                                human=lp.human[:8]) for lp in pairs])
+                                human=lp.human[:8]) for lp in pairs], flags)
         plains, grids = [], []
         for _ in range(args.rounds):
             t = time.perf_counter()
             bertscore(args.model, layer=args.layer).score(cands, refs)
             plains.append(time.perf_counter() - t)
             t = time.perf_counter()
-            run = run_grid(grid, pairs)
+            run = run_grid(grid, pairs, flags)
             grids.append(time.perf_counter() - t)
             print(f"round {len(plains)}: plain BERTScore {plains[-1]:.1f} s, table9 grid {grids[-1]:.1f} s "
                   f"= {grids[-1] / plains[-1]:.2f}x")
@@ -93,18 +95,17 @@ def main() -> None:
         t_one = None
         if not args.no_one_by_one:
             by_name = {lp.name: lp for lp in pairs}
-            encoders: dict[tuple[str, str, int | None], HFEncoder] = {}
+            encoders: dict[tuple[object, str], Encoder] = {}
             t = time.perf_counter()
             for c in ran:
-                spec = run.grid.cell(run.grid.rows[c.row], run.grid.columns[c.column])
-                name = run.grid.models[spec.model].model
+                lp = by_name[c.lang_pair]
+                spec = compile_run(run.grid.sources(run.grid.rows[c.row], run.grid.columns[c.column], flags),
+                                   {"idf_corpus": str(corpus)})
                 # one encoder (model loaded once) per model and aggregator: an HFEncoder is not
                 # reused across different layer sets (see the report on HFEncoder's hooks)
-                key = (name, str(spec.aggregator), spec.layer)
-                enc = encoders.setdefault(key, HFEncoder(name))
-                scorer = build_scorer(spec, run.grid, enc, by_name[c.lang_pair])
-                lp = by_name[c.lang_pair]
-                scorer.score(lp.candidates, lp.references)
+                key = (spec.encoder, repr(spec.composition.aggregator))
+                enc = encoders.setdefault(key, encoder_of(spec.encoder))
+                build(spec, enc).score(lp.candidates, lp.references)
             t_one = time.perf_counter() - t
             print(f"same cells one by one with Scorer:       {t_one:7.1f} s = {t_one / t_grid:.1f}x the grid")
 

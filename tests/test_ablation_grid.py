@@ -237,7 +237,7 @@ def test_a_layer_the_model_does_not_have_is_an_error_before_any_encoding(grid_fi
     before = HFEncoder.load_model
     HFEncoder.load_model = lambda self: pytest.fail("the model's weights were loaded")  # type: ignore[method-assign]
     try:
-        result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir), "-o", str(tmp_path / "o")])
+        result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir), "-o", str(tmp_path / "o"), "-q"])
     finally:
         HFEncoder.load_model = before  # type: ignore[method-assign]
     assert result.exit_code == 1 and not (tmp_path / "o").exists()

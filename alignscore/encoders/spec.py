@@ -1,6 +1,6 @@
 """What an encoder is, by name: the settings that decide its numbers (and where its model comes
 from), validated where they are built. Two runs share one loaded model exactly when their
-encoder specs are equal (:func:`alignscore.spec.build_all`)."""
+encoder specs are equal (:func:`alignscore.config.build_all`)."""
 
 from __future__ import annotations
 

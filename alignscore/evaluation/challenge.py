@@ -401,7 +401,7 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
     text is encoded once for all of them.
 
     Parameters:
-        scorers: the compositions (:func:`alignscore.spec.build_all` shares one encoder between
+        scorers: the compositions (:func:`alignscore.config.build_all` shares one encoder between
             equal encoder specs).
         items: the challenge set (:func:`read_items`).
         names: a label per scorer (default ``A``, ``B``, ...).

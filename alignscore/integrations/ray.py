@@ -4,7 +4,7 @@
 ``ray.data.Dataset`` (candidates in one column, references in another). It runs in three steps,
 the first two on the driver before any actor starts:
 
-1. the options compile to one :class:`~alignscore.spec.RunSpec` (``alignscore.score``'s
+1. the options compile to one :class:`~alignscore.config.RunSpec` (``alignscore.score``'s
    options), and the dataset's schema is checked: the two columns exist, hold text (a
    reference column may hold a list of texts per row: several references), and no output
    column would overwrite one of the input's;
