@@ -1,11 +1,13 @@
-"""``alignscore tune``: search spaces (format, errors, size), the search through one engine call
-(equal to scoring each composition alone), leave-one-language-pair-out cross-validation, the
-outputs, and `score --config best.toml --human` reproducing the dev r. Also `score --human` and
-`score --confidence`. Tiny local model, 2 language pairs x 30 WMT16 segments."""
+"""``alignscore tune``: search spaces (format, errors, published configurations), successive
+halving (the schedules, the nested samples, what each level keeps), nested cross-validation with
+intervals, the objective on a challenge set, the outputs, and `score --config best.toml --human`
+reproducing the dev r. Also `score --human` and `score --confidence`. Tiny local model, 3 language
+pairs x 40 WMT16 segments."""
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -14,27 +16,35 @@ import numpy as np
 import pytest
 
 import alignscore
-from alignscore.config import compile_run, file_source, run_spec
+from alignscore.config import compile_run, file_source
 from alignscore.config.compile import sources_of
 from alignscore.errors import ConfigError
-from alignscore.evaluation.search import aligner_runs, cross_validate, prepare, select, tune
+from alignscore.encoders.static import split_words
+from alignscore.evaluation.challenge import Item
+from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Objective, Schedule, baselines, challenge_accuracy,
+                                          halve, planned_scores, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, fingerprint, invoke
 from conftest import counted_forward, write_daseg
 
-N = 30
-LPS = ("de-en", "ru-en")
+N = 40
+LPS = ("de-en", "ru-en", "cs-en")
 
 TINY_SPACE = """
-layer = [-1, 2]
+layer = [1, 2, 3, 4]
 weighting = ["none", "idf-S"]
 
 [[subspace]]
 name = "greedy"
+aligner = ["greedy"]
+metric = ["recall", "f1"]
+
+[[subspace]]
+name = "greedy F2"
 aligner = [{ name = "greedy", beta = 2.0 }]
-metric = ["recall", "f1", "fbeta"]
+metric = ["fbeta"]
 
 [[subspace]]
 name = "wmd"
@@ -46,6 +56,20 @@ filters = [[], ["rm"]]
 aligner = { name = "wmd", n_gram = 2 }
 weighting = "idf-S"
 filters = ["rm"]
+
+[[published]]
+name = "Plain"
+layer = 3
+
+[[published]]
+name = "Tiny: greedy idf"
+layer = 2
+weighting = "idf-S"
+
+[[published]]
+name = "Tiny: transport"
+layer = 2
+aligner = { name = "wmd", n_gram = 1 }
 """
 
 
@@ -66,41 +90,59 @@ def flags(tiny_bert_dir: str, **more: object) -> list:
 
 
 @pytest.fixture(scope="module")
-def tuned(space_file: Path, data_dir: Path, tiny_bert_dir: str):
+def prepared(space_file: Path, tiny_bert_dir: str):
     base = flags(tiny_bert_dir, batch_size=7)
+    space = load_space(space_file)
+    return prepare(space.candidates(base), space.published_runs(base))
+
+
+@pytest.fixture(scope="module")
+def tuned(prepared, data_dir: Path):
+    entries, scorers = prepared
     pairs = load_daseg(data_dir)
-    entries, ref, scorers = prepare(load_space(space_file).candidates(base), compile_run(base))
     with counted_forward() as calls:
-        run = tune(entries, ref, scorers, pairs)
-    # one encoding: every unique sentence of both language pairs once, for all 19 compositions
-    unique = {t.strip() for lp in pairs for t in lp.references + lp.candidates}
-    assert calls["n"] == -(-len(unique) // 7)
-    return run, scorers, pairs
+        run = search(entries, scorers, pairs, Schedule.halving(3, 2), resamples=200)
+    return run, pairs, calls["n"]
 
 
 # -- spaces ---------------------------------------------------------------------------------------
-def test_space_product_subspaces_and_exclusions(space_file: Path) -> None:
+def test_space_product_subspaces_exclusions_and_published_runs(space_file: Path, prepared) -> None:
     space = load_space(space_file)
     specs = space.mappings()
-    # greedy: 2 layers x 2 weightings x 3 metrics; wmd: 2 x 2 x 2 filter lists, minus idf-S + rm (2 layers)
-    assert space.size() == 12 + 8
-    assert len(specs) == 12 + 6
+    # greedy: 4 layers x 2 weightings x 3 metrics; wmd: 4 x 2 x 2 filter lists, minus idf-S + rm (4 layers)
+    assert space.size() == 24 + 16 and len(specs) == 24 + 12
     assert not any(s.get("weighting") == "idf-S" and s.get("filters") == ["rm"] for _, s, _ in specs)
-    assert {name for name, _, _ in specs} == {"greedy", "wmd"}
-    candidates = space.candidates()
-    assert all(c.spec.composition.metric == c.values.get("metric", "score") for c in candidates)
+    assert [n for n, _ in space.published] == ["Plain", "Tiny: greedy idf", "Tiny: transport"]
+    entries, _ = prepared
+    assert len(entries) == 36 + 1  # "Plain" and "Tiny: greedy idf" are in the space; the transport is added
+    marked = {name: e.id for e in entries for name in e.published}
+    assert set(marked) == {"Plain", "Tiny: greedy idf", "Tiny: transport"}
+    plain = next(e for e in entries if "Plain" in e.published)
+    assert (plain.values, plain.composition.metric) == ({"layer": 3, "weighting": "none", "aligner": "greedy",
+                                                        "metric": "f1"}, "f1")
+    groups = {b.name: b for b in baselines(entries)}
+    assert set(groups) == {"Plain", "Tiny"} and len(groups["Tiny"].members) == 2 and not groups["Plain"].group
 
 
-def test_default_space_builds_and_fits_the_budget() -> None:
+def test_the_packaged_space_holds_every_published_configuration(minilm_dir: str) -> None:
     space = load_space()
-    candidates = space.candidates()
-    assert len(candidates) == 72
-    metrics = {c.spec.composition.metric for c in candidates}
-    assert metrics == {"precision", "recall", "f1", "fbeta", "score"}
-    assert {c.values.get("weighting") for c in candidates} == {"none", "idf-S"}
-    # all-MiniLM-L6-v2: 6 layers, default layer 4
-    resolved = [replace(c, aggregator=c.aggregator.resolve(6, 4)) for c in (c.spec.composition for c in candidates)]
-    assert len(aligner_runs(resolved)) == 48
+    base = sources_of({"model": minilm_dir}, style="flag")
+    corpus = {"idf_corpus": ("a corpus sentence", "another one")}
+    published = space.published_runs(base, corpus)
+    names = list(published)
+    assert {"BERTScore", "BERTScore (idf)", "MoverScore v1", "MoverScore v2", "BaryScore", "WRD"} <= set(names)
+    assert sum(n.startswith("Table 9: ") for n in names) == 18 and sum(n.startswith("Table 6: ") for n in names) == 7
+    v2 = published["MoverScore v2"].composition
+    preset = alignscore.run_spec({"preset": "moverscore-v2", "model": minilm_dir, "multi_ref": "max"}).composition
+    assert v2 == preset  # the preset's composition on the command's model
+    entries, _ = prepare(space.candidates(base, data=corpus), published)
+    assert len(entries) > 1000
+    inside = {n for e in entries if e.subspace != "published" for n in e.published}
+    assert {"BERTScore", "MoverScore v2", "Table 9: IDF-L + SEP + PMEANS, WMD2"} <= inside
+    kinds = {type(e.composition.aligner).__name__ for e in entries}
+    assert kinds == {"Greedy", "WMD", "Sinkhorn", "BaryScore"}
+    assert {e.composition.weighting.signature().split("(")[0] for e in entries} >= {"none", "idf-S", "idf-S+sep",
+                                                                                   "idf-L", "norm"}
 
 
 @pytest.mark.parametrize("text, needles", [
@@ -111,6 +153,8 @@ def test_default_space_builds_and_fits_the_budget() -> None:
     ("[[subspace]]\nname = 'g'\naligner = [{ name = 'greedy', bta = 2.0 }]",
      [":3: subspace[0].aligner[0].bta: aligner greedy has no setting 'bta'"]),
     ("[[subspace]]\nname = 'g'\nmetric = ['fscore']", [":3: subspace[0].metric[0]: aligner greedy(cos) has no output 'fscore'"]),
+    ("[[published]]\nlayer = 2", [":1: published[0]: a published configuration needs a `name`"]),
+    ("layer = [2]\n[[published]]\nname = 'x'\nlayers = [1]", [":4: published[0].layers: applies to aggregator"]),
     ("layer = [", ["TOML"]),
 ])
 def test_bad_space_files_get_one_clear_error(tmp_path: Path, data_dir: Path, tiny_bert_dir: str, text: str,
@@ -120,87 +164,131 @@ def test_bad_space_files_get_one_clear_error(tmp_path: Path, data_dir: Path, tin
     out = tmp_path / "out"
     code, _, err = invoke("tune", path, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3, "-o", out, "-q")
     assert_one_error(code, err, str(path), *needles)
-    assert not out.exists() or not any(out.iterdir())
+    assert not out.exists()
 
 
 def test_a_layer_the_model_lacks_names_the_file(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
     path = tmp_path / "deep.toml"
     path.write_text("layer = [2, 9]\n", encoding="utf-8")
-    code, _, err = invoke("tune", path, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
-                          "-o", tmp_path / "out", "-q")
-    assert_one_error(code, err, str(path), "9")
+    code, _, err = invoke("tune", path, "--data", data_dir, "--model", tiny_bert_dir, "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, f"{path}:1: layer[1]: layer 9 does not exist")
 
 
-def test_too_large_space_is_refused_with_its_size(tmp_path: Path, space_file: Path, data_dir: Path,
-                                                  tiny_bert_dir: str) -> None:
-    out = tmp_path / "out"
-    code, _, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
-                          "-o", out, "-q", "--budget", "0.001")
-    assert_one_error(code, err, "too large", "19 compositions", "aligner runs", "measured on a sample")
-    code, _, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
-                          "-o", out, "-q", "--max-compositions", "10")
-    assert_one_error(code, err, "20 runs", "--max-compositions 10")
-    assert not (out / "best.toml").exists()
+# -- the schedule ---------------------------------------------------------------------------------
+def test_schedules_and_nested_samples() -> None:
+    assert Schedule.halving(4, 2).fractions == (0.25, 1.0) and Schedule.halving(4, 2).keep == 0.25
+    assert Schedule.halving(3, 3).fractions == pytest.approx((1 / 9, 1 / 3, 1.0))
+    assert Schedule.halving(3, 3).survivors(100) == [100, 34, 12] and Schedule((1.0,)).survivors(7) == [7]
+    assert Schedule.halving(4, 2).survivors(10) == [10, 4]  # at least min_keep
+    small, mid, full = samples(300, (1 / 9, 1 / 3, 1.0), seed=5)
+    assert set(small) <= set(mid) <= set(full) and list(full) == list(range(300))
+    assert len(small) == 34 and len(mid) == 100 and list(small) == sorted(small)
+    assert [list(s) for s in samples(300, (1 / 9, 1 / 3, 1.0), seed=5)] == [list(small), list(mid), list(full)]
+    assert len(samples(50, (0.1, 1.0), seed=0)[0]) == MIN_SEGMENTS
+    # a search with nested cross-validation scores the screen once, then the survivors (x1.5 for the folds)
+    assert planned_scores(100, [300, 300], Schedule.halving(3, 2)) == 100 * 200 + 34 * 1.5 * 600
 
 
-# -- selection and cross-validation ----------------------------------------------------------------
-def test_cross_validation_by_hand() -> None:
-    r = np.array([[0.50, 0.60, 0.70],   # mean 0.600
-                  [0.65, 0.40, 0.72],   # mean 0.590
-                  [0.55, 0.62, 0.60],   # mean 0.590
-                  [0.90, 0.90, 0.90]])  # the best, but not eligible (the reference outside the space)
-    eligible = np.array([True, True, True, False])
-    assert select(r, eligible) == 0
-    folds = cross_validate(r, eligible)
-    # leave out 0: means over 1, 2 -> 0.65, 0.56, 0.61 -> row 0, held out 0.50
-    # leave out 1: means over 0, 2 -> 0.60, 0.685, 0.575 -> row 1, held out 0.40
-    # leave out 2: means over 0, 1 -> 0.55, 0.525, 0.585 -> row 2, held out 0.60
-    assert folds == [(0, 0.50), (1, 0.40), (2, 0.60)]
-    assert math.isclose(np.mean([h for _, h in folds]), 0.5)
-    with pytest.raises(ConfigError, match="two"):
-        cross_validate(r[:, :1], eligible)
-    undefined = r.copy()
-    undefined[0, 2] = np.nan  # an undefined correlation is never selected
-    assert select(undefined, eligible) == 1
+@pytest.mark.parametrize("text, want", [
+    ("correlation", Objective()),
+    ("correlation + 0.5 * accuracy[drop-function]", Objective("drop-function", 0.5)),
+    ("correlation + accuracy[all]", Objective("all", 1.0)),
+    ("correlation, accuracy[all] >= 0.8", Objective("all", 0.0, 0.8)),
+])
+def test_objectives_read_as_written(text: str, want: Objective) -> None:
+    assert Objective.parse(text) == want and Objective.parse(str(want)) == want
 
 
-def test_tune_equals_each_composition_scored_alone(tuned) -> None:
-    run, _, pairs = tuned
-    assert len(run.entries) == 18 + 1  # the reference (layer 3) is not in the space
-    assert run.entries[run.reference].in_space is False
-    for e in run.entries:
+@pytest.mark.parametrize("text", ["accuracy[all]", "correlation, accuracy[all]", "correlation + accuracy[a] >= 0.5",
+                                  "correlation, accuracy[all] >= 2", "correlation - accuracy[all]"])
+def test_bad_objectives_are_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="--objective"):
+        Objective.parse(text)
+
+
+# -- the search -----------------------------------------------------------------------------------
+def test_the_screen_encodes_each_text_once_and_halving_keeps_the_best(tuned, prepared) -> None:
+    run, pairs, forward_calls = tuned
+    entries, _ = prepared
+    final = run.final
+    # level 1 of 2: every run on 24 of the 40 segments; level 2: the best third on all of them
+    assert Schedule.halving(3, 2).survivors(len(entries)) == [37, 13]
+    assert sum(1 for e in final.reached.values() if e == 1) == 13
+    best_mean = max(run.mean_abs_r[e] for e in final.ranking)
+    assert run.mean_abs_r[run.best] == best_mean and final.ranking[0] == run.best
+    screened_out = [e for e, level in final.reached.items() if level == 0]
+    kept = [e for e, level in final.reached.items() if level == 1]
+    assert min(final.value[e] for e in screened_out) <= max(final.value[e] for e in screened_out)
+    assert forward_calls > 0
+
+
+def test_final_scores_equal_each_run_scored_alone(tuned) -> None:
+    run, pairs, _ = tuned
+    for e in run.final.ranking[:3]:
+        entry = run.entries[e]
         for k, lp in enumerate(pairs):
-            alone = alignscore.build(e.spec).score(lp.candidates, lp.references)
-            values = alone[e.composition.metric].double().numpy()
-            np.testing.assert_allclose(e.scores[k], values, atol=1e-6)
-            r, _ = correlation(values, lp.human)
-            assert abs(e.r[k] - r) < 1e-6
+            alone = alignscore.build(entry.spec).score(lp.candidates, lp.references)
+            r, _ = correlation(alone[entry.composition.metric].double().numpy(), lp.human)
+            assert abs(run.per_pair[e][k] - abs(r)) < 1e-6
 
 
-def test_tune_selection_and_folds(tuned) -> None:
-    run, _, pairs = tuned
-    means = np.array([e.average if e.in_space else -1 for e in run.entries])
-    assert run.best == int(np.argmax(means))
-    assert len(run.folds) == 2
-    for f, other in zip(run.folds, reversed(range(2))):  # two pairs: each fold selects on the other one
-        col = np.array([e.abs_r[other] if e.in_space else -1 for e in run.entries])
-        assert f.selected == int(np.argmax(col))
-        left = [lp.name for lp in pairs].index(f.lang_pair)
-        assert f.heldout == run.entries[f.selected].abs_r[left]
-        assert f.reference == run.entries[run.reference].abs_r[left]
-        assert 0 < f.williams_p < 1
-    assert run.estimate == pytest.approx(np.mean([f.heldout for f in run.folds]))
+def test_nested_cross_validation_and_its_intervals(tuned, prepared) -> None:
+    run, pairs, _ = tuned
+    entries, scorers = prepared
+    assert [f.lang_pair for f in run.folds] == [lp.name for lp in pairs]
+    book = Book(entries, scorers, pairs, Schedule.halving(3, 2))
+    for k, fold in enumerate(run.folds):
+        train = [m for m in range(len(pairs)) if m != k]
+        assert fold.selected == halve(book, range(len(entries)), train).selected  # the search without that pair
+        alone = alignscore.build(entries[fold.selected].spec).score(pairs[k].candidates, pairs[k].references)
+        r, _ = correlation(alone[entries[fold.selected].composition.metric].double().numpy(), pairs[k].human)
+        assert abs(fold.abs_r["selected"] - abs(r)) < 1e-6
+        assert set(fold.abs_r) == {"selected", "Plain", "Tiny"} and fold.baselines["Plain"] == next(
+            i for i, e in enumerate(entries) if "Plain" in e.published)
+    for name, interval in run.estimates.items():
+        assert interval.estimate == pytest.approx(np.mean([f.abs_r[name] for f in run.folds]))
+        assert interval.low <= interval.estimate <= interval.high
+    for name, gain in run.gains.items():
+        assert gain.estimate == pytest.approx(run.estimates["selected"].estimate - run.estimates[name].estimate)
 
 
-def test_one_language_pair_has_no_cross_validation(data_dir: Path, tiny_bert_dir: str) -> None:
-    from alignscore.evaluation.leaderboard import markdown
+def test_the_full_grid_scores_everything_and_selects_the_best(prepared, data_dir: Path) -> None:
+    entries, scorers = prepared
+    pairs = load_daseg(data_dir, ["de-en", "ru-en"])
+    run = search(entries, scorers, pairs, Schedule((1.0,)), resamples=100)
+    assert set(run.final.reached.values()) == {0} and len(run.final.ranking) == len(entries)
+    means = [run.mean_abs_r[e] for e in range(len(entries))]
+    assert run.best == int(np.nanargmax(means))
 
-    base = flags(tiny_bert_dir)
-    space = parse_space({"layer": [2, 3], "aligner": ["greedy"]})
-    run = tune(*prepare(space.candidates(base), compile_run(base)), load_daseg(data_dir, ["de-en"]))
-    assert run.folds == [] and run.estimate is None
-    assert run.reference == 1 and run.entries[run.reference].in_space  # layer 3, greedy F1 is in the space
-    assert "No cross-validated estimate" in markdown(run, "data")
+
+def test_an_accuracy_constraint_changes_the_selection_where_it_binds(tmp_path: Path) -> None:
+    """Two runs over static word vectors: with [RM] and without. The human scores are the [RM]
+    run's own scores, so the correlation selects it; but [RM] cannot tell a text from itself
+    without its final full stop (the same word vectors: a tie, a miss), and the constraint on
+    that category selects the other run."""
+    data = write_daseg(tmp_path, LPS, N)
+    pairs = load_daseg(data)
+    words = sorted({w for lp in pairs for t in lp.references + lp.candidates for w, _, _ in split_words(t, True)})
+    gen = np.random.default_rng(0)
+    vec = tmp_path / "words.vec"
+    vec.write_text("".join(f"{w} {' '.join(f'{x:.4f}' for x in gen.normal(size=8))}\n" for w in words),
+                   encoding="utf-8")
+    space = parse_space({"filters": [["rm"], []]})
+    entries, scorers = prepare(space.candidates(sources_of({"model": str(vec), "lowercase": True}, style="flag")))
+    rm = next(i for i, e in enumerate(entries) if e.values["filters"] == ["rm"])
+    for lp in pairs:  # human scores: the [RM] run's scores
+        lp.human[:] = alignscore.build(entries[rm].spec).score(lp.candidates, lp.references).f1.double().numpy()
+    items = [Item((f"the {w} sat on the mat .",), f"the {w} sat on the mat .", f"the {w} sat on the mat",
+                  "final stop") for w in ("cat", "dog", "bird", "man", "child", "horse", "fox", "cow", "pig", "hen")]
+    objective = Objective.parse("correlation, accuracy[final stop] >= 0.5")
+    challenge_accuracy(entries, scorers, items, "final stop")
+    assert entries[rm].accuracy == 0.0 and entries[1 - rm].accuracy == 1.0
+    assert search(entries, scorers, pairs, Schedule((1.0,)), resamples=100).best == rm
+    constrained = search(entries, scorers, pairs, Schedule((1.0,)), objective, resamples=100)
+    assert constrained.best == 1 - rm and all(f.selected == 1 - rm for f in constrained.folds)
+    weighted = search(entries, scorers, pairs, Schedule((1.0,)), Objective.parse("correlation + 2 * accuracy[all]"),
+                      resamples=100)
+    assert weighted.best == 1 - rm
 
 
 # -- the command, its outputs, and score --config best.toml --------------------------------------------
@@ -208,52 +296,60 @@ def test_one_language_pair_has_no_cross_validation(data_dir: Path, tiny_bert_dir
 def tune_out(tmp_path_factory: pytest.TempPathFactory, space_file: Path, data_dir: Path, tiny_bert_dir: str):
     out = tmp_path_factory.mktemp("tune") / "out"
     code, stdout, err = invoke("tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "--layer", 3,
-                               "-o", out, "--holdout", data_dir, "--batch-size", 5)
+                               "-o", out, "--holdout", data_dir, "--batch-size", 5, "--bootstrap", 200)
     assert code == 0, err
-    assert "[tune] scoring 19 composition(s)" in err and "encoding" in err  # stages and progress bars
-    assert "Cross-validated estimate" in stdout
+    assert "[tune] " in err and "measured here" in err and "fold ru-en: selected" in err
+    assert "On a language pair it never saw" in stdout
     return out
 
 
-def test_tune_writes_its_outputs(tune_out: Path, tuned) -> None:
-    run, _, _ = tuned
+def test_tune_writes_its_outputs(tune_out: Path) -> None:
     assert sorted(p.name for p in tune_out.iterdir()) == ["best.toml", "chart.png", "folds.csv", "holdout.csv",
                                                          "leaderboard.csv", "leaderboard.md"]
     rows = list(csv.DictReader(open(tune_out / "leaderboard.csv", encoding="utf-8")))
-    assert len(rows) == 19
+    assert len(rows) == 37
     assert [r["selected"] for r in rows].count("true") == 1 and rows[0]["selected"] == "true"
-    assert rows[0]["signature"] == run.entries[run.best].signature
-    means = [float(r["mean"]) for r in rows]
-    assert means == sorted(means, reverse=True)
+    assert {r["published"] for r in rows} >= {"Plain", "Tiny: greedy idf", "Tiny: transport"}
     for r in rows:
-        assert float(r["mean"]) == pytest.approx((float(r["de-en"]) + float(r["ru-en"])) / 2)
+        if r["mean"]:
+            assert float(r["mean"]) == pytest.approx(np.mean([float(r[lp]) for lp in LPS]))
     folds = list(csv.DictReader(open(tune_out / "folds.csv", encoding="utf-8")))
-    assert float(folds[-1]["heldout_abs_r"]) == pytest.approx(run.estimate)
-    held = list(csv.DictReader(open(tune_out / "holdout.csv", encoding="utf-8")))
-    # the held-out folder is the dev folder here: the same |r| as on the leaderboard
-    assert [float(h["selected_abs_r"]) for h in held] == pytest.approx(list(run.entries[run.best].abs_r), abs=1e-6)
+    assert [f["left_out"] for f in folds] == ["cs-en", "de-en", "ru-en", "mean", "low", "high"]
     table = (tune_out / "leaderboard.md").read_text(encoding="utf-8")
-    assert "Cross-validation folds" in table and "Held-out data" in table and "nan" not in table
+    assert "Nested cross-validation" in table and "Held-out data" in table and "nan" not in table
+    assert "successive halving" in table or "full grid" in table
     assert (tune_out / "chart.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_best_toml_round_trips_and_reproduces_the_dev_r(tune_out: Path, data_dir: Path, tuned,
-                                                         tiny_bert_dir: str) -> None:
-    run, _, _ = tuned
-    best = run.entries[run.best]
+def test_best_toml_reproduces_the_dev_r(tune_out: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    rows = list(csv.DictReader(open(tune_out / "leaderboard.csv", encoding="utf-8")))
+    best = rows[0]
     spec = compile_run([file_source(tune_out / "best.toml")])
-    assert spec.encoder.model == tiny_bert_dir and spec.composition.metric == best.composition.metric
-    assert spec == best.spec.__class__(best.spec.encoder, best.spec.composition,
-                                       run_spec({"model": tiny_bert_dir, "batch_size": 5}).runtime)
-    assert str(alignscore.build(spec).signature()) == best.signature
-    for k, lp in enumerate(LPS):
+    assert spec.encoder.model == tiny_bert_dir and str(alignscore.build(spec).signature()) == best["signature"]
+    for lp in LPS:
         code, _, err = invoke("score", "-r", data_dir / f"DAseg.newstest2016.reference.{lp}",
                               "-c", data_dir / f"DAseg.newstest2016.mt-system.{lp}", "--config", tune_out / "best.toml",
                               "--human", data_dir / f"DAseg.newstest2016.human.{lp}", "-q")
         assert code == 0, err
         line = next(ln for ln in err.splitlines() if ln.startswith("pearson r("))
-        assert line.startswith(f"pearson r({best.composition.metric}, human) = ")
-        assert abs(float(line.split("= ")[1].split()[0]) - best.r[k]) < 1e-6
+        assert abs(abs(float(line.split("= ")[1].split()[0])) - float(best[lp])) < 1e-6
+
+
+def test_tune_refuses_what_does_not_fit(tmp_path: Path, space_file: Path, data_dir: Path, tiny_bert_dir: str) -> None:
+    out = tmp_path / "out"
+    common = ["tune", space_file, "--data", data_dir, "--model", tiny_bert_dir, "-o", out, "-q"]
+    code, _, err = invoke(*common, "--budget", "0.00001")
+    assert_one_error(code, err, "does not fit --budget 1e-05 min", "37 runs", "measured here")
+    code, _, err = invoke(*common, "--max-compositions", "10")
+    assert_one_error(code, err, "40 runs", "--max-compositions 10")
+    code, _, err = invoke(*common, "--objective", "correlation, accuracy[all] >= 0.5")
+    assert_one_error(code, err, "needs --challenge SET")
+    challenge = tmp_path / "c.jsonl"
+    challenge.write_text(json.dumps({"refs": ["a b"], "good": "a b", "bad": "a", "category": "x"}) + "\n",
+                         encoding="utf-8")
+    code, _, err = invoke(*common, "--challenge", challenge)
+    assert_one_error(code, err, "--challenge applies with an --objective on its accuracy only")
+    assert not out.exists()
 
 
 def test_tune_never_overwrites_an_input(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:

@@ -81,10 +81,10 @@ class RunSpec:
             out.update(cache=self.cache.cache, cache_size=self.cache.cache_size, cache_timeout=self.cache.cache_timeout)
         return {k: v for k, v in out.items() if v is not None}
 
-    def toml(self, comment: str | None = None) -> str:
-        """:meth:`to_mapping` as TOML; the comment lists the settings left to the model or the
-        machine (no value here)."""
-        data = self.to_mapping()
+    def toml(self, comment: str | None = None, changes: Mapping[str, Any] | None = None) -> str:
+        """:meth:`to_mapping` as TOML, with ``changes`` to its values (an in-memory corpus
+        written to a file); the comment lists the settings left to the model or the machine."""
+        data = {**self.to_mapping(), **(changes or {})}
         unset = [f"{name} = {what}" for name, what in (
             ("layer", "the model's tuned layer (BERTScore's table)"), ("max_length", "the model's own limit"),
             ("device", "CUDA when available, else the CPU")) if name not in data and _applies(self, name)]

@@ -1,5 +1,6 @@
-"""The outputs of ``alignscore tune``: the selected composition as a composition file, the
-leaderboard (Markdown and CSV), the cross-validation folds, the held-out comparison and a chart."""
+"""The outputs of ``alignscore tune``: the selected run as a run file, the leaderboard
+(Markdown and CSV) with the published configurations marked, the nested cross-validation folds,
+the held-out comparison and a chart."""
 
 from __future__ import annotations
 
@@ -10,171 +11,206 @@ from pathlib import Path
 from typing import Callable
 
 from ..textio import make_output_folder, replacing
+from ..weighting.schemes import Corpus, IdfL
 from .chart import dot_line_chart
-from .search import TuneRun
+from .search import SearchRun
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
-                "chart": "chart.png", "holdout": "holdout.csv"}
-CHART_TOP = 30  # compositions drawn in the chart
+                "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
+CHART_TOP = 30  # runs drawn in the chart
+SELECTED = "selected"
 
 
 def _f(x: float | None, digits: int = 3) -> str:
     return "undefined" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
-def _num(x: float) -> str:
+def _num(x: float | None) -> str:
     """A CSV cell: the full-precision number, or empty where it is undefined (never ``nan``)."""
-    return repr(float(x)) if math.isfinite(x) else ""
+    return repr(float(x)) if x is not None and math.isfinite(x) else ""
 
 
-def _p(p: float) -> str:
-    return f"{p:.3g}" if p >= 0.001 else "<0.001"
+def ranking(run: SearchRun) -> list[int]:
+    """Every entry: those that reached the last level in the final search's order, then by the
+    level they reached and their value there; runs the objective left out last."""
+    final = run.final
+    rest = sorted((e for e in final.reached if e not in final.ranking),
+                  key=lambda e: (-final.reached[e], -final.value[e] if math.isfinite(final.value[e]) else math.inf, e))
+    out = list(final.ranking) + rest
+    return out + [e for e in range(len(run.entries)) if e not in final.reached]
 
 
-def summary(run: TuneRun) -> list[str]:
+def summary(run: SearchRun) -> list[str]:
     """The lines that say what was selected and how well it generalises."""
-    best, ref = run.entries[run.best], run.entries[run.reference]
+    best = run.entries[run.best]
     lines = [f"Selected: **{best.id}** ({best.label}), output `{best.composition.metric}`: mean |r| "
-             f"{_f(best.average)} over the {len(run.lang_pairs)} language pairs it was selected on."]
-    ref_text = f"the reference ({ref.id}: {ref.label if ref.in_space else 'the run your options describe'})"
-    if run.estimate is not None:
-        gain = run.estimate - ref.average
-        lines.append(f"Cross-validated estimate (leave one language pair out: select on the others, score the "
-                     f"left-out pair): **{_f(run.estimate)}** mean |r|; {ref_text}: {_f(ref.average)}"
-                     + (f" ({gain:+.3f})." if math.isfinite(gain) else "."))
+             f"{_f(run.mean_abs_r.get(run.best))} over the {len(run.lang_pairs)} language pairs it was selected on"
+             + (f", accuracy[{run.objective.category}] {_f(best.accuracy)}" if run.objective.uses_challenge else "")
+             + "."]
+    if run.estimates:
+        sel = run.estimates[SELECTED]
+        lines.append(f"On a language pair it never saw (nested cross-validation): **{_f(sel.estimate)}** mean |r| "
+                     f"[{_f(sel.low)}, {_f(sel.high)}].")
+        for name, gain in run.gains.items():
+            lines.append(f"- {name}: {_f(run.estimates[name].estimate)}; the search's selection "
+                         f"{gain.estimate:+.3f} [{gain.low:+.3f}, {gain.high:+.3f}]")
     else:
-        lines.append(f"No cross-validated estimate: it needs at least two language pairs. {ref_text}: "
-                     f"{_f(ref.average)}.")
+        lines.append("No cross-validated estimate: it needs at least two language pairs.")
     return lines
 
 
-def markdown(run: TuneRun, data: str, command: str | None = None) -> str:
+def markdown(run: SearchRun, data: str, command: str | None = None) -> str:
     lps = [lp.name for lp in run.lang_pairs]
     n = sorted({len(lp) for lp in run.lang_pairs})
     out = [f"## alignscore tune: {run.model} on {data}", ""]
     if command:
         out += [f"`{command}`", ""]
     out += summary(run) + [""]
+    took = run.seconds.get("wall", run.seconds.get("total", 0.0))
+    out += [f"Search: {len(run.entries)} runs; {run.schedule}; objective {run.objective}. Time: estimated "
+            f"{(run.estimated_seconds or 0) / 60:.1f} min before the search, took {took / 60:.1f} min.", ""]
     if run.folds:
-        out += ["### Cross-validation folds", "",
-                "Williams p: one-sided test that the fold's selection correlates better than BERTScore's default "
-                "on the left-out pair.", "",
-                "| left out | selected on the others | held-out \\|r\\| | BERTScore \\|r\\| | Williams p |",
-                "|---|---|---:|---:|---:|"]
+        names = list(run.folds[0].abs_r)
+        out += ["### Nested cross-validation", "",
+                "Each fold searches on the other language pairs and scores its selection on the one left out; a "
+                "published group (a paper's table) is represented by its best run on the other pairs. |r| on every "
+                "segment of the left-out pair.", "",
+                "| left out | selected on the others | " + " | ".join(_esc(n) for n in names) + " |",
+                "|---|---|" + "---:|" * len(names)]
         for f in run.folds:
             e = run.entries[f.selected]
-            same = f.selected == run.reference
-            out.append(f"| {f.lang_pair} | {e.id} ({e.label}) | {_f(f.heldout)} | {_f(f.reference)} | "
-                       f"{'same composition' if same else _p(f.williams_p)} |")
-        out.append(f"| **mean** | | **{_f(run.estimate)}** | "
-                   f"{_f(sum(f.reference for f in run.folds) / len(run.folds))} | |")
+            out.append(f"| {f.lang_pair} | {e.id} ({_esc(e.label)}) | " +
+                       " | ".join(_f(f.abs_r[name]) for name in names) + " |")
+        means = [run.estimates[name] for name in names]
+        out.append("| **mean** | | " + " | ".join(f"**{_f(m.estimate)}** [{_f(m.low)}, {_f(m.high)}]" for m in means)
+                   + " |")
         out.append("")
     if run.holdout:
+        names = list(run.holdout[0].abs_r)
         out += [f"### Held-out data: {run.holdout_source}", "",
-                "| language pair | n | selected \\|r\\| | BERTScore \\|r\\| | Williams p |", "|---|---:|---:|---:|---:|"]
+                "| language pair | " + " | ".join(_esc(n) for n in names) + " |", "|---|" + "---:|" * len(names)]
         for h in run.holdout:
-            out.append(f"| {h.lang_pair} | {h.n} | {_f(h.selected)} | {_f(h.reference)} | {_p(h.williams_p)} |")
-        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-        out += [f"| **mean** | | **{_f(mean([h.selected for h in run.holdout]))}** | "
-                f"{_f(mean([h.reference for h in run.holdout]))} | |", ""]
+            out.append(f"| {h.lang_pair} | " + " | ".join(_f(h.abs_r[name]) for name in names) + " |")
+        out.append("")
+    levels = run.schedule.levels
+    acc = run.objective.uses_challenge
     out += ["### Leaderboard", "",
-            f"Absolute Pearson r with the human scores (n = {', '.join(map(str, n))} per language pair), every "
-            "composition, best mean first; folds: the left-out pairs whose fold selected it. Signatures: "
-            "leaderboard.csv.", "",
-            "| rank | id | composition | " + " | ".join(lps) + " | mean | folds |",
-            "|---:|---|---|" + "---:|" * (len(lps) + 1) + "---|"]
-    folds = _folds_by_entry(run)
-    for rank, i in enumerate(run.ranking, start=1):
+            f"Absolute Pearson r with the human scores (n = {', '.join(map(str, n))} per language pair, or the "
+            f"level's sample: level k of {levels} scores {', '.join(f'{f:.3g}' for f in run.schedule.fractions)} of "
+            "the segments), best first; published: the configuration the run is. Signatures: leaderboard.csv.", "",
+            "| rank | id | run | published | level | " + " | ".join(lps) + " | mean |" + (" accuracy |" if acc else ""),
+            "|---:|---|---|---|---:|" + "---:|" * (len(lps) + 1) + ("---:|" if acc else "")]
+    for rank, i in enumerate(ranking(run), start=1):
         e = run.entries[i]
-        name = f"**{e.label}**" if i == run.best else e.label
-        if i == run.reference:
-            name += " (BERTScore default)" if e.in_space else ""
-        out.append(f"| {rank} | {e.id} | {name} | " + " | ".join(_f(v) for v in e.abs_r) +
-                   f" | {_f(e.average)} | {', '.join(folds.get(i, []))} |")
+        label = f"**{_esc(e.label)}**" if i == run.best else _esc(e.label)
+        level = run.final.reached.get(i)
+        scores = run.per_pair.get(i) or [math.nan] * len(lps)
+        mean = run.mean_abs_r.get(i) if i in run.mean_abs_r else run.final.value.get(i)
+        out.append(f"| {rank} | {e.id} | {label} | {_esc('; '.join(e.published))} | "
+                   f"{'-' if level is None else level + 1} | " + " | ".join(_f(v) for v in scores) +
+                   f" | {_f(mean)} |" + (f" {_f(e.accuracy)} |" if acc else ""))
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in run.seconds.items())
     out += ["", f"Time: {timing}."]
     return "\n".join(out) + "\n"
 
 
-def _folds_by_entry(run: TuneRun) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for f in run.folds:
-        out.setdefault(f.selected, []).append(f.lang_pair)
-    return out
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
-def write_csv(path: Path, run: TuneRun) -> None:
-    """One line per composition: rank, id, sub-space, label, |r| per language pair (full
-    precision), mean, selected, the folds that selected it, signature."""
-    folds = _folds_by_entry(run)
+def write_csv(path: Path, run: SearchRun) -> None:
+    """One line per run: rank, id, sub-space, label, published names, the level it reached,
+    |r| per language pair there (full precision), their mean, accuracy, selected, signature."""
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["rank", "id", "subspace", "composition", *[lp.name for lp in run.lang_pairs], "mean",
-                    "selected", "reference", "folds_selected", "signature"])
-        for rank, i in enumerate(run.ranking, start=1):
+        w.writerow(["rank", "id", "subspace", "run", "published", "level", *[lp.name for lp in run.lang_pairs],
+                    "mean", "accuracy", "selected", "signature"])
+        for rank, i in enumerate(ranking(run), start=1):
             e = run.entries[i]
-            w.writerow([rank, e.id, e.subspace, e.label, *[_num(v) for v in e.abs_r], _num(e.average),
-                        str(i == run.best).lower(),
-                        str(i == run.reference).lower(), ";".join(folds.get(i, [])), e.signature])
+            level = run.final.reached.get(i)
+            scores = run.per_pair.get(i) or [None] * len(run.lang_pairs)
+            w.writerow([rank, e.id, e.subspace, e.label, ";".join(e.published), "" if level is None else level + 1,
+                        *[_num(v) for v in scores], _num(run.mean_abs_r.get(i)), _num(e.accuracy),
+                        str(i == run.best).lower(), e.signature])
 
 
-def write_folds(path: Path, run: TuneRun) -> None:
+def write_folds(path: Path, run: SearchRun) -> None:
+    """Per fold, every compared run's id and its |r| on the left-out pair; then the means with
+    their intervals."""
+    names = list(run.folds[0].abs_r) if run.folds else [SELECTED]
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["left_out", "selected", "heldout_abs_r", "reference_abs_r", "williams_p"])
+        w.writerow(["left_out", *[c for n in names for c in (f"{n} run", f"{n} abs_r")]])
         for f in run.folds:
-            w.writerow([f.lang_pair, run.entries[f.selected].id, _num(f.heldout), _num(f.reference),
-                        _num(f.williams_p)])
-        if run.estimate is not None:
-            w.writerow(["mean", "", _num(run.estimate), _num(sum(f.reference for f in run.folds) / len(run.folds)), ""])
+            ids = {SELECTED: f.selected, **f.baselines}
+            w.writerow([f.lang_pair, *[c for n in names for c in (run.entries[ids[n]].id, _num(f.abs_r[n]))]])
+        for row, pick in (("mean", "estimate"), ("low", "low"), ("high", "high")):
+            if run.estimates:
+                w.writerow([row, *[c for n in names for c in ("", _num(getattr(run.estimates[n], pick)))]])
 
 
-def write_holdout(path: Path, run: TuneRun) -> None:
+def write_holdout(path: Path, run: SearchRun) -> None:
+    names = list(run.holdout[0].abs_r) if run.holdout else []
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["lang_pair", "n", "selected_abs_r", "reference_abs_r", "williams_p"])
+        w.writerow(["lang_pair", *names])
         for h in run.holdout:
-            w.writerow([h.lang_pair, h.n, _num(h.selected), _num(h.reference), _num(h.williams_p)])
+            w.writerow([h.lang_pair, *[_num(h.abs_r[n]) for n in names]])
 
 
-def write_chart(path: Path, run: TuneRun) -> None:
-    """The best :data:`CHART_TOP` compositions: each language pair's |r| and their mean, with
-    the cross-validated estimate and BERTScore's default as lines."""
-    top = run.ranking[:CHART_TOP]
-    rows = [[float(v) if math.isfinite(v) else None for v in run.entries[i].abs_r] for i in top]
-    lines = {f"BERTScore default, mean ({run.entries[run.reference].id})": run.entries[run.reference].average}
-    if run.estimate is not None:
-        lines = {"cross-validated estimate": run.estimate, **lines}
-    title = (f"alignscore tune: {run.model}, best {len(top)} of {len(run.entries)} compositions\n"
+def write_chart(path: Path, run: SearchRun) -> None:
+    """The best :data:`CHART_TOP` runs: each language pair's |r| and their mean, with the
+    cross-validated estimates of the selection and of the published configurations as lines."""
+    top = ranking(run)[:CHART_TOP]
+    rows = [[v if math.isfinite(v) else None for v in run.per_pair.get(i, [])] for i in top]
+    lines = {("cross-validated estimate" if n == SELECTED else f"{n} (cross-validated)"): m.estimate
+             for n, m in run.estimates.items()}
+    title = (f"alignscore tune: {run.model}, best {len(top)} of {len(run.entries)} runs\n"
              f"(dots: the {len(run.lang_pairs)} language pairs)")
     dot_line_chart(path, [run.entries[i].id for i in top], {"dev |r|": rows}, title,
                    "|Pearson r| with human scores", lines={k: v for k, v in lines.items() if math.isfinite(v)})
 
 
-def write_best(path: Path, run: TuneRun) -> None:
+def corpus_of(run: SearchRun) -> Corpus | None:
+    """The in-memory idf-L corpus the selected run reads (written beside best.toml), if any."""
+    weighting = run.entries[run.best].composition.weighting
+    if isinstance(weighting, IdfL) and not isinstance(weighting.idf_corpus, str):
+        return weighting.corpus
+    return None
+
+
+def write_best(path: Path, run: SearchRun, corpus: Path | None) -> None:
     best = run.entries[run.best]
+    # the data set's corpus: the file beside best.toml, named as the signature names it
+    changes = {"idf_corpus": str(corpus.resolve())} if corpus is not None else {}
+    estimate = run.estimates.get(SELECTED)
     comment = (f"selected by alignscore tune: {best.id} ({best.label})\n"
-               f"mean |r| {best.average!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
-               + (f"; cross-validated estimate {run.estimate!r}" if run.estimate is not None else "")
+               f"mean |r| {run.mean_abs_r.get(run.best)!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
+               + (f"; nested cross-validated estimate {estimate.estimate!r}" if estimate is not None else "")
                + f"\nsignature: {best.signature}")
-    path.write_text(best.spec.toml(comment), encoding="utf-8")
+    path.write_text(best.spec.toml(comment, changes), encoding="utf-8")
 
 
-def output_paths(out_dir: str | Path, holdout: bool) -> dict[str, Path]:
-    """The files :func:`write_outputs` writes (``holdout.csv`` only with held-out data)."""
-    return {k: Path(out_dir) / name for k, name in OUTPUT_FILES.items() if holdout or k != "holdout"}
+def output_paths(out_dir: str | Path, holdout: bool, corpus: bool = True) -> dict[str, Path]:
+    """The files :func:`write_outputs` writes (``holdout.csv`` only with held-out data,
+    ``idf-corpus.txt`` only where the selection reads the data set's corpus)."""
+    return {k: Path(out_dir) / name for k, name in OUTPUT_FILES.items()
+            if (holdout or k != "holdout") and (corpus or k != "corpus")}
 
 
-def write_outputs(out_dir: str | Path, run: TuneRun, data: str, command: str | None = None) -> dict[str, Path]:
+def write_outputs(out_dir: str | Path, run: SearchRun, data: str, command: str | None = None) -> dict[str, Path]:
     """Write every output into ``out_dir`` as one set: each into a temporary file, and only once
     all are written are they renamed into place (an interrupted run leaves the earlier set whole)."""
-    paths = output_paths(out_dir, bool(run.holdout))
+    corpus = corpus_of(run)
+    paths = output_paths(out_dir, bool(run.holdout), corpus is not None)
     make_output_folder(out_dir)
     writers: dict[str, Callable[[Path], None]] = {
-        "best": lambda p: write_best(p, run),
+        "best": lambda p: write_best(p, run, paths.get("corpus")),
         "table": lambda p: p.write_text(markdown(run, data, command), encoding="utf-8"),
         "csv": lambda p: write_csv(p, run), "folds": lambda p: write_folds(p, run),
-        "chart": lambda p: write_chart(p, run), "holdout": lambda p: write_holdout(p, run)}
+        "chart": lambda p: write_chart(p, run), "holdout": lambda p: write_holdout(p, run),
+        "corpus": lambda p: p.write_text("".join(t + "\n" for t in (corpus.texts if corpus else ())),
+                                         encoding="utf-8")}
     with ExitStack() as stack:
         temporaries = {key: stack.enter_context(replacing(path)) for key, path in paths.items()}
         for key, tmp in temporaries.items():
@@ -182,4 +218,4 @@ def write_outputs(out_dir: str | Path, run: TuneRun, data: str, command: str | N
     return paths
 
 
-__all__ = ["OUTPUT_FILES", "markdown", "output_paths", "summary", "write_outputs"]
+__all__ = ["OUTPUT_FILES", "markdown", "output_paths", "ranking", "summary", "write_outputs"]

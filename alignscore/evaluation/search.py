@@ -1,25 +1,37 @@
-"""Composition search (``alignscore tune``): score every candidate of a space on the human
-judgments of several language pairs through one engine call, select by mean |Pearson r|, and
-estimate how the choice generalises by leave-one-language-pair-out cross-validation.
+"""Composition search (``alignscore tune``): which run of a space correlates best with human
+judgments, found within a time budget, with an honest estimate of how well the choice does on
+language pairs it never saw.
 
-For candidates ``k`` and language pairs ``l`` with ``R[k, l] = |r|`` (Pearson r of the
-composition's metric with the human scores of pair ``l``):
+For runs ``k`` and language pairs ``l``, ``R_k(S) = mean_l |r_kl(S_l)|``: the mean over the
+language pairs of the absolute Pearson r of the run's metric with the human scores, on the
+segments ``S_l`` of each pair.
 
-- selection: ``k* = argmax_k mean_l R[k, l]`` (ties: the first in space order);
-- fold ``l``: ``k_l = argmax_k mean_{m != l} R[k, m]`` (selected without pair ``l``), scored on
-  the left-out pair, ``R[k_l, l]``;
-- the cross-validated estimate is ``mean_l R[k_l, l]``: the |r| the whole procedure (search,
-  then select) gets on a language pair it never saw.
-
-Candidates whose correlation is undefined on some pair (constant scores) are never selected.
+- **Successive halving.** A schedule of levels scores more segments at each level
+  (``fractions``: shares of each pair's segments, the last 1: all of them, nested samples drawn
+  once with a seed) and keeps a share of the runs from one level to the next (``keep``): level
+  0 screens every run on a small sample, the last level scores the survivors on everything.
+  Scores on a sample are those of the engine on that sample (idf fitted on it), so a screen is
+  a noisy but paired comparison: every run sees the same segments. The full grid is the
+  schedule with one level.
+- **Selection.** The best ``R`` at the last level among the eligible runs (defined |r| on every
+  pair; with a challenge-set constraint, accurate enough); ties go to the first in space order.
+- **Nested cross-validation.** For each pair ``l``, the whole search runs on the other pairs and
+  its selection is scored on ``l``; the mean over ``l`` is the estimate of the procedure on an
+  unseen pair. Its 95% interval resamples the segments of every left-out pair (the same
+  resamples for every run compared). The published configurations the space names are scored
+  the same way: a single one as it is, a group (a table of a paper) by its best run on the other
+  pairs.
+- **Cost.** Every score is computed once and kept (:class:`Book`): the folds share the screens,
+  and each engine call encodes every text once for all the runs of an encoder.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,70 +40,122 @@ from ..config import RunSpec, build_all
 from ..engine import Pairs, score_groups
 from ..errors import ConfigError
 from ..scorer import Scorer
+from .challenge import ALL, Item, challenge_pairs, judge
 from .space import Candidate
-from .stats import pearson_rows, williams_matrix
+from .stats import flat_rows, pearson_rows, williams_matrix
 from .wmt import LangPair
 
-
-def aligner_runs(compositions: Sequence[Composition]) -> dict[tuple[str, str, str, str], Composition]:
-    """The distinct aligner runs the engine makes per set of pairs: one per (aggregator, token
-    roles, weighting, aligner); compositions that differ only in the output read share one."""
-    runs: dict[tuple[str, str, str, str], Composition] = {}
-    for c in compositions:
-        key = (c.aggregator.signature(), c.roles.signature(), c.weighting.signature(), c.aligner.signature())
-        runs.setdefault(key, c)
-    return runs
+MIN_SEGMENTS = 24  # the fewest segments of a pair a screen correlates on
 
 
-def by_encoder(scorers: Sequence[Scorer]) -> dict[int, list[int]]:
-    """Indices of ``scorers`` grouped by the encoder object they share (one encoding each)."""
-    groups: dict[int, list[int]] = {}
-    for i, scorer in enumerate(scorers):
-        groups.setdefault(id(scorer.encoder), []).append(i)
-    return groups
+# -- the schedule ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Schedule:
+    """Levels of successive halving: at level ``k`` the survivors are scored on ``fractions[k]``
+    of every language pair's segments (the last is 1), and ``keep`` of them (at least
+    ``min_keep``) go on to the next level."""
+
+    fractions: tuple[float, ...]
+    keep: float = 1.0
+    min_keep: int = 4
+
+    @classmethod
+    def halving(cls, eta: int, levels: int) -> "Schedule":
+        """``levels`` levels, each scoring ``eta`` times the segments of the one before and
+        keeping a ``1 / eta`` of its runs: every level costs about the same."""
+        return cls(tuple(float(eta) ** -(levels - 1 - k) for k in range(levels)), 1 / eta)
+
+    @property
+    def levels(self) -> int:
+        return len(self.fractions)
+
+    def survivors(self, n: int) -> list[int]:
+        """How many runs each level scores, starting from ``n``."""
+        out = [n]
+        for _ in self.fractions[1:]:
+            out.append(min(out[-1], max(self.min_keep, math.ceil(out[-1] * self.keep))))
+        return out
+
+    def __str__(self) -> str:
+        if self.levels == 1:
+            return "every run on every segment (the full grid)"
+        shares = ", ".join(f"{f:.3g}" for f in self.fractions)
+        return f"successive halving: {self.levels} levels on {shares} of the segments, keeping {self.keep:.3g}"
 
 
-def score_all(scorers: Sequence[Scorer], compositions: Sequence[Composition], lang_pairs: Sequence[LangPair],
-              progress: bool = False) -> list[list[np.ndarray]]:
-    """``out[k][l]``: the scores of composition ``k`` (its metric) on language pair ``l``; one
-    engine call per encoder, every language pair's texts encoded once."""
-    out: list[list[np.ndarray]] = [[] for _ in scorers]
-    pairs = [Pairs.from_pairs(lp.references, lp.candidates) for lp in lang_pairs]
-    for members in by_encoder(scorers).values():
-        first = scorers[members[0]]
-        runtime = replace(first.runtime, progress=progress)
-        results = score_groups(first.scoring_encoder(), pairs, [[compositions[k] for k in members]] * len(pairs),
-                               runtime)
-        for lp_results in results:
-            for k, res in zip(members, lp_results):
-                out[k].append(res.metrics[compositions[k].metric].double().numpy())
-    return out
+# cheapest last: the first that fits the budget is used
+SCHEDULES = (Schedule((1.0,)), Schedule.halving(3, 2), Schedule.halving(4, 2), Schedule.halving(3, 3),
+             Schedule.halving(4, 3))
 
 
-def estimate_seconds(scorers: Sequence[Scorer], compositions: Sequence[Composition],
-                     lang_pairs: Sequence[LangPair], sample: int = 32) -> float:
-    """Seconds that scoring every composition on every pair of ``lang_pairs`` will take on this
-    machine, measured: after a warm-up (the models load), the compositions score ``sample``
-    pairs of the first language pair, and the time grows with the number of pairs."""
-    first = lang_pairs[0]
-    n = min(sample, len(first))
-    warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
-    score_all(scorers, compositions, [warm])
-    probe = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
-                     first.human[-n:])
-    t = time.perf_counter()
-    score_all(scorers, compositions, [probe])
-    return (time.perf_counter() - t) * sum(len(lp) for lp in lang_pairs) / max(n, 1)
+def samples(n: int, fractions: Sequence[float], seed: int) -> list[np.ndarray]:
+    """Nested samples of ``range(n)``: level ``k`` takes the first ``ceil(fractions[k] * n)`` of
+    one seeded permutation (at least :data:`MIN_SEGMENTS`), in their original order."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [np.sort(order[:min(n, max(MIN_SEGMENTS, math.ceil(f * n)))]) for f in fractions]
 
 
+# -- the objective ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Objective:
+    """What is maximised: the mean |r| (``correlation``), plus ``weight`` times a challenge
+    set's accuracy on ``category`` (``correlation + 0.5 * accuracy[drop-function]``), or subject
+    to that accuracy being at least ``minimum`` (``correlation, accuracy[drop-function] >=
+    0.8``). A category is one of the set's, or ``all`` (every item that is not a control)."""
+
+    category: str | None = None
+    weight: float = 0.0
+    minimum: float | None = None
+
+    PATTERN = re.compile(r"^\s*correlation\s*(?:(?P<sep>[,+])\s*(?:(?P<weight>[0-9.eE+-]+)\s*\*\s*)?"
+                         r"accuracy\[(?P<cat>[^\]]+)\]\s*(?:>=\s*(?P<min>[0-9.eE+-]+))?\s*)?$")
+
+    @classmethod
+    def parse(cls, text: str) -> "Objective":
+        m = cls.PATTERN.match(text)
+        if m is None or (m["sep"] == "," and m["min"] is None) or (m["sep"] == "+" and m["min"] is not None) \
+                or (m["sep"] == "," and m["weight"] is not None):
+            raise ConfigError(f"--objective {text!r}: one of correlation, 'correlation + W * accuracy[CATEGORY]' "
+                              "or 'correlation, accuracy[CATEGORY] >= X'")
+        if m["sep"] is None:
+            return cls()
+        try:
+            weight = float(m["weight"]) if m["weight"] else 1.0
+            minimum = float(m["min"]) if m["min"] else None
+        except ValueError:
+            raise ConfigError(f"--objective {text!r}: cannot read its numbers") from None
+        if not math.isfinite(weight) or weight < 0 or (minimum is not None and not 0 <= minimum <= 1):
+            raise ConfigError(f"--objective {text!r}: the weight is a number >= 0 and the minimum accuracy in 0..1")
+        return cls(m["cat"].strip(), weight if m["sep"] == "+" else 0.0, minimum)
+
+    @property
+    def uses_challenge(self) -> bool:
+        return self.category is not None
+
+    def __str__(self) -> str:
+        if self.category is None:
+            return "correlation"
+        if self.minimum is not None:
+            return f"correlation, accuracy[{self.category}] >= {self.minimum:g}"
+        return f"correlation + {self.weight:g} * accuracy[{self.category}]"
+
+
+def accuracy(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, category: str) -> float:
+    """The share of the items of ``category`` (``all``: every one that is not a control) whose
+    good candidate scores above the bad one (a tie is a miss)."""
+    chosen = np.array([(not i.control) if category == ALL else i.category == category for i in items])
+    correct, _ = judge(good[chosen], bad[chosen])
+    return float(correct.mean())
+
+
+# -- runs and their scores ------------------------------------------------------------------------
 @dataclass
 class Entry:
-    """One composition on the dev data: its ``id``, a short ``label`` (the settings that vary in
-    the space), the ``values`` the space gave it, its compiled run (``spec``: what best.toml
-    writes), the resolved ``composition``, its ``signature``, its per-pair scores (``scores``,
-    one array per language pair, of ``composition.metric``) and Pearson ``r`` per language pair
-    (NaN where undefined). ``in_space`` is False for the reference (BERTScore's default) when
-    the space does not hold it: it is shown, never selected."""
+    """One run of the search: its ``id``, a short ``label`` (the options that vary in the
+    space), the sub-space it comes from, the ``values`` the space gave it, its compiled run
+    (``spec``: what best.toml writes), the resolved ``composition``, its ``signature``, the
+    published configurations it is (``published``, names from the space) and, with a challenge
+    set, its ``accuracy``."""
 
     id: str
     label: str
@@ -100,101 +164,302 @@ class Entry:
     spec: RunSpec
     composition: Composition
     signature: str
-    scores: list[np.ndarray] = field(default_factory=list, repr=False)
-    r: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    in_space: bool = True
-
-    @property
-    def abs_r(self) -> np.ndarray:
-        return np.abs(self.r)
-
-    @property
-    def average(self) -> float:
-        """Mean |r| over the language pairs (NaN if undefined on any)."""
-        return float(self.abs_r.mean()) if len(self.r) else math.nan
-
-
-@dataclass(frozen=True)
-class Fold:
-    """Fold ``lang_pair`` of the cross-validation: the candidate selected on the other pairs
-    (index into the entries), its |r| on the left-out pair, the reference's |r| there and the
-    one-sided Williams p-value that the selection beats the reference on that pair."""
-
-    lang_pair: str
-    selected: int
-    heldout: float
-    reference: float
-    williams_p: float
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """A language pair of the ``--holdout`` data: |r| of the selection and of the reference,
-    and the one-sided Williams p-value that the selection is better."""
-
-    lang_pair: str
-    n: int
-    selected: float
-    reference: float
-    williams_p: float
-
-
-def select(abs_r: np.ndarray, eligible: np.ndarray, columns: Sequence[int] | None = None) -> int:
-    """The row of ``abs_r [K, L]`` with the highest mean over ``columns`` (default: all) among
-    ``eligible [K]`` rows with a defined value in every column; ties go to the first row."""
-    cols = list(range(abs_r.shape[1])) if columns is None else list(columns)
-    means = abs_r[:, cols].mean(axis=1)
-    means = np.where(eligible & np.isfinite(means), means, -np.inf)
-    if not np.isfinite(means).any():
-        raise ConfigError("no candidate has a defined correlation on every language pair")
-    return int(np.argmax(means))
-
-
-def cross_validate(abs_r: np.ndarray, eligible: np.ndarray) -> list[tuple[int, float]]:
-    """Leave-one-column-out: for each column ``l``, ``(k_l, abs_r[k_l, l])`` with ``k_l``
-    selected (:func:`select`) on the other columns. Needs at least two columns."""
-    n = abs_r.shape[1]
-    if n < 2:
-        raise ConfigError("cross-validation leaves one language pair out: it needs at least two")
-    out = []
-    for left in range(n):
-        k = select(abs_r, eligible, [m for m in range(n) if m != left])
-        out.append((k, float(abs_r[k, left])))
-    return out
-
-
-def beats_p(selected: np.ndarray, reference: np.ndarray, human: np.ndarray) -> float:
-    """One-sided Williams p-value that ``selected`` correlates better (|r|) with ``human`` than
-    ``reference`` (:func:`~alignscore.evaluation.stats.williams_matrix`)."""
-    return float(williams_matrix(np.stack([selected, reference]), human)[0, 1])
+    published: list[str] = field(default_factory=list)
+    accuracy: float | None = None
 
 
 @dataclass
-class TuneRun:
-    """What :func:`tune` found: the ``entries`` (space order; the reference last when it is
-    not in the space), the ``best`` entry, the cross-validation ``folds`` and ``estimate``,
-    the ``reference`` entry (BERTScore's default composition), the ``holdout`` comparison and
-    the time per stage."""
+class Book:
+    """Every score computed so far: ``scores[(entry, pair, level)]`` is the entry's metric on
+    the level's sample of that pair's segments. :meth:`need` computes what is missing, one
+    engine call per level and encoder (each text encoded once for every run of that encoder)."""
+
+    entries: list[Entry]
+    scorers: list[Scorer]
+    lang_pairs: list[LangPair]
+    schedule: Schedule
+    seed: int = 0
+    progress: bool = False
+    scores: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)
+    aligned: list[int] = field(default_factory=list)  # per level: (run, segment) scores computed
+    _samples: list[list[np.ndarray]] = field(default_factory=list)
+    _r: dict[tuple[int, int, int], float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._samples = [samples(len(lp), self.schedule.fractions, self.seed + i) for i, lp in
+                         enumerate(self.lang_pairs)]
+        self.seconds = [0.0] * self.schedule.levels
+        self.aligned = [0] * self.schedule.levels
+
+    def sample(self, lp: int, level: int) -> np.ndarray:
+        return self._samples[lp][level]
+
+    def need(self, wanted: Iterable[tuple[int, int, int]]) -> None:
+        """Compute the scores of every ``(entry, pair, level)`` not computed yet."""
+        missing = sorted({w for w in wanted if w not in self.scores}, key=lambda w: (w[2], w[1], w[0]))
+        for level in sorted({w[2] for w in missing}):
+            t = time.perf_counter()
+            at = [w for w in missing if w[2] == level]
+            for members in _by_encoder(self.scorers, {e for e, _, _ in at}).values():
+                mine = [w for w in at if w[0] in members]
+                lps = sorted({l for _, l, _ in mine})
+                runs = [[e for e, l, _ in mine if l == lp] for lp in lps]
+                groups = []
+                for lp in lps:
+                    pair, idx = self.lang_pairs[lp], self.sample(lp, level)
+                    groups.append(Pairs.from_pairs([pair.references[i] for i in idx], [pair.candidates[i] for i in idx]))
+                first = self.scorers[members[0]]
+                results = score_groups(first.scoring_encoder(), groups,
+                                       [[self.entries[e].composition for e in es] for es in runs],
+                                       replace(first.runtime, progress=self.progress))
+                for lp, es, res in zip(lps, runs, results):
+                    for e, r in zip(es, res):
+                        self.scores[(e, lp, level)] = r.metrics[self.entries[e].composition.metric].double().numpy()
+                        self.aligned[level] += len(self.sample(lp, level))
+            self.seconds[level] += time.perf_counter() - t
+
+    def abs_r(self, entries: Sequence[int], lp: int, level: int) -> np.ndarray:
+        """|r| of each entry with the human scores on the level's sample of ``lp`` (NaN where
+        undefined: scores flat within rounding)."""
+        todo = [e for e in entries if (e, lp, level) not in self._r]
+        if todo:
+            block = np.stack([self.scores[(e, lp, level)] for e in todo])
+            human = self.lang_pairs[lp].human[self.sample(lp, level)]
+            rs = np.abs(pearson_rows(block, np.broadcast_to(human, block.shape)))
+            rs[flat_rows(block)] = np.nan
+            self._r.update({(e, lp, level): float(r) for e, r in zip(todo, rs)})
+        return np.array([self._r[(e, lp, level)] for e in entries])
+
+    def mean_abs_r(self, entries: Sequence[int], lps: Sequence[int], level: int) -> np.ndarray:
+        """Mean |r| over ``lps`` at ``level`` per entry (NaN where undefined on any)."""
+        self.need((e, l, level) for e in entries for l in lps)
+        return np.mean(np.stack([self.abs_r(entries, l, level) for l in lps]), axis=0)
+
+
+def _by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for i in sorted(chosen):
+        groups.setdefault(id(scorers[i].encoder), []).append(i)
+    return groups
+
+
+# -- the search ---------------------------------------------------------------------------------------
+@dataclass
+class Trace:
+    """One search: the ``ranking`` of the runs that reached the last level (best first, the
+    selection first; ineligible ones left out), the level each run reached and its value there."""
+
+    ranking: list[int]
+    reached: dict[int, int]
+    value: dict[int, float]
+
+    @property
+    def selected(self) -> int:
+        return self.ranking[0]
+
+
+def halve(book: Book, candidates: Sequence[int], lps: Sequence[int], objective: Objective = Objective()) -> Trace:
+    """Successive halving of ``candidates`` on the language pairs ``lps`` (the book's schedule)."""
+    entries = book.entries
+    alive = [e for e in candidates if objective.minimum is None or
+             (entries[e].accuracy is not None and entries[e].accuracy >= objective.minimum)]
+    if not alive:
+        raise ConfigError(f"no run of the space meets the objective's constraint ({objective})")
+    reached: dict[int, int] = {}
+    value: dict[int, float] = {}
+    last = book.schedule.levels - 1
+    for level in range(book.schedule.levels):
+        means = book.mean_abs_r(alive, lps, level)
+        bonus = np.array([objective.weight * (entries[e].accuracy or 0.0) for e in alive])
+        scores = means + bonus
+        for e, v in zip(alive, scores):
+            reached[e], value[e] = level, float(v)
+        order = [alive[i] for i in np.argsort(-np.where(np.isfinite(scores), scores, -np.inf), kind="stable")
+                 if math.isfinite(scores[i])]
+        if not order:
+            raise ConfigError("no run has a defined correlation on every language pair")
+        if level == last:
+            return Trace(order, reached, value)
+        alive = order[:book.schedule.survivors(len(order))[1]]
+    raise AssertionError("a schedule has at least one level")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A published configuration of the space: a single run, or a group of runs (a paper's
+    table) chosen by its best on the pairs a search sees."""
+
+    name: str
+    members: tuple[int, ...]
+
+    @property
+    def group(self) -> bool:
+        return len(self.members) > 1
+
+
+@dataclass
+class Fold:
+    """Fold ``lang_pair`` of the nested cross-validation: the run the search selected on the
+    other pairs, and each baseline's run (a group's best on the other pairs); ``abs_r`` their
+    |r| on the left-out pair (every segment)."""
+
+    lang_pair: str
+    selected: int
+    baselines: dict[str, int]
+    abs_r: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass
+class SearchRun:
+    """What :func:`search` found: the entries, the ``final`` search on every pair (its
+    selection is what best.toml holds), the nested cross-validation ``folds`` with the
+    ``estimate`` of each compared run (``"selected"`` and every baseline: mean held-out |r| with
+    a 95% bootstrap interval) and of the difference between the selection and each baseline,
+    the held-out data comparison, and what it cost."""
 
     model: str
     lang_pairs: list[LangPair]
     entries: list[Entry]
-    best: int
-    reference: int
-    folds: list[Fold]
-    estimate: float | None
-    holdout: list[HeldOut] = field(default_factory=list)
+    schedule: Schedule
+    objective: Objective
+    final: Trace
+    baselines: list[Baseline]
+    folds: list[Fold] = field(default_factory=list)
+    estimates: dict[str, Interval] = field(default_factory=dict)
+    gains: dict[str, Interval] = field(default_factory=dict)
+    holdout: list[Fold] = field(default_factory=list)
     holdout_source: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    estimated_seconds: float | None = None
+    mean_abs_r: dict[int, float] = field(default_factory=dict)
+    per_pair: dict[int, list[float]] = field(default_factory=dict)
 
     @property
-    def ranking(self) -> list[int]:
-        """Entry indices by mean |r|, best first (undefined last; ties in space order)."""
-        return sorted(range(len(self.entries)),
-                      key=lambda i: (-self.entries[i].average if math.isfinite(self.entries[i].average)
-                                     else math.inf, i))
+    def best(self) -> int:
+        return self.final.selected
 
 
+def baselines(entries: Sequence[Entry]) -> list[Baseline]:
+    """The published configurations the entries carry, in first-seen order: a name whose
+    entries share it (``Table 9: ...`` entries under their group ``Table 9``) is a group."""
+    groups: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        for name in e.published:
+            groups.setdefault(name, []).append(i)
+            if ": " in name:
+                groups.setdefault(name.split(": ", 1)[0], []).append(i)
+    return [Baseline(name, tuple(dict.fromkeys(members))) for name, members in groups.items()
+            if ": " not in name]
+
+
+def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[LangPair], schedule: Schedule,
+           objective: Objective = Objective(), holdout: Sequence[LangPair] = (), holdout_source: str | None = None,
+           resamples: int = 1000, seed: int = 0, progress: bool = False,
+           log: Callable[[str], None] | None = None) -> SearchRun:
+    """Nested cross-validation over the language pairs, then the search on every pair (see the
+    module's docstring)."""
+    say = log or (lambda _msg: None)
+    lang_pairs = list(lang_pairs)
+    t0 = time.perf_counter()
+    book = Book(entries, scorers, lang_pairs, schedule, seed, progress)
+    every = list(range(len(entries)))
+    lps = list(range(len(lang_pairs)))
+    base = baselines(entries)
+    last = schedule.levels - 1
+    # the screen of every run on every pair is shared by every fold: one engine call
+    book.need((e, l, 0) for e in every for l in lps)
+    say(f"level 1 of {schedule.levels}: {len(entries)} runs on {_segments(book, 0)} segments "
+        f"({book.seconds[0]:.0f} s)")
+    folds: list[Fold] = []
+    if len(lps) >= 2:
+        for held in lps:
+            train = [l for l in lps if l != held]
+            trace = halve(book, every, train, objective)
+            chosen = {"selected": trace.selected}
+            for b in base:
+                chosen[b.name] = b.members[0] if not b.group else _best(book, b.members, train, last)
+            book.need((e, held, last) for e in chosen.values())
+            rs = {name: float(book.abs_r([e], held, last)[0]) for name, e in chosen.items()}
+            folds.append(Fold(lang_pairs[held].name, trace.selected, {k: v for k, v in chosen.items()
+                                                                      if k != "selected"}, rs))
+            say(f"fold {lang_pairs[held].name}: selected {entries[trace.selected].id} "
+                f"({entries[trace.selected].label}), held-out |r| {rs['selected']:.3f}")
+    final = halve(book, every, lps, objective)
+    book.need((e, l, last) for e in [b.members[0] for b in base if not b.group] for l in lps)
+    run = SearchRun(", ".join(sorted({e.spec.encoder.model for e in entries})), lang_pairs, entries, schedule,
+                    objective, final, base, folds)
+    for e, level in final.reached.items():
+        run.mean_abs_r[e] = float(book.mean_abs_r([e], lps, level)[0])
+        run.per_pair[e] = [float(book.abs_r([e], l, level)[0]) for l in lps]
+    if folds:
+        run.estimates, run.gains = _intervals(book, folds, resamples, seed)
+    if holdout:
+        run.holdout, run.holdout_source = _held_out(entries, scorers, run, holdout), holdout_source
+    run.seconds = {**{f"level {k + 1}": s for k, s in enumerate(book.seconds)},
+                   "total": time.perf_counter() - t0}
+    return run
+
+
+def _segments(book: Book, level: int) -> int:
+    return sum(len(book.sample(l, level)) for l in range(len(book.lang_pairs)))
+
+
+def _best(book: Book, members: Sequence[int], lps: Sequence[int], level: int) -> int:
+    means = book.mean_abs_r(list(members), lps, level)
+    if not np.isfinite(means).any():
+        return members[0]
+    return int(members[int(np.nanargmax(means))])
+
+
+def _intervals(book: Book, folds: Sequence[Fold], resamples: int, seed: int
+               ) -> tuple[dict[str, Interval], dict[str, Interval]]:
+    """The mean held-out |r| of each compared run over the folds, with a 95% percentile
+    interval from resampling every left-out pair's segments (the same resamples for every run:
+    the differences are paired)."""
+    last = book.schedule.levels - 1
+    rng = np.random.default_rng(seed)
+    names = list(folds[0].abs_r)
+    boot = {name: np.zeros(resamples) for name in names}
+    for f in folds:
+        lp = next(i for i, p in enumerate(book.lang_pairs) if p.name == f.lang_pair)
+        human = book.lang_pairs[lp].human
+        idx = rng.integers(0, len(human), size=(resamples, len(human)))
+        chosen = {"selected": f.selected, **f.baselines}
+        for name in names:
+            x = book.scores[(chosen[name], lp, last)][idx]
+            boot[name] += np.abs(pearson_rows(x, human[idx])) / len(folds)
+    est = {name: float(np.mean([f.abs_r[name] for f in folds])) for name in names}
+    estimates = {n: Interval(est[n], *np.nanpercentile(boot[n], [2.5, 97.5]).tolist()) for n in names}
+    gains = {n: Interval(est["selected"] - est[n], *np.nanpercentile(boot["selected"] - boot[n], [2.5, 97.5]).tolist())
+             for n in names if n != "selected"}
+    return estimates, gains
+
+
+def _held_out(entries: Sequence[Entry], scorers: Sequence[Scorer], run: SearchRun,
+              holdout: Sequence[LangPair]) -> list[Fold]:
+    """The selection and every single baseline (a group: its best on the search's pairs) on
+    every segment of the held-out pairs."""
+    chosen = {"selected": run.best}
+    for b in run.baselines:
+        chosen[b.name] = b.members[0] if not b.group else max(
+            b.members, key=lambda e: run.mean_abs_r.get(e, -math.inf) if math.isfinite(run.mean_abs_r.get(e, -1))
+            else -math.inf)
+    book = Book(list(entries), list(scorers), list(holdout), Schedule((1.0,)))
+    book.need((e, l, 0) for e in chosen.values() for l in range(len(holdout)))
+    return [Fold(lp.name, run.best, {k: v for k, v in chosen.items() if k != "selected"},
+                 {name: float(book.abs_r([e], l, 0)[0]) for name, e in chosen.items()})
+            for l, lp in enumerate(holdout)]
+
+
+# -- preparing and budgeting --------------------------------------------------------------------------
 def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> list[str]:
     """A short label per candidate: its values of the options whose value varies in the space
     (the layer as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``)."""
@@ -214,83 +479,104 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def prepare(candidates: Sequence[Candidate], reference: RunSpec) -> tuple[list[Entry], int, list[Scorer]]:
-    """The entries of the search (one per distinct signature, space order), the index of the
-    reference run (appended when the space does not hold it) and a scorer per entry (one
-    encoder per encoder spec); every run is checked against its model here, before any
-    encoding."""
-    scorers = build_all([c.spec for c in candidates] + [reference])
+def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = {}) -> tuple[list[Entry], list[Scorer]]:
+    """The entries of the search, one per distinct signature in space order (a published
+    configuration the space does not hold is added at the end; one it holds is marked), and a
+    scorer per entry (one encoder per encoder spec); every run is checked against its model
+    here, before any encoding."""
+    names = list(published)
+    scorers = build_all([c.spec for c in candidates] + [published[n] for n in names])
     resolved = [s.resolved() for s in scorers]
     entries: list[Entry] = []
     kept: list[Scorer] = []
     seen: dict[str, int] = {}
-    for cand, scorer, comp, label in zip(candidates, scorers, resolved, labels(candidates, resolved[:-1])):
-        sig = str(comp.signature(scorer.encoder))
-        if sig in seen:
-            continue
-        seen[sig] = len(entries)
-        entries.append(Entry(f"c{len(entries) + 1:03d}", label, cand.subspace, dict(cand.values), cand.spec, comp, sig))
-        kept.append(scorer)
-    ref_sig = str(resolved[-1].signature(scorers[-1].encoder))
-    if ref_sig in seen:
-        return entries, seen[ref_sig], kept
-    entries.append(Entry("ref", "the reference (not in the space)", "-", {}, reference, resolved[-1], ref_sig,
-                         in_space=False))
-    return entries, len(entries) - 1, kept + [scorers[-1]]
+    items = [(c.values, c.subspace, c.spec) for c in candidates] + [({}, "published", published[n]) for n in names]
+    shown = labels(candidates, resolved[:len(candidates)]) + names
+    for k, ((values, subspace, spec), scorer, comp, label) in enumerate(zip(items, scorers, resolved, shown)):
+        # the same numbers: a default layer and the same layer given are one run
+        sig = str(replace(comp, default_of=None).signature(scorer.encoder))
+        if sig not in seen:
+            seen[sig] = len(entries)
+            entries.append(Entry(f"c{len(entries) + 1:03d}", label, subspace, dict(values), spec, comp, sig))
+            kept.append(scorer)
+        if k >= len(candidates):
+            entries[seen[sig]].published.append(names[k - len(candidates)])
+    return entries, kept
 
 
-def tune(entries: list[Entry], ref_index: int, scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
-         holdout: Sequence[LangPair] = (), holdout_source: str | None = None, progress: bool = False,
-         log: Callable[[str], None] | None = None) -> TuneRun:
-    """Score every entry (:func:`prepare`) on every language pair (one engine call per
-    encoder), select, cross-validate, and with ``holdout`` pairs score the selection and the
-    reference on them."""
-    say = log or (lambda _msg: None)
-    lang_pairs = list(lang_pairs)
-    seconds: dict[str, float] = {}
-    compositions = [e.composition for e in entries]
+def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], items: Sequence[Item],
+                       category: str) -> None:
+    """Set each entry's ``accuracy`` on the challenge items of ``category`` (its primary metric,
+    every distinct pair scored once, one engine call per encoder)."""
+    if category != ALL and category not in {i.category for i in items}:
+        raise ConfigError(f"the challenge set has no category {category!r} (it has: "
+                          f"{', '.join(sorted({i.category for i in items}))}, and all)")
+    pairs = challenge_pairs(items)
+    where = {pair: k for k, pair in enumerate(pairs)}
+    good = np.array([where[(i.good, i.refs)] for i in items])
+    bad = np.array([where[(i.bad, i.refs)] for i in items])
+    texts = Pairs.from_groups([c for c, _ in pairs], [list(r) for _, r in pairs])
+    for members in _by_encoder(scorers, range(len(entries))).values():
+        first = scorers[members[0]]
+        (results,) = score_groups(first.scoring_encoder(), [texts], [[entries[e].composition for e in members]],
+                                  first.runtime)
+        for e, r in zip(members, results):
+            comp = entries[e].composition
+            values = scorers[e].reduce(comp, texts, r)[comp.metric].double().numpy()  # as Scorer.score reduces
+            entries[e].accuracy = accuracy(items, values[good], values[bad], category)
+
+
+def estimate_seconds(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
+                     schedule: Schedule, probe: int = 64, folds_overlap: float = 1.5) -> float:
+    """Seconds the search will take on this machine, measured: every run scores ``probe`` pairs
+    of the first language pair (after a warm-up that loads the models), and the time grows with
+    the number of (run, segment) scores the schedule computes; beyond the screen, the folds'
+    survivors are taken to overlap by ``folds_overlap`` times one search's."""
+    first = lang_pairs[0]
+    n = min(probe, len(first))
+    warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
+    probe_pair = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
+                          first.human[-n:])
+    Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in range(len(entries)))
     t = time.perf_counter()
-    say(f"scoring {len(compositions)} composition(s) ({len(aligner_runs(compositions))} aligner runs per "
-        f"language pair) on {len(lang_pairs)} language pair(s), one encoding per encoder")
-    scores = score_all(scorers, compositions, lang_pairs, progress)
-    seconds["score"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    for l, lp in enumerate(lang_pairs):
-        block = np.stack([scores[k][l] for k in range(len(entries))])
-        rs = pearson_rows(block, np.broadcast_to(lp.human, block.shape))
-        for e, row, r in zip(entries, block, rs):
-            e.scores.append(row)
-            e.r = np.append(e.r, r)
-    abs_r = np.stack([e.abs_r for e in entries])
-    # a composition whose correlation is undefined on any pair is never selected, in any fold
-    eligible = np.array([e.in_space for e in entries]) & np.isfinite(abs_r).all(axis=1)
-    best = select(abs_r, eligible)
-    folds: list[Fold] = []
-    estimate = None
-    if len(lang_pairs) >= 2:
-        for l, (k, held) in enumerate(cross_validate(abs_r, eligible)):
-            lp = lang_pairs[l]
-            p = beats_p(entries[k].scores[l], entries[ref_index].scores[l], lp.human)
-            folds.append(Fold(lp.name, k, held, float(abs_r[ref_index, l]), p))
-        estimate = float(np.mean([f.heldout for f in folds]))
-    seconds["meta-evaluate"] = time.perf_counter() - t
-
-    models = sorted({e.spec.encoder.model for e in entries})
-    run = TuneRun(", ".join(models), lang_pairs, entries, best, ref_index, folds, estimate, seconds=seconds)
-    if holdout:
-        t = time.perf_counter()
-        say(f"held-out data: the selection and the reference on {len(holdout)} language pair(s)")
-        chosen = [best, ref_index]
-        held = score_all([scorers[k] for k in chosen], [compositions[k] for k in chosen], holdout, progress)
-        for l, lp in enumerate(holdout):
-            a, b = held[0][l], held[1][l]
-            ra, rb = np.abs(pearson_rows(np.stack([a, b]), np.stack([lp.human, lp.human])))
-            run.holdout.append(HeldOut(lp.name, len(lp), float(ra), float(rb), beats_p(a, b, lp.human)))
-        run.holdout_source = holdout_source
-        seconds["holdout"] = time.perf_counter() - t
-    return run
+    Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in range(len(entries)))
+    per_score = (time.perf_counter() - t) / (n * len(entries))
+    return per_score * planned_scores(len(entries), [len(lp) for lp in lang_pairs], schedule, folds_overlap)
 
 
-__all__ = ["Entry", "Fold", "HeldOut", "TuneRun", "aligner_runs", "beats_p", "by_encoder", "cross_validate",
-           "estimate_seconds", "labels", "prepare", "score_all", "select", "tune"]
+def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
+    """How many (run, segment) scores a search with nested cross-validation computes (about)."""
+    total = 0.0
+    counts = schedule.survivors(runs)
+    for level, (count, fraction) in enumerate(zip(counts, schedule.fractions)):
+        segments = sum(min(n, max(MIN_SEGMENTS, math.ceil(fraction * n))) for n in sizes)
+        total += (count if level == 0 else min(runs, count * folds_overlap)) * segments
+    return total
+
+
+def plan(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair], budget_s: float,
+         probe: int = 64) -> tuple[Schedule, float]:
+    """The schedule that scores the most segments within ``budget_s`` seconds (the full grid
+    when it fits), and its estimated time; ConfigError where even the cheapest does not fit."""
+    per = estimate_seconds(entries, scorers, lang_pairs, SCHEDULES[0], probe) / planned_scores(
+        len(entries), [len(lp) for lp in lang_pairs], SCHEDULES[0])
+    sizes = [len(lp) for lp in lang_pairs]
+    for schedule in SCHEDULES:
+        seconds = per * planned_scores(len(entries), sizes, schedule)
+        if seconds <= budget_s:
+            return schedule, seconds
+    cheapest = per * planned_scores(len(entries), sizes, SCHEDULES[-1])
+    raise ConfigError(f"the search does not fit --budget {budget_s / 60:g} min: {len(entries)} runs take about "
+                      f"{cheapest / 60:.1f} min even with {SCHEDULES[-1]}, measured here; narrow the space or "
+                      "raise --budget")
+
+
+def beats_p(selected: np.ndarray, reference: np.ndarray, human: np.ndarray) -> float:
+    """One-sided Williams p-value that ``selected`` correlates better (|r|) with ``human`` than
+    ``reference`` (:func:`~alignscore.evaluation.stats.williams_matrix`)."""
+    return float(williams_matrix(np.stack([selected, reference]), human)[0, 1])
+
+
+__all__ = ["Baseline", "Book", "Entry", "Fold", "Interval", "Objective", "SCHEDULES", "Schedule", "SearchRun",
+           "Trace", "baselines", "challenge_accuracy", "estimate_seconds", "halve", "labels", "plan",
+           "planned_scores", "prepare", "samples", "search"]

@@ -22,11 +22,19 @@ A space is a product of lists, one list per option (the names every way in uses:
     weighting = "none"
     sep = true
 
+    [[published]]                           # a published configuration: one run, named
+    name = "MoverScore v2"                  # "Group: name" puts it in a group (a paper's table)
+    layer = -1
+    weighting = "idf-S"
+    ...
+
 Without ``[[subspace]]`` tables the space is the product of the shared lists. A choice may be a
 part's table (its name and settings: several options at once). Each candidate is a source of
 the one compiler, above the command's own options: what the space chooses replaces what the
 command says, and an option a candidate does not give takes the command's value or the
-default. Candidates that come out the same (same signature) are kept once.
+default. Candidates that come out the same (same signature) are kept once. The published
+configurations are runs too, searched with the others and marked on the leaderboard; the
+search reports how each compares on language pairs it never saw (a group: by its best run).
 """
 
 from __future__ import annotations
@@ -71,6 +79,7 @@ class Space:
     path: str
     base_dir: Path | None
     lines: Mapping[tuple[Any, ...], int]
+    published: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
     def choices(self) -> list[tuple[str, int | None, dict[str, tuple[Any, ...]]]]:
         """``(subspace name, its index or None, choices)`` of each product."""
@@ -103,8 +112,10 @@ class Space:
                 out.append((name, values, paths))
         return out
 
-    def candidates(self, flags: Sequence[Source] = (), limit: int | None = None) -> list[Candidate]:
-        """Every candidate compiled above the command's options ``flags`` (nothing encoded).
+    def candidates(self, flags: Sequence[Source] = (), limit: int | None = None,
+                   data: Mapping[str, Any] | None = None) -> list[Candidate]:
+        """Every candidate compiled above the command's options ``flags`` (nothing encoded);
+        ``data``: settings the data provide where a run's part takes them (an idf-L corpus).
 
         Raises:
             ConfigError: more than ``limit`` runs, or a run that does not compile (naming
@@ -117,9 +128,18 @@ class Space:
         out = []
         for name, values, paths in self.mappings():
             source = self._source(values, paths)
-            out.append(Candidate(values, name, source, compile_run([*flags, source])))
+            out.append(Candidate(values, name, source, compile_run([*flags, source], data)))
         if not out:
             raise ConfigError(f"{self.path}: every run of the space is excluded")
+        return out
+
+    def published_runs(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None
+                       ) -> dict[str, RunSpec]:
+        """The published configurations, each compiled above the command's options."""
+        out = {}
+        for i, (name, values) in enumerate(self.published):
+            source = self._source(values, {k: ("published", i, k) for k in values})
+            out[name] = compile_run([*flags, source], data)
         return out
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
@@ -150,7 +170,7 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
         line = line_of(lines, p)
         return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
 
-    shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude")}, (), label)
+    shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude", "published")}, (), label)
     subs = data.get("subspace", [])
     if not isinstance(subs, list) or not all(isinstance(s, dict) for s in subs):
         raise ConfigError(f"{label(('subspace',))}: expected [[subspace]] tables")
@@ -165,7 +185,18 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
     excludes = data.get("exclude", [])
     if not isinstance(excludes, list) or not all(isinstance(e, dict) and e for e in excludes):
         raise ConfigError(f"{label(('exclude',))}: expected [[exclude]] tables of option = value")
-    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines)
+    published = data.get("published", [])
+    if not isinstance(published, list) or not all(isinstance(p, dict) for p in published):
+        raise ConfigError(f"{label(('published',))}: expected [[published]] tables of name and options")
+    points = []
+    for i, point in enumerate(published):
+        name = point.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{label(('published', i))}: a published configuration needs a `name`")
+        points.append((name, {k: v for k, v in point.items() if k != "name"}))
+    if len({n for n, _ in points}) != len(points):
+        raise ConfigError(f"{path}: published names must be unique")
+    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines, tuple(points))
 
 
 def load_space(path: str | Path | None = None) -> Space:
@@ -174,7 +205,7 @@ def load_space(path: str | Path | None = None) -> Space:
         ref = resources.files("alignscore.evaluation") / "spaces" / DEFAULT_SPACE
         with resources.as_file(ref) as p:
             data, lines = load_toml(p)
-            return parse_space(data, f"default space ({DEFAULT_SPACE})", None, lines)
+            return parse_space(data, f"default space ({DEFAULT_SPACE})", Path(p).resolve().parent, lines)
     data, lines = load_toml(path)
     return parse_space(data, str(path), Path(path).resolve().parent, lines)
 
