@@ -36,6 +36,7 @@ from ..errors import ConfigError, InputError, describe
 from ..config import run_spec
 from ..scorer import Scorer
 from ..scores import Scores
+from ..signature import Signature
 from ..config import RunSpec, build
 from ..stream import count_texts, frozen_weighting, with_weighting
 from ..weighting.base import Weighting, WeightState
@@ -71,7 +72,7 @@ class Job:
     ref: str
     several: bool
     metrics: tuple[str, ...]
-    signature: str
+    signature: Signature
 
     def scorer(self) -> Scorer:
         return with_weighting(build(self.spec), self.weighting)
@@ -96,7 +97,7 @@ class ScoreBatches:
             batch = batch.append_column(name, pa.array(scores.metrics[name].numpy()))
         if job.several:
             batch = batch.append_column(BEST_REF, pa.array(scores.best_reference.numpy()))
-        return batch.append_column(SIGNATURE, pa.array([scores.signature] * len(cands), pa.string()))
+        return batch.append_column(SIGNATURE, pa.array([str(scores.signature)] * len(cands), pa.string()))
 
 
 def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref", concurrency: int = 1,

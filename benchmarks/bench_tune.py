@@ -1,0 +1,164 @@
+"""``alignscore tune`` on WMT16 (all six to-English pairs, 3,360 segments) with the packaged space:
+the full grid against successive halving, side by side in one process, and how each search's
+selection does on language pairs it never saw against the published configurations.
+
+- ``full``: every run of the space on every segment (``Schedule((1.0,))``), with nested
+  leave-one-language-pair-out cross-validation (the folds reuse the grid's scores);
+- ``halving``: the schedule given (``--eta``, ``--levels``), with its own book of scores (nothing
+  shared with the full grid but the loaded model), and the time it was estimated to take before
+  it ran (:func:`~alignscore.evaluation.search.estimate_seconds`, a probe of 64 pairs).
+
+Reported: each search's time, the ratio, the estimate's error, each selection's mean |r| on all
+segments of the six pairs and the difference between the two selections with a 95% interval
+(resampling the segments of every pair: is the halving's selection within the full grid's
+best?); and, per search, the nested cross-validated |r| of the selection, of BERTScore's default,
+MoverScore v2 and the other published configurations (groups by their best on the other pairs),
+with 95% intervals and the selection's gain over each.
+
+    python benchmarks/bench_tune.py --model all-MiniLM-L6-v2 --full --record
+    python benchmarks/bench_tune.py --model benchmarks/models/all-mpnet-base-v2 --record
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import REPO, WMT16, machine  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="all-MiniLM-L6-v2")
+    ap.add_argument("--full", action="store_true", help="also the full grid (side by side)")
+    ap.add_argument("--eta", type=int, default=4)
+    ap.add_argument("--levels", type=int, default=2)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
+    ap.add_argument("--note", default="")
+    args = ap.parse_args()
+
+    from alignscore.cli.tune import data_corpus
+    from alignscore.config import build
+    from alignscore.config.compile import sources_of
+    from alignscore.evaluation.search import Book, Schedule, estimate_seconds, prepare, search
+    from alignscore.evaluation.space import load_space
+    from alignscore.evaluation.stats import pearson_rows
+    from alignscore.evaluation.wmt import load_daseg
+
+    pairs = load_daseg(WMT16)
+    corpus = {"idf_corpus": data_corpus(str(WMT16), None, pairs)}
+    flags = sources_of({"model": args.model}, style="flag")
+    space = load_space()
+    published = {}
+    for name, spec in space.published_runs(flags, corpus).items():
+        try:
+            build(spec)
+            published[name] = spec
+        except Exception as exc:  # noqa: BLE001 - a configuration this model cannot run
+            print(f"{name}: left out ({exc})")
+    entries, scorers = prepare(space.candidates(flags, data=corpus), published)
+    halving = Schedule.halving(args.eta, args.levels)
+    print(f"{len(entries)} runs, {sum(len(lp) for lp in pairs)} segments; {halving}", flush=True)
+
+    t = time.perf_counter()
+    estimate = estimate_seconds(entries, scorers, pairs, halving)
+    probe = time.perf_counter() - t
+    full_estimate = estimate_seconds(entries, scorers, pairs, Schedule((1.0,))) if args.full else None
+    say = lambda msg: print(f"  {msg}", flush=True)  # noqa: E731
+    runs = {}
+    if args.full:
+        t = time.perf_counter()
+        runs["full grid"] = (search(entries, scorers, pairs, Schedule((1.0,)), resamples=args.resamples, log=say),
+                             time.perf_counter() - t, full_estimate)
+        print(f"full grid: {runs['full grid'][1]:.0f} s", flush=True)
+    t = time.perf_counter()
+    runs["halving"] = (search(entries, scorers, pairs, halving, resamples=args.resamples, log=say),
+                       time.perf_counter() - t, estimate)
+    print(f"halving: {runs['halving'][1]:.0f} s (estimated {estimate:.0f} s)", flush=True)
+
+    lines = [f"### {dt.date.today().isoformat()}: {Path(args.model).name}, WMT16 (6 pairs, 3,360 segments), "
+             f"packaged space ({len(entries)} runs)", ""]
+    m = machine()
+    lines += [f"Machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, transformers "
+              f"{m['transformers']}, POT {m['POT']}. Command: `python "
+              f"benchmarks/bench_tune.py {shlex.join(sys.argv[1:])}`. Probe for the estimates: {probe:.0f} s. "
+              f"{args.note}".rstrip(), ""]
+    lines += ["| search | (run, segment) scores | estimated | took | took / estimated | selection | its mean \\|r\\| |",
+              "|---|---:|---:|---:|---:|---|---:|"]
+    full_book = None
+    for name, (run, took, est) in runs.items():
+        best = run.entries[run.best]
+        lines.append(f"| {name}: {run.schedule} | {_scores(run)} | {est / 60:.1f} min | {took / 60:.1f} min | "
+                     f"{took / est:.2f} | {best.id} ({best.label}) | {run.mean_abs_r[run.best]:.4f} |")
+    if args.full:
+        full, halved = runs["full grid"][0], runs["halving"][0]
+        full_book = Book(entries, scorers, pairs, Schedule((1.0,)))
+        a, b = full.best, halved.best
+        diff, low, high = _paired_gap(full_book, a, b, args.resamples, pearson_rows)
+        rank = sorted(full.mean_abs_r, key=lambda e: -full.mean_abs_r[e]).index(b) + 1
+        lines += ["", f"Time: the halving took {runs['halving'][1] / runs['full grid'][1]:.2f} of the full grid's. "
+                      f"The halving's selection is the full grid's rank {rank} of {len(entries)}; the full grid's best "
+                      f"minus it, mean |r| over the six pairs on every segment: {diff:+.4f} [{low:+.4f}, {high:+.4f}] "
+                      f"(95%, resampling every pair's segments)."]
+    for name, (run, _, _) in runs.items():
+        lines += ["", f"Nested cross-validation ({name}): mean |r| on the left-out pair, 95% intervals; a group "
+                      "by its best run on the other five pairs.", "",
+                  "| run | held-out \\|r\\| | 95% interval | selection minus it | 95% interval |", "|---|---:|---|---:|---|"]
+        for key, est in run.estimates.items():
+            gain = run.gains.get(key)
+            lines.append(f"| {'the search' if key == 'selected' else key} | {est.estimate:.4f} | "
+                         f"[{est.low:.4f}, {est.high:.4f}] | " +
+                         (f"{gain.estimate:+.4f} | [{gain.low:+.4f}, {gain.high:+.4f}] |" if gain else "| |"))
+        lines += ["", "Folds: " + "; ".join(f"{f.lang_pair} {run.entries[f.selected].id} "
+                                            f"({run.entries[f.selected].label}) {f.abs_r['selected']:.4f}"
+                                            for f in run.folds)]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.record:
+        results = REPO / "benchmarks" / "RESULTS.md"
+        body = results.read_text(encoding="utf-8")
+        head = "## tune: the search over every published configuration\n"
+        if head not in body:
+            body += "\n" + head + "\n"
+        results.write_text(body.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+
+
+def _scores(run) -> str:  # noqa: ANN001
+    sizes = [len(lp) for lp in run.lang_pairs]
+    from alignscore.evaluation.search import planned_scores
+
+    return f"{planned_scores(len(run.entries), sizes, run.schedule):,.0f} planned"
+
+
+def _paired_gap(book, a: int, b: int, resamples: int, pearson_rows) -> tuple[float, float, float]:  # noqa: ANN001
+    """Mean |r| over the pairs of ``a`` minus ``b`` on every segment, and a 95% percentile
+    interval from resampling each pair's segments (the same resamples for both)."""
+    lps = range(len(book.lang_pairs))
+    book.need((e, l, 0) for e in (a, b) for l in lps)
+    rng = np.random.default_rng(0)
+    gaps = np.zeros(resamples)
+    observed = 0.0
+    for l in lps:
+        human = book.lang_pairs[l].human
+        x = np.stack([book.scores[(a, l, 0)], book.scores[(b, l, 0)]])
+        r = np.abs(pearson_rows(x, np.stack([human, human])))
+        observed += float(r[0] - r[1])
+        idx = rng.integers(0, len(human), size=(resamples, len(human)))
+        ra = np.abs(pearson_rows(x[0][idx], human[idx]))
+        rb = np.abs(pearson_rows(x[1][idx], human[idx]))
+        gaps += ra - rb
+    n = len(book.lang_pairs)
+    return observed / n, *(np.percentile(gaps / n, [2.5, 97.5]).tolist())
+
+
+if __name__ == "__main__":
+    main()
