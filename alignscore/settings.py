@@ -309,5 +309,5 @@ def float_list(value: Any, what: str = "") -> tuple[float, ...]:
         raise ConfigError(f"{named}cannot read {value!r} as numbers") from None
 
 
-__all__ = ["Declaration", "RequirementError", "Setting", "SettingError", "check_settings", "declaration", "float_list", "hints",
-           "int_list", "setting", "settings_of"]
+__all__ = ["Declaration", "RequirementError", "Setting", "SettingError", "check_settings", "declaration",
+           "float_list", "hints", "int_list", "setting", "settings_of"]

@@ -6,7 +6,7 @@ selection does on language pairs it never saw against the published configuratio
   leave-one-language-pair-out cross-validation (the folds reuse the grid's scores);
 - ``halving``: the schedule given (``--eta``, ``--levels``), with its own book of scores (nothing
   shared with the full grid but the loaded model), and the time it was estimated to take before
-  it ran (:func:`~alignscore.evaluation.search.estimate_seconds`, a probe of 64 pairs).
+  it ran (:func:`~alignscore.evaluation.search.measure`: a probe of 64 pairs).
 
 Reported: each search's time, the ratio, the estimate's error, each selection's mean |r| on all
 segments of the six pairs and the difference between the two selections with a 95% interval
@@ -49,7 +49,7 @@ def main() -> None:
     from alignscore.cli.tune import data_corpus
     from alignscore.config import build
     from alignscore.config.compile import sources_of
-    from alignscore.evaluation.search import Book, Schedule, estimate_seconds, prepare, search
+    from alignscore.evaluation.search import Book, Schedule, measure, prepare, search
     from alignscore.evaluation.space import load_space
     from alignscore.evaluation.stats import pearson_rows
     from alignscore.evaluation.wmt import load_daseg
@@ -70,9 +70,11 @@ def main() -> None:
     print(f"{len(entries)} runs, {sum(len(lp) for lp in pairs)} segments; {halving}", flush=True)
 
     t = time.perf_counter()
-    estimate = estimate_seconds(entries, scorers, pairs, halving)
+    cost = measure(entries, scorers, pairs)
     probe = time.perf_counter() - t
-    full_estimate = estimate_seconds(entries, scorers, pairs, Schedule((1.0,))) if args.full else None
+    sizes = [len(lp) for lp in pairs]
+    estimate = cost.seconds(len(entries), sizes, halving)
+    full_estimate = cost.seconds(len(entries), sizes, Schedule((1.0,)))
     say = lambda msg: print(f"  {msg}", flush=True)  # noqa: E731
     runs = {}
     if args.full:

@@ -247,6 +247,23 @@ def test_every_module_imports_alone():
         importlib.import_module(module)
 
 
+def test_the_engine_and_the_parts_import_no_configuration_module():
+    """The engine, the scorer and every part are built parts: nothing they import, directly or
+    through another module (the root package's own __init__ aside), is in alignscore.config."""
+    paths = {m: REPO / (m.replace(".", "/") + ".py") for m in _modules()}
+    paths = {m: p if p.is_file() else p.with_suffix("") / "__init__.py" for m, p in paths.items()}
+    graph = {m: _imports(m, p, set(paths)) - {"alignscore"} for m, p in paths.items()}
+    for start in ("alignscore.engine", "alignscore.scorer", "alignscore.composition", "alignscore.aggregators",
+                  "alignscore.aligners", "alignscore.weighting", "alignscore.filters", "alignscore.encoders"):
+        seen, todo = set(), [start]
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo += graph[module]
+        assert not {m for m in seen if m.startswith("alignscore.config")}, start
+
+
 PLUGIN = '''
 """An aligner from outside alignscore: the share of candidate tokens whose best match is above 0.5."""
 from dataclasses import dataclass

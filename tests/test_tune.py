@@ -21,8 +21,8 @@ from alignscore.config.compile import sources_of
 from alignscore.errors import ConfigError
 from alignscore.encoders.static import split_words
 from alignscore.evaluation.challenge import Item
-from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Objective, Schedule, baselines, challenge_accuracy,
-                                          halve, planned_scores, prepare, samples, search)
+from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Cost, Objective, Schedule, baselines,
+                                          challenge_accuracy, halve, plan, planned_scores, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import load_daseg
@@ -187,6 +187,13 @@ def test_schedules_and_nested_samples() -> None:
     assert len(samples(50, (0.1, 1.0), seed=0)[0]) == MIN_SEGMENTS
     # a search with nested cross-validation scores the screen once, then the survivors (x1.5 for the folds)
     assert planned_scores(100, [300, 300], Schedule.halving(3, 2)) == 100 * 200 + 34 * 1.5 * 600
+    cost = Cost(per_text=0.01, per_score=0.001)
+    assert cost.seconds(100, [300, 300], Schedule.halving(3, 2)) == pytest.approx(
+        0.01 * 2 * (200 + 600) + 0.001 * (100 * 200 + 34 * 1.5 * 600))
+    assert plan(cost, 100, [300, 300], 1e9) == (Schedule((1.0,)), cost.seconds(100, [300, 300], Schedule((1.0,))))
+    assert plan(cost, 100, [300, 300], 55)[0] == Schedule.halving(4, 2)
+    with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):
+        plan(cost, 100, [300, 300], 0.6)
 
 
 @pytest.mark.parametrize("text, want", [

@@ -8,7 +8,6 @@ import numpy as np
 import torch
 
 from .._ops import unit
-from ..errors import ConfigError
 
 SENTENCE = "sentence"
 

@@ -13,7 +13,7 @@ from ..config import build
 from ..errors import ConfigError
 from ..evaluation.challenge import read_items
 from ..evaluation.leaderboard import OUTPUT_FILES, output_paths, summary, write_outputs
-from ..evaluation.search import Objective, challenge_accuracy, plan, prepare, search
+from ..evaluation.search import Objective, challenge_accuracy, measure, plan, prepare, search
 from ..evaluation.space import load_space
 from ..evaluation.wmt import LangPair, load_daseg
 from ..textio import check_output_folder
@@ -97,7 +97,7 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category))
-    schedule, estimate = plan(entries, scorers, pairs, budget * 60)
+    schedule, estimate = plan(measure(entries, scorers, pairs), len(entries), [len(lp) for lp in pairs], budget * 60)
     say(f"{parsed.path}: {len(entries)} runs x {sum(len(lp) for lp in pairs)} segments; {schedule}; about "
         f"{estimate / 60:.1f} min (measured here)")
     run = search(entries, scorers, pairs, schedule, wanted, held, holdout, bootstrap, seed, not quiet, say)

@@ -194,7 +194,8 @@ def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
     if isinstance(value, Mapping):
         name = value.get("name")
         if not isinstance(name, str):
-            raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, not {value!r}")
+            raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
+                              f"not {value!r}")
         _known(registry, name, label(path + ("name",)))
         takes, older = part_settings(stage, name), part_aliases(stage, name)
         out: dict[str, tuple[Any, str]] = {}
@@ -420,7 +421,8 @@ def _merge_filters(out: Merged, given: dict[str, Given], src: Source, rank: int)
         for name, settings in items:
             labels = src.filter_labels.get(name, {})
             out.filters[name] = (Given(name, given["filters"].label, rank),
-                                 {k: Given(v, labels.get(k, given["filters"].label), rank) for k, v in settings.items()})
+                                 {k: Given(v, labels.get(k, given["filters"].label), rank)
+                                  for k, v in settings.items()})
     flat = {k: g for k, g in given.items() if table[k].group == "filter"}
     if not flat:
         return

@@ -18,7 +18,7 @@ Older names stay readable where a field declares them as ``aliases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 

@@ -92,7 +92,7 @@ def samples(n: int, fractions: Sequence[float], seed: int) -> list[np.ndarray]:
     """Nested samples of ``range(n)``: level ``k`` takes the first ``ceil(fractions[k] * n)`` of
     one seeded permutation (at least :data:`MIN_SEGMENTS`), in their original order."""
     order = np.random.default_rng(seed).permutation(n)
-    return [np.sort(order[:min(n, max(MIN_SEGMENTS, math.ceil(f * n)))]) for f in fractions]
+    return [np.sort(order[:_sample_size(n, f)]) for f in fractions]
 
 
 # -- the objective ----------------------------------------------------------------------------------
@@ -195,6 +195,10 @@ class Book:
     def sample(self, lp: int, level: int) -> np.ndarray:
         return self._samples[lp][level]
 
+    def segments(self, level: int) -> int:
+        """How many segments of all the pairs the level scores."""
+        return sum(len(s[level]) for s in self._samples)
+
     def need(self, wanted: Iterable[tuple[int, int, int]]) -> None:
         """Compute the scores of every ``(entry, pair, level)`` not computed yet."""
         missing = sorted({w for w in wanted if w not in self.scores}, key=lambda w: (w[2], w[1], w[0]))
@@ -208,7 +212,8 @@ class Book:
                 groups = []
                 for lp in lps:
                     pair, idx = self.lang_pairs[lp], self.sample(lp, level)
-                    groups.append(Pairs.from_pairs([pair.references[i] for i in idx], [pair.candidates[i] for i in idx]))
+                    groups.append(Pairs.from_pairs([pair.references[i] for i in idx],
+                                                   [pair.candidates[i] for i in idx]))
                 first = self.scorers[members[0]]
                 results = score_groups(first.scoring_encoder(), groups,
                                        [[self.entries[e].composition for e in es] for es in runs],
@@ -261,28 +266,45 @@ class Trace:
 
 def halve(book: Book, candidates: Sequence[int], lps: Sequence[int], objective: Objective = Objective()) -> Trace:
     """Successive halving of ``candidates`` on the language pairs ``lps`` (the book's schedule)."""
+    return halve_together(book, candidates, [lps], objective)[0]
+
+
+def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Sequence[int]],
+                   objective: Objective = Objective(), log: Callable[[str], None] | None = None) -> list[Trace]:
+    """Successive halving of ``candidates`` on each set of language pairs of ``searches`` (the
+    folds of a cross-validation and the search on every pair), level by level together: what
+    every search needs at a level is computed in one engine call per encoder."""
+    say = log or (lambda _msg: None)
     entries = book.entries
-    alive = [e for e in candidates if objective.minimum is None or
+    start = [e for e in candidates if objective.minimum is None or
              (entries[e].accuracy is not None and entries[e].accuracy >= objective.minimum)]
-    if not alive:
+    if not start:
         raise ConfigError(f"no run of the space meets the objective's constraint ({objective})")
-    reached: dict[int, int] = {}
-    value: dict[int, float] = {}
+    alive = [list(start) for _ in searches]
+    reached: list[dict[int, int]] = [{} for _ in searches]
+    value: list[dict[int, float]] = [{} for _ in searches]
+    out: list[Trace] = []
     last = book.schedule.levels - 1
     for level in range(book.schedule.levels):
-        means = book.mean_abs_r(alive, lps, level)
-        bonus = np.array([objective.weight * (entries[e].accuracy or 0.0) for e in alive])
-        scores = means + bonus
-        for e, v in zip(alive, scores):
-            reached[e], value[e] = level, float(v)
-        order = [alive[i] for i in np.argsort(-np.where(np.isfinite(scores), scores, -np.inf), kind="stable")
-                 if math.isfinite(scores[i])]
-        if not order:
-            raise ConfigError("no run has a defined correlation on every language pair")
-        if level == last:
-            return Trace(order, reached, value)
-        alive = order[:book.schedule.survivors(len(order))[1]]
-    raise AssertionError("a schedule has at least one level")
+        t = time.perf_counter()
+        book.need((e, l, level) for s, lps in enumerate(searches) for e in alive[s] for l in lps)
+        runs = len({e for a in alive for e in a})
+        say(f"level {level + 1} of {book.schedule.levels}: {runs} runs on {book.segments(level)} segments "
+            f"({time.perf_counter() - t:.0f} s)")
+        for s, lps in enumerate(searches):
+            scores = book.mean_abs_r(alive[s], lps, level) + np.array(
+                [objective.weight * (entries[e].accuracy or 0.0) for e in alive[s]])
+            for e, v in zip(alive[s], scores):
+                reached[s][e], value[s][e] = level, float(v)
+            order = [alive[s][i] for i in np.argsort(-np.where(np.isfinite(scores), scores, -np.inf), kind="stable")
+                     if math.isfinite(scores[i])]
+            if not order:
+                raise ConfigError("no run has a defined correlation on every language pair")
+            if level == last:
+                out.append(Trace(order, reached[s], value[s]))
+            else:
+                alive[s] = order[:book.schedule.survivors(len(order))[1]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -374,26 +396,26 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     lps = list(range(len(lang_pairs)))
     base = baselines(entries)
     last = schedule.levels - 1
-    # the screen of every run on every pair is shared by every fold: one engine call
-    book.need((e, l, 0) for e in every for l in lps)
-    say(f"level 1 of {schedule.levels}: {len(entries)} runs on {_segments(book, 0)} segments "
-        f"({book.seconds[0]:.0f} s)")
+    # every fold (each language pair left out) and the search on every pair, level by level together
+    trains = [[l for l in lps if l != held] for held in lps] if len(lps) >= 2 else []
+    *traces, final = halve_together(book, every, [*trains, lps], objective, say)
+    # the published configurations on every segment of every pair (a group picks its best on the
+    # pairs a fold sees): one call
+    book.need((e, l, last) for b in base for e in b.members for l in lps)
+    choices = []
+    for held, (train, trace) in enumerate(zip(trains, traces)):
+        chosen = {"selected": trace.selected}
+        for b in base:
+            chosen[b.name] = b.members[0] if not b.group else _best(book, b.members, train, last)
+        choices.append(chosen)
+    book.need((e, held, last) for held, chosen in enumerate(choices) for e in chosen.values())
     folds: list[Fold] = []
-    if len(lps) >= 2:
-        for held in lps:
-            train = [l for l in lps if l != held]
-            trace = halve(book, every, train, objective)
-            chosen = {"selected": trace.selected}
-            for b in base:
-                chosen[b.name] = b.members[0] if not b.group else _best(book, b.members, train, last)
-            book.need((e, held, last) for e in chosen.values())
-            rs = {name: float(book.abs_r([e], held, last)[0]) for name, e in chosen.items()}
-            folds.append(Fold(lang_pairs[held].name, trace.selected, {k: v for k, v in chosen.items()
-                                                                      if k != "selected"}, rs))
-            say(f"fold {lang_pairs[held].name}: selected {entries[trace.selected].id} "
-                f"({entries[trace.selected].label}), held-out |r| {rs['selected']:.3f}")
-    final = halve(book, every, lps, objective)
-    book.need((e, l, last) for e in [b.members[0] for b in base if not b.group] for l in lps)
+    for held, chosen in enumerate(choices):
+        rs = {name: float(book.abs_r([e], held, last)[0]) for name, e in chosen.items()}
+        folds.append(Fold(lang_pairs[held].name, chosen["selected"],
+                          {k: v for k, v in chosen.items() if k != "selected"}, rs))
+        say(f"fold {lang_pairs[held].name}: selected {entries[chosen['selected']].id} "
+            f"({entries[chosen['selected']].label}), held-out |r| {rs['selected']:.3f}")
     run = SearchRun(", ".join(sorted({e.spec.encoder.model for e in entries})), lang_pairs, entries, schedule,
                     objective, final, base, folds)
     for e, level in final.reached.items():
@@ -406,10 +428,6 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     run.seconds = {**{f"level {k + 1}": s for k, s in enumerate(book.seconds)},
                    "total": time.perf_counter() - t0}
     return run
-
-
-def _segments(book: Book, level: int) -> int:
-    return sum(len(book.sample(l, level)) for l in range(len(book.lang_pairs)))
 
 
 def _best(book: Book, members: Sequence[int], lps: Sequence[int], level: int) -> int:
@@ -526,47 +544,71 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
             entries[e].accuracy = accuracy(items, values[good], values[bad], category)
 
 
-def estimate_seconds(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
-                     schedule: Schedule, probe: int = 64, folds_overlap: float = 1.5) -> float:
-    """Seconds the search will take on this machine, measured: every run scores ``probe`` pairs
-    of the first language pair (after a warm-up that loads the models), and the time grows with
-    the number of (run, segment) scores the schedule computes; beyond the screen, the folds'
-    survivors are taken to overlap by ``folds_overlap`` times one search's."""
+@dataclass(frozen=True)
+class Cost:
+    """What scoring costs on this machine, measured: seconds per text encoded (every layer the
+    runs read) and per (run, segment) score beyond the encoding."""
+
+    per_text: float
+    per_score: float
+
+    def seconds(self, runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
+        """The time of a search with nested cross-validation (:func:`planned_scores`), each level
+        encoding its segments' two texts once."""
+        segments = [sum(_sample_size(n, f) for n in sizes) for f in schedule.fractions]
+        return (self.per_text * 2 * sum(segments)
+                + self.per_score * planned_scores(runs, sizes, schedule, folds_overlap))
+
+
+def _sample_size(n: int, fraction: float) -> int:
+    return min(n, max(MIN_SEGMENTS, math.ceil(fraction * n)))
+
+
+def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
+            probe: int = 64) -> Cost:
+    """Time every run on ``probe`` pairs of the first language pair (after a warm-up that loads
+    the models), and the encoding of those pairs' texts alone: the :class:`Cost` of a search."""
+    from ..engine import encode
+
     first = lang_pairs[0]
     n = min(probe, len(first))
+    every = range(len(entries))
     warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
+    Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in every)
+    pairs = Pairs.from_pairs(first.references[-n:], first.candidates[-n:])
+    t = time.perf_counter()
+    for members in _by_encoder(scorers, every).values():
+        scorer = scorers[members[0]]
+        encode(scorer.scoring_encoder(), pairs, [entries[e].composition.aggregator for e in members], scorer.runtime)
+    encoding = time.perf_counter() - t
     probe_pair = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
                           first.human[-n:])
-    Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in range(len(entries)))
     t = time.perf_counter()
-    Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in range(len(entries)))
-    per_score = (time.perf_counter() - t) / (n * len(entries))
-    return per_score * planned_scores(len(entries), [len(lp) for lp in lang_pairs], schedule, folds_overlap)
+    Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in every)
+    scoring = time.perf_counter() - t
+    return Cost(encoding / (2 * n), max(scoring - encoding, 0.0) / (n * len(entries)))
 
 
 def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
-    """How many (run, segment) scores a search with nested cross-validation computes (about)."""
+    """How many (run, segment) scores a search with nested cross-validation computes (about):
+    the screen once for every fold, beyond it the survivors of the folds, which overlap, taken
+    to be ``folds_overlap`` times one search's."""
     total = 0.0
-    counts = schedule.survivors(runs)
-    for level, (count, fraction) in enumerate(zip(counts, schedule.fractions)):
-        segments = sum(min(n, max(MIN_SEGMENTS, math.ceil(fraction * n))) for n in sizes)
+    for level, (count, fraction) in enumerate(zip(schedule.survivors(runs), schedule.fractions)):
+        segments = sum(_sample_size(n, fraction) for n in sizes)
         total += (count if level == 0 else min(runs, count * folds_overlap)) * segments
     return total
 
 
-def plan(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair], budget_s: float,
-         probe: int = 64) -> tuple[Schedule, float]:
+def plan(cost: Cost, runs: int, sizes: Sequence[int], budget_s: float) -> tuple[Schedule, float]:
     """The schedule that scores the most segments within ``budget_s`` seconds (the full grid
     when it fits), and its estimated time; ConfigError where even the cheapest does not fit."""
-    per = estimate_seconds(entries, scorers, lang_pairs, SCHEDULES[0], probe) / planned_scores(
-        len(entries), [len(lp) for lp in lang_pairs], SCHEDULES[0])
-    sizes = [len(lp) for lp in lang_pairs]
     for schedule in SCHEDULES:
-        seconds = per * planned_scores(len(entries), sizes, schedule)
+        seconds = cost.seconds(runs, sizes, schedule)
         if seconds <= budget_s:
             return schedule, seconds
-    cheapest = per * planned_scores(len(entries), sizes, SCHEDULES[-1])
-    raise ConfigError(f"the search does not fit --budget {budget_s / 60:g} min: {len(entries)} runs take about "
+    cheapest = cost.seconds(runs, sizes, SCHEDULES[-1])
+    raise ConfigError(f"the search does not fit --budget {budget_s / 60:g} min: {runs} runs take about "
                       f"{cheapest / 60:.1f} min even with {SCHEDULES[-1]}, measured here; narrow the space or "
                       "raise --budget")
 
@@ -577,6 +619,6 @@ def beats_p(selected: np.ndarray, reference: np.ndarray, human: np.ndarray) -> f
     return float(williams_matrix(np.stack([selected, reference]), human)[0, 1])
 
 
-__all__ = ["Baseline", "Book", "Entry", "Fold", "Interval", "Objective", "SCHEDULES", "Schedule", "SearchRun",
-           "Trace", "baselines", "challenge_accuracy", "estimate_seconds", "halve", "labels", "plan",
-           "planned_scores", "prepare", "samples", "search"]
+__all__ = ["Baseline", "Book", "Cost", "Entry", "Fold", "Interval", "Objective", "SCHEDULES", "Schedule",
+           "SearchRun", "Trace", "baselines", "challenge_accuracy", "halve", "halve_together", "labels", "measure",
+           "plan", "planned_scores", "prepare", "samples", "search"]

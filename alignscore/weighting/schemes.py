@@ -4,6 +4,7 @@ the SEP switch that gives candidates an idf of their own."""
 from __future__ import annotations
 
 import weakref
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -46,6 +47,14 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Without the counts: a copy in another process counts its own (Ray, torch.distributed)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_counted"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._counted = weakref.WeakKeyDictionary()
 
     def frequencies(self, encoder: Encoder) -> DocumentFrequencies:
         """The document frequencies of the sentences under ``encoder``'s tokenizer."""
@@ -157,8 +166,9 @@ class _Idf(Weighting):
 
     sep: bool = setting(False, help="SEP: candidates get an idf of their own (idf-S, idf-L).")
 
+    @abstractmethod
     def _reference_idf(self, state: WeightState, encoder: Encoder) -> torch.Tensor:
-        raise NotImplementedError
+        """The idf of the reference side."""
 
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         ref = self._reference_idf(state, encoder)
@@ -195,8 +205,8 @@ class IdfL(_Idf):
     IDF-L): a file (read here, named in the signature by its name) or the sentences. Blank
     lines are ignored; a corpus with no text left is an error."""
 
-    idf_corpus: str | tuple[str, ...] | Corpus | None = setting(None, file=True, aliases=("corpus",), metavar="FILE", help=(
-        "The idf-L corpus: a file, one sentence per line."))
+    idf_corpus: str | tuple[str, ...] | Corpus | None = setting(
+        None, file=True, aliases=("corpus",), metavar="FILE", help="The idf-L corpus: a file, one sentence per line.")
     _corpus: Corpus | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
