@@ -293,27 +293,31 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
     log_b = torch.where(b > 0, b.log(), neg_inf).unsqueeze(1)  # [B, 1, Tc]
     scaled = -cost / reg  # [B, Tr, Tc]
 
-    def plan_of(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-        return torch.exp(_flush(log_a + f + g + log_b + scaled))
+    def plan_of(f: torch.Tensor, g: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:
+        return torch.exp(_flush(log_a[k] + f + g + log_b[k] + scaled[k]))
 
-    def col_update(f: torch.Tensor) -> torch.Tensor:  # the g that makes the columns exact
-        return -_logsumexp(scaled + f + log_a, dim=1)
+    def col_update(f: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:
+        return -_logsumexp(scaled[k] + f + log_a[k], dim=1)  # the g that makes the columns exact
 
-    def row_error(plan: torch.Tensor) -> torch.Tensor:  # [B, 1, 1]
-        return (plan.sum(2, keepdim=True) - a.unsqueeze(2)).abs().sum(1, keepdim=True)
+    def row_error(plan: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:  # [B, 1, 1]
+        return (plan.sum(2, keepdim=True) - a[k].unsqueeze(2)).abs().sum(1, keepdim=True)
 
     f = torch.zeros_like(log_a)  # f / reg
     g = torch.zeros_like(log_b)  # g / reg
+    # the pairs still iterating: their indices, and their potentials, weights and best errors
+    # (each pair's iterations are its own: dropping the others changes none of its numbers)
+    k = torch.arange(cost.shape[0], device=cost.device)
+    fk, gk = f, g
     shape = (cost.shape[0], 1, 1)
     active = torch.ones(shape, dtype=torch.bool, device=cost.device)
     w = torch.ones(shape, dtype=cost.dtype, device=cost.device)
     best = torch.full(shape, float("inf"), dtype=cost.dtype, device=cost.device)
     it = 0
     for it in range(1, max_iter + 1):
-        f = torch.where(active, f + w * (-_logsumexp(scaled + g + log_b, dim=2) - f), f)
-        g = torch.where(active, g + w * (col_update(f) - g), g)
+        fk = torch.where(active, fk + w * (-_logsumexp(scaled[k] + gk + log_b[k], dim=2) - fk), fk)
+        gk = torch.where(active, gk + w * (col_update(fk, k) - gk), gk)
         if it % check_every == 0 or it == max_iter:
-            err = row_error(plan_of(f, col_update(f)))
+            err = row_error(plan_of(fk, col_update(fk, k), k), k)
             if it == 2 * check_every:
                 w = torch.full_like(w, OVERRELAX)
             w = torch.where(err > 2 * best, torch.ones_like(w), w)
@@ -321,6 +325,11 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
             active = active & (err >= tol)
             if not bool(active.any()):
                 break
+            if 2 * int(active.sum()) <= len(k):  # most have stopped: go on with the others alone
+                f, g = f.index_copy(0, k, fk), g.index_copy(0, k, gk)
+                keep = active.flatten()
+                k, fk, gk, w, best, active = k[keep], fk[keep], gk[keep], w[keep], best[keep], active[keep]
+    f, g = f.index_copy(0, k, fk), g.index_copy(0, k, gk)
     plan = plan_of(f, col_update(f)).masked_fill(empty.view(-1, 1, 1), 0.0)
     if not bool(torch.isfinite(plan).all()):
         raise ConfigError(f"Sinkhorn's plan is not finite: reg {reg!r} is too small for {cost.dtype}")

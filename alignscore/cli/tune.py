@@ -97,7 +97,7 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category))
-    schedule, estimate = plan(measure(entries, scorers, pairs), len(entries), [len(lp) for lp in pairs], budget * 60)
+    schedule, estimate = plan(measure(entries, scorers, pairs), [len(lp) for lp in pairs], budget * 60)
     say(f"{parsed.path}: {len(entries)} runs x {sum(len(lp) for lp in pairs)} segments; {schedule}; about "
         f"{estimate / 60:.1f} min (measured here)")
     run = search(entries, scorers, pairs, schedule, wanted, held, holdout, bootstrap, seed, not quiet, say)

@@ -546,18 +546,30 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
 
 @dataclass(frozen=True)
 class Cost:
-    """What scoring costs on this machine, measured: seconds per text encoded (every layer the
-    runs read) and per (run, segment) score beyond the encoding."""
+    """What a search costs on this machine, measured (:func:`measure`): seconds per text
+    encoded (every layer the runs read), seconds per segment scored by each run beyond the
+    encoding (``per_score``, one per entry: a barycenter costs a thousand greedy matchings), and
+    the entries scored on every segment whatever the search keeps (``always``: the published
+    configurations, which every fold compares with)."""
 
     per_text: float
-    per_score: float
+    per_score: tuple[float, ...]
+    always: tuple[int, ...] = ()
 
-    def seconds(self, runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
-        """The time of a search with nested cross-validation (:func:`planned_scores`), each level
-        encoding its segments' two texts once."""
+    def seconds(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
+        """The time of a search with nested cross-validation: each level encodes its segments'
+        two texts once; the screen scores every run; beyond it the survivors of the folds, which
+        overlap (``folds_overlap`` times one search's, each at the runs' mean cost); and the
+        ``always`` runs every segment."""
         segments = [sum(_sample_size(n, f) for n in sizes) for f in schedule.fractions]
-        return (self.per_text * 2 * sum(segments)
-                + self.per_score * planned_scores(runs, sizes, schedule, folds_overlap))
+        counts = schedule.survivors(len(self.per_score))
+        mean = sum(self.per_score) / len(self.per_score)
+        total = self.per_text * 2 * sum(segments) + sum(self.per_score) * segments[0]
+        for count, level_segments in zip(counts[1:], segments[1:]):
+            total += mean * min(len(self.per_score), count * folds_overlap) * level_segments
+        if schedule.levels > 1:
+            total += sum(self.per_score[e] for e in self.always) * segments[-1]
+        return total
 
 
 def _sample_size(n: int, fraction: float) -> int:
@@ -566,8 +578,9 @@ def _sample_size(n: int, fraction: float) -> int:
 
 def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
             probe: int = 64) -> Cost:
-    """Time every run on ``probe`` pairs of the first language pair (after a warm-up that loads
-    the models), and the encoding of those pairs' texts alone: the :class:`Cost` of a search."""
+    """After a warm-up that loads the models, the encoding of ``probe`` pairs of the first
+    language pair alone, then each kind of run (aligner, n-gram size) on those pairs: the
+    :class:`Cost` of a search."""
     from ..engine import encode
 
     first = lang_pairs[0]
@@ -576,17 +589,28 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
     Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in every)
     pairs = Pairs.from_pairs(first.references[-n:], first.candidates[-n:])
-    t = time.perf_counter()
-    for members in _by_encoder(scorers, every).values():
+    encoding: dict[int, float] = {}
+    for key, members in _by_encoder(scorers, every).items():
         scorer = scorers[members[0]]
+        t = time.perf_counter()
         encode(scorer.scoring_encoder(), pairs, [entries[e].composition.aggregator for e in members], scorer.runtime)
-    encoding = time.perf_counter() - t
+        encoding[key] = time.perf_counter() - t
     probe_pair = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
                           first.human[-n:])
-    t = time.perf_counter()
-    Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in every)
-    scoring = time.perf_counter() - t
-    return Cost(encoding / (2 * n), max(scoring - encoding, 0.0) / (n * len(entries)))
+    kinds: dict[tuple[Any, ...], list[int]] = {}
+    for e, entry in enumerate(entries):
+        aligner = entry.composition.aligner
+        kinds.setdefault((id(scorers[e].encoder), type(aligner).__name__, getattr(aligner, "n_gram", None)),
+                         []).append(e)
+    per_score = [0.0] * len(entries)
+    for (encoder, *_), members in kinds.items():
+        t = time.perf_counter()
+        Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in members)
+        each = max(time.perf_counter() - t - encoding[encoder], 0.0) / (n * len(members))
+        for e in members:
+            per_score[e] = each
+    return Cost(sum(encoding.values()) / (2 * n), tuple(per_score),
+                tuple(e for e, entry in enumerate(entries) if entry.published))
 
 
 def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
@@ -600,16 +624,16 @@ def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_ov
     return total
 
 
-def plan(cost: Cost, runs: int, sizes: Sequence[int], budget_s: float) -> tuple[Schedule, float]:
+def plan(cost: Cost, sizes: Sequence[int], budget_s: float) -> tuple[Schedule, float]:
     """The schedule that scores the most segments within ``budget_s`` seconds (the full grid
     when it fits), and its estimated time; ConfigError where even the cheapest does not fit."""
     for schedule in SCHEDULES:
-        seconds = cost.seconds(runs, sizes, schedule)
+        seconds = cost.seconds(sizes, schedule)
         if seconds <= budget_s:
             return schedule, seconds
-    cheapest = cost.seconds(runs, sizes, SCHEDULES[-1])
-    raise ConfigError(f"the search does not fit --budget {budget_s / 60:g} min: {runs} runs take about "
-                      f"{cheapest / 60:.1f} min even with {SCHEDULES[-1]}, measured here; narrow the space or "
+    cheapest = cost.seconds(sizes, SCHEDULES[-1])
+    raise ConfigError(f"the search does not fit --budget {budget_s / 60:g} min: {len(cost.per_score)} runs take "
+                      f"about {cheapest / 60:.1f} min even with {SCHEDULES[-1]}, measured here; narrow the space or "
                       "raise --budget")
 
 
