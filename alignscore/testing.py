@@ -204,7 +204,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     - *alignment explains the scores* (where :meth:`~Aligner.alignment` is implemented): its
       scores are the aligner's (to float32 rounding), and each metric's per-unit contributions
       sum to it;
-    - *spec round trip*: the aligner written to a composition file and built from it again has
+    - *spec round trip*: the aligner written to a run file and built from it again has
       its signature and its scores;
     - a *stable signature*: a non-empty line without ``|`` or an object address, the same on
       every call.
@@ -261,7 +261,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     _check_alignment(aligner, batch, scores, tol)
     rebuilt = _round_trip(Composition(aggregator, aligner=aligner), "aligner").aligner
     _check_signature(aligner, rebuilt)
-    _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its composition file")
+    _compare("spec round trip", rebuilt(batch), scores, tol, "by the aligner built from its run file")
 
 
 def _check_outputs(aligner: Aligner, scores: Any, n: int) -> None:
@@ -375,14 +375,14 @@ def _check_alignment(aligner: Aligner, batch: PairBatch, scores: dict[str, torch
 
 # -- spec and signature ------------------------------------------------------------------------------
 def _round_trip(composition: Any, stage: str) -> Any:
-    """``composition`` written to a composition file (TOML) and built from it again."""
+    """``composition`` written to a run file (TOML) and built from it again."""
     try:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "part.toml"
             path.write_text(RunSpec(composition=composition).toml(), encoding="utf-8")
             return compile_run([file_source(path)]).composition
     except Exception as exc:  # noqa: BLE001 - whatever breaks the round trip is the finding
-        raise _fail("spec round trip", f"the {stage} cannot be written to a composition file and read back "
+        raise _fail("spec round trip", f"the {stage} cannot be written to a run file and read back "
                                        f"({type(exc).__name__}: {exc}); register its class and keep its "
                                        "settings as dataclass fields of TOML types") from None
 
@@ -397,7 +397,7 @@ def _check_signature(part: Any, rebuilt: Any) -> None:
     if part.signature() != first:
         raise _fail("stable signature", f"two calls gave {first!r} and {part.signature()!r}")
     if rebuilt.signature() != first:
-        raise _fail("spec round trip", f"the part built from its composition file has the signature "
+        raise _fail("spec round trip", f"the part built from its run file has the signature "
                                        f"{rebuilt.signature()!r}, not {first!r}")
 
 
@@ -474,7 +474,7 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     rebuilt = _round_trip(Composition(aggregator=aggregator), "aggregator").aggregator
     rebuilt = rebuilt.resolve(num_layers, default_layer)
     _check_signature(resolved, rebuilt)
-    same("spec round trip", rebuilt(states), out, "by the aggregator built from its composition file")
+    same("spec round trip", rebuilt(states), out, "by the aggregator built from its run file")
 
 
 # -- weighting and filters: a small word-level encoder ---------------------------------------------
@@ -640,7 +640,7 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
     rebuilt = _round_trip(Composition(weighting=weighting), "weighting").weighting
     _check_signature(weighting, rebuilt)
     same("spec round trip", rebuilt.fit(table, ref_counts, cand_counts, encoder),
-         "from the weighting built from its composition file")
+         "from the weighting built from its run file")
 
 
 def _check_engine_masses(weighting: Weighting, encoder: Encoder, texts: Sequence[str],
@@ -726,5 +726,5 @@ def check_filter(token_filter: TokenFilter, *, encoder: Encoder | None = None, t
     rebuilt = _round_trip(Composition(roles=TokenRoles(filters=(token_filter,))), "token filter").roles.filters[0]
     _check_signature(token_filter, rebuilt)
     same("spec round trip", rebuilt.keep(table), keep, torch.arange(len(keep)),
-         "by the filter built from its composition file")
+         "by the filter built from its run file")
 

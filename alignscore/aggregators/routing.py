@@ -114,7 +114,7 @@ class Routing(Aggregator):
             "the last five layers" of any model (as for MoverScore's power means).
         kernel: ``"gaussian"`` or ``"epanechnikov"``.
         bandwidth: ``h``; distances are divided by ``h^2``.
-        alpha: step size of the logit update.
+        routing_alpha: step size of the logit update.
         routing_iter: iterations per token, at most.
         routing_tol: a token stops when its loss changes by less than this.
         normalize: L2-normalise each layer's token vectors first, so that layers of different
@@ -124,7 +124,8 @@ class Routing(Aggregator):
     layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",))
     kernel: str = setting("gaussian", choices=KERNELS, help="routing: the kernel of the mean shift.")
     bandwidth: float = setting(1.0, gt=0, help="routing: the kernel's bandwidth h.")
-    alpha: float = setting(1.0, gt=0, help="routing: the step size of the logit update.")
+    routing_alpha: float = setting(1.0, gt=0, aliases=("alpha",),
+                                   help="routing: the step size of the logit update.")
     routing_iter: int = setting(50, ge=1, aliases=("max_iter",), help="routing: iterations per token, at most.")
     routing_tol: float = setting(1e-6, ge=0, aliases=("tol",), help="routing: a token stops below this change.")
     normalize: bool = setting(True)
@@ -144,8 +145,9 @@ class Routing(Aggregator):
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:
             states = unit(states)
-        return route(states, self.kernel, self.bandwidth, self.alpha, self.routing_iter, self.routing_tol)
+        return route(states, self.kernel, self.bandwidth, self.routing_alpha, self.routing_iter, self.routing_tol)
 
     def signature(self) -> str:
-        return (f"routing(L{layer_list(self.layers_read())};{self.kernel},h={self.bandwidth:g},a={self.alpha:g},"
-                f"it={self.routing_iter},tol={self.routing_tol:g}{';norm' if self.normalize else ''})")
+        return (f"routing(L{layer_list(self.layers_read())};{self.kernel},h={self.bandwidth:g},"
+                f"a={self.routing_alpha:g},it={self.routing_iter},tol={self.routing_tol:g}"
+                f"{';norm' if self.normalize else ''})")

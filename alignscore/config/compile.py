@@ -9,7 +9,7 @@ merges them, lowest first, by one rule:
    a preset *or* a run file (``--preset`` and ``--config`` together are refused: a file
    already fixes every setting), then the flags or keywords. A grid cell is the cell's model
    role, the command's flags, the grid's ``[defaults]``, its column, its row; a search
-   candidate is the command's flags, then the candidate (a key in both is refused).
+   candidate is the command's flags, then the candidate (the space's choice wins).
 2. Parts: naming another part replaces the current one; of the settings that came with the
    old part, those the new part takes too are kept (wmd -> sinkhorn keeps ``cost`` and
    ``n_gram``) and the others go with it. A setting given without a part applies to the

@@ -101,12 +101,17 @@ class Option:
         raise ConfigError(f"cannot read {text!r} ({s.describe()})")
 
 
-def _setting_option(s: Setting, group: str, part: str | None) -> Option:
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def _setting_option(s: Setting, group: str, part: str | None, defaults: str | None = None) -> Option:
     d = s.decl
     help_text = d.help or f"{group} setting {s.name}"
-    if s.default not in (None, "", ()) and not s.boolean and "default" not in help_text:
-        shown = ",".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
-        help_text += f" (default: {shown})"
+    if defaults is not None:
+        help_text += f" (defaults: {defaults})"
+    elif s.default not in (None, "", ()) and not s.boolean and "default" not in help_text:
+        help_text += f" (default: {_shown(s.default)})"
     choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
     exclusive = choices is not None and s.kinds <= {str}
     return Option(s.name, group, help_text, s, (part,) if part else (), choices if exclusive else None,
@@ -164,10 +169,17 @@ def _table(*_parts: int) -> dict[str, Option]:
     add(Option("baseline", "composition", "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale.",
                file=True, metavar="FILE"))
     for stage, registry in STAGES.items():
+        shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
             for s in settings_of(registry.get(name)):
                 if s.decl.option:
-                    add(_setting_option(s, stage, name))
+                    shared.setdefault(s.name, []).append((name, s))
+        for setting_name, takers in shared.items():
+            defaults = {_shown(s.default) for _, s in takers}
+            shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
+            helped = next((s for _, s in takers if s.decl.help), takers[0][1])
+            for part, s in takers:
+                add(_setting_option(helped if s is takers[0][1] else s, stage, part, shown))
     for name in FILTERS.names():
         for s in settings_of(FILTERS.get(name)):
             if s.decl.option:

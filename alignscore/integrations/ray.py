@@ -113,8 +113,7 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
     concurrency : how many actors score (each loads the model once).
     num_gpus : GPUs per actor (Ray's ``num_gpus``; 0: CPU actors).
     batch_size : rows per actor call (Ray's ``batch_size``). The encoder's own batch size (the
-        ``batch_size`` option of ``alignscore score``) is set in a composition file
-        (``config=``, its ``[runtime]`` table).
+        ``batch_size`` option of ``alignscore score``) is set in a run file (``config=``).
     **options : the options of ``alignscore.score`` (``model=``, ``layer=``, ``idf=True``,
         ``aligner=``, ``preset=``, ``config=``, ``cache=DIR``...). ``cache``: every actor opens
         that directory on its node (a cache is safe to share between processes).
