@@ -193,7 +193,7 @@ class TwoMetrics(Greedy):
     (EmptyIsOne(), "empty pairs score 0: pair 4 (ref massless) precision is 1"),
     (FirstVariantOnly(), "score_variants differs from calling the aligner: pair"),
     (DoubledRecallShares(), "alignment explains the scores: pair 0 f1 changed by"),
-    (Unregistered(), "spec round trip: the aligner cannot be written to a composition file"),
+    (Unregistered(), "spec round trip: the aligner cannot be written to a run file"),
     (TwoMetrics(), "outputs: __call__ returned ['f1', 'precision']"),
 ], ids=lambda x: type(x).__name__ if not isinstance(x, str) else "")
 def test_check_aligner_names_the_broken_promise(part, promise: str) -> None:
