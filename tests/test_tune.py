@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from types import SimpleNamespace
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Cost, Objective, S
                                           challenge_accuracy, halve, plan, planned_scores, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
-from alignscore.evaluation.wmt import load_daseg
+from alignscore.evaluation.wmt import LangPair, load_daseg
 from cli_checks import assert_one_error, fingerprint, invoke
 from conftest import counted_forward, write_daseg
 
@@ -188,12 +189,16 @@ def test_schedules_and_nested_samples() -> None:
     # a search with nested cross-validation scores the screen once, then the survivors (x1.5 for the folds)
     assert planned_scores(100, [300, 300], Schedule.halving(3, 2)) == 100 * 200 + 34 * 1.5 * 600
     cost = Cost(per_text=0.01, per_score=(0.001,) * 99 + (0.1,), always=(99,))  # one slow published run
-    mean = (0.099 + 0.1) / 100
+    # encoding both texts at each level; the screen (0.199 s a segment on 200); the dearest 51 (34 x 1.5) runs
+    # that fit the screen's 39.8 s on 600 segments (not the slow one: 60 s alone); the slow one on every segment
     assert cost.seconds([300, 300], Schedule.halving(3, 2)) == pytest.approx(
-        0.01 * 2 * (200 + 600) + 0.199 * 200 + mean * 34 * 1.5 * 600 + 0.1 * 600)
+        0.01 * 2 * (200 + 600) + 0.199 * 200 + 51 * 0.001 * 600 + 0.1 * 600)
+    # promotion costs at most 1.5 screens: here 40 runs of 0.01 s a segment would take 240 s on 600 segments
+    dear = Cost(per_text=0.0, per_score=(0.01,) * 40)
+    assert dear.seconds([300, 300], Schedule.halving(3, 2)) == pytest.approx(0.4 * 200 + 1.5 * 0.4 * 200)
     assert cost.seconds([300, 300], Schedule((1.0,))) == pytest.approx(0.01 * 2 * 600 + 0.199 * 600)
     assert plan(cost, [300, 300], 1e9) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
-    assert plan(cost, [300, 300], 131)[0] == Schedule.halving(4, 3)  # the first that fits, most segments first
+    assert plan(cost, [300, 300], 130)[0] == Schedule.halving(4, 2)  # the first that fits, most segments first
     with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):
         plan(cost, [300, 300], 0.6)
 
@@ -216,6 +221,46 @@ def test_bad_objectives_are_refused(text: str) -> None:
 
 
 # -- the search -----------------------------------------------------------------------------------
+def scored_book(noise: list[float], published: set[int] = frozenset(), fractions=(0.5, 1.0), n: int = 200,
+                seed: int = 3) -> Book:
+    """A book whose scores are given, not computed: run k scores ``human + noise[k] * z_k`` on
+    two language pairs (a larger noise, a lower |r|; ``z_k`` each run's own)."""
+    rng = np.random.default_rng(seed)
+    pairs = [LangPair("2016", src, "en", ["r"] * n, ["c"] * n, rng.normal(size=n)) for src in ("cs", "de")]
+    entries = [SimpleNamespace(published=["Paper"] if k in published else [], accuracy=None) for k in range(len(noise))]
+    book = Book(entries, [], pairs, Schedule(tuple(fractions), keep=0.5, min_keep=1))
+    for l, pair in enumerate(pairs):
+        z = rng.normal(size=(len(noise), n))
+        for level in range(len(fractions)):
+            idx = book.sample(l, level)
+            for k, s in enumerate(noise):
+                book.scores[(k, l, level)] = (pair.human + s * z[k])[idx]
+    return book
+
+
+def test_a_level_promotes_within_what_the_screen_cost() -> None:
+    book = scored_book([0.3 * 1.3 ** k for k in range(12)])
+    plain = halve(book, range(12), [0, 1])
+    assert sorted(e for e, level in plain.reached.items() if level == 1) == [0, 1, 2, 3, 4, 5]
+    # run 1 costs a second a segment: on all 400 segments it would take longer than the whole screen took
+    cost = [0.001] * 12
+    cost[1] = 1.0
+    budgeted = halve(book, range(12), [0, 1], cost=cost)
+    assert sorted(e for e, level in budgeted.reached.items() if level == 1) == [0, 2, 3, 4, 5]
+    cost[0] = 1.0  # the best goes on whatever it costs
+    assert 0 in {e for e, level in halve(book, range(12), [0, 1], cost=cost).reached.items() if level == 1}
+
+
+def test_a_published_configuration_within_a_standard_error_is_selected() -> None:
+    # two runs alike but for their noise; run 1 published: where run 0 is ahead by 0.06 standard errors of
+    # the difference it gives way to it, by 2.2 it does not
+    close = halve(scored_book([0.5, 0.5, 0.9], published={1}, seed=10), range(3), [0, 1])
+    assert close.ranking[:2] == [0, 1] and close.selected == 1
+    far = halve(scored_book([0.5, 0.5, 0.9], published={1}, seed=7), range(3), [0, 1])
+    assert far.ranking[:2] == [0, 1] and far.selected == 0
+    assert halve(scored_book([0.5, 0.5, 0.9], published={0}, seed=10), range(3), [0, 1]).selected == 0
+
+
 def test_the_screen_encodes_each_text_once_and_halving_keeps_the_best(tuned, prepared) -> None:
     run, pairs, forward_calls = tuned
     entries, _ = prepared
@@ -298,6 +343,26 @@ def test_an_accuracy_constraint_changes_the_selection_where_it_binds(tmp_path: P
     weighted = search(entries, scorers, pairs, Schedule((1.0,)), Objective.parse("correlation + 2 * accuracy[all]"),
                       resamples=100)
     assert weighted.best == 1 - rm
+
+
+def test_the_command_reports_the_objective_on_the_challenge_set(tmp_path: Path, data_dir: Path,
+                                                                tiny_bert_dir: str) -> None:
+    space = tmp_path / "two.toml"
+    space.write_text("layer = [2]\nfilters = [[], ['rm']]\n", encoding="utf-8")
+    items = tmp_path / "set.jsonl"
+    items.write_text("".join(json.dumps({"refs": [f"the {w} sat ."], "good": f"the {w} sat .", "bad": f"a {w} ran",
+                                         "category": "swap"}) + "\n" for w in ("cat", "dog", "man", "fox", "cow")),
+                     encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, err = invoke("tune", space, "--data", data_dir, "--model", tiny_bert_dir, "-o", out, "-q",
+                               "--challenge", items, "--objective", "correlation, accuracy[swap] >= 0.5",
+                               "--bootstrap", 100)
+    assert code == 0, err
+    assert "accuracy[swap]" in stdout
+    table = (out / "leaderboard.md").read_text(encoding="utf-8")
+    assert "objective correlation, accuracy[swap] >= 0.5" in table and "| accuracy |" in table
+    rows = list(csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")))
+    assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in rows)
 
 
 # -- the command, its outputs, and score --config best.toml --------------------------------------------

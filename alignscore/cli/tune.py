@@ -97,10 +97,11 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category))
-    schedule, estimate = plan(measure(entries, scorers, pairs), [len(lp) for lp in pairs], budget * 60)
+    cost = measure(entries, scorers, pairs)
+    schedule, estimate = plan(cost, [len(lp) for lp in pairs], budget * 60)
     say(f"{parsed.path}: {len(entries)} runs x {sum(len(lp) for lp in pairs)} segments; {schedule}; about "
         f"{estimate / 60:.1f} min (measured here)")
-    run = search(entries, scorers, pairs, schedule, wanted, held, holdout, bootstrap, seed, not quiet, say)
+    run = search(entries, scorers, pairs, schedule, wanted, held, holdout, bootstrap, seed, not quiet, say, cost)
     run.estimated_seconds = estimate
     say("writing outputs")
     command = "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["tune"] else None

@@ -69,6 +69,9 @@ def markdown(run: SearchRun, data: str, command: str | None = None) -> str:
     took = run.seconds.get("wall", run.seconds.get("total", 0.0))
     out += [f"Search: {len(run.entries)} runs; {run.schedule}; objective {run.objective}. Time: estimated "
             f"{(run.estimated_seconds or 0) / 60:.1f} min before the search, took {took / 60:.1f} min.", ""]
+    if run.notes:
+        out += ["What the engine said while scoring (each kind once, with how many batches said it):", ""]
+        out += [f"- {text} ({count} batch{'es' if count > 1 else ''})" for text, count in run.notes.items()] + [""]
     if run.folds:
         names = list(run.folds[0].abs_r)
         out += ["### Nested cross-validation", "",

@@ -13,8 +13,18 @@ segments ``S_l`` of each pair.
   Scores on a sample are those of the engine on that sample (idf fitted on it), so a screen is
   a noisy but paired comparison: every run sees the same segments. The full grid is the
   schedule with one level.
+- **Promotion within the screen's cost.** With the runs' measured costs (:class:`Cost`), a level
+  promotes its best ``keep`` share in order of value, passing over any run whose scoring on the
+  next level's segments would take the level past the time the screen took (the best one always
+  goes on): one barycenter costs as much as thousands of greedy matchings, and a mid-ranked
+  expensive run would otherwise cost more than the whole screen. Every level then costs at most
+  about what the screen did.
 - **Selection.** The best ``R`` at the last level among the eligible runs (defined |r| on every
-  pair; with a challenge-set constraint, accurate enough); ties go to the first in space order.
+  pair; with a challenge-set constraint, accurate enough; ties go to the first in space order),
+  unless a published configuration of the space is within one standard error of it (the
+  standard deviation of the paired difference in ``R`` over resamples of every pair's
+  segments): then the best such published configuration, which has evidence beyond these data
+  (the one-standard-error rule; with many runs, the best on the data is the most optimistic).
 - **Nested cross-validation.** For each pair ``l``, the whole search runs on the other pairs and
   its selection is scored on ``l``; the mean over ``l`` is the estimate of the procedure on an
   unseen pair. Its 95% interval resamples the segments of every left-out pair (the same
@@ -30,6 +40,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -85,7 +96,7 @@ class Schedule:
 
 # cheapest last: the first that fits the budget is used
 SCHEDULES = (Schedule((1.0,)), Schedule.halving(3, 2), Schedule.halving(4, 2), Schedule.halving(3, 3),
-             Schedule.halving(4, 3))
+             Schedule.halving(4, 3), Schedule.halving(4, 4))
 
 
 def samples(n: int, fractions: Sequence[float], seed: int) -> list[np.ndarray]:
@@ -183,6 +194,7 @@ class Book:
     scores: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
     seconds: list[float] = field(default_factory=list)
     aligned: list[int] = field(default_factory=list)  # per level: (run, segment) scores computed
+    notes: dict[str, int] = field(default_factory=dict)  # what the engine warned about, and how often
     _samples: list[list[np.ndarray]] = field(default_factory=list)
     _r: dict[tuple[int, int, int], float] = field(default_factory=dict)
 
@@ -215,9 +227,13 @@ class Book:
                     groups.append(Pairs.from_pairs([pair.references[i] for i in idx],
                                                    [pair.candidates[i] for i in idx]))
                 first = self.scorers[members[0]]
-                results = score_groups(first.scoring_encoder(), groups,
-                                       [[self.entries[e].composition for e in es] for es in runs],
-                                       replace(first.runtime, progress=self.progress))
+                with warnings.catch_warnings(record=True) as caught:  # said once, counted (notes)
+                    warnings.simplefilter("always")
+                    results = score_groups(first.scoring_encoder(), groups,
+                                           [[self.entries[e].composition for e in es] for es in runs],
+                                           replace(first.runtime, progress=self.progress))
+                for w in caught:
+                    self.notes[_gist(str(w.message))] = self.notes.get(_gist(str(w.message)), 0) + 1
                 for lp, es, res in zip(lps, runs, results):
                     for e, r in zip(es, res):
                         self.scores[(e, lp, level)] = r.metrics[self.entries[e].composition.metric].double().numpy()
@@ -242,6 +258,12 @@ class Book:
         return np.mean(np.stack([self.abs_r(entries, l, level) for l in lps]), axis=0)
 
 
+def _gist(message: str) -> str:
+    """A warning without its counts and figures: the same kind of warning from every batch is
+    one note."""
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", message.split(";")[0])
+
+
 def _by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int]) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for i in sorted(chosen):
@@ -252,28 +274,30 @@ def _by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int]) -> dict[int, l
 # -- the search ---------------------------------------------------------------------------------------
 @dataclass
 class Trace:
-    """One search: the ``ranking`` of the runs that reached the last level (best first, the
-    selection first; ineligible ones left out), the level each run reached and its value there."""
+    """One search: the ``ranking`` of the runs that reached the last level (best value first;
+    ineligible ones left out), the level each run reached and its value there, and the
+    ``selected`` run (the best, or a published configuration within a standard error of it)."""
 
     ranking: list[int]
     reached: dict[int, int]
     value: dict[int, float]
-
-    @property
-    def selected(self) -> int:
-        return self.ranking[0]
+    selected: int
 
 
-def halve(book: Book, candidates: Sequence[int], lps: Sequence[int], objective: Objective = Objective()) -> Trace:
+def halve(book: Book, candidates: Sequence[int], lps: Sequence[int], objective: Objective = Objective(),
+          cost: Sequence[float] | None = None) -> Trace:
     """Successive halving of ``candidates`` on the language pairs ``lps`` (the book's schedule)."""
-    return halve_together(book, candidates, [lps], objective)[0]
+    return halve_together(book, candidates, [lps], objective, cost=cost)[0]
 
 
 def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Sequence[int]],
-                   objective: Objective = Objective(), log: Callable[[str], None] | None = None) -> list[Trace]:
+                   objective: Objective = Objective(), log: Callable[[str], None] | None = None,
+                   cost: Sequence[float] | None = None) -> list[Trace]:
     """Successive halving of ``candidates`` on each set of language pairs of ``searches`` (the
     folds of a cross-validation and the search on every pair), level by level together: what
-    every search needs at a level is computed in one engine call per encoder."""
+    every search needs at a level is computed in one engine call per encoder. ``cost``: each
+    entry's seconds per segment (:attr:`Cost.per_score`), for promotion within the screen's
+    cost (see the module's docstring)."""
     say = log or (lambda _msg: None)
     entries = book.entries
     start = [e for e in candidates if objective.minimum is None or
@@ -281,6 +305,9 @@ def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Seq
     if not start:
         raise ConfigError(f"no run of the space meets the objective's constraint ({objective})")
     alive = [list(start) for _ in searches]
+    segments = [[sum(len(book.sample(l, level)) for l in lps) for level in range(book.schedule.levels)]
+                for lps in searches]
+    screen = [sum(cost[e] for e in start) * segs[0] if cost is not None else math.inf for segs in segments]
     reached: list[dict[int, int]] = [{} for _ in searches]
     value: list[dict[int, float]] = [{} for _ in searches]
     out: list[Trace] = []
@@ -301,10 +328,46 @@ def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Seq
             if not order:
                 raise ConfigError("no run has a defined correlation on every language pair")
             if level == last:
-                out.append(Trace(order, reached[s], value[s]))
+                out.append(Trace(order, reached[s], value[s], _preferred(book, order, value[s], lps, level)))
             else:
-                alive[s] = order[:book.schedule.survivors(len(order))[1]]
+                alive[s] = _promoted(order[:book.schedule.survivors(len(order))[1]],
+                                     cost, screen[s], segments[s][level + 1])
     return out
+
+
+def _promoted(best_first: Sequence[int], cost: Sequence[float] | None, budget: float, segments: int) -> list[int]:
+    """The runs that go on, best first, within ``budget`` seconds on ``segments`` (the best
+    always)."""
+    if cost is None:
+        return list(best_first)
+    keep, spent = [], 0.0
+    for e in best_first:
+        if not keep or spent + cost[e] * segments <= budget:
+            keep.append(e)
+            spent += cost[e] * segments
+    return keep
+
+
+def _preferred(book: Book, order: Sequence[int], value: Mapping[int, float], lps: Sequence[int], level: int,
+               resamples: int = 200) -> int:
+    """The selection among ``order`` (best value first): the best, or the best published
+    configuration within one standard error of it (the paired difference of the mean |r| over
+    ``lps``, resampling every pair's segments; seeded, so the same data select the same run)."""
+    best = order[0]
+    rivals = [e for e in order[1:] if book.entries[e].published]
+    if book.entries[best].published or not rivals:
+        return best
+    rng = np.random.default_rng(0)
+    diffs = np.zeros((len(rivals), resamples))
+    for l in lps:
+        human = book.lang_pairs[l].human[book.sample(l, level)]
+        idx = rng.integers(0, len(human), size=(resamples, len(human)))
+        r_best = np.abs(pearson_rows(book.scores[(best, l, level)][idx], human[idx]))
+        for i, e in enumerate(rivals):
+            diffs[i] += (r_best - np.abs(pearson_rows(book.scores[(e, l, level)][idx], human[idx]))) / len(lps)
+    se = np.nanstd(diffs, axis=1)
+    close = [e for e, s in zip(rivals, se) if value[best] - value[e] <= s]
+    return close[0] if close else best
 
 
 @dataclass(frozen=True)
@@ -361,6 +424,7 @@ class SearchRun:
     holdout_source: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     estimated_seconds: float | None = None
+    notes: dict[str, int] = field(default_factory=dict)
     mean_abs_r: dict[int, float] = field(default_factory=dict)
     per_pair: dict[int, list[float]] = field(default_factory=dict)
 
@@ -385,9 +449,9 @@ def baselines(entries: Sequence[Entry]) -> list[Baseline]:
 def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[LangPair], schedule: Schedule,
            objective: Objective = Objective(), holdout: Sequence[LangPair] = (), holdout_source: str | None = None,
            resamples: int = 1000, seed: int = 0, progress: bool = False,
-           log: Callable[[str], None] | None = None) -> SearchRun:
+           log: Callable[[str], None] | None = None, cost: Cost | None = None) -> SearchRun:
     """Nested cross-validation over the language pairs, then the search on every pair (see the
-    module's docstring)."""
+    module's docstring); ``cost`` (:func:`measure`) bounds what each level promotes."""
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t0 = time.perf_counter()
@@ -398,7 +462,8 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     last = schedule.levels - 1
     # every fold (each language pair left out) and the search on every pair, level by level together
     trains = [[l for l in lps if l != held] for held in lps] if len(lps) >= 2 else []
-    *traces, final = halve_together(book, every, [*trains, lps], objective, say)
+    *traces, final = halve_together(book, every, [*trains, lps], objective, say,
+                                    cost.per_score if cost is not None else None)
     # the published configurations on every segment of every pair (a group picks its best on the
     # pairs a fold sees): one call
     book.need((e, l, last) for b in base for e in b.members for l in lps)
@@ -427,6 +492,7 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
         run.holdout, run.holdout_source = _held_out(entries, scorers, run, holdout), holdout_source
     run.seconds = {**{f"level {k + 1}": s for k, s in enumerate(book.seconds)},
                    "total": time.perf_counter() - t0}
+    run.notes = dict(book.notes)
     return run
 
 
@@ -558,15 +624,19 @@ class Cost:
 
     def seconds(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
         """The time of a search with nested cross-validation: each level encodes its segments'
-        two texts once; the screen scores every run; beyond it the survivors of the folds, which
-        overlap (``folds_overlap`` times one search's, each at the runs' mean cost); and the
-        ``always`` runs every segment."""
+        two texts once; the screen scores every run; each later level the survivors of the
+        folds, which overlap (``folds_overlap`` times one search's), taken to be the costliest
+        runs that fit the level (the good runs are often the dear ones) and at most
+        ``folds_overlap`` times the screen's cost (promotion within it); and the ``always`` runs
+        every segment."""
         segments = [sum(_sample_size(n, f) for n in sizes) for f in schedule.fractions]
         counts = schedule.survivors(len(self.per_score))
-        mean = sum(self.per_score) / len(self.per_score)
-        total = self.per_text * 2 * sum(segments) + sum(self.per_score) * segments[0]
+        screen = sum(self.per_score) * segments[0]
+        total = self.per_text * 2 * sum(segments) + screen
         for count, level_segments in zip(counts[1:], segments[1:]):
-            total += mean * min(len(self.per_score), count * folds_overlap) * level_segments
+            fitting = sorted((c for c in self.per_score if c * level_segments <= screen), reverse=True)
+            dearest = sum(fitting[:math.ceil(count * folds_overlap)]) * level_segments
+            total += min(dearest, folds_overlap * screen)
         if schedule.levels > 1:
             total += sum(self.per_score[e] for e in self.always) * segments[-1]
         return total
@@ -578,25 +648,27 @@ def _sample_size(n: int, fraction: float) -> int:
 
 def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
             probe: int = 64) -> Cost:
-    """After a warm-up that loads the models, the encoding of ``probe`` pairs of the first
-    language pair alone, then each kind of run (aligner, n-gram size) on those pairs: the
+    """After a warm-up that loads the models, the encoding of ``probe`` pairs drawn evenly from
+    every language pair alone, then each kind of run (aligner, n-gram size) on those pairs: the
     :class:`Cost` of a search."""
     from ..engine import encode
 
     first = lang_pairs[0]
-    n = min(probe, len(first))
     every = range(len(entries))
     warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
     Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in every)
-    pairs = Pairs.from_pairs(first.references[-n:], first.candidates[-n:])
+    drawn = [(lp, i) for lp in lang_pairs for i in np.linspace(0, len(lp) - 1, max(1, probe // len(lang_pairs)),
+                                                                 dtype=int)]
+    n = len(drawn)
+    refs, cands = [lp.references[i] for lp, i in drawn], [lp.candidates[i] for lp, i in drawn]
+    pairs = Pairs.from_pairs(refs, cands)
     encoding: dict[int, float] = {}
     for key, members in _by_encoder(scorers, every).items():
         scorer = scorers[members[0]]
         t = time.perf_counter()
         encode(scorer.scoring_encoder(), pairs, [entries[e].composition.aggregator for e in members], scorer.runtime)
         encoding[key] = time.perf_counter() - t
-    probe_pair = LangPair(first.year, first.src, first.tgt, first.references[-n:], first.candidates[-n:],
-                          first.human[-n:])
+    probe_pair = LangPair(first.year, first.src, first.tgt, refs, cands, np.array([lp.human[i] for lp, i in drawn]))
     kinds: dict[tuple[Any, ...], list[int]] = {}
     for e, entry in enumerate(entries):
         aligner = entry.composition.aligner
