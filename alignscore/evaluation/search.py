@@ -646,29 +646,37 @@ def _sample_size(n: int, fraction: float) -> int:
     return min(n, max(MIN_SEGMENTS, math.ceil(fraction * n)))
 
 
-def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
-            probe: int = 64) -> Cost:
-    """After a warm-up that loads the models, the encoding of ``probe`` pairs drawn evenly from
-    every language pair alone, then each kind of run (aligner, n-gram size) on those pairs: the
-    :class:`Cost` of a search."""
+def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair]) -> Cost:
+    """The :class:`Cost` of a search on this machine. After a warm-up that loads the models, the
+    encoding alone and each kind of run (aligner, n-gram size) are timed on two batches of
+    segments and on two segments: the difference is the cost of the others, so what a call costs
+    whatever its size (fitting idf, setting up a solver) drops out of the cost per segment, as it
+    does in a search's few large calls. A search aligns pairs in batches of similar length (see
+    :func:`~alignscore.engine.batch_order`), so the two batches are like theirs: each of
+    consecutive segments in order of length, one from the shorter half, one from the longer."""
     from ..engine import encode
 
     first = lang_pairs[0]
     every = range(len(entries))
     warm = LangPair(first.year, first.src, first.tgt, first.references[:2], first.candidates[:2], first.human[:2])
     Book(list(entries), list(scorers), [warm], Schedule((1.0,))).need((e, 0, 0) for e in every)
-    drawn = [(lp, i) for lp in lang_pairs for i in np.linspace(0, len(lp) - 1, max(1, probe // len(lang_pairs)),
-                                                                 dtype=int)]
-    n = len(drawn)
-    refs, cands = [lp.references[i] for lp, i in drawn], [lp.candidates[i] for lp, i in drawn]
-    pairs = Pairs.from_pairs(refs, cands)
-    encoding: dict[int, float] = {}
+    by_length = sorted(((lp, i) for lp in lang_pairs for i in range(len(lp))),
+                       key=lambda p: len(p[0].references[p[1]].split()) + len(p[0].candidates[p[1]].split()))
+    size = scorers[0].runtime.pair_batch_size
+    drawn = by_length if len(by_length) <= 2 * size else [
+        p for q in (0.25, 0.75) for p in by_length[int(q * len(by_length)) - size // 2:][:size]]
+    probes = [LangPair(first.year, first.src, first.tgt, [lp.references[i] for lp, i in part],
+                       [lp.candidates[i] for lp, i in part], np.array([lp.human[i] for lp, i in part]))
+              for part in (drawn[len(drawn) // 4:][:2], drawn)]
+    extra = len(drawn) - 2
+    encoding: dict[int, list[float]] = {}
     for key, members in _by_encoder(scorers, every).items():
         scorer = scorers[members[0]]
-        t = time.perf_counter()
-        encode(scorer.scoring_encoder(), pairs, [entries[e].composition.aggregator for e in members], scorer.runtime)
-        encoding[key] = time.perf_counter() - t
-    probe_pair = LangPair(first.year, first.src, first.tgt, refs, cands, np.array([lp.human[i] for lp, i in drawn]))
+        for part in probes:
+            t = time.perf_counter()
+            encode(scorer.scoring_encoder(), Pairs.from_pairs(part.references, part.candidates),
+                   [entries[e].composition.aggregator for e in members], scorer.runtime)
+            encoding.setdefault(key, []).append(time.perf_counter() - t)
     kinds: dict[tuple[Any, ...], list[int]] = {}
     for e, entry in enumerate(entries):
         aligner = entry.composition.aligner
@@ -676,13 +684,15 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
                          []).append(e)
     per_score = [0.0] * len(entries)
     for (encoder, *_), members in kinds.items():
-        t = time.perf_counter()
-        Book(list(entries), list(scorers), [probe_pair], Schedule((1.0,))).need((e, 0, 0) for e in members)
-        each = max(time.perf_counter() - t - encoding[encoder], 0.0) / (n * len(members))
+        took = []
+        for k, part in enumerate(probes):
+            t = time.perf_counter()
+            Book(list(entries), list(scorers), [part], Schedule((1.0,))).need((e, 0, 0) for e in members)
+            took.append(time.perf_counter() - t - encoding[encoder][k])
         for e in members:
-            per_score[e] = each
-    return Cost(sum(encoding.values()) / (2 * n), tuple(per_score),
-                tuple(e for e, entry in enumerate(entries) if entry.published))
+            per_score[e] = max(took[1] - took[0], 0.0) / (extra * len(members))
+    per_text = sum(max(t[1] - t[0], 0.0) for t in encoding.values()) / (2 * extra)
+    return Cost(per_text, tuple(per_score), tuple(e for e, entry in enumerate(entries) if entry.published))
 
 
 def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
