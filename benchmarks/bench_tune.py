@@ -6,7 +6,7 @@ selection does on language pairs it never saw against the published configuratio
   leave-one-language-pair-out cross-validation (the folds reuse the grid's scores);
 - ``halving``: the schedule given (``--eta``, ``--levels``), with its own book of scores (nothing
   shared with the full grid but the loaded model), and the time it was estimated to take before
-  it ran (:func:`~alignscore.evaluation.search.measure`: a probe of 64 pairs).
+  it ran (:func:`~alignscore.evaluation.search.measure`: two batches of segments).
 
 Reported: each search's time, the ratio, the estimate's error, each selection's mean |r| on all
 segments of the six pairs and the difference between the two selections with a 95% interval

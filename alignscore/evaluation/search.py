@@ -613,13 +613,16 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
 @dataclass(frozen=True)
 class Cost:
     """What a search costs on this machine, measured (:func:`measure`): seconds per text
-    encoded (every layer the runs read), seconds per segment scored by each run beyond the
-    encoding (``per_score``, one per entry: a barycenter costs a thousand greedy matchings), and
-    the entries scored on every segment whatever the search keeps (``always``: the published
-    configurations, which every fold compares with)."""
+    encoded (every layer the runs read); for each entry, seconds per segment it scores beyond
+    the encoding (``per_score``: a barycenter costs ten thousand greedy matchings) and per
+    language pair it is scored on at a level, whatever the number of segments (``per_call``:
+    fitting its weights, setting up its aligner); and the entries scored on every segment
+    whatever the search keeps (``always``: the published configurations, which every fold
+    compares with)."""
 
     per_text: float
     per_score: tuple[float, ...]
+    per_call: tuple[float, ...] = ()
     always: tuple[int, ...] = ()
 
     def seconds(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
@@ -629,16 +632,21 @@ class Cost:
         runs that fit the level (the good runs are often the dear ones) and at most
         ``folds_overlap`` times the screen's cost (promotion within it); and the ``always`` runs
         every segment."""
+        per_call = self.per_call or (0.0,) * len(self.per_score)
         segments = [sum(_sample_size(n, f) for n in sizes) for f in schedule.fractions]
+
+        def level(runs: Iterable[int], level_segments: int) -> list[float]:
+            return [self.per_score[e] * level_segments + per_call[e] * len(sizes) for e in runs]
+
         counts = schedule.survivors(len(self.per_score))
         screen = sum(self.per_score) * segments[0]
-        total = self.per_text * 2 * sum(segments) + screen
+        total = self.per_text * 2 * sum(segments) + sum(level(range(len(self.per_score)), segments[0]))
         for count, level_segments in zip(counts[1:], segments[1:]):
-            fitting = sorted((c for c in self.per_score if c * level_segments <= screen), reverse=True)
-            dearest = sum(fitting[:math.ceil(count * folds_overlap)]) * level_segments
-            total += min(dearest, folds_overlap * screen)
+            fitting = sorted((c for e, c in enumerate(level(range(len(self.per_score)), level_segments))
+                              if self.per_score[e] * level_segments <= screen), reverse=True)
+            total += min(sum(fitting[:math.ceil(count * folds_overlap)]), folds_overlap * screen)
         if schedule.levels > 1:
-            total += sum(self.per_score[e] for e in self.always) * segments[-1]
+            total += sum(level(self.always, segments[-1]))
         return total
 
 
@@ -682,7 +690,7 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
         aligner = entry.composition.aligner
         kinds.setdefault((id(scorers[e].encoder), type(aligner).__name__, getattr(aligner, "n_gram", None)),
                          []).append(e)
-    per_score = [0.0] * len(entries)
+    per_score, per_call = [0.0] * len(entries), [0.0] * len(entries)
     for (encoder, *_), members in kinds.items():
         took = []
         for k, part in enumerate(probes):
@@ -691,8 +699,10 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
             took.append(time.perf_counter() - t - encoding[encoder][k])
         for e in members:
             per_score[e] = max(took[1] - took[0], 0.0) / (extra * len(members))
+            per_call[e] = max(took[0], 0.0) / len(members)
     per_text = sum(max(t[1] - t[0], 0.0) for t in encoding.values()) / (2 * extra)
-    return Cost(per_text, tuple(per_score), tuple(e for e, entry in enumerate(entries) if entry.published))
+    return Cost(per_text, tuple(per_score), tuple(per_call),
+                tuple(e for e, entry in enumerate(entries) if entry.published))
 
 
 def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
