@@ -119,7 +119,9 @@ def main() -> None:
     lines += [f"The whole procedure (nested cross-validation over the six pairs, every published configuration on "
               f"every segment) with {halving}: estimated {estimate / 60:.1f} min before it ran (measure: "
               f"{probe:.0f} s), took {t_run / 60:.1f} min ({t_run / estimate:.2f} of the estimate); the full grid's "
-              f"estimate: {full_estimate / 60:.1f} min."]
+              f"estimate: {full_estimate / 60:.1f} min. Each level took (estimated): " +
+              ", ".join(f"{run.seconds[f'level {k + 1}']:.0f} s ({s:.0f} s)"
+                        for k, s in enumerate(cost.levels(sizes, halving))) + "."]
     lines += ["", "Nested cross-validation: mean |r| on the left-out pair, 95% intervals; a group by its best run "
                   "on the other five pairs.", "",
               "| run | held-out \\|r\\| | 95% interval | selection minus it | 95% interval |", "|---|---:|---|---:|---|"]
@@ -128,9 +130,11 @@ def main() -> None:
         lines.append(f"| {'the search' if key == 'selected' else key} | {est.estimate:.4f} | "
                      f"[{est.low:.4f}, {est.high:.4f}] | " +
                      (f"{gain.estimate:+.4f} | [{gain.low:+.4f}, {gain.high:+.4f}] |" if gain else "| |"))
-    lines += ["", "Folds: " + "; ".join(f"{f.lang_pair} {run.entries[f.selected].id} "
-                                        f"({run.entries[f.selected].label}) {f.abs_r['selected']:.4f}"
-                                        for f in run.folds)]
+    chosen_runs = {f.selected for f in run.folds}
+    lines += ["", "Selected on the other pairs: " + "; ".join(
+        f"{run.entries[e].id} ({run.entries[e].label}) for " +
+        ", ".join(f"{f.lang_pair} ({f.abs_r['selected']:.4f} held out)" for f in run.folds if f.selected == e)
+        for e in sorted(chosen_runs))]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:

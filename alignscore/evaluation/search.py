@@ -292,12 +292,13 @@ def halve(book: Book, candidates: Sequence[int], lps: Sequence[int], objective: 
 
 def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Sequence[int]],
                    objective: Objective = Objective(), log: Callable[[str], None] | None = None,
-                   cost: Sequence[float] | None = None) -> list[Trace]:
+                   cost: Sequence[float] | None = None, also: Sequence[int] = ()) -> list[Trace]:
     """Successive halving of ``candidates`` on each set of language pairs of ``searches`` (the
     folds of a cross-validation and the search on every pair), level by level together: what
     every search needs at a level is computed in one engine call per encoder. ``cost``: each
     entry's seconds per segment (:attr:`Cost.per_score`), for promotion within the screen's
-    cost (see the module's docstring)."""
+    cost (see the module's docstring). ``also``: runs scored at the last level on every pair
+    whatever the searches keep, in the same call (the texts are encoded once for both)."""
     say = log or (lambda _msg: None)
     entries = book.entries
     start = [e for e in candidates if objective.minimum is None or
@@ -314,8 +315,10 @@ def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Seq
     last = book.schedule.levels - 1
     for level in range(book.schedule.levels):
         t = time.perf_counter()
-        book.need((e, l, level) for s, lps in enumerate(searches) for e in alive[s] for l in lps)
-        runs = len({e for a in alive for e in a})
+        every = sorted({l for lps in searches for l in lps}) if level == last else []
+        book.need([*((e, l, level) for s, lps in enumerate(searches) for e in alive[s] for l in lps),
+                   *((e, l, level) for e in also for l in every)])
+        runs = len({*(e for a in alive for e in a), *(also if level == last else ())})
         say(f"level {level + 1} of {book.schedule.levels}: {runs} runs on {book.segments(level)} segments "
             f"({time.perf_counter() - t:.0f} s)")
         for s, lps in enumerate(searches):
@@ -462,11 +465,11 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     last = schedule.levels - 1
     # every fold (each language pair left out) and the search on every pair, level by level together
     trains = [[l for l in lps if l != held] for held in lps] if len(lps) >= 2 else []
+    # the published configurations are scored on every segment with the last level (a group picks
+    # its best on the pairs a fold sees)
     *traces, final = halve_together(book, every, [*trains, lps], objective, say,
-                                    cost.per_score if cost is not None else None)
-    # the published configurations on every segment of every pair (a group picks its best on the
-    # pairs a fold sees): one call
-    book.need((e, l, last) for b in base for e in b.members for l in lps)
+                                    cost.per_score if cost is not None else None,
+                                    also=[e for b in base for e in b.members])
     choices = []
     for held, (train, trace) in enumerate(zip(trains, traces)):
         chosen = {"selected": trace.selected}
@@ -625,29 +628,33 @@ class Cost:
     per_call: tuple[float, ...] = ()
     always: tuple[int, ...] = ()
 
-    def seconds(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
-        """The time of a search with nested cross-validation: each level encodes its segments'
-        two texts once; the screen scores every run; each later level the survivors of the
-        folds, which overlap (``folds_overlap`` times one search's), taken to be the costliest
-        runs that fit the level (the good runs are often the dear ones) and at most
-        ``folds_overlap`` times the screen's cost (promotion within it); and the ``always`` runs
-        every segment."""
+    def levels(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> list[float]:
+        """The time of each level of a search with nested cross-validation: each level encodes
+        its segments' two texts once; the screen scores every run; each later level the
+        survivors of the folds, which overlap (``folds_overlap`` times one search's), taken to be
+        the costliest runs that fit the level (the good runs are often the dear ones) and at most
+        ``folds_overlap`` times the screen's cost (promotion within it); the last level also the
+        ``always`` runs."""
         per_call = self.per_call or (0.0,) * len(self.per_score)
         segments = [sum(_sample_size(n, f) for n in sizes) for f in schedule.fractions]
 
-        def level(runs: Iterable[int], level_segments: int) -> list[float]:
+        def scoring(runs: Iterable[int], level_segments: int) -> list[float]:
             return [self.per_score[e] * level_segments + per_call[e] * len(sizes) for e in runs]
 
-        counts = schedule.survivors(len(self.per_score))
+        every = range(len(self.per_score))
         screen = sum(self.per_score) * segments[0]
-        total = self.per_text * 2 * sum(segments) + sum(level(range(len(self.per_score)), segments[0]))
-        for count, level_segments in zip(counts[1:], segments[1:]):
-            fitting = sorted((c for e, c in enumerate(level(range(len(self.per_score)), level_segments))
+        out = [sum(scoring(every, segments[0]))]
+        for count, level_segments in zip(schedule.survivors(len(self.per_score))[1:], segments[1:]):
+            fitting = sorted((c for e, c in zip(every, scoring(every, level_segments))
                               if self.per_score[e] * level_segments <= screen), reverse=True)
-            total += min(sum(fitting[:math.ceil(count * folds_overlap)]), folds_overlap * screen)
+            out.append(min(sum(fitting[:math.ceil(count * folds_overlap)]), folds_overlap * screen))
         if schedule.levels > 1:
-            total += sum(level(self.always, segments[-1]))
-        return total
+            out[-1] += sum(scoring(self.always, segments[-1]))
+        return [self.per_text * 2 * n + t for n, t in zip(segments, out)]
+
+    def seconds(self, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
+        """The time of the whole search (:meth:`levels`)."""
+        return sum(self.levels(sizes, schedule, folds_overlap))
 
 
 def _sample_size(n: int, fraction: float) -> int:
