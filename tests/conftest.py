@@ -15,7 +15,6 @@ import importlib
 import importlib.util
 import json
 import os
-from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -175,24 +174,18 @@ def _training_text() -> list[str]:
 
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A randomly initialised 4-layer BERT with a WordPiece vocabulary trained here."""
+    """A randomly initialised 4-layer BERT with a WordPiece vocabulary of 800 tokens."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     out = tmp_path_factory.mktemp("tiny-bert")
-    normalizer, pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
-    # the vocabulary built here, not by tokenizers' WordPiece trainer, whose vocabulary changes from
-    # process to process (it breaks ties in hash order): every character alone and as a
-    # continuation, then the most frequent words
-    counts: Counter[str] = Counter(word for line in _training_text() for word, _ in
-                                   pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)))
-    chars = sorted({c for word in counts for c in word})
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    words = [w for w, _ in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])) if len(w) > 1]
-    tokens = list(dict.fromkeys([*specials, *chars, *(f"##{c}" for c in chars), *words]))[:800]
+    # a vocabulary tokenizers' WordPiece trainer made once from _training_text(), kept in a file: the
+    # trainer breaks ties in hash order, so it makes a different one in every process
+    tokens = (Path(__file__).parent / "tiny-bert-vocab.txt").read_text(encoding="utf-8").splitlines()
     tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
-    tok.normalizer, tok.pre_tokenizer = normalizer, pre_tokenizer
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
