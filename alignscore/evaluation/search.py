@@ -16,7 +16,7 @@ segments ``S_l`` of each pair.
 - **Promotion within the screen's cost.** With the runs' measured costs (:class:`Cost`), a level
   promotes its best ``keep`` share in order of value, passing over any run whose scoring on the
   next level's segments would take the level past the time the screen took (the best one always
-  goes on): one barycenter costs as much as thousands of greedy matchings, and a mid-ranked
+  goes on): a barycenter costs orders of magnitude more than a greedy matching, and a mid-ranked
   expensive run would otherwise cost more than the whole screen. Every level then costs at most
   about what the screen did.
 - **Selection.** The best ``R`` at the last level among the eligible runs (defined |r| on every
@@ -617,7 +617,7 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
 class Cost:
     """What a search costs on this machine, measured (:func:`measure`): seconds per text
     encoded (every layer the runs read); for each entry, seconds per segment it scores beyond
-    the encoding (``per_score``: a barycenter costs ten thousand greedy matchings) and per
+    the encoding (``per_score``: a barycenter's is orders of magnitude a greedy one's) and per
     language pair it is scored on at a level, whatever the number of segments (``per_call``:
     fitting its weights, setting up its aligner); and the entries scored on every segment
     whatever the search keeps (``always``: the published configurations, which every fold
@@ -665,8 +665,8 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     """The :class:`Cost` of a search on this machine. After a warm-up that loads the models, the
     encoding alone and each kind of run (aligner, n-gram size) are timed on two batches of
     segments and on two segments: the difference is the cost of the others, so what a call costs
-    whatever its size (fitting idf, setting up a solver) drops out of the cost per segment, as it
-    does in a search's few large calls. A search aligns pairs in batches of similar length (see
+    whatever its size (fitting idf, setting up a solver) drops out of the cost per segment, and the
+    two segments' time is that cost per call (a search makes one per run, pair and level). A search aligns pairs in batches of similar length (see
     :func:`~alignscore.engine.batch_order`), so the two batches are like theirs: each of
     consecutive segments in order of length, one from the shorter half, one from the longer."""
     from ..engine import encode
