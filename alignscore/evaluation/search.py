@@ -297,8 +297,9 @@ def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Seq
     folds of a cross-validation and the search on every pair), level by level together: what
     every search needs at a level is computed in one engine call per encoder. ``cost``: each
     entry's seconds per segment (:attr:`Cost.per_score`), for promotion within the screen's
-    cost (see the module's docstring). ``also``: runs scored at the last level on every pair
-    whatever the searches keep, in the same call (the texts are encoded once for both)."""
+    cost (see the module's docstring). At the last level every run left is scored on every pair
+    of the searches, with ``also`` (runs scored there whatever the searches keep): a fold's
+    selection then has its left-out pair's scores, and the texts are encoded once for all."""
     say = log or (lambda _msg: None)
     entries = book.entries
     start = [e for e in candidates if objective.minimum is None or
@@ -315,11 +316,13 @@ def halve_together(book: Book, candidates: Sequence[int], searches: Sequence[Seq
     last = book.schedule.levels - 1
     for level in range(book.schedule.levels):
         t = time.perf_counter()
-        every = sorted({l for lps in searches for l in lps}) if level == last else []
-        book.need([*((e, l, level) for s, lps in enumerate(searches) for e in alive[s] for l in lps),
-                   *((e, l, level) for e in also for l in every)])
-        runs = len({*(e for a in alive for e in a), *(also if level == last else ())})
-        say(f"level {level + 1} of {book.schedule.levels}: {runs} runs on {book.segments(level)} segments "
+        if level == last:
+            runs = sorted({*(e for a in alive for e in a), *also})
+            book.need((e, l, level) for e in runs for l in sorted({l for lps in searches for l in lps}))
+        else:
+            runs = sorted({e for a in alive for e in a})
+            book.need((e, l, level) for s, lps in enumerate(searches) for e in alive[s] for l in lps)
+        say(f"level {level + 1} of {book.schedule.levels}: {len(runs)} runs on {book.segments(level)} segments "
             f"({time.perf_counter() - t:.0f} s)")
         for s, lps in enumerate(searches):
             scores = book.mean_abs_r(alive[s], lps, level) + np.array(
