@@ -23,7 +23,7 @@ from alignscore.errors import ConfigError
 from alignscore.encoders.static import split_words
 from alignscore.evaluation.challenge import Item
 from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Cost, Objective, Schedule, baselines,
-                                          challenge_accuracy, halve, plan, planned_scores, prepare, samples, search)
+                                          challenge_accuracy, halve, plan, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import LangPair, load_daseg
@@ -186,8 +186,6 @@ def test_schedules_and_nested_samples() -> None:
     assert len(small) == 34 and len(mid) == 100 and list(small) == sorted(small)
     assert [list(s) for s in samples(300, (1 / 9, 1 / 3, 1.0), seed=5)] == [list(small), list(mid), list(full)]
     assert len(samples(50, (0.1, 1.0), seed=0)[0]) == MIN_SEGMENTS
-    # a search with nested cross-validation scores the screen once, then the survivors (x1.5 for the folds)
-    assert planned_scores(100, [300, 300], Schedule.halving(3, 2)) == 100 * 200 + 34 * 1.5 * 600
     cost = Cost(per_text=0.01, per_score=(0.001,) * 99 + (0.1,), always=(99,))  # one slow published run
     # encoding both texts at each level; the screen (0.199 s a segment on 200); the dearest 51 (34 x 1.5) runs
     # that fit the screen's 39.8 s on 600 segments (not the slow one: 60 s alone); the slow one on every segment
@@ -197,6 +195,9 @@ def test_schedules_and_nested_samples() -> None:
     dear = Cost(per_text=0.0, per_score=(0.01,) * 40)
     assert dear.seconds([300, 300], Schedule.halving(3, 2)) == pytest.approx(0.4 * 200 + 1.5 * 0.4 * 200)
     assert cost.seconds([300, 300], Schedule((1.0,))) == pytest.approx(0.01 * 2 * 600 + 0.199 * 600)
+    # a fixed cost per run and language-pair call: once per pair at every level a run is scored on
+    called = Cost(per_text=0.0, per_score=(0.001,) * 2, per_call=(0.5, 0.0))
+    assert called.seconds([300, 300], Schedule((1.0,))) == pytest.approx(0.002 * 600 + 0.5 * 2)
     assert plan(cost, [300, 300], 1e9) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
     assert plan(cost, [300, 300], 130)[0] == Schedule.halving(4, 2)  # the first that fits, most segments first
     with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):

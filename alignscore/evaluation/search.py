@@ -232,8 +232,8 @@ class Book:
                     results = score_groups(first.scoring_encoder(), groups,
                                            [[self.entries[e].composition for e in es] for es in runs],
                                            replace(first.runtime, progress=self.progress))
-                for w in caught:
-                    self.notes[_gist(str(w.message))] = self.notes.get(_gist(str(w.message)), 0) + 1
+                for gist in (_gist(str(w.message)) for w in caught):
+                    self.notes[gist] = self.notes.get(gist, 0) + 1
                 for lp, es, res in zip(lps, runs, results):
                     for e, r in zip(es, res):
                         self.scores[(e, lp, level)] = r.metrics[self.entries[e].composition.metric].double().numpy()
@@ -669,9 +669,10 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     encoding alone and each kind of run (aligner, n-gram size) are timed on two batches of
     segments and on two segments: the difference is the cost of the others, so what a call costs
     whatever its size (fitting idf, setting up a solver) drops out of the cost per segment, and the
-    two segments' time is that cost per call (a search makes one per run, pair and level). A search aligns pairs in batches of similar length (see
-    :func:`~alignscore.engine.batch_order`), so the two batches are like theirs: each of
-    consecutive segments in order of length, one from the shorter half, one from the longer."""
+    two segments' time is that cost per call (a search makes one per run, pair and level). A
+    search aligns pairs in batches of similar length (see :func:`~alignscore.engine.batch_order`),
+    so the two batches are like theirs: each of consecutive segments in order of length, one from
+    the shorter half, one from the longer."""
     from ..engine import encode
 
     first = lang_pairs[0]
@@ -715,17 +716,6 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
                 tuple(e for e, entry in enumerate(entries) if entry.published))
 
 
-def planned_scores(runs: int, sizes: Sequence[int], schedule: Schedule, folds_overlap: float = 1.5) -> float:
-    """How many (run, segment) scores a search with nested cross-validation computes (about):
-    the screen once for every fold, beyond it the survivors of the folds, which overlap, taken
-    to be ``folds_overlap`` times one search's."""
-    total = 0.0
-    for level, (count, fraction) in enumerate(zip(schedule.survivors(runs), schedule.fractions)):
-        segments = sum(_sample_size(n, fraction) for n in sizes)
-        total += (count if level == 0 else min(runs, count * folds_overlap)) * segments
-    return total
-
-
 def plan(cost: Cost, sizes: Sequence[int], budget_s: float) -> tuple[Schedule, float]:
     """The schedule that scores the most segments within ``budget_s`` seconds (the full grid
     when it fits), and its estimated time; ConfigError where even the cheapest does not fit."""
@@ -747,4 +737,4 @@ def beats_p(selected: np.ndarray, reference: np.ndarray, human: np.ndarray) -> f
 
 __all__ = ["Baseline", "Book", "Cost", "Entry", "Fold", "Interval", "Objective", "SCHEDULES", "Schedule",
            "SearchRun", "Trace", "baselines", "challenge_accuracy", "halve", "halve_together", "labels", "measure",
-           "plan", "planned_scores", "prepare", "samples", "search"]
+           "plan", "prepare", "samples", "search"]
