@@ -36,7 +36,7 @@ score: setup
 	$(BIN)/alignscore score -r examples/refs.txt -c examples/cands.txt --model all-MiniLM-L6-v2
 
 test: setup-test
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=30 tests
 
 test-fast: setup-test
 	$(BIN)/python -m pytest -q -m "not slow and not reference" tests

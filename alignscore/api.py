@@ -73,7 +73,7 @@ def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str 
                   stop_words: Sequence[str] = (), device: str | None = None, encoder: Encoder | None = None,
                   **options: Any) -> Scorer:
     """MoverScore as the ``moverscore`` 1.0.3 package's ``moverscore_v2.word_mover_score``
-    computes it (to float tolerance; see tests/test_moverscore_parity.py):
+    computes it (to float tolerance; see tests/parity/test_moverscore_v2_parity.py):
 
     - the last layer's token vectors, unit-normalised; [CLS] and [SEP] take part (``keep``);
     - tokens whose string is one ASCII punctuation character or contains "##" get no mass

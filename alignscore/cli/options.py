@@ -140,7 +140,7 @@ class ManyValues(click.Option):
     """A repeatable option that also takes the arguments after it, up to the next option or
     ``--``: ``-r a.txt b.txt`` is ``-r a.txt -r b.txt`` (bert-score's habit). For commands
     without positional arguments, which these extra values would otherwise be. Click has no
-    public hook for this: the option's parser entry is wrapped (tests/test_cli_habits.py checks
+    public hook for this: the option's parser entry is wrapped (tests/cli/test_bert_score_habits.py checks
     that nothing else is taken)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -13,7 +13,7 @@ from alignscore.engine import Blocks, align, align_chunks, encode, score_blocks,
 from alignscore.errors import ConfigError, InputError
 
 from conftest import compose, wmt16
-from test_engine import CountingEncoder
+from fakes import CountingEncoder
 
 TOL = 1e-6
 

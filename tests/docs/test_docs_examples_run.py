@@ -38,7 +38,7 @@ import pytest
 
 from conftest import needs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 README_MAX_LINES = 300
 

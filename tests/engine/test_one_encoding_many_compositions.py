@@ -28,21 +28,9 @@ from alignscore.filters import RemoveSubwordsPunct
 from alignscore.rescale import compute_baseline
 
 from conftest import REPO, compose, wmt16
+from fakes import CountingEncoder
 
 TOL = 1e-6  # other batches change float32 summation order only
-
-
-class CountingEncoder(HFEncoder):
-    """An HFEncoder that counts forward passes and the texts they encode."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.calls, self.texts = 0, 0
-
-    def forward(self, input_ids, attention_mask, layers):
-        self.calls += 1
-        self.texts += len(input_ids)
-        return super().forward(input_ids, attention_mask, layers)
 
 
 def _pairs(n=40):

@@ -109,7 +109,7 @@ def test_ablate_tables_identical_pairs_as_undefined(tmp_path: Path, tiny_bert_di
     assert "nan" not in table.lower()
 
 
-# -- 2. (challenge items: tests/test_challenge.py) ----------------------------------------------------------
+# -- 2. (challenge items: tests/evaluation/test_challenge_sets.py) ----------------------------------------------------------
 # -- 3, 4. static tables checked whole before use ----------------------------------------------------------
 def test_word2vec_zero_vector_is_refused_with_its_line(tmp_path: Path, texts: dict[str, Path]) -> None:
     vec = tmp_path / "t.vec"

@@ -25,7 +25,7 @@ from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore._ops import unit
 from alignscore.weighting import IdfS
-from test_transport import make_batch
+from fakes import make_batch
 from conftest import compose
 
 L, D = 4, 6

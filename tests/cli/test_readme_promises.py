@@ -142,7 +142,7 @@ def test_mbr_with_idf_is_the_brute_force_argmax(files, tiny_bert_dir):
 def test_roberta_bpe_scores_match_bert_score(tiny_roberta_dir, monkeypatch):
     """roberta-large is the default model: a tiny RoBERTa (byte-level BPE) scores as bert_score
     scores it, idf and not. bert_score encodes RoBERTa text with ``add_prefix_space=True``, which
-    transformers 5 ignores at call time (tests/test_token_ids.py): the oracle is bert_score with
+    transformers 5 ignores at call time (tests/encoders/test_token_ids_match_bert_score.py): the oracle is bert_score with
     that prefix space restored, its own arithmetic untouched."""
     bert_score = needs("bert_score")
     utils = needs("bert_score.utils")
@@ -170,7 +170,7 @@ def test_roberta_bpe_scores_match_bert_score(tiny_roberta_dir, monkeypatch):
 def test_the_readme_first_example_is_make_score_and_prints_what_the_readme_shows(minilm_dir):
     """The README's first console block is the command of the Makefile's `score` target, and the
     output shown under it is what that command prints (numbers to 1e-6; the signature's version
-    field aside). tests/test_docs.py runs every block; this one also ties it to `make score`."""
+    field aside). tests/docs/test_docs_examples_run.py runs every block; this one also ties it to `make score`."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     command, shown = re.search(r"```console\n\$ (alignscore score [^\n]*)\n(.*?)```", readme, re.S).groups()
     recipe = re.search(r"^score:.*\n\t\$\(BIN\)/(alignscore score .*)$", (REPO / "Makefile").read_text(), re.M)

@@ -21,7 +21,7 @@ from alignscore.weighting import WEIGHTINGS
 from cli_checks import assert_one_error, invoke
 from conftest import needs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 WORDS = {
     "the": [0.1, 0.2, 0.0, 0.1],

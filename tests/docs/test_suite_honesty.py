@@ -21,7 +21,7 @@ def test_a_missing_oracle_fails_under_ci(tmp_path, ci, outcome):
     (fake / "__init__.py").write_text("raise ImportError('bert_score made unimportable by the test')\n")
     env = {**os.environ, "CI": ci, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(CODE_ROOT)])}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(CODE_ROOT / "tests" / "test_bertscore_parity.py")],
+                           str(CODE_ROOT / "tests" / "parity" / "test_bert_score_parity.py")],
                           capture_output=True, text=True, env=env, cwd=CODE_ROOT, timeout=300)
     summary = proc.stdout.strip().splitlines()[-1]
     if outcome == "error":

@@ -24,7 +24,7 @@ from conftest import LANG_PAIRS, needs, wmt16
 bert_score = needs("bert_score")
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LP, N = "de-en", 200
 ROWS = ("Vanilla", "IDF-S", "IDF-L", "IDF-L + SEP + RM", "IDF-L + SEP + PMEANS", "IDF-L + SEP + MNLI")
 

@@ -14,7 +14,7 @@ from alignscore.mbr import expected_utility, mbr_select
 
 from cli_checks import assert_one_error, fingerprint, invoke
 from conftest import compose, wmt16
-from test_engine import CountingEncoder
+from fakes import CountingEncoder
 
 K = 4
 

@@ -23,7 +23,7 @@ from alignscore.evaluation.wmt import load_daseg
 from conftest import wmt16
 
 N = 40  # segments per language pair: enough to correlate, small enough to be quick
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -19,31 +19,9 @@ from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, network_simplex, pairwise_cost, sinkhorn_plans
 from alignscore.aligners.optimal import PAIRS_PER_BLOCK
 from alignscore.errors import ConfigError
+from fakes import make_batch, unit_rows
 
 DIM = 6
-
-
-def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-
-
-def make_batch(ref: list[torch.Tensor], cand: list[torch.Tensor], ref_mass: list[torch.Tensor],
-               cand_mass: list[torch.Tensor], ref_match: list[torch.Tensor] | None = None,
-               cand_match: list[torch.Tensor] | None = None) -> PairBatch:
-    """Right-pad per-pair tensors into a PairBatch (match defaults to mass > 0)."""
-    def pad(rows: list[torch.Tensor], width: int, fill: float | bool = 0) -> torch.Tensor:
-        out = []
-        for r in rows:
-            shape = (width - r.shape[0],) + tuple(r.shape[1:])
-            out.append(torch.cat([r, torch.full(shape, fill, dtype=r.dtype)]))
-        return torch.stack(out)
-
-    tr = max([r.shape[0] for r in ref] + [0])
-    tc = max([c.shape[0] for c in cand] + [0])
-    ref_match = ref_match or [m > 0 for m in ref_mass]
-    cand_match = cand_match or [m > 0 for m in cand_mass]
-    return PairBatch(pad(ref, tr), pad(cand, tc), pad(ref_mass, tr), pad(cand_mass, tc),
-                     pad(ref_match, tr, False), pad(cand_match, tc, False))
 
 
 @st.composite

@@ -356,7 +356,7 @@ def test_ablate_challenge_has_sacrebleu_rows(set_path: Path, tiny_bert_dir: str,
 
 
 def test_ablate_needs_one_of_data_or_challenge(set_path: Path, tmp_path: Path) -> None:
-    code, _, err = invoke("ablate", Path(__file__).resolve().parents[1] / "ablations" / "table9.toml")
+    code, _, err = invoke("ablate", Path(__file__).resolve().parents[2] / "ablations" / "table9.toml")
     assert_one_error(code, err, "--data DIR", "--challenge SET")
 
 

@@ -17,7 +17,7 @@ from alignscore.aligners.greedy import f_beta
 from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.rescale import Baseline
-from test_transport import make_batch, unit_rows
+from fakes import make_batch, unit_rows
 from conftest import compose
 
 
