@@ -146,7 +146,7 @@ def plan_runs(runs: Sequence[RunSpec | RunSources], *, skip_missing: bool = Fals
         assert spec is not None
         if missing_model(spec.encoder.model):
             label = spec.labels.get("model") or name_in(spec.style, "model")
-            why = f"{label}: model {spec.encoder.model!r} is not on this machine (nothing is downloaded without --download)"
+            why = f"{label}: {not_here(spec.encoder.model)}"
             out.append(_missing(spec.encoder.model, why, skip_missing, errors, k, spec))
             continue
         out.append(PlannedRun(spec))
