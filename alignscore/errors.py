@@ -6,6 +6,8 @@ Python API lets them propagate so that callers can catch them.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 class AlignScoreError(Exception):
     """Base class: a user-facing problem with input, configuration or environment."""
@@ -30,6 +32,23 @@ class ConfigError(AlignScoreError):
     def __init__(self, message: str, options: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message, self.options = message, tuple(options)
+
+
+class ConfigErrors(ConfigError):
+    """Several errors found together, each its own line of the message (``errors``): every run
+    of a plan is checked before any runs (:func:`alignscore.config.plan.plan_runs`), so the user
+    learns of every mistake at once.
+
+    Example:
+        >>> both = ConfigErrors([ConfigError("a.toml:3: n_gram: at least 1"), ConfigError("a.toml:9: reg: > 0")])
+        >>> str(both).splitlines()
+        ['a.toml:3: n_gram: at least 1', 'a.toml:9: reg: > 0']
+    """
+
+    def __init__(self, errors: Sequence[AlignScoreError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors),
+                         tuple(o for e in errors for o in getattr(e, "options", ())))
+        self.errors = tuple(errors)
 
 
 class ModelLoadError(AlignScoreError):

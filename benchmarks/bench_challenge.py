@@ -57,9 +57,9 @@ def make_set(path: Path, items: int, seed: int) -> int:
 
 
 def _scorers(n: int) -> list:
-    from alignscore.config import build_all, run_spec
+    from alignscore.config import plan_runs, run_spec
 
-    return build_all([run_spec({"model": MODEL, "layer": LAYER, **c}) for c in COMPOSITIONS[:n]])
+    return plan_runs([run_spec({"model": MODEL, "layer": LAYER, **c}) for c in COMPOSITIONS[:n]]).scorers()
 
 
 def score_case(set_file: str) -> Work:

@@ -70,14 +70,14 @@ def main() -> None:
         # (and the saved traces of the default CPU backend: plain BERTScore's layer, the grid's layers)
         bertscore(args.model, layer=args.layer).score(cands[:8], refs[:8])
         run_grid(grid, [replace(lp, candidates=lp.candidates[:8], references=lp.references[:8],
-                                human=lp.human[:8]) for lp in pairs], flags)
+                                human=lp.human[:8]) for lp in pairs], flags, skip_missing=True)
         plains, grids = [], []
         for _ in range(args.rounds):
             t = time.perf_counter()
             bertscore(args.model, layer=args.layer).score(cands, refs)
             plains.append(time.perf_counter() - t)
             t = time.perf_counter()
-            run = run_grid(grid, pairs, flags)
+            run = run_grid(grid, pairs, flags, skip_missing=True)  # the MNLI rows, where their model is not here
             grids.append(time.perf_counter() - t)
             print(f"round {len(plains)}: plain BERTScore {plains[-1]:.1f} s, table9 grid {grids[-1]:.1f} s "
                   f"= {grids[-1] / plains[-1]:.2f}x")

@@ -8,7 +8,7 @@ and signatures.
 
 from .grid import Entry, Grid, load_grid, parse_grid
 from .report import CellStat, evaluate, markdown, write_outputs
-from .runner import CellPlan, CellRun, GridRun, Plan, model_available, plan, run_grid
+from .runner import CellPlan, CellRun, GridPlan, GridRun, plan_grid, run_grid
 
-__all__ = ["CellPlan", "CellRun", "CellStat", "Entry", "Grid", "GridRun", "Plan", "evaluate", "load_grid",
-           "markdown", "model_available", "parse_grid", "plan", "run_grid", "write_outputs"]
+__all__ = ["CellPlan", "CellRun", "CellStat", "Entry", "Grid", "GridPlan", "GridRun", "evaluate", "load_grid",
+           "markdown", "parse_grid", "plan_grid", "run_grid", "write_outputs"]

@@ -2,7 +2,8 @@
 best per column in bold and a heatmap, with sacreBLEU's sentence BLEU and chrF as reference rows.
 
 Each cell of the grid (a row composed with a column) becomes a :class:`~alignscore.scorer.Scorer`
-of its composition; the cells of one model share its encoder, so
+of its composition, planned with the grid's other cells
+(:func:`~alignscore.ablation.runner.plan_grid`); the cells of one model share its encoder, so
 :func:`~alignscore.evaluation.challenge.run_challenge` encodes each distinct text once for all
 of them.
 """
@@ -21,7 +22,7 @@ from ..config.compile import Source
 from ..evaluation.wmt import LangPair
 from ..textio import make_output_folder, replacing
 from .grid import Grid
-from .runner import plan
+from .runner import plan_grid
 
 ALPHA = 0.05  # level of the paired test marked in the table
 OUTPUT_FILES = {"table": "table.md", "results": "results.jsonl", "heatmap": "heatmap.png"}
@@ -62,8 +63,8 @@ def reference_scores(items: Sequence[Item]) -> list[tuple[str, str, np.ndarray, 
 
 def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source] = (), *,
                        idf_corpus: Sequence[str] | None = None, idf_corpus_name: str | Path | None = None,
-                       models: Mapping[str, str] | None = None, download: bool = False, progress: bool = False,
-                       resamples: int = 1000, seed: int = 0, references: bool = True,
+                       models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
+                       progress: bool = False, resamples: int = 1000, seed: int = 0, references: bool = True,
                        log: Callable[[str], None] | None = None) -> GridChallenge:
     """Score the challenge ``items`` with every cell of ``grid``; each cell is tested (paired
     bootstrap of the accuracy difference) against the cell of the grid's first row in its column.
@@ -71,7 +72,8 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
     Parameters:
         grid: the grid (:func:`~alignscore.ablation.grid.load_grid`).
         items: the challenge set (:func:`~alignscore.evaluation.challenge.read_items`).
-        flags, models: the command's options, as for :func:`~alignscore.ablation.runner.run_grid`.
+        flags, models, download, skip_missing: the command's options, as for
+            :func:`~alignscore.ablation.runner.run_grid`.
         idf_corpus: the sentences idf-L rows count document frequencies in (none: those rows
             are skipped with a note).
         references: also sacreBLEU's sentence BLEU and chrF (when it is installed).
@@ -85,7 +87,7 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
     place = LangPair("", "challenge", "set", [], [], np.zeros(0),
                      idf_corpus=list(idf_corpus) if idf_corpus is not None else None,
                      idf_corpus_path=Path(idf_corpus_name) if idf_corpus_name else None)
-    checked = plan(grid, [place], flags, models, download)
+    checked = plan_grid(grid, [place], flags, models, download, skip_missing)
     names, scorers, skipped, cells = [], [], {}, []
     for c in checked.cells:
         label = f"{checked.row_names[c.row]} / {grid.columns[c.column].name}"

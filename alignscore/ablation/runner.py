@@ -2,9 +2,10 @@
 
 Every cell of a grid, for every language pair, is compiled by the one compiler into a run
 (:meth:`Grid.sources <alignscore.ablation.grid.Grid.sources>`) and checked against its model
-before anything is encoded (:func:`plan`): a cell that cannot be built is an error, and only a
-model that is not on this machine, or a language pair without an idf-L corpus, makes a cell
-skipped. Then, per encoder (model and encoder settings), :func:`~alignscore.engine.score_groups`
+before anything is encoded (:func:`plan_grid`, through :func:`~alignscore.config.plan.plan_runs`):
+every cell that cannot be built is an error, and so is a model that is not on this machine, unless
+the cells that need it are to be skipped (``skip_missing``); a language pair without an idf-L
+corpus makes a cell skipped. Then, per encoder (model and encoder settings), :func:`~alignscore.engine.score_groups`
 scores every cell of that encoder at once: one forward pass per batch gives every layer any cell
 reads, every aggregator is applied in that pass; weights, token roles and identical alignments
 are shared between cells, and each aligner scores all the masses of a batch together.
@@ -17,17 +18,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..aggregators.single import SingleLayer
 from ..composition import Composition
-from ..config import RunSpec, check_model, encoder_of
-from ..config.compile import Source, compile_run, merge
-from ..encoders.base import Encoder
-from ..encoders.layers import packaged_model_dir
+from ..config import RunSpec
+from ..config.compile import Source, merge
+from ..config.plan import RunSources, by_encoder, plan_runs
 from ..engine import Pairs, score_groups
 from ..errors import ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
@@ -35,7 +34,7 @@ from ..scorer import Scorer
 from ..weighting.schemes import Corpus
 from .grid import Entry, Grid
 
-__all__ = ["CellPlan", "CellRun", "GridRun", "Plan", "model_available", "plan", "run_grid"]
+__all__ = ["CellPlan", "CellRun", "GridPlan", "GridRun", "plan_grid", "run_grid"]
 
 
 @dataclass
@@ -70,19 +69,6 @@ class GridRun:
         raise KeyError((row, column, lang_pair))
 
 
-def model_available(name: str) -> bool:
-    """True when the model is on this machine: a local directory, the packaged MiniLM, or in
-    the Hugging Face cache (or a static table's file). Never touches the network."""
-    if packaged_model_dir(name) is not None or Path(name).is_dir() or Path(name).is_file():
-        return True
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except Exception:  # noqa: BLE001 - an unusual cache or hub version: treat as absent
-        return False
-
-
 @dataclass
 class CellPlan:
     """One cell for one place (a language pair, or a challenge set): its run and its
@@ -98,7 +84,7 @@ class CellPlan:
 
 
 @dataclass
-class Plan:
+class GridPlan:
     """Every cell of a grid over its places, checked; ``row_names`` with ``{layer}`` and
     ``{model}`` filled in; ``models``: the model each role runs; ``idf_l``: whether a cell asks
     for idf-L."""
@@ -109,64 +95,63 @@ class Plan:
     idf_l: bool = False
 
 
-def plan(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
-         models: Mapping[str, str] | None = None, download: bool = False) -> Plan:
-    """Compile and check every cell of ``grid`` for every place: each cell's run (the
-    place's idf-L corpus supplied where the cell's weighting reads one) and its composition
-    resolved for its model (the model's configuration and tokenizer are read, not its weights).
+def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
+              models: Mapping[str, str] | None = None, download: bool = False,
+              skip_missing: bool = False) -> GridPlan:
+    """Compile and check every cell of ``grid`` for every place (:func:`~alignscore.config.plan.plan_runs`):
+    each cell's run (the place's idf-L corpus supplied where the cell's weighting reads one) and
+    its composition resolved for its model (the model's configuration and tokenizer are read,
+    not its weights). A cell of a place without an idf-L corpus is skipped; with
+    ``skip_missing``, so is a cell whose model is not on this machine (or, with ``download``,
+    cannot be loaded).
 
     Raises:
-        ConfigError: a cell that cannot be built, naming the grid's key (or the command's
-            option) at fault.
+        ConfigError: every cell that cannot be built, each naming the grid's key (or the
+            command's option) at fault; a model that is not on this machine, unless
+            ``skip_missing``.
     """
     corpora = {id(p): Corpus(p.idf_corpus, p.idf_corpus_path.name if p.idf_corpus_path else None)
                for p in places if p.idf_corpus is not None}
-    encoders: dict[Any, Encoder | str] = {}
     cells: list[CellPlan] = []
-    names: list[str] = []
-    roles: dict[str, str] = {}
+    runs: list[RunSources] = []
+    planned: list[CellPlan] = []
     idf_l = False
     for i, row in enumerate(grid.rows):
-        shown = None
         for j, column in enumerate(grid.columns):
             sources = grid.sources(row, column, flags, models)
-            role = grid.role(row, column)
-            merged = merge(sources)
-            needs_corpus = merged.part("weighting") == "idf-L" and merged.given("idf_corpus") is None
-            idf_l = idf_l or merged.part("weighting") == "idf-L"
+            reads_idf_l, needs_corpus = _idf_l(sources)
+            idf_l = idf_l or reads_idf_l
             for place in places:
                 cell = CellPlan(i, j, place.name)
                 cells.append(cell)
                 if needs_corpus and id(place) not in corpora:
                     cell.skipped = _no_corpus(place)
                     continue
-                model = merged.given("model")
-                if model is not None and not download and not model_available(str(model.value)):
-                    cell.skipped = _not_here(str(model.value))
-                    continue
-                cell.spec = compile_run(sources, {"idf_corpus": corpora[id(place)]} if needs_corpus else None)
-                roles.setdefault(role, cell.spec.encoder.model)
-                encoder = _encoder(cell.spec, encoders, download)
-                if isinstance(encoder, str):
-                    cell.skipped = encoder
-                    continue
-                cell.scorer = Scorer(encoder, cell.spec.composition, cell.spec.runtime)
-                try:
-                    check_model(cell.scorer, cell.spec.labels)
-                except ModelLoadError as exc:
-                    cell.skipped, cell.scorer = str(exc), None
-                    continue
-                cell.composition = cell.scorer.resolved()
-                if shown is None:
-                    shown = _display(row, cell)
-        names.append(shown or row.name)
+                runs.append(RunSources(sources, {"idf_corpus": corpora[id(place)]} if needs_corpus else None))
+                planned.append(cell)
+    for cell, run in zip(planned, plan_runs(runs, skip_missing=skip_missing, download=download).runs):
+        cell.spec, cell.scorer, cell.skipped = run.spec, run.scorer, run.skipped
+        cell.composition = cell.scorer.resolved() if cell.scorer is not None else None
+    names = [next((_display(row, c) for c in cells if c.row == i and c.composition is not None), row.name)
+             for i, row in enumerate(grid.rows)]
+    roles: dict[str, str] = {}
+    for c in cells:
+        if c.spec is not None:
+            roles.setdefault(grid.role(grid.rows[c.row], grid.columns[c.column]), c.spec.encoder.model)
     for role in grid.roles:
         roles.setdefault(role, grid.model(role, flags, models))
-    return Plan(cells, names, roles, idf_l)
+    return GridPlan(cells, names, roles, idf_l)
 
 
-def _not_here(model: str) -> str:
-    return f"model {model!r} is not on this machine (nothing is downloaded without --download)"
+def _idf_l(sources: Sequence[Source]) -> tuple[bool, bool]:
+    """Whether a cell's weighting is idf-L, and whether it reads the place's corpus (it names none
+    of its own); neither where its sources do not merge (the planner says why)."""
+    try:
+        merged = merge(sources)
+    except ConfigError:
+        return False, False
+    idf_l = merged.part("weighting") == "idf-L"
+    return idf_l, idf_l and merged.given("idf_corpus") is None
 
 
 def _no_corpus(place: LangPair) -> str:
@@ -174,18 +159,6 @@ def _no_corpus(place: LangPair) -> str:
         return (f"no idf-L corpus for {place.name} (put newstest{place.year}-{place.src}{place.tgt}-ref.{place.tgt} "
                 "next to the data, or pass --idf-corpus)")
     return "idf-L needs a corpus: pass --idf-corpus FILE"
-
-
-def _encoder(spec: RunSpec, encoders: dict[Any, Encoder | str], download: bool) -> Encoder | str:
-    """One encoder per encoder spec and device, or why its model cannot run here."""
-    key = (spec.encoder, spec.runtime.device)
-    if key not in encoders:
-        name = spec.encoder.model
-        if not download and not model_available(name):
-            encoders[key] = _not_here(name)
-        else:
-            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
-    return encoders[key]
 
 
 def _display(row: Entry, cell: CellPlan) -> str:
@@ -203,8 +176,8 @@ def _display(row: Entry, cell: CellPlan) -> str:
 
 
 def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source] = (), *,
-             models: Mapping[str, str] | None = None, download: bool = False, progress: bool = False,
-             log: Callable[[str], None] | None = None) -> GridRun:
+             models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
+             progress: bool = False, log: Callable[[str], None] | None = None) -> GridRun:
     """Score every cell of ``grid`` on every language pair.
 
     Args:
@@ -213,23 +186,22 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source]
         flags: the command's options (sources: its preset or run file, then its flags), layered
             on each cell's model role (:meth:`Grid.sources`).
         models: the models the command names per role kind (``--mnli-model``, ``--static-model``).
-        download: allow models that are not on this machine to be downloaded; otherwise cells
-            of such models are skipped with a note.
+        download: allow models that are not on this machine to be downloaded; otherwise such a
+            model is an error before anything runs, or, with ``skip_missing``, its cells are
+            skipped with a note (as are those of a model that cannot be loaded).
         progress: progress bars on stderr; ``log`` receives one line per stage.
     """
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t_start = time.perf_counter()
-    checked = plan(grid, lang_pairs, flags, models, download)
+    checked = plan_grid(grid, lang_pairs, flags, models, download, skip_missing)
     cells = [CellRun(c.row, c.column, c.place, skipped=c.skipped) for c in checked.cells]
-    groups: dict[Any, list[tuple[CellRun, CellPlan]]] = {}
-    for run, c in zip(cells, checked.cells):
-        if c.scorer is not None:
-            assert c.spec is not None
-            run.signature = str(c.scorer.signature())
-            groups.setdefault((c.spec.encoder, c.spec.runtime.device), []).append((run, c))
+    built = [(run, c) for run, c in zip(cells, checked.cells) if c.scorer is not None]
+    for run, c in built:
+        run.signature = str(c.scorer.signature())  # type: ignore[union-attr]
     seconds = {"plan": time.perf_counter() - t_start}
-    for jobs in groups.values():
+    for group in by_encoder([c.scorer for _, c in built]):  # type: ignore[misc]
+        jobs = [built[k] for k in group]
         try:
             _run_encoder(jobs, lang_pairs, progress, say, seconds)
         except ModelLoadError as exc:

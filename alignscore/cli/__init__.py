@@ -9,13 +9,13 @@ import warnings
 import click
 
 from .._version import __version__
-from ..errors import AlignScoreError
+from ..errors import AlignScoreError, ConfigErrors
 
 
 class _Group(click.Group):
-    """Turns every error into one line on stderr and a non-zero exit (no traceback), unless
-    ``ALIGNSCORE_DEBUG=1``: click's usage errors too (exit 2). A closed stdout (``| head``)
-    ends the run quietly with status 1 (click's handling of EPIPE)."""
+    """Turns every error into one line on stderr (errors found together: a line each) and a
+    non-zero exit (no traceback), unless ``ALIGNSCORE_DEBUG=1``: click's usage errors too (exit
+    2). A closed stdout (``| head``) ends the run quietly with status 1 (click's handling of EPIPE)."""
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
         try:
@@ -35,7 +35,8 @@ class _Group(click.Group):
         except (AlignScoreError, OSError) as exc:  # OSError: the system refused (disk full, permissions)
             if os.environ.get("ALIGNSCORE_DEBUG"):
                 raise
-            click.echo(f"alignscore: error: {one_line(str(exc))}", err=True)
+            for error in exc.errors if isinstance(exc, ConfigErrors) else (exc,):  # several: a line each
+                click.echo(f"alignscore: error: {one_line(str(error))}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("alignscore: interrupted", err=True)

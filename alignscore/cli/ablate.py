@@ -22,12 +22,11 @@ from ..evaluation.stats import CORRELATIONS
 from ..evaluation.wmt import load_daseg
 from ..textio import check_output_folder, read_lines
 from . import main
+from .inputs import comma_list
 from .options import SEED, flag_sources, needs, scorer_options, scorer_opts
 
 
-def _split(values: tuple[str, ...]) -> list[str] | None:
-    out = [v.strip() for text in values for v in text.split(",") if v.strip()]
-    return out or None
+_split = comma_list  # cli/tune.py imports it from here
 
 
 @main.command()
@@ -55,6 +54,8 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the bootstrap.")
 @click.option("--download", is_flag=True, help="Allow models that are not on this machine to be downloaded.")
+@click.option("--skip-missing", is_flag=True, help="Skip the cells whose model is not on this machine (or cannot be "
+              "loaded), with a note under the table, instead of stopping with an error.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: ablation-<grid name>).")
 @click.option("--dedupe", is_flag=True, help="With --challenge: drop items that repeat an earlier one (as "
@@ -62,13 +63,14 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
 def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: str | None, static_model: str | None,
            lang_pairs: tuple[str, ...], year: str | None, idf_corpus: str | None, correlations: tuple[str, ...],
-           significance: float, bootstrap: int, seed: int, download: bool, output: str | None, dedupe: bool,
-           quiet: bool, **kwargs: Any) -> None:
+           significance: float, bootstrap: int, seed: int, download: bool, skip_missing: bool, output: str | None,
+           dedupe: bool, quiet: bool, **kwargs: Any) -> None:
     """Run the ablation GRID (a TOML file, see docs/ablation.md) on the DAseg data in --data.
 
     Writes table.md (the layout of BERTScore Table 9), results.csv (long form: row, aligner,
-    language pair, r, p-value, ...), chart.png and signatures.tsv into the output folder. Rows
-    whose model is not on this machine are skipped with a note.
+    language pair, r, p-value, ...), chart.png and signatures.tsv into the output folder. Every
+    cell is checked first, and every error is reported (a line each) before anything runs; a
+    model that is not on this machine is one, unless --skip-missing skips its cells with a note.
 
     The options of `alignscore score` apply to every cell, above its model role and below the
     grid's [defaults], columns and rows (--model replaces every role but 'mnli' and 'static',
@@ -87,21 +89,23 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     needs(ctx, {"lang_pairs": "data", "year": "data", "correlations": "data", "significance": "data",
                 "dedupe": "challenge_set"})
     flags = flag_sources(scorer_opts(kwargs))
-    models = {"mnli": mnli_model, "static": static_model}
+    # which model each role runs, and what to do with one that is not on this machine
+    planning: dict[str, Any] = {"models": {"mnli": mnli_model, "static": static_model}, "download": download,
+                                "skip_missing": skip_missing}
     spec = load_grid(grid)
     if challenge_set is not None:
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
-        _challenge(spec, grid, challenge_set, idf_corpus, flags, models, download, quiet, bootstrap, seed,
-                   output, say, start, dedupe)
+        _challenge(spec, grid, challenge_set, idf_corpus, flags, planning, quiet, bootstrap, seed, output, say,
+                   start, dedupe)
         return
     assert data is not None
-    pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
+    pairs = load_daseg(data, comma_list(lang_pairs), year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{spec.name}")
     # before any work: the folder must be writable and hold none of the inputs
     check_output_folder(out, OUTPUT_FILES.values(), [grid, idf_corpus, *_option_files(kwargs)])
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns x {len(pairs)} language pair(s)")
-    run = run_grid(spec, pairs, flags, models=models, download=download, progress=not quiet, log=say)
+    run = run_grid(spec, pairs, flags, progress=not quiet, log=say, **planning)
     methods = list(dict.fromkeys(correlations)) or ["pearson"]
     say("meta-evaluating" + (f" ({bootstrap} bootstrap resamples)" if bootstrap and "pearson" in methods else ""))
     stats = evaluate(run, methods, alpha=significance, bootstrap=bootstrap, seed=seed)
@@ -124,9 +128,10 @@ def _command() -> str | None:
 
 
 def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None, flags: list[Source],
-               models: dict[str, str | None], download: bool, quiet: bool, bootstrap: int, seed: int,
+               planning: dict[str, Any], quiet: bool, bootstrap: int, seed: int,
                output: str | None, say: Callable[[str], None], start: float, dedupe: bool = False) -> None:
-    """``ablate --challenge``: the grid's cells on a challenge set."""
+    """``ablate --challenge``: the grid's cells on a challenge set (``planning``: the keywords
+    ``models``, ``download``, ``skip_missing`` of :func:`~alignscore.ablation.challenge.run_grid_challenge`)."""
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{spec.name}")
@@ -137,8 +142,8 @@ def _challenge(spec: Grid, grid: str, challenge_set: str, idf_corpus: str | None
     check_sizes(items)
     say(f"{spec.name}: {len(spec.rows)} rows x {len(spec.columns)} columns on {len(items)} challenge items")
     run = grid_challenge.run_grid_challenge(spec, items, flags, idf_corpus=corpus, idf_corpus_name=idf_corpus,
-                                            models=models, download=download, progress=not quiet,
-                                            resamples=bootstrap, seed=seed, log=say)
+                                            progress=not quiet, resamples=bootstrap, seed=seed, log=say,
+                                            **planning)
     paths = grid_challenge.write_outputs(out, run, _command())
     click.echo(paths["table"].read_text(encoding="utf-8"))
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())} ({len(run.skipped)} cell(s) skipped; "

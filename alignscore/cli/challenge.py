@@ -9,7 +9,7 @@ import click
 from ..evaluation.challenge import (TIE_TOLERANCE, check_sizes, field_values, jsonl, read_items, run_challenge,
                                     settle_repeats, tsv)
 from ..evaluation.stats import SACREBLEU_SEED
-from ..config import build_all
+from ..config import plan_runs
 from ..textio import check_output, write_output
 from . import main
 from .diff import sides_specs
@@ -61,9 +61,9 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     if output:  # before any work: the output must be writable and none of the inputs
         files = [f for spec in specs for f in option_files(spec, common)]
         check_output(output, [challenge_set, *files])
-    scorers = build_all(specs)
-    for scorer in scorers:  # a composition that cannot be built for its model fails before any warning
-        scorer.signature()
+    # every composition checked for its model (one that cannot be built fails before any warning),
+    # one encoder per model
+    scorers = plan_runs(specs).scorers()
     items, repeated = settle_repeats(items, dedupe)
     if dedupe and repeated:
         click.echo(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one", err=True)

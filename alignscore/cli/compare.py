@@ -8,6 +8,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ..config import plan_runs
 from ..errors import ConfigError
 from ..evaluation.stats import (SACREBLEU_SEED, bootstrap_r_difference, flat, flat_text, pearson_rows,
                                 permutation_r_difference, williams_matrix)
@@ -15,9 +16,8 @@ from ..evaluation.wmt import load_daseg, read_human
 from ..scorer import score_together
 from ..textio import read_aligned
 from . import main
-from .ablate import _split
-from ..config import build_all
 from .diff import side_specs
+from .inputs import comma_list
 from .options import SEED, scorer_options, scorer_opts
 
 COLUMNS = ("lang_pair", "n", "A.abs_r", "B.abs_r", "delta", "williams_p", "bootstrap_low", "bootstrap_high",
@@ -108,11 +108,11 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
     run_a, run_b = side_specs(common, spec_a, spec_b, progress=not quiet)
     if data is not None:
         sets = [(lp.name, lp.candidates, lp.references, lp.human)
-                for lp in load_daseg(data, _split(lang_pairs), year=year)]
+                for lp in load_daseg(data, comma_list(lang_pairs), year=year)]
     else:
         cand_texts, ref_groups = read_aligned(cands, refs)
         sets = [("all", cand_texts, ref_groups, read_human(human, len(cand_texts)))]
-    scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
+    scorer_a, scorer_b = plan_runs([run_a, run_b]).scorers()  # one model when both sides' encoders are the same
     sigs = [scorer_a.signature(), scorer_b.signature()]  # both build for their model before any encoding
     out = [f"# A: {sigs[0]}", f"# B: {sigs[1]}",
            f"# delta = |r_A| - |r_B| (Pearson r with the human scores); p-values two-sided: Williams' test, paired "

@@ -1,11 +1,12 @@
 """Where ``alignscore score`` reads its pairs: a candidate file and reference files (``-c``,
 ``-r``), texts on the command line (``--cand-text``, ``--ref-text``), or a TSV of candidates
-with any number of references each (``--tsv``). One way per run."""
+with any number of references each (``--tsv``). One way per run. And lists of names given
+comma-separated or repeated (``--lang-pairs cs-en,de-en``, ``--kinds``): :func:`comma_list`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -27,6 +28,18 @@ INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                       "candidate<TAB>reference<TAB>reference... (an empty candidate is an empty text; "
                       "an empty reference field is an error)."),
 ]
+
+
+def comma_list(values: Sequence[str]) -> list[str] | None:
+    """The names of a repeatable option whose values may also be comma-separated, in order,
+    without empty ones; None when there is none (the command's default applies).
+
+    Example:
+        >>> comma_list(("cs-en, de-en", "fi-en")), comma_list(())
+        (['cs-en', 'de-en', 'fi-en'], None)
+    """
+    out = [v.strip() for text in values for v in text.split(",") if v.strip()]
+    return out or None
 
 
 def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..evaluation.perturb import KINDS, check_kinds, item_json, perturb as make_items
 from ..textio import check_output, read_aligned, write_output
 from . import main
-from .ablate import _split
+from .inputs import comma_list
 from .options import SEED, ManyValues, output_option
 
 
@@ -33,7 +33,7 @@ def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str | None, ki
     \b
     alignscore perturb -r examples/refs.txt -c examples/cands.txt --seed 1 -o /tmp/set.jsonl
     """
-    chosen = check_kinds(_split(kinds))
+    chosen = check_kinds(comma_list(kinds))
     check_output(output, [cands, *refs])
     cand_texts, ref_groups = read_aligned(cands, refs)
     made = make_items(cand_texts, ref_groups, seed, chosen)

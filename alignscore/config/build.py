@@ -1,13 +1,14 @@
 """From a :class:`~alignscore.config.spec.RunSpec` to what runs: :func:`build` makes the
 :class:`~alignscore.scorer.Scorer` and checks, before any text is encoded, what needs the model's
 configuration and tokenizer (its depth against the layers asked for, its default layer, its
-special tokens against ``max_length``); the model's weights are not loaded. :func:`build_all`
-builds several, sharing one encoder wherever the encoder specs (and devices) are equal."""
+special tokens against ``max_length``); the model's weights are not loaded. Many runs are planned
+together by :func:`alignscore.config.plan.plan_runs`, which shares one encoder wherever the encoder
+specs (and devices) are equal."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from ..encoders.base import Encoder
 from ..encoders.huggingface import HFEncoder
@@ -31,19 +32,6 @@ def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True) -> 
     if check:
         check_model(scorer, spec.labels, spec.style)
     return scorer
-
-
-def build_all(specs: Sequence[RunSpec], check: bool = True) -> list[Scorer]:
-    """:func:`build` of each spec; specs with equal encoder specs and devices share one encoder
-    object (one model loaded, each text encoded once by :func:`~alignscore.scorer.score_together`)."""
-    encoders: dict[tuple[EncoderSpec, str | None], Encoder] = {}
-    out = []
-    for spec in specs:
-        key = (spec.encoder, spec.runtime.device)
-        if key not in encoders:
-            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
-        out.append(build(spec, encoders[key], check))
-    return out
 
 
 def check_model(scorer: Scorer, labels: Mapping[str, str] | None = None, style: str = "keyword") -> None:
@@ -74,4 +62,4 @@ def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
                      dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
 
 
-__all__ = ["build", "build_all", "check_model", "encoder_of"]
+__all__ = ["build", "check_model", "encoder_of"]

@@ -16,15 +16,11 @@ The format, one JSON object a line (blank lines are skipped)::
 Any other field (a language pair ``lp``, a ``system``, ...) is kept with the item, and results
 may be broken down by it (:func:`field_values`, ``alignscore challenge --by lp``).
 
-A category is one line of plain text: surrounding spaces are stripped (``"all "`` is ``all``,
-the name of the total, and refused), and a control or formatting character (a tab, a line
-break) is refused. An ``id`` names one item: two different items with one id are refused. An
-item given twice (every field the same, the id aside) counts twice; :func:`settle_repeats`
-warns with their number, or drops the repeats (``--dedupe``).
-
-Every composition scores the distinct ``(candidate, references)`` pairs of all items, good and
-bad candidates together, in one engine call, as ``alignscore score`` of those pairs would: a
-good and a bad candidate get the same weights (idf), and each distinct text is encoded once.
+Every line is checked as it is read (:func:`parse_item`, :func:`read_items`); an item given
+twice counts twice, or its repeats are dropped (:func:`settle_repeats`). Every composition
+scores the distinct ``(candidate, references)`` pairs of all items, good and bad candidates
+together, in one engine call, as ``alignscore score`` of those pairs would: a good and a bad
+candidate get the same weights (idf), and each distinct text is encoded once.
 """
 
 from __future__ import annotations
@@ -33,6 +29,7 @@ import json
 import math
 import unicodedata
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -135,8 +132,7 @@ def parse_item(obj: Any, path: str = "<items>", line: int = 1) -> Item:
     if not isinstance(control, bool):
         raise InputError("'control' must be true or false", path, line)
     category = category.strip()  # surrounding spaces are no part of a name
-    bad_char = unprintable(category)
-    if bad_char is not None:
+    if (bad_char := unprintable(category)) is not None:
         raise InputError(f"'category' {category!r} holds {bad_char!r}, a control or formatting character: a "
                          "category is one line of plain text", path, line)
     if category == ALL:
@@ -190,12 +186,7 @@ def repeats(items: Sequence[Item]) -> list[tuple[int, int]]:
     """``(k, first)`` for each item ``k`` that repeats an earlier item ``first`` (positions in
     ``items``; :func:`identity`)."""
     seen: dict[str, int] = {}
-    out = []
-    for k, item in enumerate(items):
-        first = seen.setdefault(identity(item), k)
-        if first != k:
-            out.append((k, first))
-    return out
+    return [(k, first) for k, item in enumerate(items) if (first := seen.setdefault(identity(item), k)) != k]
 
 
 def settle_repeats(items: Sequence[Item], dedupe: bool = False) -> tuple[list[Item], int]:
@@ -237,16 +228,13 @@ def field_values(items: Sequence[Item], name: str, path: str = "<items>") -> lis
         if value is None:
             missing.append(where)
             continue
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, (int, float)) and math.isfinite(value):
-            text = json.dumps(value)
+        if isinstance(value, (bool, int, float)) and math.isfinite(value):
+            out.append(json.dumps(value))  # true, false, 3, 0.5
         elif isinstance(value, str) and value.strip() and unprintable(value.strip()) is None:
-            text = value.strip()
+            out.append(value.strip())
         else:
             raise InputError(f"--by {name}: the value {value!r} is not a one-line text, a number or a boolean",
                              path, where)
-        out.append(text)
     if missing:
         raise InputError(f"--by {name}: {len(missing)} item(s) have no {name!r} (the first on line {missing[0]}): "
                          "give every item the field", path)
@@ -257,10 +245,7 @@ def check_sizes(items: Sequence[Item], minimum: int = MIN_ITEMS, groups: Sequenc
                 by: str | None = None) -> list[str]:
     """A warning for each category with fewer than ``minimum`` items (its n), also issued; with
     ``groups`` (a value per item, of the field ``by``), for each category within each value."""
-    counts: dict[tuple[str | None, str], int] = {}
-    for k, item in enumerate(items):
-        key = (groups[k] if groups is not None else None, item.category)
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter((groups[k] if groups is not None else None, item.category) for k, item in enumerate(items))
     messages = [(f"{by} {g!r}: " if g is not None else "") + f"category {c!r} has only {n} item(s): its accuracy "
                 "is uncertain" for (g, c), n in counts.items() if n < minimum]
     for message in messages:
@@ -279,9 +264,9 @@ class CategoryResult:
     whose good candidate scores above the bad one), ``correct``, ``ties`` (a tie is a miss)
     and the bootstrap interval ``low`` .. ``high`` of the accuracy; with a ``test`` against the
     composition it is compared with (``against``; a paired bootstrap of the accuracy difference,
-    this one's minus that one's). For a control:
-    ``mean_change`` (mean of bad - good) with its interval in ``low`` .. ``high``. ``group``:
-    the value of the field the results are broken down by (None: all items)."""
+    this one's minus that one's). For a control: ``mean_change`` (mean of bad - good) with its
+    interval in ``low`` .. ``high``. ``group``: the value of the field the results are broken
+    down by (None: all items)."""
 
     category: str
     n: int
@@ -322,32 +307,28 @@ def judge(good: np.ndarray, bad: np.ndarray, tolerance: float = TIE_TOLERANCE) -
     return d > tolerance, np.abs(d) <= tolerance
 
 
-def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, other: CompositionResult | None,
+def _results(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, other: tuple[str, np.ndarray] | None,
              resamples: int, seed: int) -> list[CategoryResult]:
+    """Each scored category (then ``all``): the accuracy, tested against ``other``'s (its name,
+    and whether it was right on each item); each control: the mean change ``bad - good``."""
     out = []
     correct, tie = judge(good, bad)
     cats = categories(items)
-    scored = [c for c in cats if not next(i for i in items if i.category == c).control]
-    controls = [c for c in cats if c not in scored]
+    controls = [c for c in cats if next(i for i in items if i.category == c).control]
+    scored = [c for c in cats if c not in controls]
     members = {c: np.array([k for k, i in enumerate(items) if i.category == c]) for c in cats}
     members[ALL] = np.array([k for k, i in enumerate(items) if not i.control], dtype=np.int64)
-    for name in scored + ([ALL] if scored else []):
-        idx = members[name]
-        right = correct[idx].astype(np.float64)
-        interval = bootstrap_mean(right, resamples, seed)
-        test = None
-        if other is not None:
-            theirs = judge(other.good[idx], other.bad[idx])[0].astype(np.float64)
-            test = bootstrap_mean_difference(right, theirs, resamples, seed)
-        out.append(CategoryResult(name, len(idx), False, float(right.mean()), int(right.sum()),
-                                  int(tie[idx].sum()), interval.low, interval.high, test=test,
-                                  against=other.name if other is not None else None))
-    for name in controls:
-        idx = members[name]
-        change = bad[idx].astype(np.float64) - good[idx].astype(np.float64)
-        interval = bootstrap_mean(change, resamples, seed)
-        out.append(CategoryResult(name, len(idx), True, None, int(correct[idx].sum()), int(tie[idx].sum()),
-                                  interval.low, interval.high, mean_change=float(change.mean())))
+    for name in scored + ([ALL] if scored else []) + controls:
+        idx, control = members[name], name in controls
+        values = bad[idx] - good[idx] if control else correct[idx].astype(np.float64)
+        interval = bootstrap_mean(values, resamples, seed)
+        test = against = None
+        if other is not None and not control:
+            test, against = bootstrap_mean_difference(values, other[1][idx], resamples, seed), other[0]
+        mean = float(values.mean())
+        out.append(CategoryResult(name, len(idx), control, None if control else mean, int(correct[idx].sum()),
+                                  int(tie[idx].sum()), interval.low, interval.high, mean if control else None,
+                                  test, against))
     return out
 
 
@@ -360,23 +341,18 @@ def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.n
     tested against composition ``against[i]`` (None: no test); by default every composition
     after the first against the first. With ``groups`` (a value per item, :func:`field_values`),
     the results are per value (in first-seen order), per category within it (and ``all``)."""
-    if against is None:
-        against = [None] + [0] * (len(scores) - 1)
-    out: list[CompositionResult] = []
-    for name, signature, good, bad in scores:
-        good, bad = np.asarray(good, dtype=np.float64), np.asarray(bad, dtype=np.float64)
-        if not (np.isfinite(good).all() and np.isfinite(bad).all()):
-            raise InputError(f"composition {name}: a score is not finite")
-        out.append(CompositionResult(name, signature, good, bad))
+    against = [None] + [0] * (len(scores) - 1) if against is None else against
+    out = [CompositionResult(name, signature, np.asarray(good, dtype=np.float64), np.asarray(bad, dtype=np.float64))
+           for name, signature, good, bad in scores]
+    for r in out:
+        if not (np.isfinite(r.good).all() and np.isfinite(r.bad).all()):
+            raise InputError(f"composition {r.name}: a score is not finite")
     for result, other in zip(out, against):
         partner = out[other] if other is not None and out[other] is not result else None
-        if groups is None:
-            result.categories = _results(items, result.good, result.bad, partner, resamples, seed)
-            continue
-        for value in dict.fromkeys(groups):
-            idx = np.array([k for k, g in enumerate(groups) if g == value], dtype=np.int64)
-            theirs = (CompositionResult(partner.name, partner.signature, partner.good[idx], partner.bad[idx])
-                      if partner is not None else None)
+        right = judge(partner.good, partner.bad)[0].astype(np.float64) if partner is not None else None
+        for value in dict.fromkeys(groups) if groups is not None else [None]:  # None: every item
+            idx = np.array([k for k in range(len(items)) if groups is None or groups[k] == value], dtype=np.int64)
+            theirs = (partner.name, right[idx]) if partner is not None and right is not None else None
             result.categories += [replace(c, group=value) for c in _results(
                 [items[k] for k in idx], result.good[idx], result.bad[idx], theirs, resamples, seed)]
     return out
@@ -401,8 +377,8 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
     text is encoded once for all of them.
 
     Parameters:
-        scorers: the compositions (:func:`alignscore.config.build_all` shares one encoder between
-            equal encoder specs).
+        scorers: the compositions (:func:`alignscore.config.plan_runs` builds them, one encoder
+            for the runs of equal encoder specs).
         items: the challenge set (:func:`read_items`).
         names: a label per scorer (default ``A``, ``B``, ...).
         resamples, seed: of the bootstrap intervals and paired tests.
@@ -415,13 +391,11 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
     names = list(names) if names is not None else [chr(ord("A") + i) for i in range(len(scorers))]
     pairs = challenge_pairs(items)
     where = {pair: k for k, pair in enumerate(pairs)}
-    good = np.array([where[(i.good, i.refs)] for i in items], dtype=np.int64)
-    bad = np.array([where[(i.bad, i.refs)] for i in items], dtype=np.int64)
+    good, bad = np.array([(where[(i.good, i.refs)], where[(i.bad, i.refs)]) for i in items], dtype=np.int64
+                         ).reshape(-1, 2).T
     results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs])
-    scores = []
-    for name, scorer, result in zip(names, scorers, results):
-        values = result[scorer.composition.metric].double().numpy()
-        scores.append((name, str(result.signature), values[good], values[bad]))
+    values = [r[s.composition.metric].double().numpy() for s, r in zip(scorers, results)]
+    scores = [(name, str(r.signature), v[good], v[bad]) for name, r, v in zip(names, results, values)]
     return evaluate_scores(items, scores, resamples, seed, against, groups)
 
 
@@ -439,28 +413,18 @@ def columns(by: str | None = None) -> list[str]:
 def rows(results: Sequence[CompositionResult], by: str | None = None) -> list[dict[str, Any]]:
     """One dict per composition and category (the JSON lines of ``alignscore challenge``); with
     ``by``, per composition, value of that field and category, the value under the key ``by``."""
-    out = []
-    for r in results:
-        for c in r.categories:
-            row: dict[str, Any] = {"composition": r.name, **({by: c.group} if by is not None else {}),
-                                   "category": c.category, "n": c.n,
-                                   "kind": "control" if c.control else "accuracy", "accuracy": c.accuracy,
-                                   "correct": None if c.control else c.correct, "ties": c.ties, "low": c.low,
-                                   "high": c.high, "mean_change": c.mean_change}
-            t = c.test
-            row.update(against=c.against, delta=t.difference if t else None, delta_low=t.low if t else None,
-                       delta_high=t.high if t else None, p_value=t.p_value if t else None)
-            row["signature"] = r.signature
-            out.append(row)
-    return out
+    return [{"composition": r.name, **({by: c.group} if by is not None else {}), "category": c.category, "n": c.n,
+             "kind": "control" if c.control else "accuracy", "accuracy": c.accuracy,
+             "correct": None if c.control else c.correct, "ties": c.ties, "low": c.low, "high": c.high,
+             "mean_change": c.mean_change, "against": c.against, "delta": c.test and c.test.difference,
+             "delta_low": c.test and c.test.low, "delta_high": c.test and c.test.high,
+             "p_value": c.test and c.test.p_value, "signature": r.signature} for r in results for c in r.categories]
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return ""
     if isinstance(value, float):
         return "" if math.isnan(value) else f"{value:.4f}"
-    return str(value)
+    return "" if value is None else str(value)
 
 
 def tsv(results: Sequence[CompositionResult], head: Sequence[str] = (), by: str | None = None) -> str:

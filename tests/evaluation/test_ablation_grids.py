@@ -20,7 +20,7 @@ from alignscore.config.compile import merge, sources_of
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.wmt import load_daseg
-from conftest import wmt16
+from conftest import counted_forward, wmt16
 
 N = 40  # segments per language pair: enough to correlate, small enough to be quick
 REPO = Path(__file__).resolve().parents[2]
@@ -250,15 +250,67 @@ def run_model(grid_file: Path) -> str:
     return load_grid(grid_file).model("base")
 
 
-def test_a_model_that_is_not_here_is_skipped_not_downloaded(grid_file, data_dir, tiny_bert_dir, tmp_path):
+def _small_grid(grid_file: Path, tmp_path: Path, rows: str = "") -> Path:
+    """The tiny grid's models, one greedy column, rows Vanilla and MNLI (and ``rows``)."""
     text = grid_file.read_text(encoding="utf-8")
     small = tmp_path / "small.toml"
     small.write_text(text[:text.index("[[columns]]")] + '[[columns]]\nname = "F"\naligner = "greedy"\n'
-                     '[[rows]]\nname = "Vanilla"\n[[rows]]\nname = "MNLI"\nmodel = "mnli"\n', encoding="utf-8")
-    run = run_grid(load_grid(small), load_daseg(data_dir, ["de-en"]), models={"mnli": "no-such-org/no-such-model-xyz"})
+                     '[[rows]]\nname = "Vanilla"\n[[rows]]\nname = "MNLI"\nmodel = "mnli"\n' + rows, encoding="utf-8")
+    return small
+
+
+def test_a_model_that_is_not_here_is_an_error_unless_skipped(grid_file, data_dir, tmp_path):
+    small = load_grid(_small_grid(grid_file, tmp_path))
+    pairs = load_daseg(data_dir, ["de-en"])
+    with pytest.raises(ConfigError, match="^--mnli-model: model 'no-such-org/no-such-model-xyz' is not on this "
+                                          "machine .*--skip-missing"):
+        run_grid(small, pairs, models={"mnli": "no-such-org/no-such-model-xyz"})
+    run = run_grid(small, pairs, models={"mnli": "no-such-org/no-such-model-xyz"}, skip_missing=True)
     vanilla, mnli = run.cells
     assert vanilla.scores is not None
     assert mnli.scores is None and "not on this machine" in mnli.skipped
+
+
+def _lines(path: Path, *keys: str) -> list[int]:
+    """The line of each key (``key = ...``) in a file, in order of the keys."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    return [next(n for n, line in enumerate(text, 1) if line.startswith(key)) for key in keys]
+
+
+def test_ablate_names_a_missing_model_where_the_grid_names_it(grid_file, data_dir, tmp_path):
+    small = _small_grid(grid_file, tmp_path)
+    missing = str(tmp_path / "no-such-mnli-model")
+    small.write_text(small.read_text(encoding="utf-8").replace(load_grid(grid_file).model("mnli"), missing),
+                     encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["ablate", str(small), "--data", str(data_dir), "--lang-pairs", "de-en", "--bootstrap", "0",
+            "-o", str(out), "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and not out.exists()
+    (line,) = _lines(small, f'model = "{missing}"')
+    assert result.output.strip().splitlines() == [
+        f"alignscore: error: {small}:{line}: models.mnli.model: no such model folder or file: {missing}; "
+        "--skip-missing skips the runs that need it"]
+    result = CliRunner().invoke(main, args + ["--skip-missing"])
+    assert result.exit_code == 0, result.output
+    assert "| MNLI | (all) |" in result.output and f"[1] model {missing!r} is not on this machine" in result.output
+    assert (out / "table.md").exists()
+
+
+def test_ablate_reports_the_errors_of_every_cell_before_anything_runs(grid_file, data_dir, tmp_path):
+    bad = _small_grid(grid_file, tmp_path, '[[rows]]\nname = "Too deep"\nlayer = 99\n'
+                                           '[[rows]]\nname = "Greedy bigrams"\nn_gram = 0\n')
+    out = tmp_path / "out"
+    with counted_forward() as calls:
+        result = CliRunner().invoke(main, ["ablate", str(bad), "--data", str(data_dir), "--mnli-model",
+                                           "no-such-org/no-such-model-xyz", "-o", str(out), "-q"])
+    assert result.exit_code == 1 and not out.exists() and calls["n"] == 0
+    deep, n_gram = _lines(bad, "layer = 99", "n_gram = 0")
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("alignscore: error: ") for line in lines), lines
+    assert lines[0].startswith("alignscore: error: --mnli-model: model 'no-such-org/no-such-model-xyz' is not on")
+    assert lines[1].startswith(f"alignscore: error: {bad}:{deep}: rows[2].layer: layer 99 does not exist")
+    assert lines[2].startswith(f"alignscore: error: {bad}:{n_gram}: rows[3].n_gram:")
 
 
 def test_outputs(counted_run, tmp_path):

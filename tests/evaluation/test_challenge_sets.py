@@ -330,6 +330,25 @@ def test_ablate_challenge_tables_every_cell(set_path: Path, tiny_bert_dir: str, 
         {name for name, v in column.items() if float(v.strip("*↑↓")) == best}
 
 
+def test_ablate_challenge_stops_at_a_missing_model_unless_told_to_skip(set_path: Path, tiny_bert_dir: str,
+                                                                      tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID.format(model=tiny_bert_dir) + f'[models.other]\nmodel = "{missing}"\n'
+                    '[[rows]]\nname = "Other"\nmodel = "other"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    args = ("ablate", grid, "--challenge", set_path, "-o", out, "-q", "--bootstrap", 100)
+    code, _, err = invoke(*args)
+    line = grid.read_text(encoding="utf-8").splitlines().index(f'model = "{missing}"') + 1
+    assert code == 1 and not out.exists()
+    assert [e for e in err.splitlines() if "error" in e] == [
+        f"alignscore: error: {grid}:{line}: models.other.model: no such model folder or file: {missing}; "
+        "--skip-missing skips the runs that need it"]
+    code, stdout, err = invoke(*args, "--skip-missing")
+    assert code == 0, err
+    assert "| Other / WMD1 | skipped [2] |" in stdout and f"[2] model {str(missing)!r} is not on this machine" in stdout
+
+
 @pytest.mark.reference
 def test_ablate_challenge_has_sacrebleu_rows(set_path: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
     from conftest import needs

@@ -1,0 +1,225 @@
+"""Many runs over one encoding, planned once: :func:`plan_runs` takes run specs (or the sources
+of runs, still to compile) and returns each built, as a :class:`~alignscore.scorer.Scorer`, or
+skipped with the reason, every one checked against its model before anything is encoded.
+
+Runs whose encoder specs and devices are equal share one encoder object (one model loaded), so
+the engine encodes each text once for all of them (:meth:`RunPlan.groups`,
+:func:`~alignscore.scorer.score_together`). Every error of every run (an option, a layer the
+model does not have, a model that is not on this machine) is collected before any is raised: one
+raises as itself, several as one :class:`~alignscore.errors.ConfigErrors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..encoders.base import Encoder
+from ..encoders.layers import packaged_model_dir
+from ..errors import AlignScoreError, ConfigError, ConfigErrors, ModelLoadError
+from ..scorer import Scorer
+from .build import build, check_model, encoder_of
+from .compile import Source, compile_run, merge, name_in
+from .spec import RunSpec
+
+
+def model_available(name: str) -> bool:
+    """True when the model is on this machine: a local directory or file (a static table), the
+    packaged MiniLM, or in the Hugging Face cache. Never touches the network.
+
+    Example:
+        >>> model_available("./no-such-model-folder")
+        False
+    """
+    if packaged_model_dir(name) is not None or Path(name).is_dir() or Path(name).is_file():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an unusual cache or hub version: treat as absent
+        return False
+
+
+def not_here(model: str) -> str:
+    """Why a run of ``model`` is skipped when the model is not on this machine."""
+    return f"model {model!r} is not on this machine (nothing is downloaded without --download)"
+
+
+@dataclass(frozen=True)
+class RunSources:
+    """A run still to compile: its sources, lowest first, and the data its parts may take
+    (:func:`~alignscore.config.compile.compile_run`)."""
+
+    sources: Sequence[Source]
+    data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a plan: its spec (None where it could not be compiled) and its scorer, or why
+    it is skipped."""
+
+    spec: RunSpec | None
+    scorer: Scorer | None = None
+    skipped: str | None = None
+
+
+@dataclass
+class RunPlan:
+    """The outcome of :func:`plan_runs`: a :class:`PlannedRun` per run, in order."""
+
+    runs: list[PlannedRun] = field(default_factory=list)
+
+    def scorers(self) -> list[Scorer]:
+        """The scorers of the runs that were built, in order."""
+        return [r.scorer for r in self.runs if r.scorer is not None]
+
+    def groups(self) -> list[list[int]]:
+        """The runs that were built, by encoder: the positions of the runs that share one
+        encoder object, in order, the groups in the order of their first run."""
+        built = [k for k, r in enumerate(self.runs) if r.scorer is not None]
+        return [[built[i] for i in group] for group in by_encoder(self.scorers())]
+
+
+def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int] | None = None) -> list[list[int]]:
+    """The positions of ``scorers`` (those ``chosen``, default all) grouped by encoder object,
+    each group in order, the groups in the order of their first member.
+
+    Example:
+        >>> from alignscore.encoders.huggingface import HFEncoder
+        >>> a, b = HFEncoder("all-MiniLM-L6-v2"), HFEncoder("all-MiniLM-L6-v2")  # nothing is loaded yet
+        >>> by_encoder([Scorer(a), Scorer(b), Scorer(a)])
+        [[0, 2], [1]]
+    """
+    groups: dict[int, list[int]] = {}
+    for i in sorted(range(len(scorers)) if chosen is None else set(chosen)):
+        groups.setdefault(id(scorers[i].encoder), []).append(i)
+    return list(groups.values())
+
+
+def plan_runs(runs: Sequence[RunSpec | RunSources], *, skip_missing: bool = False,
+              download: bool = True) -> RunPlan:
+    """Build every run, one encoder per encoder spec and device, and check each against its
+    model (its configuration and tokenizer, not its weights) before anything is encoded.
+
+    Parameters:
+        runs: run specs, or :class:`RunSources` to compile (a grid's cells): their option
+            errors are collected like the others.
+        skip_missing: skip, with the reason, the runs whose model is not on this machine or
+            cannot be loaded, instead of counting them as errors.
+        download: let the encoder fetch a model that is not on this machine (as
+            :func:`~alignscore.config.build.build` does); without it such a model is missing
+            before anything is loaded.
+
+    Returns:
+        A :class:`RunPlan`, a :class:`PlannedRun` per run, in order.
+
+    Raises:
+        ConfigError: every error of every run, each once, in run order: one as itself,
+            several as :class:`~alignscore.errors.ConfigErrors`. A model that cannot be loaded
+            (:class:`~alignscore.errors.ModelLoadError`) is one of them unless ``skip_missing``.
+
+    Example:
+        >>> from alignscore.config import run_spec
+        >>> plan = plan_runs([run_spec({"model": "no-such-org/no-such-model"})], skip_missing=True, download=False)
+        >>> plan.runs[0].skipped, plan.scorers()
+        ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
+    """
+    errors: list[tuple[int, AlignScoreError]] = []  # (the run's position, what is wrong with it)
+    out: list[PlannedRun] = []
+    missing_model = (lambda name: False) if download else (lambda name: not model_available(name))
+    for k, run in enumerate(runs):
+        spec = run if isinstance(run, RunSpec) else None
+        if isinstance(run, RunSources):
+            try:
+                spec = compile_run(run.sources, run.data)
+            except ConfigError as exc:
+                named = _named_model(run.sources)
+                if named is not None and "model" in exc.options and missing_model(named[0]):
+                    out.append(_missing(named[0], str(exc), skip_missing, errors, k))
+                else:  # an option error, or a model path that cannot be fetched either
+                    errors.append((k, exc))
+                    out.append(PlannedRun(None))
+                continue
+        assert spec is not None
+        if missing_model(spec.encoder.model):
+            label = spec.labels.get("model") or name_in(spec.style, "model")
+            why = f"{label}: {not_here(spec.encoder.model)}"
+            out.append(_missing(spec.encoder.model, why, skip_missing, errors, k, spec))
+            continue
+        out.append(PlannedRun(spec))
+    _build(out, skip_missing, errors)
+    if errors:
+        unique = list({str(e): e for _, e in sorted(errors, key=lambda ke: ke[0])}.values())
+        raise unique[0] if len(unique) == 1 else ConfigErrors(unique)
+    return RunPlan(out)
+
+
+def _named_model(sources: Sequence[Source]) -> tuple[str, str] | None:
+    """The model the sources name and how the user wrote it, or None (none named, or the
+    sources do not merge: the compiler says why)."""
+    try:
+        given = merge(sources).given("model")
+    except ConfigError:
+        return None
+    return (str(given.value), given.label) if given is not None else None
+
+
+def _missing(model: str, why: str, skip: bool, errors: list[tuple[int, AlignScoreError]], k: int,
+             spec: RunSpec | None = None) -> PlannedRun:
+    """A run whose model is not on this machine: skipped, or the error ``why`` (naming the model
+    where the user named it)."""
+    if not skip:
+        errors.append((k, ConfigError(f"{why}; --skip-missing skips the runs that need it", ("model",))))
+    return PlannedRun(spec, skipped=not_here(model))
+
+
+def _build(runs: list[PlannedRun], skip_missing: bool, errors: list[tuple[int, AlignScoreError]]) -> None:
+    """Build each run that has a spec and no reason to skip, in place: one encoder per encoder
+    spec and device; each checked against its model (:func:`~alignscore.config.build.check_model`).
+    An encoder whose model fails to load fails every run of it, loaded once."""
+    encoders: dict[Any, Encoder | AlignScoreError] = {}
+    for k, run in enumerate(runs):
+        spec = run.spec
+        if spec is None or run.skipped is not None:
+            continue
+        key = (spec.encoder, spec.runtime.device)
+        if key not in encoders:
+            try:
+                encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
+            except AlignScoreError as exc:
+                encoders[key] = exc
+        encoder = encoders[key]
+        try:
+            if isinstance(encoder, AlignScoreError):
+                raise encoder
+            scorer = build(spec, encoder, check=False)
+            check_model(scorer, spec.labels, spec.style)
+        except ModelLoadError as exc:
+            encoders[key] = exc
+            if skip_missing:
+                runs[k] = PlannedRun(spec, skipped=str(exc))
+            else:
+                errors.append((k, exc))
+            continue
+        except ConfigError as exc:
+            errors.append((k, exc))
+            continue
+        runs[k] = PlannedRun(spec, scorer)
+
+
+def build_all(specs: Sequence[RunSpec]) -> list[Scorer]:
+    """The scorer of each spec (:func:`plan_runs`, nothing skipped): specs with equal encoder
+    specs and devices share one encoder object (one model loaded, each text encoded once by
+    :func:`~alignscore.scorer.score_together`).
+
+    Raises:
+        ConfigError: as :func:`plan_runs`; ModelLoadError: a model that cannot be loaded.
+    """
+    return plan_runs(specs).scorers()
+
+
+__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here",
+           "plan_runs"]
