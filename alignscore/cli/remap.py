@@ -14,8 +14,8 @@ from . import main
 from .options import given, scorer_options, scorer_opts, spec_of
 
 # the run's options that decide the encoder's numbers and how it runs (no composition: nothing is scored)
-_ENCODER_OPTIONS = ("model", "revision", "max_length", "long_texts", "window_stride", "dtype", "batch_size",
-                    "token_budget", "device")
+_ENCODER_OPTIONS = ("model", "revision", "max_length", "long_texts", "window_stride", "dtype", "lowercase",
+                    "batch_size", "token_budget", "device")
 
 
 @main.command()

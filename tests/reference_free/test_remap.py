@@ -187,14 +187,15 @@ def test_the_command_writes_a_remapping(tiny_bert_dir, files, tmp_path):
     assert f"{r.pairs} word pairs" in err and "encoding" not in err  # -q: no progress bar
 
 
-@pytest.mark.parametrize("case", ["line counts", "output is an input", "layer", "stdout", "no model", "empty lang"])
+@pytest.mark.parametrize("case", ["line counts", "output is an input", "layer", "stdout", "no model", "empty lang",
+                                  "no folder", "nothing to learn"])
 def test_bad_command_lines_are_one_line_and_write_nothing(tiny_bert_dir, files, tmp_path, case):
     src, tgt = files("src.txt", SRC), files("tgt.txt", TGT)
     out = str(tmp_path / "xx.remap")
     args = {"--src": src, "--tgt": tgt, "--model": tiny_bert_dir, "--layer": "2", "-o": out}
     needle = {"line counts": "has 3 lines but", "output is an input": "is also an input",
               "layer": "--layer 9: model", "stdout": "binary file", "no model": "Missing option '--model'",
-              "empty lang": "--lang"}[case]
+              "empty lang": "--lang", "no folder": "does not exist", "nothing to learn": "nothing to learn"}[case]
     if case == "line counts":
         args["--tgt"] = files("short.txt", TGT[:3])
     elif case == "output is an input":
@@ -205,6 +206,10 @@ def test_bad_command_lines_are_one_line_and_write_nothing(tiny_bert_dir, files, 
         args["-o"] = "-"
     elif case == "no model":
         del args["--model"]
+    elif case == "no folder":
+        args["-o"] = out = str(tmp_path / "no-such-dir" / "xx.remap")
+    elif case == "nothing to learn":
+        args["--src"] = src = files("blank.txt", ["", " ", "", "  "])
     else:
         args["--lang"] = " "
     before = fingerprint(src, tgt, out)
