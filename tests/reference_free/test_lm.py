@@ -4,7 +4,6 @@ changes nothing; texts the LM's tokenizer cannot read are one clear error."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -32,17 +31,16 @@ def _save_lm(out: Path, tokenizer, vocab_size: int) -> str:
 @pytest.fixture(scope="module")
 def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A randomly initialised one-block GPT-2 with a byte-level BPE vocabulary trained here."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2TokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
 
-    out = tmp_path_factory.mktemp("tiny-gpt2")
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(TEXTS * 3, vocab_size=300, special_tokens=["<|endoftext|>"])
-    bpe.save_model(str(out))
-    vocab = json.loads((out / "vocab.json").read_text(encoding="utf-8"))
-    merges = [tuple(m.split()) for m in (out / "merges.txt").read_text(encoding="utf-8").splitlines()[1:] if m]
-    tok = GPT2TokenizerFast(vocab=vocab, merges=merges)
-    return _save_lm(out, tok, len(tok))
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(TEXTS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", unk_token="<|endoftext|>")
+    return _save_lm(tmp_path_factory.mktemp("tiny-gpt2"), fast, tok.get_vocab_size())
 
 
 @pytest.fixture(scope="module")
