@@ -177,7 +177,8 @@ class Remapping:
         d = self.weights.shape[0] if self.weights.dim() else 0
         want = (d,) if self.method == "umd" else (d, d)
         if d == 0 or tuple(self.weights.shape) != want:
-            raise ConfigError(f"a {self.method} remapping needs weights of shape {'[D]' if self.method == 'umd' else '[D, D]'}, "
+            shape = "[D]" if self.method == "umd" else "[D, D]"
+            raise ConfigError(f"a {self.method} remapping needs weights of shape {shape}, "
                               f"not {list(self.weights.shape)}")
         if not bool(torch.isfinite(self.weights).all()):
             raise ConfigError("the remapping's weights are not all finite")
@@ -195,7 +196,8 @@ class Remapping:
         """The remapped ``vectors [..., D]`` (any leading shape, e.g. a padded batch ``[B, T, D]``;
         padding rows are mapped too and stay masked), in their dtype and on their device."""
         if vectors.shape[-1] != self.width:
-            raise ConfigError(f"the remapping maps {self.width}-dimensional vectors, not {vectors.shape[-1]}-dimensional ones")
+            raise ConfigError(f"the remapping maps {self.width}-dimensional vectors, "
+                              f"not {vectors.shape[-1]}-dimensional ones")
         if self.method == "umd":
             return apply_umd(vectors, self.weights)
         return apply_clp(vectors, self.weights)
