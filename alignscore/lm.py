@@ -1,0 +1,188 @@
+"""The target-side language-model term of XMoverScore (Zhao et al. 2020): how fluent a causal
+language model finds a translation, mixed into the score with a weight.
+
+The score of a text is the reference code's (``lm_perplexity`` in its ``score_utils_2.py``): the
+text's ``n`` tokens (the LM's tokenizer, no special tokens added, at most the model's context
+length: the first ones), the mean log-probability ``m`` of the ``n - 1`` tokens the model
+predicts (each from the tokens before it; the first token is not predicted), and
+
+    score = exp(m / n)  (= perplexity ** (-1 / n)),
+
+in (0, 1], higher for more probable texts. A text of one token, or an empty one, scores 0 as in
+the reference. A text that is not empty but of which the tokenizer makes no tokens, or only
+unknown ones, cannot be judged by that LM: an error (a language model for another language).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from .errors import ConfigError, ModelLoadError
+
+
+def reference_score(logprob_sum: float, tokens: int) -> float:
+    """The reference's LM score of a text of ``tokens`` tokens whose ``tokens - 1`` predicted
+    tokens have the summed log-probability ``logprob_sum``: ``exp(mean / tokens)``; 0 for a text
+    of fewer than two tokens.
+
+    >>> round(reference_score(-4.0, 3), 6) == round(math.exp(-2.0 / 3), 6)
+    True
+    >>> reference_score(0.0, 1)
+    0.0
+    """
+    if tokens < 2:
+        return 0.0
+    return math.exp(logprob_sum / (tokens - 1) / tokens)
+
+
+def next_token_logprobs(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``[B]`` float64: the summed log-probability of tokens ``1..`` of each row of the
+    right-padded batch ``ids [B, T]`` given the tokens before it, from the model's ``logits
+    [B, T, V]`` (position ``t`` predicts token ``t + 1``); padding (``mask`` 0) left out.
+
+    >>> logits = torch.zeros(1, 3, 4)  # uniform over 4 tokens
+    >>> round(float(next_token_logprobs(logits, torch.tensor([[1, 2, 0]]), torch.tensor([[1, 1, 0]]))), 6)
+    -1.386294
+    """
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    taken = logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).double()
+    return (taken * mask[:, 1:].to(taken)).sum(1)
+
+
+@dataclass(eq=False)
+class CausalLM:
+    """Any causal language model (``AutoModelForCausalLM`` and its ``AutoTokenizer``) by hub id or
+    local directory, loaded when first used.
+
+    Parameters
+    ----------
+    model : str
+        Hub id or local directory.
+    device_name : str or None
+        ``"cpu"``, ``"cuda"``, ...; default: CUDA when available.
+    batch_size : int
+        Texts per forward pass (the scores change by float rounding at most).
+
+    Examples
+    --------
+    >>> CausalLM("gpt2").signature()
+    'lm:gpt2'
+    """
+
+    model: str
+    device_name: str | None = None
+    batch_size: int = 8
+    _tok: Any = field(default=None, init=False, repr=False)
+    _lm: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, os.PathLike):
+            self.model = os.fspath(self.model)
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError(f"lm must name a causal language model (hub id or folder), not {self.model!r}",
+                              ("lm",))
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, not {self.batch_size!r}")
+
+    def signature(self) -> str:
+        """``lm:<name>``, for the score's signature."""
+        return f"lm:{self.model}"
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+    def load_tokenizer(self) -> Any:
+        if self._tok is None:
+            from transformers import AutoTokenizer
+
+            try:
+                self._tok = AutoTokenizer.from_pretrained(self.model)
+            except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors...
+                raise ModelLoadError(f"cannot load the language model {self.model!r}: {_first_line(exc)}") from None
+        return self._tok
+
+    def load_model(self) -> Any:
+        if self._lm is None:
+            from transformers import AutoModelForCausalLM
+
+            try:
+                lm = AutoModelForCausalLM.from_pretrained(self.model)
+            except Exception as exc:
+                raise ModelLoadError(f"cannot load the language model {self.model!r}: {_first_line(exc)}") from None
+            self._lm = lm.eval().to(self.device)
+        return self._lm
+
+    @property
+    def context_length(self) -> int:
+        """The most tokens the model reads at once (its position embeddings'; else the tokenizer's)."""
+        config = self.load_model().config
+        for key in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if isinstance(getattr(config, key, None), int):
+                return int(getattr(config, key))
+        limit = self.load_tokenizer().model_max_length
+        return limit if limit < 100_000 else 1024
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The tokens of each stripped text, no special tokens added (not truncated).
+
+        Raises
+        ------
+        ConfigError
+            A non-empty text of which the tokenizer makes no tokens, or only unknown ones.
+        """
+        tok = self.load_tokenizer()
+        stripped = [t.strip() for t in texts]
+        ids = tok(stripped, add_special_tokens=False)["input_ids"] if stripped else []
+        unk = tok.unk_token_id
+        bad = [i for i, (text, row) in enumerate(zip(stripped, ids))
+               if text and (not row or (unk is not None and all(t == unk for t in row)))]
+        if bad:
+            raise ConfigError(f"the language model {self.model!r} cannot read {len(bad)} of the texts (text "
+                              f"{bad[0] + 1}: {'no tokens' if not ids[bad[0]] else 'only unknown tokens'}): choose a "
+                              "language model of the target language", ("lm",))
+        return [list(row) for row in ids]
+
+    def log_likelihoods(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logprob_sum [N] float64, tokens [N] int64)``: each text's summed log-probability of its
+        predicted tokens (all but the first), and its number of tokens, at most
+        :attr:`context_length` (the first ones)."""
+        limit = self.context_length
+        rows = [row[:limit] for row in self.token_ids(texts)]
+        lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+        sums = torch.zeros(len(rows), dtype=torch.float64)
+        order = [i for i in torch.argsort(lengths, descending=True, stable=True).tolist() if lengths[i] >= 2]
+        lm = self.load_model()
+        pad = self.load_tokenizer().pad_token_id
+        pad = 0 if pad is None else pad
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                chosen = order[start:start + self.batch_size]
+                width = int(lengths[chosen[0]])
+                ids = torch.full((len(chosen), width), pad, dtype=torch.long)
+                mask = torch.zeros(len(chosen), width, dtype=torch.long)
+                for b, i in enumerate(chosen):
+                    ids[b, :len(rows[i])] = torch.tensor(rows[i])
+                    mask[b, :len(rows[i])] = 1
+                ids, mask = ids.to(self.device), mask.to(self.device)
+                logits = lm(input_ids=ids, attention_mask=mask).logits
+                sums[chosen] = next_token_logprobs(logits, ids, mask).cpu()
+        return sums, lengths
+
+    def score(self, texts: Sequence[str]) -> torch.Tensor:
+        """``[N]`` float64: the reference's LM score of each text (see the module's docstring)."""
+        sums, lengths = self.log_likelihoods(texts)
+        return torch.tensor([reference_score(float(s), int(n)) for s, n in zip(sums, lengths)], dtype=torch.float64)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+__all__ = ["CausalLM", "next_token_logprobs", "reference_score"]
