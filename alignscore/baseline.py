@@ -1,8 +1,12 @@
 """Baseline rescaling (BERTScore): ``x' = (x - b) / (1 - b)`` per metric, and baseline files.
 
 ``b`` is the mean score of random sentence pairs for the model and layer
-(:func:`alignscore.rescale.compute_baseline` computes it). Baseline files use bert_score's format:
-CSV text with header ``LAYER,P,R,F`` and one row per layer, row 0 the embeddings.
+(:func:`alignscore.rescale.compute_baseline` computes it, for any model: ``alignscore baseline``).
+Baseline files use bert_score's format: CSV text with header ``LAYER,P,R,F`` and one row per
+layer, row 0 the embeddings. bert_score ships such files for the models it knows
+(``bert_score/rescale_baseline/<lang>/<model>.tsv``, CSV despite the suffix); they are read as
+they are, and :func:`bert_score_baseline` finds the one for a model in an installed bert_score
+(``alignscore baseline --model M --bert-score LANG`` prints its path).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from typing import Sequence
 
 import torch
 
+from .encoders.layers import canonical_name, known_model_of
 from .errors import ConfigError, InputError
+from .signature import content_digest
 
 _COLUMNS = {"P": "precision", "R": "recall", "F": "f1"}
 
@@ -43,8 +49,9 @@ def _layer_list(layers: Sequence[int]) -> str:
 @dataclass(frozen=True)
 class Baseline:
     """Per-layer baseline values ``{layer: {"precision": b_P, "recall": b_R, "f1": b_F}}``; each
-    ``b`` finite and below 1 (checked here: :class:`~alignscore.errors.ConfigError`). ``source``:
-    the file it was read from (absolute), if any."""
+    ``b`` finite and below 1 (checked here: :class:`~alignscore.errors.ConfigError`). ``name``:
+    its file's name (or a label); ``source``: the file it was read from (absolute), if any. The
+    signature names it by both name and values (:meth:`signature`)."""
 
     rows: dict[int, dict[str, float]]
     name: str = "baseline"
@@ -101,6 +108,25 @@ class Baseline:
             lines.append(f"{layer}," + ",".join(repr(r[m]) for m in _COLUMNS.values()))
         return "\n".join(lines) + "\n"
 
+    def digest(self) -> str:
+        """12 hex digits of the SHA-256 of the table as :meth:`csv` writes it (of a file
+        ``alignscore baseline`` wrote: its ``sha256sum``): the same values give the same digest
+        whatever file, name or number format they came from."""
+        return content_digest(self.csv().splitlines())
+
+    def signature(self) -> str:
+        """``<name>#<digest>``: what the signature's ``rescale`` field says.
+
+        Examples
+        --------
+        >>> b = Baseline({4: {"precision": 0.8, "recall": 0.8, "f1": 0.8}}, name="minilm.csv")
+        >>> b.signature()
+        'minilm.csv#d8768b597d5e'
+        >>> Baseline({4: {"precision": 0.8, "recall": 0.8, "f1": 0.79}}, name="minilm.csv").signature() != b.signature()
+        True
+        """
+        return f"{self.name}#{self.digest()}"
+
     def write(self, path: str | Path) -> None:
         Path(path).write_text(self.csv(), encoding="utf-8")
 
@@ -109,6 +135,59 @@ class Baseline:
             raise ConfigError(f"baseline {self.name} has no row for layer {layer} "
                               f"(it has layers {_layer_list(list(self.rows))})")
         return self.rows[layer]
+
+
+def bert_score_baseline(model: str, lang: str) -> Path:
+    """The baseline file bert_score ships for ``model`` and texts in ``lang``, in the installed
+    bert_score package (``bert_score/rescale_baseline/<lang>/<model>.tsv``; bert_score is found,
+    not imported). A local copy of a known model, or another spelling of its hub id
+    (``FacebookAI/roberta-large``), finds the known model's file. The file is read as it is by
+    ``--baseline`` (``baseline=``): bert_score's format is alignscore's.
+
+    Parameters
+    ----------
+    model : str
+        The model's hub id as bert_score names it (``roberta-large``,
+        ``microsoft/deberta-xlarge-mnli``) or a local copy of one.
+    lang : str
+        bert_score's language folder: ``en``, ``en-sci``, ``de``, ``zh``...
+
+    Returns
+    -------
+    Path
+        The file.
+
+    Raises
+    ------
+    ConfigError
+        bert_score is not installed, or has no baseline for this model and language (the
+        message lists those it has; ``alignscore baseline`` computes one for any model).
+
+    Examples
+    --------
+    >>> path = bert_score_baseline("roberta-large", "en")  # doctest: +SKIP
+    >>> Baseline.read(path).values(17)  # doctest: +SKIP
+    {'precision': 0.83150584, 'recall': 0.8314941, 'f1': 0.83122575}
+    """
+    import importlib.util
+
+    found = importlib.util.find_spec("bert_score")
+    places = list(found.submodule_search_locations or []) if found is not None else []
+    if not places:
+        raise ConfigError("bert_score is not installed (pip install bert-score): its baseline files come with it; "
+                          "`alignscore baseline` computes a baseline for any model")
+    root = (Path(places[0]) / "rescale_baseline").resolve()
+    langs = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    if lang not in langs:
+        raise ConfigError(f"bert_score has no baselines for the language {lang!r} (it has {', '.join(langs)})")
+    names = [model, canonical_name(model)] + ([known_model_of(model) or ""] if Path(model).is_dir() else [])
+    for name in dict.fromkeys(n for n in names if n):
+        path = (root / lang / f"{name}.tsv").resolve()
+        if path.is_file() and root / lang in path.parents:
+            return path
+    shipped = sorted(str(p.relative_to(root / lang))[:-len(".tsv")] for p in (root / lang).rglob("*.tsv"))
+    raise ConfigError(f"bert_score has no baseline for {model!r} in {lang!r} (it has: {', '.join(shipped)}); "
+                      "`alignscore baseline --model MODEL --corpus FILE -o FILE` computes one for any model")
 
 
 def rescale(values: dict[str, torch.Tensor], baseline: dict[str, float]) -> dict[str, torch.Tensor]:

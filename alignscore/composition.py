@@ -153,7 +153,7 @@ class Composition:
             fields["metric"] = self.metric
         fields.update({
             "refs": self.multi_ref,
-            "rescale": self.baseline.name if self.baseline else "no",
+            "rescale": self.baseline.signature() if self.baseline else "no",
             "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
         })
         return Signature.of(fields)

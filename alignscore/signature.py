@@ -13,12 +13,20 @@ Only the edges read a signature back from text (:meth:`Signature.parse`: an outp
 'L4'
 >>> a.differences(Signature.parse("model:m|layers:L5|w:none"))
 ['layers L4 vs L5']
+
+A file that changes scores (an idf-L corpus, stop words, a baseline, a word-vector table) is named
+by its name and a digest of its content, ``corpus.txt#9f2c...``: two files of the same name and
+other contents get other signatures, and the same content under another name the same digest
+(:func:`content_digest`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
+
+DIGEST_HEX = 12  # hex digits of a content digest shown in a signature
 
 
 @dataclass(frozen=True)
@@ -87,4 +95,34 @@ def differences_text(found: str | Signature, wanted: str | Signature, found_name
     return f"{'; '.join(diffs)} ({found_name} vs {wanted_name})"
 
 
-__all__ = ["Signature", "differences_text"]
+def content_digest(lines: Iterable[str]) -> str:
+    """The first :data:`DIGEST_HEX` hex digits of the SHA-256 of ``lines``, each followed by a
+    newline, in UTF-8: what a signature names a file's content by. Callers pass the lines the
+    run uses (an idf-L corpus: its non-blank lines; stop words: the words, sorted; a baseline:
+    its table as :meth:`~alignscore.baseline.Baseline.csv` writes it), so a file with only
+    ``\\n`` line ends and nothing dropped has the digest ``sha256sum`` prints for it.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The lines, without their line ends.
+
+    Returns
+    -------
+    str
+        12 lowercase hex digits.
+
+    Examples
+    --------
+    >>> content_digest(["the", "a"])
+    'beb23c7fb3d6'
+    >>> import hashlib; hashlib.sha256(b"the\\na\\n").hexdigest()[:12]
+    'beb23c7fb3d6'
+    """
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8") + b"\n")
+    return h.hexdigest()[:DIGEST_HEX]
+
+
+__all__ = ["DIGEST_HEX", "Signature", "content_digest", "differences_text"]

@@ -25,7 +25,10 @@ signature) and kept afterwards; any other run that writes ``OUT`` removes it.
 With ``resume``, the output must be one that this very run would write: same format, signature,
 columns and inputs (the signature file), every complete row well formed; otherwise the run is
 refused with a message naming what differs (the settings, or the inputs that changed), and the
-file is left untouched. The complete rows are kept (a partial last line, where the run was
+file is left untouched. The files the settings name (an idf-L corpus, stop words, a baseline, a
+word-vector table) are in the signature by their content's digest as well
+(:func:`~alignscore.signature.content_digest`): a resume with another file of the same name, or
+with one edited since, is refused as another composition, naming the field. The complete rows are kept (a partial last line, where the run was
 killed, is dropped) and scoring starts after them: chunks start at multiples of
 ``chunk_size``, so with the same chunk size (and no cache) the resumed file is byte for byte
 the uninterrupted one on the same machine and thread count (the same batches take the same

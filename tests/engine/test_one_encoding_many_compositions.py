@@ -138,7 +138,7 @@ def test_composition_files_round_trip(tmp_path, tiny_bert_dir):
     assert first == second
     sig = str(first.composition.resolve(enc).signature(enc))
     assert sig == str(second.composition.resolve(enc).signature(enc))
-    assert "pmeans(L2,3,4" in sig and "stop(stop.txt,n=2)" in sig
+    assert "pmeans(L2,3,4" in sig and "stop(stop.txt#" in sig and ",n=2)" in sig
 
 
 def test_score_config_equals_the_same_options(tmp_path, tiny_bert_dir):

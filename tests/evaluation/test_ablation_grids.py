@@ -20,6 +20,7 @@ from alignscore.config.compile import merge, sources_of
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.wmt import load_daseg
+from alignscore.signature import content_digest
 from conftest import counted_forward, wmt16
 
 N = 40  # segments per language pair: enough to correlate, small enough to be quick
@@ -391,4 +392,4 @@ def test_a_stop_word_file_is_read_relative_to_the_grid(tmp_path):
     grid = parse_grid(_minimal(rows=[{"name": "x", "filters": [{"name": "stopwords", "stopwords": "stop.txt"}]}]),
                       base_dir=tmp_path)
     (filt,) = compile_run(grid.sources(grid.rows[0], grid.columns[0])).composition.roles.filters
-    assert filt.stopwords == str(tmp_path / "stop.txt") and filt.signature() == "stop(stop.txt,n=2)"
+    assert filt.stopwords == str(tmp_path / "stop.txt") and filt.signature() == f"stop(stop.txt#{content_digest(['of', 'the'])},n=2)"

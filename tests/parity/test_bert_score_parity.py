@@ -133,3 +133,18 @@ def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm_dir, 
         for name, theirs in (("precision", p), ("recall", r), ("f1", f)):
             assert written.rows[layer][name] == pytest.approx(float(theirs.double().mean()), abs=1e-5), (layer, name)
     assert 0.2 < written.rows[4]["f1"] < raw.f1.mean().item()
+
+
+def test_rescaling_with_a_file_bert_score_ships_matches_bert_score(pairs, minilm_dir):
+    """A baseline file bert_score ships, given to alignscore as it is (found by
+    ``alignscore.baseline.bert_score_baseline``), rescales as bert_score rescales with it. It has
+    no file for MiniLM: roberta-large's stands in (its layer-4 row), a file of the very format."""
+    from alignscore.baseline import bert_score_baseline
+
+    path = bert_score_baseline("roberta-large", "en")
+    cands, refs = pairs
+    cands, refs = cands[:300], refs[:300]
+    ours = alignscore.bertscore("all-MiniLM-L6-v2", layer=4, baseline=path).score(cands, refs)
+    theirs = _reference(cands, refs, minilm_dir, rescale_with_baseline=True, lang="en", baseline_path=str(path))
+    _assert_close(ours.metrics, theirs)
+    assert ours.signature["rescale"] == f"roberta-large.tsv#{alignscore.Baseline.read(path).digest()}"

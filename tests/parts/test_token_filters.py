@@ -16,6 +16,7 @@ from alignscore.errors import ConfigError, InputError
 from alignscore.filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, token_roles
 from alignscore.filters.lexical import is_punctuation
 from alignscore.scorer import Scorer
+from alignscore.signature import content_digest
 from alignscore.tokens import TokenTable
 from conftest import compose
 
@@ -100,7 +101,7 @@ def test_stop_words_per_token_are_exact_token_strings(tiny_bert_dir: str, tiny_r
 def test_filter_registry_and_errors() -> None:
     assert {"rm", "ms2-punct", "stopwords"} <= set(FILTERS.names())
     f = FILTERS.build("stopwords", stopwords=["a", " ", "the"])
-    assert f.signature() == "stop(list,n=2)"
+    assert f.signature() == f"stop(list#{content_digest(['a', 'the'])},n=2)"  # the words kept, sorted
     with pytest.raises(ConfigError):
         StopWords(["a"], stopwords_unit="sentence")
     with pytest.raises(InputError, match="cannot read"):
@@ -124,4 +125,4 @@ def test_filters_apply_to_greedy(tiny_bert_dir: str) -> None:
         scores = scorer.score(["the cat sat", "a cat sat"], ["a dog ran", "a dog ran"])
     assert scores.f1[0] == 0 and scores.empty.tolist() == [True, False] and scores.f1[1] != 0
     assert any("empty" in str(w.message) for w in caught)
-    assert "+stop(list,n=3)" in str(scores.signature)
+    assert f"+stop(list#{content_digest(['cat', 'sat', 'the'])},n=3)" in str(scores.signature)
