@@ -5,7 +5,7 @@ Each block of K samples (one source's) gives a utility matrix ``U [K, K]``, ``U[
 composition's primary score (``composition.metric``) of sample i as the candidate against sample
 j as the reference. The expected utility of sample i is the mean of its row: over every j (self
 included), or over ``j != i`` (``exclude_self``). The selection is the argmax (ties: the first).
-Every text is encoded once for the whole input, through :func:`~alignscore.engine.score_blocks`.
+Every text is encoded once for the whole input, through :func:`~alignscore.blocks.score_blocks`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import torch
 
 from .baseline import rescale
-from .engine import Blocks, score_blocks
+from .blocks import score_blocks
 from .errors import InputError
+from .pairs import Blocks
 from .scores import check_texts, why_empty
 from .signature import Signature
 

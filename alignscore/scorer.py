@@ -15,7 +15,9 @@ from .aligners.base import Aligner
 from .baseline import rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
-from .engine import Blocks, Pairs, PairScores, score_blocks, score_many
+from .blocks import score_blocks
+from .engine import PairScores, score_many
+from .pairs import Blocks, Pairs
 from .errors import ConfigError, describe
 from .runtime import Runtime
 from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty

@@ -18,7 +18,7 @@ from alignscore.aligners import WMD, Greedy, PairBatch, Sinkhorn
 from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, pairwise_cost, sinkhorn_plans
 from alignscore.cli import main
-from alignscore.errors import AlignScoreError, ConfigError, InputError
+from alignscore.errors import AlignScoreError, ConfigError, InputError, NonFiniteError
 from conftest import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
@@ -137,7 +137,7 @@ def test_exact_and_entropic_plans_refuse_a_non_finite_cost() -> None:
     cost[0, 1, 1] = float("nan")
     a, m = normalise_mass(b.ref_mass.double()), normalise_mass(b.cand_mass.double())
     for solve in (exact_plans, lambda c, x, y: sinkhorn_plans(c, x, y, 0.05)):
-        with pytest.raises(ConfigError, match="NaN or infinity"):
+        with pytest.raises(NonFiniteError, match="NaN or infinity"):
             solve(cost, a, m)
 
 
