@@ -465,7 +465,7 @@ def test_show_says_why_the_figure_is_empty(tiny_bert_dir) -> None:
 
 # -- 6. undefined correlations are never shown as numbers --------------------------------------
 def test_spearman_is_undefined_for_constant_or_non_finite_scores() -> None:
-    from alignscore.cli.diff import spearman
+    from alignscore.evaluation.agreement import spearman
 
     x = torch.tensor([0.3, 0.1, 0.2, 0.5])
     assert spearman(x, torch.full((4,), 0.7)) is None
