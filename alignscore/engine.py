@@ -9,7 +9,7 @@ resolved for that encoder's model):
    once;
 3. one encoding: a forward pass per batch produces every layer any composition reads, every
    distinct aggregator is applied in that pass, and its unit vectors are kept (views of one
-   buffer: :func:`encode`);
+   buffer: :func:`~alignscore.encoding.encode`);
 4. compositions that share the aggregator, token roles and weighting share their
    :class:`AlignerInputs` (vectors and masses); the pairs are aligned in batches of similar
    length, each batch's vectors gathered once for all the inputs over one aggregator's vectors,
@@ -24,37 +24,21 @@ only the batches differ, which changes nothing beyond float rounding. All-agains
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Sequence
 
-import numpy as np
 import torch
 
-from ._ops import unit
-from .aggregators.base import Aggregator
-from .aligners.base import NOT_FINITE, Aligner, PairBatch
+from .aligners.base import Aligner, PairBatch
 from .composition import Composition
 from .encoders.base import Encoder
-from .errors import NonFiniteError
+from .encoding import Encoded, check_vectors, encode, norms_read
 from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
-from .runtime import Runtime, embed
+from .runtime import Runtime
 from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
 
 Weights = tuple[torch.Tensor, torch.Tensor]
-
-
-@dataclass
-class Encoded:
-    """The unique texts of ``pairs`` tokenized (``table``) and encoded: the unit token vectors
-    ``[N, D]`` of each aggregator, by its signature (checked finite by :func:`encode`), and
-    ``norms [N]``, the length of each token's vector before it was scaled to unit length, for
-    the aggregators whose norms a weighting reads (:meth:`~alignscore.weighting.base.Weighting.reads_norms`)."""
-
-    pairs: Pairs
-    table: TokenTable
-    vectors: dict[str, torch.Tensor]
-    norms: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,69 +74,6 @@ class PairScores:
         return (self.reasons > 0).any(-1)
 
 
-class _Stacked:
-    """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
-    layers (``positions[a]`` into the stacked states) and scaling its vectors to unit length;
-    remembers the output widths ``D_a``. An aggregator whose index is in ``norms`` gets one more
-    column after its vector: the vector's norm before the scaling (so the norms travel through
-    batching, the device scatter and sharding with the vectors, and no other buffer changes)."""
-
-    def __init__(self, aggregators: Sequence[Aggregator], union: Sequence[int], norms: Collection[int] = ()) -> None:
-        self.aggregators = list(aggregators)
-        self.keep = [int(i in norms) for i in range(len(self.aggregators))]  # 1: a norm column follows
-        self.positions: list[list[int] | slice] = []
-        for agg in self.aggregators:
-            p = [list(union).index(k) for k in agg.layers_read()]
-            # consecutive layers as a slice: a view of the states, not a copy
-            self.positions.append(slice(p[0], p[-1] + 1) if p == list(range(p[0], p[-1] + 1)) else p)
-        self.widths: list[int] = []
-
-    def __call__(self, states: torch.Tensor) -> torch.Tensor:
-        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
-        self.widths = [o.shape[-1] for o in outs]
-        packed = states.new_empty(*states.shape[1:3], sum(self.widths) + sum(self.keep))
-        start = 0
-        for o, keep in zip(outs, self.keep):
-            end = start + o.shape[-1]
-            unit(o, out=packed[..., start:end], norm_out=packed[..., end:end + 1] if keep else None)
-            start = end + keep
-        return packed
-
-
-def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], runtime: Runtime = Runtime(),
-           table: TokenTable | None = None, norms: Collection[str] = ()) -> Encoded:
-    """Tokenize the unique texts (unless their ``table`` is given) and encode them once for every
-    distinct aggregator (resolved): one forward pass per batch reads the union of their layers.
-    ``norms``: the signatures of the aggregators whose vectors' norms before unit scaling are
-    kept too (:func:`norms_read`). Raises :class:`~alignscore.errors.NonFiniteError` when a vector
-    is not finite."""
-    if table is None:
-        table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
-    distinct: dict[str, Aggregator] = {}
-    for agg in aggregators:
-        distinct.setdefault(agg.signature(), agg)
-    union = sorted({k for agg in distinct.values() for k in agg.layers_read()})
-    stacked = _Stacked(list(distinct.values()), union, [i for i, sig in enumerate(distinct) if sig in norms])
-    packed = embed(encoder, table, union, stacked, runtime, desc=f"encoding ({encoder.name})")
-    if not stacked.widths and len(distinct) > 1 and packed.numel():
-        # this process encoded nothing (more processes than batches): learn the widths from one token
-        one = torch.full((1, 1), encoder.pad_id, dtype=torch.long)
-        stacked(encoder.forward(one, torch.ones_like(one), union))
-    if not stacked.widths:  # one aggregator, or no tokens at all
-        stacked.widths = [max(packed.shape[-1] - stacked.keep[0], 0)] + [0] * (len(distinct) - 1)
-    check_vectors(packed)
-    bounds = np.cumsum([0] + [w + k for w, k in zip(stacked.widths, stacked.keep)]).tolist()
-    vectors = {sig: packed[:, bounds[i]:bounds[i] + stacked.widths[i]] for i, sig in enumerate(distinct)}
-    kept = {sig: bounds[i + 1] - 1 for i, sig in enumerate(distinct) if stacked.keep[i]}
-    return Encoded(pairs, table, vectors, {sig: packed[:, col] if col < packed.shape[-1] else packed.new_zeros(len(packed))
-                                           for sig, col in kept.items()})
-
-
-def norms_read(compositions: Iterable[Composition]) -> set[str]:
-    """The signatures of the aggregators whose norms a composition's weighting reads (what
-    :func:`encode` must keep)."""
-    return {c.aggregator.signature() for c in compositions if c.weighting.reads_norms()}
-
 
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
     """``weighting`` fitted on the pairs' texts: ``(ref [V], cand [V])``."""
@@ -164,11 +85,28 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
                    weights: Mapping[str, Weights] | None = None,
                    roles: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> list[AlignerInputs]:
     """The :class:`AlignerInputs` of each composition; compositions with the same aggregator, token
-    roles and weighting share one. ``weights`` may hold weights fitted elsewhere (on a whole
-    stream, or summed over processes) by weighting signature; the others are fitted here.
-    ``roles`` holds the token roles over ``encoded.table`` by signature, filled in here (callers
-    that score several sets of pairs over one table pass the same dict: roles depend on the
-    texts only)."""
+    roles and weighting share one.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The pairs' texts encoded for every composition's aggregator (:func:`encode`).
+    compositions : sequence of Composition
+        Resolved for ``encoder``.
+    encoder : Encoder
+        For the weightings (an idf-L corpus is tokenized by it).
+    weights : mapping of str to (Tensor, Tensor), optional
+        Weights fitted elsewhere (on a whole stream, or summed over processes) by weighting
+        signature; the others are fitted here on ``encoded.pairs``.
+    roles : dict, optional
+        The token roles over ``encoded.table`` by signature, filled in here (callers that score
+        several sets of pairs over one table pass the same dict: roles depend on the texts only).
+
+    Returns
+    -------
+    list of AlignerInputs
+        One per composition, in order (shared objects where they are equal).
+    """
     fitted: dict[str, Weights] = dict(weights or {})
     roles = {} if roles is None else roles
     out: dict[tuple[str, str, str], AlignerInputs] = {}
@@ -205,12 +143,6 @@ def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor
     rows = torch.index_select(packed, 0, index.reshape(-1)).view(*index.shape, packed.shape[-1])
     return rows.mul_(valid.unsqueeze(-1))
 
-
-def check_vectors(vectors: torch.Tensor) -> None:
-    """Raise :class:`~alignscore.errors.NonFiniteError` when ``vectors`` hold NaN or infinity (once
-    per encoding: the batches built from them need no check of their own)."""
-    if not bool(torch.isfinite(vectors.sum())):
-        raise NonFiniteError(f"the token vectors {NOT_FINITE}")
 
 
 def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
@@ -255,6 +187,22 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
     once; those over the same vectors share each batch's gathered vectors, and the aligners of
     one class get their combinations together (``score_together``). With a shard, this process
     aligns its share of the batches and every process receives every score.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The pairs and their texts' vectors (:func:`encode`).
+    compositions : sequence of Composition
+        Resolved for the encoder.
+    inputs : sequence of AlignerInputs
+        Each composition's vectors and masses (:func:`aligner_inputs`).
+    runtime : Runtime
+        Pair batch size, shard, progress.
+
+    Returns
+    -------
+    list of dict of str to torch.Tensor
+        Per composition, ``{metric: [P]}``.
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (inputs, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -333,8 +281,37 @@ def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
 
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
                weights: Mapping[str, Weights] | None = None) -> list[PairScores]:
-    """Score every pair with every composition (resolved for ``encoder``), encoding each unique
-    text once; returns one :class:`PairScores` per composition, in order."""
+    """Score every pair with every composition, encoding each unique text once.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The encoder (a scorer's :meth:`~alignscore.scorer.Scorer.scoring_encoder`).
+    pairs : Pairs
+        The pairs, over unique texts (:meth:`~alignscore.pairs.Pairs.from_groups`).
+    compositions : sequence of Composition
+        Each resolved for ``encoder`` (:meth:`~alignscore.composition.Composition.resolve`).
+    runtime : Runtime
+        How to run; changes a score by float rounding at most.
+    weights : mapping of str to (Tensor, Tensor), optional
+        Weights fitted elsewhere, by weighting signature (the others are fitted on ``pairs``).
+
+    Returns
+    -------
+    list of PairScores
+        One per composition, in order: ``{metric: [P]}`` per pair, and why a side is empty.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> pairs = Pairs.from_groups(["the cat sat", "a dog"], [["the cat sat down"], ["the dog", "a dog ran"]])
+    >>> greedy, wmd = score_many(encoder, pairs, [Composition().resolve(encoder),
+    ...                                           Composition(aligner=WMD()).resolve(encoder)])
+    >>> [round(f, 4) for f in greedy.metrics["f1"].tolist()], list(wmd.metrics)   # one score per pair
+    ([0.8649, 0.6262, 0.8793], ['score'])
+    """
     return score_groups(encoder, [pairs], [compositions], runtime, weights)[0]
 
 
@@ -343,7 +320,22 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
                  ) -> list[list[PairScores]]:
     """:func:`score_many` for several sets of pairs (the language pairs of a data set), each with
     its own compositions and its own weights (idf fitted on its own texts), over one encoding of
-    the union of their texts."""
+    the union of their texts.
+
+    Parameters
+    ----------
+    encoder, runtime, weights
+        As for :func:`score_many`.
+    groups : sequence of Pairs
+        The sets of pairs.
+    compositions : sequence of sequences of Composition
+        Per set, its compositions (resolved for ``encoder``).
+
+    Returns
+    -------
+    list of lists of PairScores
+        Per set, one per composition, in order.
+    """
     merged = merge_pairs(groups)
     aggregators = [c.aggregator for comps in compositions for c in comps]
     everything = encode(encoder, merged[0] if len(merged) == 1 else texts_only(merged), aggregators, runtime,

@@ -307,7 +307,7 @@ def test_check_weighting_names_the_broken_promise() -> None:
 def test_check_weighting_catches_an_engine_that_keeps_the_wrong_norms(monkeypatch) -> None:
     """The kit computes each token's norm itself: an engine that kept another number (here
     twice the norm) fails the norm weighting, and no weighting that ignores norms."""
-    import alignscore.engine
+    import alignscore.encoding
 
     def doubled(vectors, out=None, norm_out=None):
         result = unit(vectors, out=out, norm_out=norm_out)
@@ -315,7 +315,7 @@ def test_check_weighting_catches_an_engine_that_keeps_the_wrong_norms(monkeypatc
             norm_out.mul_(2)
         return result
 
-    monkeypatch.setattr(alignscore.engine, "unit", doubled)
+    monkeypatch.setattr(alignscore.encoding, "unit", doubled)
     check_weighting(Uniform())
     with pytest.raises(AssertionError, match=r"^engine's masses: a reference token's mass differs from "
                                              r"weight\[id\] \* role \* \|vector\| by .* \(reads_norms\(\) is True\)"):
