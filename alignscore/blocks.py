@@ -40,7 +40,37 @@ def score_blocks(encoder: Encoder, blocks: Blocks, compositions: Sequence[Compos
     block in order, one :class:`~alignscore.engine.PairScores` per composition whose
     ``metrics`` are ``[N_b, M_b]`` matrices (candidate i against reference j) and ``reasons``
     ``[N_b, M_b, 2]``. At most one
-    chunk of pairs and the blocks it touches are held at a time."""
+    chunk of pairs and the blocks it touches are held at a time.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The encoder.
+    blocks : Blocks
+        The blocks (:meth:`~alignscore.pairs.Blocks.of`).
+    compositions : sequence of Composition
+        Resolved for ``encoder``.
+    runtime : Runtime
+        How to run.
+    max_pairs : int
+        About how many pairs are aligned at a time (``>= 1``).
+
+    Returns
+    -------
+    iterator of lists of PairScores
+        Per block, in order, one per composition.
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.pairs import Blocks
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> blocks = Blocks.of([(["the cat", "a dog"], ["a cat", "the dog", "a bird"])])
+    >>> ((scores,),) = score_blocks(encoder, blocks, [Composition().resolve(encoder)])
+    >>> tuple(scores.metrics["f1"].shape)   # 2 candidates x 3 references
+    (2, 3)
+    """
     if max_pairs < 1:
         raise ConfigError(f"max_pairs must be >= 1, not {max_pairs}")
     encoded = encode(encoder, blocks.pairs, [c.aggregator for c in compositions], runtime,

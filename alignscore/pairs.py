@@ -42,7 +42,29 @@ class Pairs:
 
     @classmethod
     def from_groups(cls, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> "Pairs":
-        """Candidate i against each text of ``refs[i]`` (checked lists of strings)."""
+        """Candidate i against each text of ``refs[i]``.
+
+        Parameters
+        ----------
+        cands : sequence of str
+            The candidates (checked texts).
+        refs : sequence of sequences of str
+            Each candidate's references.
+
+        Returns
+        -------
+        Pairs
+            One pair per candidate and reference, over the unique texts (first-seen order,
+            references first).
+
+        Examples
+        --------
+        >>> pairs = Pairs.from_groups(["a dog", "a dog"], [["the dog"], ["the dog", "a cat"]])
+        >>> pairs.texts, pairs.ref.tolist(), pairs.cand.tolist(), pairs.groups.tolist()
+        (['the dog', 'a cat', 'a dog'], [0, 0, 1], [2, 2, 2], [0, 1, 3])
+        >>> pairs.ref_counts.tolist(), pairs.cand_counts.tolist()   # documents, for idf
+        ([2.0, 1.0, 0.0], [0.0, 0.0, 2.0])
+        """
         sizes = torch.tensor([len(g) for g in refs], dtype=torch.long)
         groups = torch.zeros(len(refs) + 1, dtype=torch.long)
         groups[1:] = sizes.cumsum(0)

@@ -381,3 +381,19 @@ def test_scores_unpack_to_their_metrics_in_bert_score_order(tiny_bert_dir) -> No
     scorer = alignscore.bertscore(tiny_bert_dir, layer=2)
     P, R, F = scorer.pairwise(cands, refs)
     assert P.shape == (2, 2) and torch.equal(F, scorer.pairwise(cands, refs).f1)
+
+
+def test_a_nan_vector_is_a_non_finite_error_not_a_configuration_error() -> None:
+    """NaN in the token vectors stops the run before any score, with its own error type: the
+    options may be fine (a float16 overflow, a broken model)."""
+    from alignscore.errors import AlignScoreError, NonFiniteError
+    from alignscore.testing import WordEncoder
+
+    class Overflowing(WordEncoder):
+        def forward(self, input_ids, attention_mask, layers):
+            out = super().forward(input_ids, attention_mask, layers)
+            return out.masked_fill(input_ids.unsqueeze(-1) == 2, float("nan"))  # [SEP]'s vector
+
+    with pytest.raises(NonFiniteError, match="the token vectors hold NaN or infinity") as info:
+        Scorer(Overflowing()).score(["the cat sat"], ["a cat sat"])
+    assert isinstance(info.value, AlignScoreError) and not isinstance(info.value, ConfigError)
