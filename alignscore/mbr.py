@@ -10,9 +10,10 @@ Every text is encoded once for the whole input, through :func:`~alignscore.block
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
 
 import torch
 
@@ -26,7 +27,7 @@ from .signature import Signature
 if TYPE_CHECKING:
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature"]
+__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature", "write_selections"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,29 @@ def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_
 def mbr_signature(signature: Signature, k: int, exclude_self: bool) -> Signature:
     """The scorer's signature with the MBR settings: ``...|mbr:K=16,self=in``."""
     return signature.with_fields(mbr=f"K={k},self={'out' if exclude_self else 'in'}")
+
+
+def write_selections(selections: Sequence[Selection], signature: Signature | str, fmt: str, out: TextIO) -> None:
+    """The selections as ``alignscore mbr`` writes them: ``tsv``, a signature comment line then
+    ``block index utility text`` rows (backslash, tab, carriage return and newline in a text
+    written as ``\\\\``, ``\\t``, ``\\r``, ``\\n``); ``jsonl``, one object per block with those keys.
+
+    Examples
+    --------
+    >>> import sys
+    >>> write_selections([Selection(0, 1, 0.75, "a\\tb")], "sig", "tsv", sys.stdout)
+    # sig
+    block index utility text
+    0 1 0.75 a\\tb
+    """
+    if fmt == "jsonl":
+        out.writelines(json.dumps({"block": s.block, "index": s.index, "utility": s.utility, "text": s.text},
+                                  ensure_ascii=False) + "\n" for s in selections)
+        return
+    out.write(f"# {signature}\nblock\tindex\tutility\ttext\n")
+    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{_escaped(s.text)}\n" for s in selections)
+
+
+def _escaped(text: str) -> str:
+    """A text as one TSV field."""
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")

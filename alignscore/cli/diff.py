@@ -110,25 +110,12 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     cand_texts, ref_groups = read_aligned(cands, refs)
     scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
     d = disagreements(scorer_a, scorer_b, cand_texts, ref_groups)
-    va, vb, ra, rb, order = d.values_a, d.values_b, d.ranks_a, d.ranks_b, d.order
-    head = [f"# A: {d.a.signature}", f"# B: {d.b.signature}",
-            f"# {len(cand_texts)} pairs; Spearman rho(A {d.metric_a}, B {d.metric_b}) = {d.rho_text()}; "
-            f"rank 1 = best; shift = rank B - rank A"]
-    columns = ["line", f"A.{d.metric_a}", "A.rank", f"B.{d.metric_b}", "B.rank", "shift", "candidate", "reference"]
-
-    def row(i: int) -> list[str]:
-        ref = ref_groups[i][0] if len(ref_groups[i]) == 1 else " || ".join(ref_groups[i])
-        return [str(i + 1), f"{float(va[i]):.4f}", f"{float(ra[i]):g}", f"{float(vb[i]):.4f}", f"{float(rb[i]):g}",
-                f"{float(rb[i] - ra[i]):+g}", cand_texts[i], ref]
-
-    shown = order[:top].tolist()
+    ra, rb, shown = d.ranks_a, d.ranks_b, d.order[:top].tolist()
     if out_dir is not None:
         make_output_folder(out_dir)
         with replacing(Path(out_dir) / "diff.tsv") as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
-            for i in order.tolist():
-                fh.write("\t".join(c.replace("\t", " ") for c in row(i)) + "\n")
-    _echo_table(head, columns, [row(i) for i in shown], click.get_text_stream("stdout"))
+            d.write_tsv(fh)
+    _echo_table(d.head(), d.columns(), [d.row(i) for i in shown], click.get_text_stream("stdout"))
     if not shown:
         return
     expl_a = explain(scorer_a, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Sequence, TextIO
 
 import numpy as np
 import torch
@@ -175,10 +175,14 @@ def rank_pairs(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 @dataclass(frozen=True)
 class Disagreements:
     """Two compositions' scores of the same pairs, compared by rank (scales differ between
-    compositions): ``a`` and ``b`` their :class:`~alignscore.scores.Scores`, ``metric_a`` and
-    ``metric_b`` the primary metric each ranks by, ``ranks_a``, ``ranks_b`` each pair's rank
-    (1 = best) and ``order`` the pairs by ``|rank A - rank B|``, largest first."""
+    compositions): ``cands`` and ``refs`` the pairs, ``a`` and ``b`` their
+    :class:`~alignscore.scores.Scores`, ``metric_a`` and ``metric_b`` the primary metric each
+    ranks by, ``ranks_a``, ``ranks_b`` each pair's rank (1 = best) and ``order`` the pairs by
+    ``|rank A - rank B|``, largest first. :meth:`head`, :meth:`columns` and :meth:`row` are
+    ``alignscore diff``'s table (``diff.tsv``: :meth:`write_tsv`)."""
 
+    cands: list[str]
+    refs: list[list[str]]
     a: Scores
     b: Scores
     metric_a: str
@@ -198,6 +202,29 @@ class Disagreements:
     def rho_text(self) -> str:
         """Spearman's rho of the two metrics (:func:`spearman_text`)."""
         return spearman_text(self.values_a, self.values_b)
+
+    def head(self) -> list[str]:
+        """The table's comment lines: both signatures, Spearman's rho, how to read the ranks."""
+        return [f"# A: {self.a.signature}", f"# B: {self.b.signature}",
+                f"# {len(self.cands)} pairs; Spearman rho(A {self.metric_a}, B {self.metric_b}) = "
+                f"{self.rho_text()}; rank 1 = best; shift = rank B - rank A"]
+
+    def columns(self) -> list[str]:
+        return ["line", f"A.{self.metric_a}", "A.rank", f"B.{self.metric_b}", "B.rank", "shift", "candidate",
+                "reference"]
+
+    def row(self, i: int) -> list[str]:
+        """Pair ``i``'s row: its line (1-based), each side's score and rank, the shift, the texts."""
+        va, vb, ra, rb = self.values_a[i], self.values_b[i], self.ranks_a[i], self.ranks_b[i]
+        return [str(i + 1), f"{float(va):.4f}", f"{float(ra):g}", f"{float(vb):.4f}", f"{float(rb):g}",
+                f"{float(rb - ra):+g}", self.cands[i], " || ".join(self.refs[i])]
+
+    def write_tsv(self, out: TextIO) -> None:
+        """The whole table, most disputed pair first, as tab-separated rows (tabs in texts
+        become spaces)."""
+        out.write("\n".join(self.head()) + "\n" + "\t".join(self.columns()) + "\n")
+        for i in self.order.tolist():
+            out.write("\t".join(c.replace("\t", " ") for c in self.row(i)) + "\n")
 
 
 def disagreements(scorer_a: Scorer, scorer_b: Scorer, cands: Sequence[str],
@@ -221,7 +248,10 @@ def disagreements(scorer_a: Scorer, scorer_b: Scorer, cands: Sequence[str],
     """
     from ..scorer import score_together
 
-    sa, sb = score_together([scorer_a, scorer_b], cands, refs)
+    from ..scores import check_references
+
+    cands, groups = check_references(cands, refs)
+    sa, sb = score_together([scorer_a, scorer_b], cands, groups)
     metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
     ra, rb, order = rank_pairs(sa[metric_a], sb[metric_b])
-    return Disagreements(sa, sb, metric_a, metric_b, ra, rb, order)
+    return Disagreements(cands, groups, sa, sb, metric_a, metric_b, ra, rb, order)
