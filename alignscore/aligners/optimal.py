@@ -429,22 +429,16 @@ class Sinkhorn(TransportAligner):
     sinkhorn_dtype : str
         ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
 
-    Returns
-    -------
-    Sinkhorn
-        Called on a :class:`~alignscore.aligners.base.PairBatch`: ``{"score": [B]}``.
-
     Examples
     --------
-    The batch of :class:`WMD`'s example; at a small ``reg`` the score is the exact one:
+    Scores as :class:`WMD`'s (``{"score": [B]}``); a text against itself moves nothing, and at a
+    small ``reg`` the score is the exact one:
 
     >>> import torch
     >>> from alignscore.aligners import PairBatch
-    >>> ref = torch.eye(3).unsqueeze(0)   # three orthogonal unit token vectors
-    >>> batch = PairBatch(ref=ref, cand=ref[:, :2], ref_mass=torch.ones(1, 3), cand_mass=torch.ones(1, 2),
-    ...                   ref_match=torch.ones(1, 3, dtype=torch.bool), cand_match=torch.ones(1, 2, dtype=torch.bool))
-    >>> round(Sinkhorn(reg=0.01)(batch)["score"].item(), 4)
-    0.5286
+    >>> x, mass, match = torch.eye(2).unsqueeze(0), torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> round(Sinkhorn(reg=0.01)(PairBatch(x, x, mass, mass, match, match))["score"].item(), 4)
+    1.0
     """
 
     reg: float = setting(0.02, gt=0, help=(

@@ -81,14 +81,11 @@ class RemoveSubwordsPunct(TokenFilter):
     that covers text stays (the first subword; a bare "Ġ" / "▁" piece that covers only the space
     before a word is passed over), and all its other tokens go.
 
-    Parameters
-    ----------
-    None
-
     Returns
     -------
     RemoveSubwordsPunct
-        ``keep(table)``: one bool per token of a :class:`~alignscore.tokens.TokenTable`.
+        A filter without settings: ``keep(table)`` marks the first token of each word that is
+        not punctuation.
 
     Examples
     --------
@@ -125,17 +122,11 @@ class MoverScoreV2Strings(TokenFilter):
     continuation). Only meaningful for WordPiece vocabularies; use ``rm`` for any tokenizer.
     Stop words are a separate filter (``StopWords(..., unit="token")``).
 
-    Parameters
-    ----------
-    None
-
-    Returns
-    -------
-    MoverScoreV2Strings
-        ``keep(table)``: one bool per token of a :class:`~alignscore.tokens.TokenTable`.
-
     Examples
     --------
+    A filter without settings; on :func:`RemoveSubwordsPunct`'s example it keeps the special
+    tokens (their policy decides) and drops the continuations and punctuation:
+
     >>> from alignscore.testing import WordEncoder
     >>> from alignscore.tokens import TokenTable
     >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["Alignment, done."]))

@@ -36,8 +36,8 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     Returns
     -------
     None
-        Raises :class:`AssertionError` whose message starts with the broken promise (its
-        ``promise`` attribute holds it), an exception of the part chained to it.
+        As :func:`~alignscore.testing.check_aligner`: an :class:`AssertionError` names the
+        broken promise.
 
     Examples
     --------

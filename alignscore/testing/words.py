@@ -121,8 +121,8 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
     Returns
     -------
     None
-        Raises :class:`AssertionError` whose message starts with the broken promise (its
-        ``promise`` attribute holds it), an exception of the part chained to it.
+        Or an :class:`AssertionError` naming the weighting's broken promise (as
+        :func:`~alignscore.testing.check_aligner` raises them).
 
     Examples
     --------
@@ -245,8 +245,7 @@ def check_filter(token_filter: TokenFilter, *, encoder: Encoder | None = None, t
     Returns
     -------
     None
-        Raises :class:`AssertionError` whose message starts with the broken promise (its
-        ``promise`` attribute holds it), an exception of the part chained to it.
+        Or an :class:`AssertionError` naming the filter's broken promise.
 
     Examples
     --------
