@@ -70,14 +70,11 @@ class Corpus:
 class Uniform(Weighting):
     """Every kept token has mass 1 (special tokens follow the filter's policy).
 
-    Parameters
-    ----------
-    None
-
     Returns
     -------
     Uniform
-        The weighting ``none``: ``compute`` gives weight 1 to every token id on both sides.
+        The weighting ``none`` (no settings): ``compute`` gives weight 1 to every token id on
+        both sides.
 
     Examples
     --------
