@@ -22,7 +22,7 @@ from .config import PRESETS, RunSpec, build, build_all, compile_run, run_spec
 from .encoders import CachedEncoder, Encoder, HFEncoder, StaticEncoder
 from .encoders.spec import EncoderSpec
 from .engine import Pairs, PairScores, score_many
-from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError
+from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError, NonFiniteError
 from .filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, TokenFilter, TokenRoles
 from .rescale import compute_baseline
 from .runtime import Runtime
@@ -31,12 +31,13 @@ from .signature import Signature
 from .weighting import WEIGHTINGS, Corpus, IdfL, IdfS, Norm, Uniform, Weighting
 
 __all__ = [
-    "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS",
-    "Aggregator", "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
+    "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS", "Aggregator",
+    "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "IdfL", "IdfS", "InputError",
-    "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "Norm", "PairBatch", "PairScores", "Pairs", "PowerMeans",
-    "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature", "SingleLayer",
-    "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles", "TransportAligner", "Uniform", "WMD",
-    "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run", "compute_baseline",
-    "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many", "__version__",
+    "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "NonFiniteError", "Norm", "PairBatch", "PairScores",
+    "Pairs", "PowerMeans", "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature",
+    "SingleLayer", "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles", "TransportAligner",
+    "Uniform", "WMD", "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run",
+    "compute_baseline", "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many",
+    "__version__",
 ]

@@ -3,126 +3,46 @@
 For one encoder and any number of compositions (:class:`~alignscore.composition.Composition`,
 resolved for that encoder's model):
 
-1. the unique texts are tokenized once (:class:`Pairs` holds them and the pairs over them);
+1. the unique texts are tokenized once (:class:`~alignscore.pairs.Pairs` holds them and the
+   pairs over them);
 2. each distinct weighting (by signature) is fitted once, each distinct token-roles part applied
    once;
 3. one encoding: a forward pass per batch produces every layer any composition reads, every
    distinct aggregator is applied in that pass, and its unit vectors are kept (views of one
-   buffer: :func:`encode`);
-4. compositions that share the aggregator, token roles and weighting share a :class:`Setting`
-   (vectors and masses); the pairs are aligned in batches of similar length, each batch's vectors
-   gathered once for every setting of an aggregator, and the aligners of one class score all
-   their settings of a batch together (:meth:`~alignscore.aligners.base.Aligner.score_together`,
-   which shares their similarity, inner-product or cost matrices).
+   buffer: :func:`~alignscore.encoding.encode`);
+4. compositions that share the aggregator, token roles and weighting share their
+   :class:`AlignerInputs` (vectors and masses); the pairs are aligned in batches of similar
+   length, each batch's vectors gathered once for all the inputs over one aggregator's vectors,
+   and the aligners of one class score all their inputs of a batch together
+   (:meth:`~alignscore.aligners.base.Aligner.score_together`, which shares their similarity,
+   inner-product or cost matrices).
 
 A composition's scores are those it would get alone: aligners score each pair on its own, so
-only the batches differ, which changes nothing beyond float rounding.
+only the batches differ, which changes nothing beyond float rounding. All-against-all blocks
+(``Scorer.pairwise``, MBR) are scored by :mod:`alignscore.blocks` over the same steps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Sequence
 
-import numpy as np
 import torch
 
-from ._ops import unit
-from .aggregators.base import Aggregator
-from .aligners.base import NOT_FINITE, Aligner, PairBatch
+from .aligners.base import Aligner, PairBatch
 from .composition import Composition
 from .encoders.base import Encoder
-from .errors import ConfigError, InputError
-from .runtime import Runtime, embed
+from .encoding import Encoded, check_vectors, encode, norms_read
+from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
+from .runtime import Runtime
 from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
 
 Weights = tuple[torch.Tensor, torch.Tensor]
 
 
-def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
-    """Unique texts (first-seen order) and, for each input, its index among them. Texts are
-    compared after stripping, as the tokenizer sees them."""
-    index: dict[str, int] = {}
-    inverse = [index.setdefault(t.strip(), len(index)) for t in texts]
-    return list(index), torch.tensor(inverse, dtype=torch.long)
-
-
 @dataclass
-class Pairs:
-    """Pairs of texts to score, over the unique ``texts``.
-
-    Pair k aligns text ``ref[k]`` (the reference) with text ``cand[k]`` (the candidate);
-    candidate i's pairs are ``groups[i]:groups[i+1]`` (one per reference). For the weightings,
-    text u counts as ``ref_counts[u]`` reference documents (every reference occurrence, as
-    bert_score counts idf) and ``cand_counts[u]`` candidate documents (each candidate once).
-    """
-
-    texts: list[str]
-    ref: torch.Tensor
-    cand: torch.Tensor
-    ref_counts: torch.Tensor
-    cand_counts: torch.Tensor
-    groups: torch.Tensor
-
-    @classmethod
-    def from_groups(cls, cands: Sequence[str], refs: Sequence[Sequence[str]]) -> "Pairs":
-        """Candidate i against each text of ``refs[i]`` (checked lists of strings)."""
-        sizes = torch.tensor([len(g) for g in refs], dtype=torch.long)
-        groups = torch.zeros(len(refs) + 1, dtype=torch.long)
-        groups[1:] = sizes.cumsum(0)
-        flat = [t for g in refs for t in g]
-        texts, inverse = unique_texts(flat + list(cands))
-        ref_text, cand_text = inverse[:len(flat)], inverse[len(flat):]
-        n = len(texts)
-        return cls(texts, ref_text, cand_text[torch.repeat_interleave(torch.arange(len(cands)), sizes)],
-                   torch.bincount(ref_text, minlength=n).double(), torch.bincount(cand_text, minlength=n).double(),
-                   groups)
-
-    @classmethod
-    def from_pairs(cls, refs: Sequence[str], cands: Sequence[str]) -> "Pairs":
-        """Pair k: ``cands[k]`` against ``refs[k]``."""
-        if len(refs) != len(cands):
-            raise InputError(f"{len(cands)} candidates but {len(refs)} references")
-        return cls.from_groups(cands, [[r] for r in refs])
-
-    def __len__(self) -> int:
-        return len(self.ref)
-
-    def on(self, texts: list[str], index: dict[str, int]) -> "Pairs":
-        """These pairs over a larger list of unique ``texts`` (``index``: text -> position)."""
-        where = torch.tensor([index[t] for t in self.texts], dtype=torch.long)
-        counts = [torch.zeros(len(texts), dtype=torch.float64).index_add_(0, where, c)
-                  for c in (self.ref_counts, self.cand_counts)]
-        return Pairs(texts, where[self.ref], where[self.cand], counts[0], counts[1], self.groups)
-
-
-def merge(groups: Sequence[Pairs]) -> list[Pairs]:
-    """Several sets of pairs over one list of unique texts (the union, first-seen order): each
-    keeps its pairs and counts, so weights fitted on it are its own."""
-    index: dict[str, int] = {}
-    for g in groups:
-        for t in g.texts:
-            index.setdefault(t, len(index))
-    texts = list(index)
-    return [g.on(texts, index) for g in groups]
-
-
-@dataclass
-class Encoded:
-    """The unique texts of ``pairs`` tokenized (``table``) and encoded: the unit token vectors
-    ``[N, D]`` of each aggregator, by its signature (checked finite by :func:`encode`), and
-    ``norms [N]``, the length of each token's vector before it was scaled to unit length, for
-    the aggregators whose norms a weighting reads (:meth:`~alignscore.weighting.base.Weighting.reads_norms`)."""
-
-    pairs: Pairs
-    table: TokenTable
-    vectors: dict[str, torch.Tensor]
-    norms: dict[str, torch.Tensor] = field(default_factory=dict)
-
-
-@dataclass
-class Setting:
+class AlignerInputs:
     """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
     each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
     ``[N]``), who may be aligned to (``matchable [N]``) and who the token roles let carry mass
@@ -154,69 +74,6 @@ class PairScores:
         return (self.reasons > 0).any(-1)
 
 
-class _Stacked:
-    """One ``[L, B, T, D] -> [B, T, sum D_a]`` function applying every aggregator ``a`` to its own
-    layers (``positions[a]`` into the stacked states) and scaling its vectors to unit length;
-    remembers the output widths ``D_a``. An aggregator whose index is in ``norms`` gets one more
-    column after its vector: the vector's norm before the scaling (so the norms travel through
-    batching, the device scatter and sharding with the vectors, and no other buffer changes)."""
-
-    def __init__(self, aggregators: Sequence[Aggregator], union: Sequence[int], norms: Collection[int] = ()) -> None:
-        self.aggregators = list(aggregators)
-        self.keep = [int(i in norms) for i in range(len(self.aggregators))]  # 1: a norm column follows
-        self.positions: list[list[int] | slice] = []
-        for agg in self.aggregators:
-            p = [list(union).index(k) for k in agg.layers_read()]
-            # consecutive layers as a slice: a view of the states, not a copy
-            self.positions.append(slice(p[0], p[-1] + 1) if p == list(range(p[0], p[-1] + 1)) else p)
-        self.widths: list[int] = []
-
-    def __call__(self, states: torch.Tensor) -> torch.Tensor:
-        outs = [agg(states[pos]) for agg, pos in zip(self.aggregators, self.positions)]
-        self.widths = [o.shape[-1] for o in outs]
-        packed = states.new_empty(*states.shape[1:3], sum(self.widths) + sum(self.keep))
-        start = 0
-        for o, keep in zip(outs, self.keep):
-            end = start + o.shape[-1]
-            unit(o, out=packed[..., start:end], norm_out=packed[..., end:end + 1] if keep else None)
-            start = end + keep
-        return packed
-
-
-def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], runtime: Runtime = Runtime(),
-           table: TokenTable | None = None, norms: Collection[str] = ()) -> Encoded:
-    """Tokenize the unique texts (unless their ``table`` is given) and encode them once for every
-    distinct aggregator (resolved): one forward pass per batch reads the union of their layers.
-    ``norms``: the signatures of the aggregators whose vectors' norms before unit scaling are
-    kept too (:func:`norms_read`). Raises :class:`~alignscore.errors.ConfigError` when a vector
-    is not finite."""
-    if table is None:
-        table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
-    distinct: dict[str, Aggregator] = {}
-    for agg in aggregators:
-        distinct.setdefault(agg.signature(), agg)
-    union = sorted({k for agg in distinct.values() for k in agg.layers_read()})
-    stacked = _Stacked(list(distinct.values()), union, [i for i, sig in enumerate(distinct) if sig in norms])
-    packed = embed(encoder, table, union, stacked, runtime, desc=f"encoding ({encoder.name})")
-    if not stacked.widths and len(distinct) > 1 and packed.numel():
-        # this process encoded nothing (more processes than batches): learn the widths from one token
-        one = torch.full((1, 1), encoder.pad_id, dtype=torch.long)
-        stacked(encoder.forward(one, torch.ones_like(one), union))
-    if not stacked.widths:  # one aggregator, or no tokens at all
-        stacked.widths = [max(packed.shape[-1] - stacked.keep[0], 0)] + [0] * (len(distinct) - 1)
-    check_vectors(packed)
-    bounds = np.cumsum([0] + [w + k for w, k in zip(stacked.widths, stacked.keep)]).tolist()
-    vectors = {sig: packed[:, bounds[i]:bounds[i] + stacked.widths[i]] for i, sig in enumerate(distinct)}
-    kept = {sig: bounds[i + 1] - 1 for i, sig in enumerate(distinct) if stacked.keep[i]}
-    return Encoded(pairs, table, vectors, {sig: packed[:, col] if col < packed.shape[-1] else packed.new_zeros(len(packed))
-                                           for sig, col in kept.items()})
-
-
-def norms_read(compositions: Iterable[Composition]) -> set[str]:
-    """The signatures of the aggregators whose norms a composition's weighting reads (what
-    :func:`encode` must keep)."""
-    return {c.aggregator.signature() for c in compositions if c.weighting.reads_norms()}
-
 
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
     """``weighting`` fitted on the pairs' texts: ``(ref [V], cand [V])``."""
@@ -224,18 +81,35 @@ def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Wei
     return weighting.fit(encoded.table, p.ref_counts, p.cand_counts, encoder)
 
 
-def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Encoder,
-             weights: Mapping[str, Weights] | None = None,
-             roles: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> list[Setting]:
-    """The :class:`Setting` of each composition; compositions with the same aggregator, token
-    roles and weighting share one. ``weights`` may hold weights fitted elsewhere (on a whole
-    stream, or summed over processes) by weighting signature; the others are fitted here.
-    ``roles`` holds the token roles over ``encoded.table`` by signature, filled in here (callers
-    that score several sets of pairs over one table pass the same dict: roles depend on the
-    texts only)."""
+def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encoder: Encoder,
+                   weights: Mapping[str, Weights] | None = None,
+                   roles: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> list[AlignerInputs]:
+    """The :class:`AlignerInputs` of each composition; compositions with the same aggregator, token
+    roles and weighting share one.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The pairs' texts encoded for every composition's aggregator (:func:`encode`).
+    compositions : sequence of Composition
+        Resolved for ``encoder``.
+    encoder : Encoder
+        For the weightings (an idf-L corpus is tokenized by it).
+    weights : mapping of str to (Tensor, Tensor), optional
+        Weights fitted elsewhere (on a whole stream, or summed over processes) by weighting
+        signature; the others are fitted here on ``encoded.pairs``.
+    roles : dict, optional
+        The token roles over ``encoded.table`` by signature, filled in here (callers that score
+        several sets of pairs over one table pass the same dict: roles depend on the texts only).
+
+    Returns
+    -------
+    list of AlignerInputs
+        One per composition, in order (shared objects where they are equal).
+    """
     fitted: dict[str, Weights] = dict(weights or {})
     roles = {} if roles is None else roles
-    out: dict[tuple[str, str, str], Setting] = {}
+    out: dict[tuple[str, str, str], AlignerInputs] = {}
     table = encoded.table
     result = []
     for comp in compositions:
@@ -255,7 +129,7 @@ def settings(encoded: Encoded, compositions: Sequence[Composition], encoder: Enc
                     raise ValueError(f"weighting {w_sig} reads the norms of {a_sig}'s vectors, which were not "
                                      "kept: encode(..., norms=norms_read(compositions))")
                 ref_mass, cand_mass = ref_mass * encoded.norms[a_sig], cand_mass * encoded.norms[a_sig]
-            out[key] = Setting(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu())
+            out[key] = AlignerInputs(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu())
         result.append(out[key])
     return result
 
@@ -270,27 +144,21 @@ def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor
     return rows.mul_(valid.unsqueeze(-1))
 
 
-def check_vectors(vectors: torch.Tensor) -> None:
-    """Raise :class:`~alignscore.errors.ConfigError` when ``vectors`` hold NaN or infinity (once
-    per encoding: the batches built from them need no check of their own)."""
-    if not bool(torch.isfinite(vectors.sum())):
-        raise ConfigError(f"the token vectors {NOT_FINITE}")
 
-
-def pair_batch(setting: Setting, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
+def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
                like: PairBatch | None = None) -> PairBatch:
     """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
-    under ``setting``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
+    under ``inputs``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
     the same pairs over the same vectors, whose vectors are reused (only masses differ). The
     vectors were checked finite when they were encoded (:func:`encode`)."""
-    device = setting.vectors.device
+    device = inputs.vectors.device
     r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
     c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
-    masses = dict(ref_mass=setting.ref_mass[r_idx] * r_ok, cand_mass=setting.cand_mass[c_idx] * c_ok,
-                  ref_match=setting.matchable[r_idx] & r_ok, cand_match=setting.matchable[c_idx] & c_ok)
+    masses = dict(ref_mass=inputs.ref_mass[r_idx] * r_ok, cand_mass=inputs.cand_mass[c_idx] * c_ok,
+                  ref_match=inputs.matchable[r_idx] & r_ok, cand_match=inputs.matchable[c_idx] & c_ok)
     if like is not None:
         return replace(like, **masses)
-    return PairBatch(ref=padded_blocks(setting.vectors, r_idx, r_ok), cand=padded_blocks(setting.vectors, c_idx, c_ok),
+    return PairBatch(ref=padded_blocks(inputs.vectors, r_idx, r_ok), cand=padded_blocks(inputs.vectors, c_idx, c_ok),
                      finite=True, **masses)
 
 
@@ -300,36 +168,52 @@ def batch_order(encoded: Encoded) -> torch.Tensor:
     return torch.argsort(lengths[p.ref] + lengths[p.cand], descending=True, stable=True)
 
 
-def pair_batches(encoded: Encoded, setting: Setting, runtime: Runtime = Runtime()
+def pair_batches(encoded: Encoded, inputs: AlignerInputs, runtime: Runtime = Runtime()
                  ) -> Iterator[tuple[torch.Tensor, PairBatch]]:
     """``(pairs, batch)`` over every pair in batches of ``runtime.pair_batch_size`` in input
     order (for inspecting alignments: ``alignscore show``)."""
     p = encoded.pairs
     for start in range(0, len(p), runtime.pair_batch_size):
         sel = torch.arange(start, min(start + runtime.pair_batch_size, len(p)))
-        yield sel, pair_batch(setting, encoded.table, p.ref[sel], p.cand[sel])
+        yield sel, pair_batch(inputs, encoded.table, p.ref[sel], p.cand[sel])
 
 
-def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequence[Setting],
+def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequence[AlignerInputs],
           runtime: Runtime = Runtime()) -> list[dict[str, torch.Tensor]]:
     """Every composition's outputs per pair, ``{output: [P]}``, in pair order, on the CPU.
 
     The scores stay on the vectors' device until every batch is aligned and come to the host
-    once (no synchronisation per batch). Distinct (setting, aligner) combinations are aligned
+    once (no synchronisation per batch). Distinct (inputs, aligner) combinations are aligned
     once; those over the same vectors share each batch's gathered vectors, and the aligners of
     one class get their combinations together (``score_together``). With a shard, this process
     aligns its share of the batches and every process receives every score.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The pairs and their texts' vectors (:func:`encode`).
+    compositions : sequence of Composition
+        Resolved for the encoder.
+    inputs : sequence of AlignerInputs
+        Each composition's vectors and masses (:func:`aligner_inputs`).
+    runtime : Runtime
+        Pair batch size, shard, progress.
+
+    Returns
+    -------
+    list of dict of str to torch.Tensor
+        Per composition, ``{metric: [P]}``.
     """
-    jobs: dict[tuple[int, str], list[int]] = {}  # (setting, aligner signature) -> compositions
+    jobs: dict[tuple[int, str], list[int]] = {}  # (inputs, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
-    for i, (comp, s) in enumerate(zip(compositions, settings_)):
+    for i, (comp, s) in enumerate(zip(compositions, inputs)):
         key = (id(s), comp.aligner.signature())
         jobs.setdefault(key, []).append(i)
         aligners[key] = comp.aligner
     by_vectors: dict[int, list[tuple[int, str]]] = {}
-    setting_of = {id(s): s for s in settings_}
+    inputs_of = {id(s): s for s in inputs}
     for key in jobs:
-        by_vectors.setdefault(id(setting_of[key[0]].vectors), []).append(key)
+        by_vectors.setdefault(id(inputs_of[key[0]].vectors), []).append(key)
 
     p, table = encoded.pairs, encoded.table
     order = batch_order(encoded)
@@ -341,15 +225,15 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
         sel = order[starts[b]:starts[b] + size]
         done.append(sel)
         for keys in by_vectors.values():
-            base = pair_batch(setting_of[keys[0][0]], table, p.ref[sel], p.cand[sel])
-            # aligner class -> aligner signature -> its (setting, aligner signature) keys
+            base = pair_batch(inputs_of[keys[0][0]], table, p.ref[sel], p.cand[sel])
+            # aligner class -> aligner signature -> its (inputs, aligner signature) keys
             by_class: dict[type[Aligner], dict[str, list[tuple[int, str]]]] = {}
             for key in keys:
                 by_class.setdefault(type(aligners[key]), {}).setdefault(key[1], []).append(key)
             for cls, by_aligner in by_class.items():
                 groups = list(by_aligner.values())
                 work = [(aligners[same[0]], [base if key == keys[0] else
-                                             pair_batch(setting_of[key[0]], table, p.ref[sel], p.cand[sel], like=base)
+                                             pair_batch(inputs_of[key[0]], table, p.ref[sel], p.cand[sel], like=base)
                                              for key in same]) for same in groups]
                 for same, outputs in zip(groups, cls.score_together(work)):
                     for key, scores in zip(same, outputs):
@@ -365,21 +249,21 @@ def align(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequ
                    for key, values in results.items()}
     results = {key: {name: value.cpu() for name, value in values.items()} for key, values in results.items()}
     out = []
-    for comp, s in zip(compositions, settings_):
+    for comp, s in zip(compositions, inputs):
         values = results[(id(s), comp.aligner.signature())]
         out.append({name: values.get(name, torch.zeros(0)) for name in comp.metrics})
     return out
 
 
-def empty_reasons(encoded: Encoded, setting: Setting) -> torch.Tensor:
+def empty_reasons(encoded: Encoded, inputs: AlignerInputs) -> torch.Tensor:
     """``[P, 2]``: why the reference / candidate side of each pair carries no mass
     (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every token out, 3 every
     token weighs 0), 0 where it does."""
-    reasons, p = text_reasons(encoded.table, setting), encoded.pairs
+    reasons, p = text_reasons(encoded.table, inputs), encoded.pairs
     return torch.stack([reasons[p.ref, 0], reasons[p.cand, 1]], 1)
 
 
-def text_reasons(table: TokenTable, setting: Setting) -> torch.Tensor:
+def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
     """``[U, 2]``: why each unique text carries no mass as a reference / as a candidate
     (:data:`EMPTY_REASONS`), 0 where it does."""
     text = table.text_index()
@@ -387,18 +271,47 @@ def text_reasons(table: TokenTable, setting: Setting) -> torch.Tensor:
     def per_text(x: torch.Tensor) -> torch.Tensor:
         return torch.zeros(len(table), dtype=torch.float64).index_add_(0, text, x.detach().double().cpu())
 
-    words, carrying = per_text(~table.special), per_text(setting.carries)
+    words, carrying = per_text(~table.special), per_text(inputs.carries)
 
     def reason(mass: torch.Tensor) -> torch.Tensor:
         return (per_text(mass) <= 0) * torch.where(words == 0, 1, torch.where(carrying == 0, 2, 3))
 
-    return torch.stack([reason(setting.ref_mass), reason(setting.cand_mass)], 1).to(torch.int8)
+    return torch.stack([reason(inputs.ref_mass), reason(inputs.cand_mass)], 1).to(torch.int8)
 
 
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
                weights: Mapping[str, Weights] | None = None) -> list[PairScores]:
-    """Score every pair with every composition (resolved for ``encoder``), encoding each unique
-    text once; returns one :class:`PairScores` per composition, in order."""
+    """Score every pair with every composition, encoding each unique text once.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The encoder (a scorer's :meth:`~alignscore.scorer.Scorer.scoring_encoder`).
+    pairs : Pairs
+        The pairs, over unique texts (:meth:`~alignscore.pairs.Pairs.from_groups`).
+    compositions : sequence of Composition
+        Each resolved for ``encoder`` (:meth:`~alignscore.composition.Composition.resolve`).
+    runtime : Runtime
+        How to run; changes a score by float rounding at most.
+    weights : mapping of str to (Tensor, Tensor), optional
+        Weights fitted elsewhere, by weighting signature (the others are fitted on ``pairs``).
+
+    Returns
+    -------
+    list of PairScores
+        One per composition, in order: ``{metric: [P]}`` per pair, and why a side is empty.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> pairs = Pairs.from_groups(["the cat sat", "a dog"], [["the cat sat down"], ["the dog", "a dog ran"]])
+    >>> greedy, wmd = score_many(encoder, pairs, [Composition().resolve(encoder),
+    ...                                           Composition(aligner=WMD()).resolve(encoder)])
+    >>> [round(f, 4) for f in greedy.metrics["f1"].tolist()], list(wmd.metrics)   # one score per pair
+    ([0.8649, 0.6262, 0.8793], ['score'])
+    """
     return score_groups(encoder, [pairs], [compositions], runtime, weights)[0]
 
 
@@ -407,151 +320,36 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
                  ) -> list[list[PairScores]]:
     """:func:`score_many` for several sets of pairs (the language pairs of a data set), each with
     its own compositions and its own weights (idf fitted on its own texts), over one encoding of
-    the union of their texts."""
-    merged = merge(groups)
+    the union of their texts.
+
+    Parameters
+    ----------
+    encoder, runtime, weights
+        As for :func:`score_many`.
+    groups : sequence of Pairs
+        The sets of pairs.
+    compositions : sequence of sequences of Composition
+        Per set, its compositions (resolved for ``encoder``).
+
+    Returns
+    -------
+    list of lists of PairScores
+        Per set, one per composition, in order.
+    """
+    merged = merge_pairs(groups)
     aggregators = [c.aggregator for comps in compositions for c in comps]
-    everything = encode(encoder, merged[0] if len(merged) == 1 else _union(merged), aggregators, runtime,
+    everything = encode(encoder, merged[0] if len(merged) == 1 else texts_only(merged), aggregators, runtime,
                         norms=norms_read(c for comps in compositions for c in comps))
     out = []
     roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for pairs, comps in zip(merged, compositions):
         encoded = replace(everything, pairs=pairs)
-        settings_ = settings(encoded, comps, encoder, weights, roles)
-        scores = align(encoded, comps, settings_, runtime)
-        out.append([PairScores(s, empty_reasons(encoded, st)) for s, st in zip(scores, settings_)])
+        inputs = aligner_inputs(encoded, comps, encoder, weights, roles)
+        scores = align(encoded, comps, inputs, runtime)
+        out.append([PairScores(s, empty_reasons(encoded, st)) for s, st in zip(scores, inputs)])
     return out
 
 
-def align_chunks(encoded: Encoded, compositions: Sequence[Composition], settings_: Sequence[Setting],
-                 chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], runtime: Runtime = Runtime()
-                 ) -> Iterator[list[dict[str, torch.Tensor]]]:
-    """:func:`align` over successive subsets of pairs of the same encoded texts, yielding each
-    chunk's outputs as they are done: a chunk is ``(ref, cand)``, unique-text indices into
-    ``encoded.pairs.texts``. The settings are computed once, by the caller; only one chunk's
-    pairs and outputs are held at a time."""
-    for ref, cand in chunks:
-        sub = replace(encoded.pairs, ref=ref, cand=cand)
-        yield align(replace(encoded, pairs=sub), compositions, settings_, runtime)
-
-
-@dataclass
-class Blocks:
-    """Blocks of all-against-all pairs over unique texts: block b aligns each of its candidates
-    ``cands[b] [N_b]`` (indices into ``pairs.texts``) with each of its references ``refs[b]
-    [M_b]``. ``pairs`` holds the texts and the weightings' counts (no pair lists): each
-    reference counts once per place it has in a block's references, each candidate once per
-    place in a block's candidates, so idf-S is fitted over the references of the blocks (not
-    over the ``N_b x M_b`` pairs) and SEP's candidate idf over the candidates."""
-
-    pairs: Pairs
-    cands: list[torch.Tensor]
-    refs: list[torch.Tensor]
-
-    @classmethod
-    def of(cls, blocks: Sequence[tuple[Sequence[str], Sequence[str]]]) -> "Blocks":
-        """From ``(candidates, references)`` per block (checked lists of strings)."""
-        flat = [t for cands, refs in blocks for t in (*refs, *cands)]
-        texts, inverse = unique_texts(flat)
-        cand_idx, ref_idx, at = [], [], 0
-        for cands, refs in blocks:
-            ref_idx.append(inverse[at:at + len(refs)])
-            cand_idx.append(inverse[at + len(refs):at + len(refs) + len(cands)])
-            at += len(refs) + len(cands)
-        empty = torch.empty(0, dtype=torch.long)
-
-        def counts(parts: list[torch.Tensor]) -> torch.Tensor:
-            return torch.bincount(torch.cat([empty, *parts]), minlength=len(texts)).double()
-
-        n_cands = sum(len(c) for c in cand_idx)
-        pairs = Pairs(texts, empty, empty, counts(ref_idx), counts(cand_idx), torch.arange(n_cands + 1))
-        return cls(pairs, cand_idx, ref_idx)
-
-    def __len__(self) -> int:
-        return len(self.cands)
-
-    def rows(self) -> Iterator[tuple[int, int]]:
-        """``(block, candidate)`` in order: one row of pairs each."""
-        for b, cands in enumerate(self.cands):
-            for i in range(len(cands)):
-                yield b, i
-
-
-def score_blocks(encoder: Encoder, blocks: Blocks, compositions: Sequence[Composition],
-                 runtime: Runtime = Runtime(), max_pairs: int = 1 << 16) -> Iterator[list[PairScores]]:
-    """Score every block of ``blocks`` with every composition (resolved for ``encoder``): each
-    unique text is encoded once for all the blocks, the weights fitted once (see
-    :class:`Blocks`), and the pairs aligned in chunks of about ``max_pairs`` (whole rows: one
-    candidate against all of its block's references; a chunk may span blocks). Yields, block by
-    block in order, one :class:`PairScores` per composition whose ``metrics`` are ``[N_b, M_b]``
-    matrices (candidate i against reference j) and ``reasons`` ``[N_b, M_b, 2]``. At most one
-    chunk of pairs and the blocks it touches are held at a time."""
-    if max_pairs < 1:
-        raise ConfigError(f"max_pairs must be >= 1, not {max_pairs}")
-    encoded = encode(encoder, blocks.pairs, [c.aggregator for c in compositions], runtime,
-                     norms=norms_read(compositions))
-    settings_ = settings(encoded, compositions, encoder)
-    reasons = [text_reasons(encoded.table, s) for s in settings_]
-    pending: dict[int, list[dict[str, torch.Tensor]]] = {}
-
-    def scores_of(b: int, like: list[dict[str, torch.Tensor]] | None = None) -> list[dict[str, torch.Tensor]]:
-        """Block b's matrices (new ones in the dtype of the outputs ``like``)."""
-        if b not in pending:
-            shape = (len(blocks.cands[b]), len(blocks.refs[b]))
-            pending[b] = [{m: torch.zeros(shape, dtype=like[k][m].dtype if like else torch.float32)
-                           for m in c.metrics} for k, c in enumerate(compositions)]
-        return pending[b]
-
-    def finish(b: int) -> list[PairScores]:
-        cands, refs, metrics = blocks.cands[b], blocks.refs[b], scores_of(b)
-        del pending[b]
-        return [PairScores(values, torch.stack(torch.broadcast_tensors(why[refs, 0].unsqueeze(0),
-                                                                       why[cands, 1].unsqueeze(1)), -1))
-                for values, why in zip(metrics, reasons)]
-
-    chunks = list(_row_chunks(blocks, max_pairs))
-    pairs = ((torch.cat([blocks.refs[b] for b, _ in chunk]),
-              torch.cat([blocks.cands[b][i].repeat(len(blocks.refs[b])) for b, i in chunk])) for chunk in chunks)
-    done = 0  # blocks yielded so far
-    outputs_ = align_chunks(encoded, compositions, settings_, pairs, replace(runtime, progress=False))
-    for chunk, outputs in zip(runtime.bar(chunks, "aligning", unit="chunk"), outputs_):
-        at = 0
-        for b, i in chunk:
-            width = len(blocks.refs[b])
-            for values, out in zip(scores_of(b, outputs), outputs):
-                for name, v in values.items():
-                    v[i] = out[name][at:at + width]
-            at += width
-        b, i = chunk[-1]  # rows come in order: the blocks before it are complete, and so is it at its last row
-        while done < (b + 1 if i == len(blocks.cands[b]) - 1 else b):
-            yield finish(done)
-            done += 1
-    while done < len(blocks):  # blocks without candidates
-        yield finish(done)
-        done += 1
-
-
-def _row_chunks(blocks: Blocks, max_pairs: int) -> Iterator[list[tuple[int, int]]]:
-    """Consecutive rows ``(block, candidate)`` of ``blocks`` in chunks of at most ``max_pairs``
-    pairs (a row longer than that is a chunk of its own)."""
-    chunk: list[tuple[int, int]] = []
-    size = 0
-    for b, i in blocks.rows():
-        if chunk and size + len(blocks.refs[b]) > max_pairs:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append((b, i))
-        size += len(blocks.refs[b])
-    if chunk:
-        yield chunk
-
-
-def _union(merged: Sequence[Pairs]) -> Pairs:
-    """The pairs of ``merged`` (over the same texts) together: what :func:`encode` needs."""
-    empty = torch.empty(0, dtype=torch.long)
-    zeros = torch.zeros(len(merged[0].texts), dtype=torch.float64)
-    return Pairs(merged[0].texts, empty, empty, zeros, zeros, torch.zeros(1, dtype=torch.long))
-
-
-__all__ = ["EMPTY_REASONS", "Blocks", "Encoded", "PairScores", "Pairs", "Setting", "align", "align_chunks",
-           "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge", "norms_read", "pair_batch",
-           "pair_batches", "score_blocks", "score_groups", "score_many", "settings", "text_reasons", "unique_texts"]
+__all__ = ["EMPTY_REASONS", "AlignerInputs", "Blocks", "Encoded", "PairScores", "Pairs", "Weights", "align",
+           "aligner_inputs", "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge_pairs",
+           "norms_read", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons", "unique_texts"]

@@ -51,6 +51,12 @@ class ConfigErrors(ConfigError):
         self.errors = tuple(errors)
 
 
+class NonFiniteError(AlignScoreError):
+    """NaN or infinity where a number must be finite: in the token vectors an encoder or an
+    aggregator made (a float16 overflow), or in a cost matrix built from them. Not a
+    configuration error (the options may be fine); raised before a score could become NaN."""
+
+
 class ModelLoadError(AlignScoreError):
     """The encoder's model or tokenizer could not be loaded."""
 

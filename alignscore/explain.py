@@ -23,8 +23,8 @@ from .aligners.base import Alignment
 from .baseline import rescale
 from .composition import Composition
 from .encoders.base import Encoder
-from .engine import (Encoded, Pairs, PairScores, Setting, empty_reasons, encode, norms_read, pair_batches,
-                     settings)
+from .engine import (AlignerInputs, Encoded, Pairs, PairScores, aligner_inputs, empty_reasons, encode, norms_read,
+                     pair_batches)
 from .runtime import Runtime
 from .scores import check_references, reduce
 from .signature import Signature
@@ -132,17 +132,17 @@ def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Seq
         runtime = replace(runtime, pair_batch_size=batch_size)
     encoded = encode(encoder, Pairs.from_groups(cands, groups), [composition.aggregator], runtime,
                      norms=norms_read([composition]))
-    (setting,) = settings(encoded, [composition], encoder)
+    (inputs,) = aligner_inputs(encoded, [composition], encoder)
     values = composition.baseline_values()
     n_pairs = len(encoded.pairs)
     raw: dict[str, torch.Tensor] = {}
     pairs: list[PairAlignment] = []
-    for sel, batch in pair_batches(encoded, setting, runtime):
+    for sel, batch in pair_batches(encoded, inputs, runtime):
         alignment = composition.aligner.alignment(batch)
         for name, value in alignment.scores.items():
             raw.setdefault(name, torch.empty(n_pairs, dtype=value.dtype))[sel] = value.detach().cpu()
-        pairs += _split(encoded, setting, sel, batch.ref_mass, batch.cand_mass, alignment, values)
-    reduced = reduce(PairScores(raw, empty_reasons(encoded, setting)), encoded.pairs, composition,
+        pairs += _split(encoded, inputs, sel, batch.ref_mass, batch.cand_mass, alignment, values)
+    reduced = reduce(PairScores(raw, empty_reasons(encoded, inputs)), encoded.pairs, composition,
                      composition.signature(scorer.encoder))
     offsets = encoded.pairs.groups.tolist()
     out = []
@@ -196,7 +196,7 @@ def _ref_shares(contributions: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> 
     return out
 
 
-def _split(encoded: Encoded, setting: Setting, sel: torch.Tensor, ref_mass: torch.Tensor,
+def _split(encoded: Encoded, inputs: AlignerInputs, sel: torch.Tensor, ref_mass: torch.Tensor,
            cand_mass: torch.Tensor, alignment: Alignment, baseline: dict[str, float] | None) -> list[PairAlignment]:
     """Cut a batch's :class:`Alignment` into one :class:`PairAlignment` per pair (padding
     removed), rescaling scores and contributions when there is a baseline."""
@@ -231,8 +231,8 @@ def _split(encoded: Encoded, setting: Setting, sel: torch.Tensor, ref_mass: torc
             reference=p.texts[ri], candidate=p.texts[ci],
             ref_tokens=table.tokens[offsets[ri]:offsets[ri + 1]],
             cand_tokens=table.tokens[offsets[ci]:offsets[ci + 1]],
-            ref_matchable=setting.matchable[offsets[ri]:offsets[ri + 1]].cpu(),
-            cand_matchable=setting.matchable[offsets[ci]:offsets[ci + 1]].cpu(),
+            ref_matchable=inputs.matchable[offsets[ri]:offsets[ri + 1]].cpu(),
+            cand_matchable=inputs.matchable[offsets[ci]:offsets[ci + 1]].cpu(),
             kind=alignment.kind, matrix=cut(alignment.matrix),
             ref_mass=r_w[k][r_keep].detach().cpu(), cand_mass=c_w[k][c_keep].detach().cpu(),
             flows={name: cut(f) for name, f in alignment.flows.items()},

@@ -5,27 +5,29 @@ Each block of K samples (one source's) gives a utility matrix ``U [K, K]``, ``U[
 composition's primary score (``composition.metric``) of sample i as the candidate against sample
 j as the reference. The expected utility of sample i is the mean of its row: over every j (self
 included), or over ``j != i`` (``exclude_self``). The selection is the argmax (ties: the first).
-Every text is encoded once for the whole input, through :func:`~alignscore.engine.score_blocks`.
+Every text is encoded once for the whole input, through :func:`~alignscore.blocks.score_blocks`.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
 
 import torch
 
 from .baseline import rescale
-from .engine import Blocks, score_blocks
+from .blocks import score_blocks
 from .errors import InputError
+from .pairs import Blocks
 from .scores import check_texts, why_empty
 from .signature import Signature
 
 if TYPE_CHECKING:
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature"]
+__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature", "write_selections"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,29 @@ def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_
 def mbr_signature(signature: Signature, k: int, exclude_self: bool) -> Signature:
     """The scorer's signature with the MBR settings: ``...|mbr:K=16,self=in``."""
     return signature.with_fields(mbr=f"K={k},self={'out' if exclude_self else 'in'}")
+
+
+def write_selections(selections: Sequence[Selection], signature: Signature | str, fmt: str, out: TextIO) -> None:
+    """The selections as ``alignscore mbr`` writes them: ``tsv``, a signature comment line then
+    ``block index utility text`` rows (backslash, tab, carriage return and newline in a text
+    written as ``\\\\``, ``\\t``, ``\\r``, ``\\n``); ``jsonl``, one object per block with those keys.
+
+    Examples
+    --------
+    >>> import sys
+    >>> write_selections([Selection(0, 1, 0.75, "a\\tb")], "sig", "tsv", sys.stdout)
+    # sig
+    block index utility text
+    0 1 0.75 a\\tb
+    """
+    if fmt == "jsonl":
+        out.writelines(json.dumps({"block": s.block, "index": s.index, "utility": s.utility, "text": s.text},
+                                  ensure_ascii=False) + "\n" for s in selections)
+        return
+    out.write(f"# {signature}\nblock\tindex\tutility\ttext\n")
+    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{_escaped(s.text)}\n" for s in selections)
+
+
+def _escaped(text: str) -> str:
+    """A text as one TSV field."""
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")

@@ -15,7 +15,9 @@ from .aligners.base import Aligner
 from .baseline import rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
-from .engine import Blocks, Pairs, PairScores, score_blocks, score_many
+from .blocks import score_blocks
+from .engine import PairScores, score_many
+from .pairs import Blocks, Pairs
 from .errors import ConfigError, describe
 from .runtime import Runtime
 from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty
@@ -37,14 +39,33 @@ class Scorer:
     persistent cache. :func:`alignscore.config.build` makes one from a run spec; the parts are read
     through the composition (``scorer.aligner`` is ``scorer.composition.aligner``).
 
-    Args:
-        encoder: the contextual encoder (e.g. ``HFEncoder("roberta-large")``).
-        composition: aggregator, token roles, weighting, aligner, metric, reference reduction
-            and baseline (see :class:`~alignscore.composition.Composition`).
-        runtime: batching, token budget, device, shard, progress (see
-            :class:`~alignscore.runtime.Runtime`); changes a score by float rounding at most.
-        cache: a persistent :class:`~alignscore.cache.EmbeddingCache` of hidden states (or its
-            directory): texts already encoded by this model skip the encoder.
+    Parameters
+    ----------
+    encoder : Encoder
+        The contextual encoder (e.g. ``HFEncoder("roberta-large")``).
+    composition : Composition
+        Aggregator, token roles, weighting, aligner, metric, reference reduction and baseline
+        (see :class:`~alignscore.composition.Composition`); BERTScore's by default.
+    runtime : Runtime
+        Batching, token budget, device, shard, progress (see
+        :class:`~alignscore.runtime.Runtime`); changes a score by float rounding at most.
+    cache : EmbeddingCache or str, optional
+        A persistent :class:`~alignscore.cache.EmbeddingCache` of hidden states (or its
+        directory): texts already encoded by this model skip the encoder.
+
+    Examples
+    --------
+    With the kit's tiny word-level encoder (no model to load); the second candidate has two
+    references, and the second is its best:
+
+    >>> from alignscore.testing import WordEncoder
+    >>> scorer = Scorer(WordEncoder())
+    >>> scores = scorer.score(["the cat sat", "a dog"], ["the cat sat down", ["the dog", "a dog ran"]])
+    >>> P, R, F = scores
+    >>> [round(f, 4) for f in F.tolist()], scores.best_reference.tolist()
+    ([0.8649, 0.8793], [0, 1])
+    >>> scorer.signature()["align"], scorer.layers()
+    ('greedy(cos)', [3])
     """
 
     encoder: Encoder
@@ -106,9 +127,24 @@ class Scorer:
     def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Scores:
         """Score each candidate against its reference(s).
 
-        ``refs`` is one text per candidate, or one list of texts per candidate (several
-        references). Empty or whitespace-only texts are valid: a pair with an empty side scores
-        0 on every metric (bert_score's convention), with a warning; never NaN.
+        Empty or whitespace-only texts are valid: a pair with an empty side scores 0 on every
+        metric (bert_score's convention), with a warning; never NaN.
+
+        Parameters
+        ----------
+        cands : sequence of str
+            The candidates.
+        refs : sequence of str, or of sequences of str
+            One text per candidate, or one list of texts per candidate (several references,
+            reduced by the composition's ``multi_ref``).
+
+        Returns
+        -------
+        Scores
+            Per candidate, each metric (``scores.f1``; ``P, R, F = scores``), the best reference
+            and the signature. Raises :class:`~alignscore.errors.InputError` for what is not a
+            text, and :class:`~alignscore.errors.ConfigError` when the composition cannot be
+            built for this encoder's model (before any text is encoded).
         """
         cands, groups = check_references(cands, refs)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
@@ -127,6 +163,25 @@ class Scorer:
         each counted once (as if each were scored once); with SEP, the candidates' idf on the N
         candidates, each once; idf-L on its corpus. Pairs with an empty side score 0, with a
         warning, as in :meth:`score`; a baseline rescales every matrix.
+
+        Parameters
+        ----------
+        cands, refs : sequence of str
+            The ``N`` candidates and the ``M`` references.
+        max_pairs : int
+            About how many pairs are aligned at a time.
+
+        Returns
+        -------
+        PairwiseScores
+            Each metric an ``[N, M]`` matrix, the ``empty [N, M]`` mask and the signature.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> matrix = Scorer(WordEncoder()).pairwise(["the cat"], ["a cat", "the dog"])
+        >>> matrix.shape, [round(f, 4) for f in matrix.f1[0].tolist()]
+        ((1, 2), [0.6136, 0.6865])
         """
         cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
         composition = self.resolved()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import torch
 
@@ -21,12 +21,26 @@ __all__ = ["PairwiseScores", "Scores", "check_references", "check_texts", "reduc
 
 
 class _ByMetric:
-    """Metrics by name: ``scores.f1``, ``scores["f1"]`` (from a ``metrics`` dict)."""
+    """Metrics by name (``scores.f1``, ``scores["f1"]``) and in order (``P, R, F = scores``,
+    ``scores[0]``), from a ``metrics`` dict whose order is the aligner's
+    (:attr:`~alignscore.aligners.base.Aligner.metrics`)."""
 
     metrics: dict[str, torch.Tensor]
 
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self.metrics[name]
+    def __getitem__(self, key: str | int) -> torch.Tensor:
+        """The metric named ``key``, or the ``key``-th metric in the aligner's order."""
+        if isinstance(key, int) and not isinstance(key, bool):
+            values = list(self.metrics.values())
+            if not -len(values) <= key < len(values):
+                raise IndexError(f"metric {key} of {len(values)} ({', '.join(self.metrics)})")
+            return values[key]
+        return self.metrics[key]
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        """The metrics in the aligner's order, as bert_score returns them: ``P, R, F = scores``
+        for greedy matching (precision, recall, F1, then F-beta when ``beta`` is set); one score
+        for the optimal-transport aligners."""
+        return iter(self.metrics.values())
 
     def __getattr__(self, name: str) -> torch.Tensor:
         metrics = self.__dict__.get("metrics", {})
@@ -37,11 +51,37 @@ class _ByMetric:
 
 @dataclass
 class Scores(_ByMetric):
-    """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``).
+    """Scores per candidate, in input order, by metric name (``scores.f1``, ``scores["f1"]``) and
+    in the aligner's order of its metrics (``P, R, F = scores``, bert_score's habit; ``scores[2]``).
 
-    ``best_reference[i]`` is the index, among candidate i's references, of the one with the best
-    primary score (F1 for greedy); ``empty`` marks candidates scored against an empty text;
-    ``signature`` pins every setting that changes a number.
+    ``len(scores)`` is the number of candidates; iterating gives the metrics (precision, recall
+    and F1 for greedy matching, then F-beta when ``beta`` is set; one ``score`` for WMD, Sinkhorn
+    and BaryScore).
+
+    Parameters
+    ----------
+    metrics : dict of str to torch.Tensor
+        ``{metric: [N]}``, in the aligner's order.
+    best_reference : torch.Tensor
+        ``[N]`` long: the index, among candidate i's references, of the one with the best
+        primary score (F1 for greedy).
+    empty : torch.Tensor
+        ``[N]`` bool: candidates scored against an empty text (they score 0).
+    signature : Signature
+        Every setting that changes a number.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from alignscore.signature import Signature
+    >>> scores = Scores({"precision": torch.tensor([0.9, 0.5]), "recall": torch.tensor([0.8, 0.7]),
+    ...                  "f1": torch.tensor([0.85, 0.6])}, torch.tensor([0, 0]), torch.tensor([False, False]),
+    ...                 Signature.of({"align": "greedy(cos)"}))
+    >>> P, R, F = scores
+    >>> F.tolist() == scores.f1.tolist() == scores["f1"].tolist() == scores[2].tolist()
+    True
+    >>> len(scores), list(scores.metrics)
+    (2, ['precision', 'recall', 'f1'])
     """
 
     metrics: dict[str, torch.Tensor]
@@ -63,8 +103,9 @@ class Scores(_ByMetric):
 @dataclass
 class PairwiseScores(_ByMetric):
     """Scores of every candidate against every reference: each metric an ``[N, M]`` matrix
-    (``scores.f1[i, j]``: candidate i against reference j); ``empty [N, M]`` marks pairs with a
-    side that carries no mass (they score 0); ``signature`` as for :class:`Scores`."""
+    (``scores.f1[i, j]``: candidate i against reference j; ``P, R, F = scores`` as for
+    :class:`Scores`); ``empty [N, M]`` marks pairs with a side that carries no mass (they score
+    0); ``signature`` as for :class:`Scores`."""
 
     metrics: dict[str, torch.Tensor]
     empty: torch.Tensor

@@ -166,7 +166,7 @@ class Ours:
                                                      self.runtime, table))
 
         def align() -> list[dict[str, torch.Tensor]]:
-            return engine.align(encoded, comps, engine.settings(encoded, comps, self.encoder), self.runtime)
+            return engine.align(encoded, comps, engine.aligner_inputs(encoded, comps, self.encoder), self.runtime)
 
         t_align, (scores,) = timed(align)
         return {"tokenize": t_tok, "encode": t_enc, "align": t_align}, scores

@@ -9,7 +9,7 @@ text) before the timed part in every case:
 
 - ``pairwise``  ``scorer.pairwise(cands, refs)``: tokenize, encode, fit, align in chunks;
 - ``encode``    the engine's ``encode`` of the same unique texts (tokenization included);
-- ``align``     the engine's ``settings`` + ``align`` of the N x M pairs, over an encoding made
+- ``align``     the engine's ``aligner_inputs`` + ``align`` of the N x M pairs, over an encoding made
                 before the timed part.
 
     python benchmarks/bench_pairwise.py --rounds 5 --out benchmarks/results/pairwise.json
@@ -64,7 +64,7 @@ def encode_case(n: int, m: int) -> Work:
 
 
 def align_case(n: int, m: int) -> Work:
-    from alignscore.engine import Pairs, align, encode, settings
+    from alignscore.engine import Pairs, align, aligner_inputs, encode
 
     scorer, cands, refs = _setup(n, m)
     comp = scorer.resolved()
@@ -73,7 +73,7 @@ def align_case(n: int, m: int) -> Work:
     encoded = encode(scorer.encoder, pairs, [comp.aggregator], scorer.runtime)
 
     def run() -> dict:
-        (out,) = align(encoded, [comp], settings(encoded, [comp], scorer.encoder), scorer.runtime)
+        (out,) = align(encoded, [comp], aligner_inputs(encoded, [comp], scorer.encoder), scorer.runtime)
         return {"f1": out["f1"]}
 
     return Work(n * m, run)

@@ -94,13 +94,35 @@ def _shortest(p: float) -> str:
 class PowerMeans(Aggregator):
     """Concatenation of power means across layers: ``h_t = [M_{p_1}(...); ...; M_{p_n}(...)]``.
 
-    Args:
-        layers: layers to aggregate; negative numbers count from the top, so the default
-            ``(-5, -4, -3, -2, -1)`` is "the last five layers" of any model (MoverScore).
-        powers: the exponents, concatenated in this order; MoverScore v1 uses ``(-inf, 1, inf)``
-            i.e. [min, mean, max]. Each is ``-inf``, ``inf`` or a finite number > 0
-            (see :func:`power_mean`); others raise :class:`~alignscore.errors.ConfigError` here.
-        normalize: L2-normalise each layer's token vectors first (MoverScore v1 does).
+    Parameters
+    ----------
+    layers : tuple of int
+        Layers to aggregate; negative numbers count from the top, so the default
+        ``(-5, -4, -3, -2, -1)`` is "the last five layers" of any model (MoverScore).
+    powers : tuple of float
+        The exponents, concatenated in this order; MoverScore v1 uses ``(-inf, 1, inf)`` i.e.
+        [min, mean, max]. Each is ``-inf``, ``inf`` or a finite number > 0 (see
+        :func:`power_mean`); others raise :class:`~alignscore.errors.ConfigError` here.
+    normalize : bool
+        L2-normalise each layer's token vectors first (MoverScore v1 does).
+
+    Returns
+    -------
+    PowerMeans
+        Resolved for a model (:meth:`resolve`), called on hidden states ``[L, B, T, D]`` of its
+        layers: ``[B, T, len(powers) * D]``.
+
+    Examples
+    --------
+    The mean and the maximum of the last two of six layers, side by side:
+
+    >>> import torch
+    >>> agg = PowerMeans(layers=(-2, -1), powers=(1.0, float("inf")), normalize=False).resolve(6, None)
+    >>> agg.layers_read()
+    (5, 6)
+    >>> states = torch.arange(24.0).reshape(2, 1, 3, 4)   # [L, B, T, D]
+    >>> agg(states)[0, 0].tolist()
+    [6.0, 7.0, 8.0, 9.0, 12.0, 13.0, 14.0, 15.0]
     """
 
     layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",), metavar="LIST", help=(

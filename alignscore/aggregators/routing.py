@@ -109,16 +109,37 @@ class Routing(Aggregator):
     """Routing over a set of layers (MoverScore appendix A.2): each token's vector is the
     mode that mean-shift KDE clustering finds among its layer vectors (see :func:`route`).
 
-    Args:
-        layers: layers to aggregate; negative numbers count from the top, so the default is
-            "the last five layers" of any model (as for MoverScore's power means).
-        kernel: ``"gaussian"`` or ``"epanechnikov"``.
-        bandwidth: ``h``; distances are divided by ``h^2``.
-        routing_alpha: step size of the logit update.
-        routing_iter: iterations per token, at most.
-        routing_tol: a token stops when its loss changes by less than this.
-        normalize: L2-normalise each layer's token vectors first, so that layers of different
-            scales are comparable (as MoverScore does before power means).
+    Parameters
+    ----------
+    layers : tuple of int
+        Layers to aggregate; negative numbers count from the top, so the default is "the last
+        five layers" of any model (as for MoverScore's power means).
+    kernel : str
+        ``"gaussian"`` or ``"epanechnikov"``.
+    bandwidth : float
+        ``h``; distances are divided by ``h^2``.
+    routing_alpha : float
+        Step size of the logit update.
+    routing_iter : int
+        Iterations per token, at most.
+    routing_tol : float
+        A token stops when its loss changes by less than this.
+    normalize : bool
+        L2-normalise each layer's token vectors first, so that layers of different scales are
+        comparable (as MoverScore does before power means).
+
+    Returns
+    -------
+    Routing
+        Resolved for a model (:meth:`resolve`), called on hidden states ``[L, B, T, D]`` of its
+        layers: ``[B, T, D]``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> agg = Routing(layers=(-2, -1)).resolve(6, None)
+    >>> agg.layers_read(), tuple(agg(torch.randn(2, 1, 3, 4)).shape)
+    ((5, 6), (1, 3, 4))
     """
 
     layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",))

@@ -14,8 +14,25 @@ from .base import Aggregator, Vectors, resolve_layers
 class SingleLayer(Aggregator):
     """``h_t = H^{(k)}_t``: the token vectors of layer ``k`` (0 = embeddings).
 
-    ``layer=None`` takes the model's default layer (BERTScore Appendix B) when the composition is
-    resolved for a model; a negative layer counts from the top (-1: the last block).
+    Parameters
+    ----------
+    layer : int, optional
+        The layer; ``None`` takes the model's default layer (BERTScore Appendix B) when the
+        composition is resolved for a model; a negative layer counts from the top (-1: the last
+        block).
+
+    Returns
+    -------
+    SingleLayer
+        Resolved for a model (:meth:`resolve`), called on hidden states ``[1, B, T, D]``:
+        ``[B, T, D]``.
+
+    Examples
+    --------
+    >>> SingleLayer().resolve(12, 9).layers_read()   # a 12-block model whose default layer is 9
+    (9,)
+    >>> SingleLayer(layer=-1).resolve(12, 9).layers_read()
+    (12,)
     """
 
     layer: int | None = setting(None, help=(

@@ -62,9 +62,24 @@ class LayerStack(Aggregator):
     computes the Wasserstein barycenter of the layers per text, where the token masses are known
     (:class:`~alignscore.aligners.barycenter.BaryScore`).
 
-    Args:
-        layers: the layers, in order; negative numbers count from the top, so the default
-            ``(-5, ..., -1)`` is "the last five layers" (BaryScore's ``last_layers=5``).
+    Parameters
+    ----------
+    layers : tuple of int
+        The layers, in order; negative numbers count from the top, so the default
+        ``(-5, ..., -1)`` is "the last five layers" (BaryScore's ``last_layers=5``).
+
+    Returns
+    -------
+    LayerStack
+        Resolved for a model (:meth:`resolve`), called on hidden states ``[L, B, T, D]`` of its
+        layers: ``[B, T, L * D]``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> agg = LayerStack(layers=(-2, -1)).resolve(6, None)
+    >>> agg.layers_read(), tuple(agg(torch.randn(2, 1, 3, 4)).shape)
+    ((5, 6), (1, 3, 8))
     """
 
     layers: tuple[int, ...] = setting((-5, -4, -3, -2, -1), aliases=("layers_spec",))

@@ -151,15 +151,41 @@ class BaryScore(Aligner):
     mass; here one per member token (those that may be aligned to), which is the same under
     ``special_tokens="keep"`` and no token filter.
 
-    Args:
-        reg: entropic regularisation of the final distance, in the units of the squared
-            Euclidean cost; ``0`` for the exact distance.
-        score_form: ``"1-d"`` or ``"1/(1+d)"``.
-        bary_iter, bary_tol: the barycenter's round limit and displacement threshold.
-        max_iter, tol: Sinkhorn's iteration limit and marginal-error threshold.
-
     It reads a stack of layers (the ``stack`` aggregator; one layer's vectors are a stack of
     one): how many, it learns from the aggregator when the composition is made (:meth:`fit`).
+
+    Parameters
+    ----------
+    reg : float
+        Entropic regularisation of the final distance, in the units of the squared Euclidean
+        cost; ``0`` for the exact distance.
+    score_form : str
+        ``"1-d"`` or ``"1/(1+d)"``.
+    bary_iter, bary_tol : int, float
+        The barycenter's round limit and displacement threshold.
+    max_iter, tol : int, float
+        Sinkhorn's iteration limit and marginal-error threshold.
+
+    Returns
+    -------
+    BaryScore
+        Fitted to the aggregator's output (:meth:`fit`), called on a
+        :class:`~alignscore.aligners.base.PairBatch`: ``{"score": [B]}``.
+
+    Examples
+    --------
+    One layer (a stack of one): the barycenters are the texts themselves, and a third of the
+    mass moves at squared distance 2:
+
+    >>> import torch
+    >>> from alignscore.aggregators import SingleLayer
+    >>> from alignscore.aligners import PairBatch
+    >>> ref = torch.eye(3).unsqueeze(0)
+    >>> batch = PairBatch(ref=ref, cand=ref[:, :2], ref_mass=torch.ones(1, 3), cand_mass=torch.ones(1, 2),
+    ...                   ref_match=torch.ones(1, 3, dtype=torch.bool), cand_match=torch.ones(1, 2, dtype=torch.bool))
+    >>> aligner = BaryScore(reg=0.0).fit(SingleLayer().output())
+    >>> round(aligner(batch)["score"].item(), 4)   # 1 - 2/3
+    0.3333
     """
 
     reg: float = setting(0.01, ge=0)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 import torch
 
 from ..aggregators.base import Vectors
-from ..errors import ConfigError
+from ..errors import NonFiniteError
 
 NOT_FINITE = ("hold NaN or infinity (made by the encoder or the aggregator, e.g. a float16 overflow): "
               "no score is computed from them")
@@ -114,7 +112,7 @@ def check_finite(batch: PairBatch) -> PairBatch:
     for side in (batch.ref, batch.cand):
         # one reduction, no [B, T, D] temporary: a NaN or infinity anywhere makes the sum non-finite
         if not bool(torch.isfinite(side.sum())):
-            raise ConfigError(f"the token vectors {NOT_FINITE}")
+            raise NonFiniteError(f"the token vectors {NOT_FINITE}")
     return batch
 
 
@@ -155,15 +153,6 @@ def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
     v = torch.where(mass > 0, values, torch.zeros((), dtype=values.dtype, device=values.device))
     return torch.where(total > 0, (v * mass).sum(-1) / total.clamp_min(torch.finfo(mass.dtype).tiny),
                        torch.zeros((), dtype=values.dtype, device=values.device))
-
-
-def real_number(value: Any, what: str, zero_ok: bool = False) -> float:
-    """``value`` as a float, after checking that it is a finite real number ``> 0`` (``>= 0``
-    with ``zero_ok``)."""
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
-            or value < 0 or (value == 0 and not zero_ok)):
-        raise ConfigError(f"{what} must be a finite number {'>=' if zero_ok else '>'} 0, not {value!r}")
-    return float(value)
 
 
 def number(x: float) -> str:

@@ -134,9 +134,31 @@ class Greedy(Aligner):
     ``fbeta``, the recall-weighted :func:`f_beta` of the same P and R. The best of several
     references is the one with the best F1, whatever ``beta``.
 
-    Args:
-        beta: adds the ``fbeta`` metric with this ``beta > 0`` (``beta > 1`` weighs recall
-            more, ``beta = 1`` equals ``f1``); ``None``: P, R and F1 only.
+    Parameters
+    ----------
+    beta : float, optional
+        Adds the ``fbeta`` metric with this ``beta > 0`` (``beta > 1`` weighs recall more,
+        ``beta = 1`` equals ``f1``); ``None``: P, R and F1 only.
+
+    Returns
+    -------
+    Greedy
+        Called on a :class:`~alignscore.aligners.base.PairBatch`: ``{metric: [B]}``.
+
+    Examples
+    --------
+    A candidate holding two of its reference's three tokens: every candidate token is matched
+    (precision 1), two of three reference tokens are (recall 2/3):
+
+    >>> import torch
+    >>> from alignscore.aligners import PairBatch
+    >>> ref = torch.eye(3).unsqueeze(0)   # three orthogonal unit token vectors
+    >>> batch = PairBatch(ref=ref, cand=ref[:, :2], ref_mass=torch.ones(1, 3), cand_mass=torch.ones(1, 2),
+    ...                   ref_match=torch.ones(1, 3, dtype=torch.bool), cand_match=torch.ones(1, 2, dtype=torch.bool))
+    >>> {k: round(v.item(), 4) for k, v in Greedy()(batch).items()}
+    {'precision': 1.0, 'recall': 0.6667, 'f1': 0.8}
+    >>> round(Greedy(beta=2.0)(batch)["fbeta"].item(), 4)
+    0.7143
     """
 
     beta: float | None = setting(None, ge=1 / MAX_BETA, le=MAX_BETA, help=(

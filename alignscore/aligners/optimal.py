@@ -143,13 +143,12 @@ class _Units:
 class TransportAligner(Aligner):
     """Shared by the OT aligners: units, cost, score form, scores and alignment details.
 
-    For one pair with unit vectors ``x`` (reference), ``y`` (candidate), masses normalised to
-    ``a``, ``b`` and cost ``C`` (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T`` from
-    :meth:`plans` gives ``WMD = <C, T> = sum_ij T_ij C_ij`` and ``score = 1 - WMD`` or
-    ``1 / (1 + WMD)``. Only units with mass carry flow; a pair where either side has no mass
-    scores 0. Units are tokens (``n_gram=1``) or sliding windows of ``n_gram`` consecutive
-    tokens among those that take part (``"sentence"``: one unit per text, SMD), each window
-    weighted by its tokens' masses; see :mod:`alignscore.aligners.ngrams`.
+    For unit vectors ``x`` (reference), ``y`` (candidate), normalised masses ``a``, ``b`` and
+    cost ``C`` (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T``
+    (:meth:`plans`) gives ``WMD = <C, T>`` and ``score = 1 - WMD`` or ``1 / (1 + WMD)``; only
+    units with mass carry flow, and a pair with a side without mass scores 0. Units are tokens
+    (``n_gram=1``) or windows of ``n_gram`` consecutive tokens that take part, weighted by their
+    masses (``"sentence"``: one per text, SMD; :mod:`alignscore.aligners.ngrams`).
     """
 
     cost: str = setting("euclidean", choices=COSTS, help=(
@@ -177,8 +176,7 @@ class TransportAligner(Aligner):
         return (self.plans(cost, a, b).to(cost.dtype) * cost).sum((1, 2))
 
     def _units(self, batch: PairBatch, dense: bool = False) -> _Units:
-        """The units of a batch; ``dense`` also gives the window-by-token matrices (for
-        :meth:`alignment`)."""
+        """The units of a batch; ``dense``: the window-by-token matrices too (:meth:`alignment`)."""
         if self.n_gram == 1:
             return _Units(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass, None, None)
         ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram)
@@ -197,13 +195,12 @@ class TransportAligner(Aligner):
     def alignment(self, batch: PairBatch) -> Alignment:
         """Costs, the plan and per-unit contributions to the score.
 
-        With ``c_i = sum_j T_ij C_ij`` (the cost of what reference unit i ships) and
-        ``c'_j = sum_i T_ij C_ij`` (the cost of what candidate unit j receives), both sum to WMD.
-        Writing the score as ``1 - k * WMD`` (``k = 1`` for ``1 - d``, ``k = 1 / (1 + WMD)`` for
-        ``1 / (1 + d)``), reference unit i contributes ``(a_i - k c_i) / 2`` and candidate unit j
-        ``(b_j - k c'_j) / 2``; as the masses each sum to 1, all shares add up to the score
-        exactly. Units without mass contribute 0 (and have cost NaN in ``matrix``); so does
-        every unit of an empty pair.
+        With ``c_i = sum_j T_ij C_ij`` (what reference unit i ships) and ``c'_j = sum_i T_ij C_ij``
+        (what candidate unit j receives), both summing to WMD, and the score ``1 - k * WMD``
+        (``k = 1`` for ``1 - d``, ``1 / (1 + WMD)`` for ``1 / (1 + d)``), reference unit i
+        contributes ``(a_i - k c_i) / 2`` and candidate unit j ``(b_j - k c'_j) / 2``: the masses
+        each sum to 1, so the shares add up to the score exactly. Units without mass, and every
+        unit of an empty pair, contribute 0 (cost NaN in ``matrix``).
         """
         u = self._units(check_finite(batch), dense=True)
         cost = pairwise_cost(u.ref, u.cand, self.cost)
@@ -237,12 +234,24 @@ class TransportAligner(Aligner):
 class WMD(TransportAligner):
     """The word mover's distance, solved exactly (POT's network simplex, one problem per pair).
 
-    Args:
-        cost: ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"``
-            (``1 - cos``; with the ``norm`` weighting, Word Rotator's Distance) between unit
-            vectors.
-        score: ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
-        n_gram: 1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+    Parameters
+    ----------
+    cost : str
+        ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"`` (``1 - cos``).
+    score_form : str
+        ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
+    n_gram : int or str
+        1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+
+    Examples
+    --------
+    ``{"score": [B]}`` per :class:`PairBatch`. Two of three orthogonal reference tokens: a sixth
+    of the mass moves from each candidate token to the third, at ``sqrt(2)`` (``1 - cos = 1``):
+
+    >>> ref, match = torch.eye(3).unsqueeze(0), torch.ones(1, 3, dtype=torch.bool)
+    >>> batch = PairBatch(ref, ref[:, :2], torch.ones(1, 3), torch.ones(1, 2), match, match[:, :2])
+    >>> round(WMD()(batch)["score"].item(), 4), round(WMD(cost="cos")(batch)["score"].item(), 4)
+    (0.5286, 0.6667)
     """
 
     name = "wmd"
@@ -263,14 +272,13 @@ class WMD(TransportAligner):
         and variant (the batches' masses and members), in NumPy float64, blocks of
         :data:`PAIRS_PER_BLOCK` pairs of similar lengths at a time.
 
-        A block's vectors and their inner products ``x_i . y_j`` are computed once for all its
-        jobs and variants; from them, each job's costs (tokens: one cost matrix per pair, shared
-        by the variants; n-gram windows: :meth:`_window_problems`); then the solver runs once
-        per pair, job and variant on its slice. Pairs are blocked by length and each block is cut
-        to its longest texts, so little is computed for padding, and the temporaries
-        ``[V, pairs, T, T]`` stay small enough for the CPU's cache. Units without mass are passed
-        to the solver, which leaves them out. Blocks run on torch's number of threads (the
-        solver releases the GIL); each pair's score is the same in any block."""
+        A block's vectors and inner products ``x_i . y_j`` are computed once for all its jobs and
+        variants, then each job's costs (tokens: one matrix per pair for every variant; n-gram
+        windows: :meth:`_window_problems`), then the solver once per pair, job and variant.
+        Blocks of similar lengths, each cut to its longest texts, keep padding and the
+        temporaries ``[V, pairs, T, T]`` small. The solver leaves units without mass out. Blocks
+        run on torch's threads (the solver releases the GIL); a pair's score is the same in any
+        block."""
         aligners = [cast(WMD, aligner) for aligner, _ in jobs]  # the engine groups jobs by class
         first = same_vectors([b for _, batches in jobs for b in batches])
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
@@ -378,28 +386,32 @@ MIN_REG_EPS = 4000
 
 @dataclass(frozen=True)
 class Sinkhorn(TransportAligner):
-    """Entropic OT (log-domain Sinkhorn, :func:`~alignscore.aligners.transport.sinkhorn_plans`)
-    over all pairs of a batch as one tensor problem, on the device of the vectors (GPU when
-    they are there).
+    """Entropic OT (log-domain :func:`~alignscore.aligners.transport.sinkhorn_plans`) over all
+    pairs of a batch as one tensor problem, on the vectors' device (GPU when there).
 
-    The plan minimises ``<C, T> - reg * H(T)``; the score is computed from its transport cost
-    ``<C, T>`` like :class:`WMD`'s (it is never below the exact WMD, up to the marginal error).
-    The entropic bias shrinks with ``reg``; the iterations a pair needs grow as ``reg`` shrinks.
-    A pair whose row-marginal error is still above ``tol`` after ``max_iter`` iterations is
-    scored from its last plan, and a warning says how many pairs of the batch did so and their
-    largest error: raise ``max_iter`` (or ``reg``) until it goes. How far the scores land from
-    the exact ones on real data: ``benchmarks/sinkhorn_accuracy.py``. On a CPU the exact
-    :class:`WMD` is faster; Sinkhorn pays off for large batches on a GPU.
+    The plan minimises ``<C, T> - reg * H(T)``; the score comes from ``<C, T>`` as :class:`WMD`'s
+    (never below the exact WMD, up to the marginal error). As ``reg`` shrinks so does the bias,
+    and the iterations grow. A pair whose row-marginal error is above ``tol`` after ``max_iter``
+    iterations is scored from its last plan, with a warning: raise ``max_iter`` (or ``reg``).
+    Accuracy: ``benchmarks/sinkhorn_accuracy.py``; faster than :class:`WMD` only on a GPU.
 
-    Args:
-        cost: as for :class:`WMD`.
-        score: as for :class:`WMD`.
-        n_gram: as for :class:`WMD`.
-        reg: entropic regularisation (finite, at least ``MIN_REG_EPS`` times the dtype's machine
-            epsilon: 8.9e-13 in float64, 4.8e-4 in float32), in the units of the cost.
-        max_iter: iteration cap; tol (> 0): a pair stops when its row-marginal error (L1) is
-            below it.
-        dtype: ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
+    Parameters
+    ----------
+    cost, score_form, n_gram
+        As for :class:`WMD`.
+    reg : float
+        Entropic regularisation (finite, at least ``MIN_REG_EPS`` times the dtype's machine
+        epsilon: 8.9e-13 in float64, 4.8e-4 in float32), in the units of the cost.
+    max_iter, tol : int, float
+        Iteration cap; a pair stops when its row-marginal error (L1) is below ``tol`` (> 0).
+    sinkhorn_dtype : str
+        ``"float64"`` (default) or ``"float32"`` (faster on GPUs).
+
+    Examples
+    --------
+    >>> x, mass, match = torch.eye(2).unsqueeze(0), torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> round(Sinkhorn(reg=0.01)(PairBatch(x, x, mass, mass, match, match))["score"].item(), 4)   # itself
+    1.0
     """
 
     reg: float = setting(0.02, gt=0, help=(

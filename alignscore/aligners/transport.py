@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from threadpoolctl import ThreadpoolController
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NonFiniteError
 from .base import NOT_FINITE
 
 COSTS = ("euclidean", "sqeuclidean", "cos")
@@ -98,7 +98,7 @@ def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.T
 
     Raises
     ------
-    ConfigError
+    NonFiniteError
         ``cost`` holds NaN or infinity (on NaN costs the solver returns a plan of cost 0).
 
     Examples
@@ -132,9 +132,9 @@ def exact_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.T
 
 
 def check_finite_cost(cost: torch.Tensor) -> None:
-    """Raise :class:`~alignscore.errors.ConfigError` when ``cost`` holds NaN or infinity."""
+    """Raise :class:`~alignscore.errors.NonFiniteError` when ``cost`` holds NaN or infinity."""
     if not bool(torch.isfinite(cost).all()):
-        raise ConfigError(f"the cost matrix and so the token vectors {NOT_FINITE}")
+        raise NonFiniteError(f"the cost matrix and so the token vectors {NOT_FINITE}")
 
 
 def _flush(x: torch.Tensor) -> torch.Tensor:
@@ -264,9 +264,10 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
 
     Raises
     ------
+    NonFiniteError
+        A cost with NaN or infinity.
     ConfigError
-        A cost with NaN or infinity, or a plan that is not finite (``reg`` too small for the
-        dtype).
+        A plan that is not finite (``reg`` too small for the dtype).
 
     Examples
     --------

@@ -8,18 +8,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import click
-import torch
 from click.core import ParameterSource
 
+from ..config import PRESETS, RunSpec, build_all
 from ..errors import ConfigError, InputError
-from ..evaluation.stats import flat, flat_text
+from ..evaluation.agreement import disagreements
 from ..explain import Explanation, explain
-from ..config import PRESETS
 from ..render import text_report, write
-from ..scorer import score_together
 from ..textio import check_output_folder, make_output_folder, read_aligned, replacing
 from . import main
-from ..config import RunSpec, build_all
 from .options import ManyValues, option_files, scorer_options, scorer_opts, spec_of
 
 
@@ -73,59 +70,6 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     return out
 
 
-def average_ranks(x: torch.Tensor) -> torch.Tensor:
-    """Rank 1 for the highest value, ``n`` for the lowest; ties share their average rank."""
-    order = torch.argsort(x, descending=True, stable=True)
-    values, inverse, counts = torch.unique_consecutive(x[order], return_inverse=True, return_counts=True)
-    ends = counts.cumsum(0).double()
-    mean_rank = ends - (counts.double() - 1) / 2  # ranks start..end of each tie group, averaged
-    ranks = torch.empty_like(ends[inverse])
-    ranks[order] = mean_rank[inverse]
-    return ranks
-
-
-def _flat(v: torch.Tensor) -> bool:
-    """Whether the scores ``v`` are constant up to the rounding of their dtype (or fewer than two):
-    their ranks would order rounding noise."""
-    return len(v) < 2 or flat(v.double().numpy(), torch.finfo(v.dtype).eps)
-
-
-def spearman(a: torch.Tensor, b: torch.Tensor) -> float | None:
-    """Spearman's rho: Pearson's r of the average ranks. ``None`` where it is undefined: a side
-    whose scores are all equal, up to the rounding of their dtype (or fewer than two pairs), or
-    scores that are not finite."""
-    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
-        return None
-    if _flat(a) or _flat(b):
-        return None
-    ra, rb = average_ranks(a.double()), average_ranks(b.double())
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = (ra.norm() * rb.norm()).item()
-    return float((ra * rb).sum() / denom) if denom > 0 else None
-
-
-def _rho_text(a: torch.Tensor, b: torch.Tensor) -> str:
-    """Spearman's rho to 4 decimals, or "undefined" and why."""
-    rho = spearman(a, b)
-    if rho is not None:
-        return f"{rho:.4f}"
-    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
-        return "undefined (scores not finite)"
-    how = {name: flat_text(v.double().numpy(), torch.finfo(v.dtype).eps) for name, v in (("A", a), ("B", b))
-           if _flat(v)}
-    if set(how.values()) == {"all equal"}:
-        return f"undefined ({' and '.join(how)}: all scores equal)"
-    return "undefined (" + "; ".join(f"{name}: scores {text}" for name, text in how.items()) + ")"
-
-
-def disagreements(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(ranks_a, ranks_b, order)``: each pair's rank under each composition (1 = best) and the
-    pairs ordered by ``|rank_a - rank_b|``, largest first (ties: input order)."""
-    ra, rb = average_ranks(a.double()), average_ranks(b.double())
-    order = torch.argsort((ra - rb).abs(), descending=True, stable=True)
-    return ra, rb, order
-
-
 @main.command()
 @click.option("-r", "--refs", "refs", cls=ManyValues, required=True, type=click.Path(dir_okay=False),
               help="Reference file, one text per line; several files (-r a.txt b.txt, or -r repeated) give "
@@ -165,28 +109,13 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
         _check_folder(Path(out_dir), [cands, *refs, *option_files(run_a, common), *option_files(run_b, common)], fmt)
     cand_texts, ref_groups = read_aligned(cands, refs)
     scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
-    metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
-    sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
-    va, vb = sa[metric_a], sb[metric_b]
-    ra, rb, order = disagreements(va, vb)
-    head = [f"# A: {sa.signature}", f"# B: {sb.signature}",
-            f"# {len(cand_texts)} pairs; Spearman rho(A {metric_a}, B {metric_b}) = {_rho_text(va, vb)}; "
-            f"rank 1 = best; shift = rank B - rank A"]
-    columns = ["line", f"A.{metric_a}", "A.rank", f"B.{metric_b}", "B.rank", "shift", "candidate", "reference"]
-
-    def row(i: int) -> list[str]:
-        ref = ref_groups[i][0] if len(ref_groups[i]) == 1 else " || ".join(ref_groups[i])
-        return [str(i + 1), f"{float(va[i]):.4f}", f"{float(ra[i]):g}", f"{float(vb[i]):.4f}", f"{float(rb[i]):g}",
-                f"{float(rb[i] - ra[i]):+g}", cand_texts[i], ref]
-
-    shown = order[:top].tolist()
+    d = disagreements(scorer_a, scorer_b, cand_texts, ref_groups)
+    ra, rb, shown = d.ranks_a, d.ranks_b, d.order[:top].tolist()
     if out_dir is not None:
         make_output_folder(out_dir)
         with replacing(Path(out_dir) / "diff.tsv") as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(head) + "\n" + "\t".join(columns) + "\n")
-            for i in order.tolist():
-                fh.write("\t".join(c.replace("\t", " ") for c in row(i)) + "\n")
-    _echo_table(head, columns, [row(i) for i in shown], click.get_text_stream("stdout"))
+            d.write_tsv(fh)
+    _echo_table(d.head(), d.columns(), [d.row(i) for i in shown], click.get_text_stream("stdout"))
     if not shown:
         return
     expl_a = explain(scorer_a, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])

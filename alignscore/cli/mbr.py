@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
 from ..errors import InputError
-from ..mbr import Selection, check_blocks, mbr_select, mbr_signature
+from ..mbr import check_blocks, mbr_select, mbr_signature, write_selections
 from ..textio import check_output, output_stream, read_lines
 from . import main
 from ..config import build
@@ -46,21 +45,7 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     selections = mbr_select(scorer, samples, k, exclude_self)
     signature = mbr_signature(scorer.signature(), k, exclude_self)
     with output_stream(output) as fh:
-        _write(selections, signature, fmt, fh)
+        write_selections(selections, signature, fmt, fh)
     mean = sum(s.utility for s in selections) / len(selections)
     click.echo(f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", err=True)
     click.echo(f"signature: {signature}", err=True)
-
-
-def _write(selections: list[Selection], signature: str, fmt: str, out: TextIO) -> None:
-    if fmt == "jsonl":
-        out.writelines(json.dumps({"block": s.block, "index": s.index, "utility": s.utility, "text": s.text},
-                                  ensure_ascii=False) + "\n" for s in selections)
-        return
-    out.write(f"# {signature}\nblock\tindex\tutility\ttext\n")
-    out.writelines(f"{s.block}\t{s.index}\t{s.utility!r}\t{_escaped(s.text)}\n" for s in selections)
-
-
-def _escaped(text: str) -> str:
-    """A text as one TSV field: backslash, tab, carriage return and newline written as \\\\, \\t, \\r, \\n."""
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
 import click
 import numpy as np
-import torch
 
+from ..config import build
 from ..distributed import Shard, init_from_env, leave
 from ..errors import InputError
-from ..evaluation.stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation, flat, flat_text
+from ..evaluation.agreement import confidence_text, corpus_intervals, human_r
+from ..evaluation.stats import SACREBLEU_SEED
 from ..evaluation.wmt import read_human
-from ..config import build
 from ..stream import clear_sidecar, score_stream
 from ..textio import check_inputs, check_output, read_lines, replacing, write_scores
 from . import main
@@ -178,8 +177,7 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
         return
     metric = scorer.composition.metric
     r = human_r(scores[metric], human, metric) if human is not None else None
-    intervals = ({k: bootstrap_mean(v.double().numpy(), judged.resamples, judged.seed)
-                  for k, v in scores.metrics.items()} if judged.confidence else {})
+    intervals = corpus_intervals(scores, judged.resamples, judged.seed) if judged.confidence else {}
     extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
     if output:
         with replacing(output) as tmp:
@@ -195,25 +193,3 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
     if r is not None:
         click.echo(f"pearson r({metric}, human) = {r:.12f} (n = {len(human)})", err=True)
     click.echo(f"signature: {scores.signature}", err=True)
-
-
-def human_r(values: torch.Tensor, human: np.ndarray, metric: str) -> float:
-    """Pearson r of a metric's scores with the human scores; an error where it is undefined
-    (scores constant up to the rounding of their dtype, :func:`~alignscore.evaluation.stats.flat`)."""
-    scores, eps = values.double().numpy(), torch.finfo(values.dtype).eps
-    if flat(scores, eps):
-        raise InputError(f"every {metric} score is the same ({flat_text(scores, eps)}): its correlation with the "
-                         "human scores is undefined")
-    r, _ = correlation(scores, human)
-    if not math.isfinite(r):
-        raise InputError(f"the correlation of {metric} with the human scores is undefined")
-    return r
-
-
-def confidence_text(intervals: dict[str, BootstrapMean]) -> str:
-    """``f1=0.798134 ±0.008012 [0.790123, 0.806012] ...``: per metric the observed mean,
-    sacreBLEU's half-width and the 95% percentile interval, then the resampling."""
-    first = next(iter(intervals.values()))
-    body = " ".join(f"{k}={b.estimate:.6f} ±{b.half_width:.6f} [{b.low:.6f}, {b.high:.6f}]"
-                    for k, b in intervals.items())
-    return f"{body} (95% bootstrap intervals, {first.resamples} resamples, seed {first.seed})"

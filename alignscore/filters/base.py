@@ -60,9 +60,32 @@ def token_roles(table: TokenTable, filters: tuple[TokenFilter, ...], special_pol
 
 @dataclass(frozen=True)
 class TokenRoles:
-    """Which tokens take part: the special-token ``policy`` (``match-only``, ``drop``, ``keep``)
-    and the ``filters`` on ordinary tokens. Calling it on a token table gives
-    ``(carries_mass, matchable)`` (see :func:`token_roles`)."""
+    """Which tokens take part: the special-token policy and the filters on ordinary tokens.
+
+    Parameters
+    ----------
+    special : str
+        ``match-only`` (special tokens carry no mass but may be matched: bert_score), ``drop``
+        or ``keep``.
+    filters : tuple of TokenFilter
+        Filters on the ordinary tokens; a token goes when any filter drops it.
+
+    Returns
+    -------
+    TokenRoles
+        Called on a :class:`~alignscore.tokens.TokenTable`: ``(carries_mass, matchable)``, one
+        bool per token each (see :func:`token_roles`).
+
+    Examples
+    --------
+    >>> from alignscore.filters import StopWords
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat"]))   # [CLS] the cat [SEP]
+    >>> carries, matchable = TokenRoles(filters=(StopWords(stopwords=("the",)),))(table)
+    >>> carries.tolist(), matchable.tolist()
+    ([False, False, True, False], [True, False, True, True])
+    """
 
     special: str = "match-only"
     filters: tuple[TokenFilter, ...] = ()

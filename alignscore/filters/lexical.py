@@ -81,6 +81,22 @@ class RemoveSubwordsPunct(TokenFilter):
     byte-level BPE splits it into "Ġ" + three byte pieces). Of every other word, its first token
     that covers text stays (the first subword; a bare "Ġ" / "▁" piece that covers only the space
     before a word is passed over), and all its other tokens go.
+
+    Returns
+    -------
+    RemoveSubwordsPunct
+        A filter without settings: ``keep(table)`` marks the first token of each word that is
+        not punctuation.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> tokenized = WordEncoder().tokenize(["Alignment, done."])
+    >>> tokenized.tokens[0]
+    ['[CLS]', 'alig', '##nme', '##nt', ',', 'done', '.', '[SEP]']
+    >>> RemoveSubwordsPunct().keep(TokenTable.from_tokenized(tokenized)).tolist()
+    [False, True, False, False, False, True, False, False]
     """
 
     def keep(self, table: TokenTable) -> torch.Tensor:
@@ -105,7 +121,19 @@ class MoverScoreV2Strings(TokenFilter):
     """moverscore_v2's exact test on the token string ``w``: drop it when
     ``w in string.punctuation`` (one ASCII punctuation character) or ``'##' in w`` (a WordPiece
     continuation). Only meaningful for WordPiece vocabularies; use ``rm`` for any tokenizer.
-    Stop words are a separate filter (``StopWords(..., unit="token")``)."""
+    Stop words are a separate filter (``StopWords(..., unit="token")``).
+
+    Examples
+    --------
+    A filter without settings; on :func:`RemoveSubwordsPunct`'s example it keeps the special
+    tokens (their policy decides) and drops the continuations and punctuation:
+
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["Alignment, done."]))
+    >>> MoverScoreV2Strings().keep(table).tolist()   # [CLS] alig ##nme ##nt , done . [SEP]
+    [True, True, False, False, False, True, False, True]
+    """
 
     def keep(self, table: TokenTable) -> torch.Tensor:
         punct = set(string.punctuation)
@@ -120,15 +148,31 @@ class MoverScoreV2Strings(TokenFilter):
 class StopWords(TokenFilter):
     """Drop stop words.
 
-    Args:
-        stopwords: a file of stop words, one per line, or the words themselves (blank entries
-            ignored); the file is read here. The signature names the list by its file's name (or
-            ``list``) and the digest of the words, sorted (:func:`~alignscore.signature.content_digest`),
-            ``stop(stop.txt#<12 hex>,n=3)``: the same words in any order or file give the same one.
-        stopwords_unit: ``"word"`` (default): every token of a word goes when the whole word's
-            surface text, case-folded, is in the list (so "the" in "theory" is never touched,
-            whatever the tokenizer); ``"token"``: a token goes when its token string is exactly
-            in the list, moverscore's ``w in stop_words`` test.
+    Parameters
+    ----------
+    stopwords : str or tuple of str
+        A file of stop words, one per line, or the words themselves (blank entries ignored);
+        the file is read here. The signature names the list by its file's name (or ``list``)
+        and the digest of the words, sorted (:func:`~alignscore.signature.content_digest`),
+        ``stop(stop.txt#<12 hex>,n=3)``: the same words in any order or file give the same one.
+    stopwords_unit : str
+        ``"word"`` (default): every token of a word goes when the whole word's surface text,
+        case-folded, is in the list (so "the" in "theory" is never touched, whatever the
+        tokenizer); ``"token"``: a token goes when its token string is exactly in the list,
+        moverscore's ``w in stop_words`` test.
+
+    Returns
+    -------
+    StopWords
+        ``keep(table)``: one bool per token of a :class:`~alignscore.tokens.TokenTable`.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["The theory"]))
+    >>> StopWords(stopwords=("the",)).keep(table).tolist()   # [CLS] the theo ##ry [SEP]
+    [True, False, True, True, True]
     """
 
     stopwords: str | tuple[str, ...] | None = setting(None, file=True, aliases=("file", "words"), metavar="FILE", help=(

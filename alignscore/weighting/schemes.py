@@ -79,7 +79,25 @@ class Corpus:
 
 @dataclass(frozen=True)
 class Uniform(Weighting):
-    """Every kept token has mass 1 (special tokens follow the filter's policy)."""
+    """Every kept token has mass 1 (special tokens follow the filter's policy).
+
+    Returns
+    -------
+    Uniform
+        The weighting ``none`` (no settings): ``compute`` gives weight 1 to every token id on
+        both sides.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> encoder = WordEncoder()
+    >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
+    >>> ref, cand = Uniform().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> ref[table.ids].tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    """
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
@@ -189,7 +207,33 @@ class _Idf(Weighting):
 @dataclass(frozen=True)
 class IdfS(_Idf):
     """idf-S: the M sentences are the references being scored, each occurrence counted, as
-    bert_score does (BERTScore's ``idf=True``)."""
+    bert_score does (BERTScore's ``idf=True``).
+
+    Parameters
+    ----------
+    sep : bool
+        SEP: candidates are weighted by an idf of their own, over the candidates being scored;
+        otherwise by the references' idf.
+
+    Returns
+    -------
+    IdfS
+        ``compute`` gives ``(ref [V], cand [V])``, ``idf(w) = log((M + 1) / (df(w) + 1))``.
+
+    Examples
+    --------
+    Over two references, a token in both ("the", and [CLS] and [SEP]) weighs 0, a token in one
+    ``log(3 / 2)``:
+
+    >>> import torch
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> encoder = WordEncoder()
+    >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
+    >>> ref, cand = IdfS().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> [round(w, 4) for w in ref[table.ids].tolist()]   # [CLS] the cat sat [SEP] [CLS] the dog [SEP]
+    [0.0, 0.0, 0.4055, 0.4055, 0.0, 0.0, 0.0, 0.4055, 0.0]
+    """
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -216,7 +260,31 @@ class IdfL(_Idf):
     IDF-L): a file (read here) or the sentences. Blank lines are ignored; a corpus with no text
     left is an error. The signature names the corpus by its file's name and its content's digest,
     ``idf-L(corpus.txt#<12 hex>,M=40)`` (``corpus#...`` for sentences given as a list): two
-    corpora of one name and other sentences differ there, as their scores do."""
+    corpora of one name and other sentences differ there, as their scores do.
+
+    Parameters
+    ----------
+    idf_corpus : str or tuple of str or Corpus
+        The corpus: a file, one sentence per line, or the sentences.
+    sep : bool
+        As for :class:`IdfS`.
+
+    Returns
+    -------
+    IdfL
+        ``compute`` gives ``(ref [V], cand [V])``, the idf over the corpus's sentences.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.tokens import TokenTable
+    >>> encoder = WordEncoder()
+    >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
+    >>> ref, _ = IdfL(idf_corpus=("the cat", "a dog")).fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> [round(w, 4) for w in ref[table.ids].tolist()]   # "sat" is not in the corpus: log(3)
+    [0.0, 0.4055, 0.4055, 1.0986, 0.0, 0.0, 0.4055, 0.4055, 0.0]
+    """
 
     idf_corpus: str | tuple[str, ...] | Corpus | None = setting(
         None, file=True, aliases=("corpus",), metavar="FILE", help="The idf-L corpus: a file, one sentence per line.")

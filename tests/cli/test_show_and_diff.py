@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 import alignscore
 from alignscore.cli import main
-from alignscore.cli.diff import average_ranks, disagreements, parse_spec, spearman
+from alignscore.cli.diff import parse_spec
+from alignscore.evaluation.agreement import average_ranks, rank_pairs, spearman
 from alignscore.errors import ConfigError
 from alignscore.explain import explain
 from conftest import compose
@@ -145,7 +146,7 @@ def test_average_ranks_and_spearman_match_scipy():
     y = x + torch.randn(40)
     assert torch.allclose(average_ranks(x), torch.from_numpy(stats.rankdata(-x.numpy())).double())
     assert spearman(x, y) == pytest.approx(stats.spearmanr(x.numpy(), y.numpy())[0], abs=1e-12)
-    ra, rb, order = disagreements(x, y)
+    ra, rb, order = rank_pairs(x, y)
     gaps = (ra - rb).abs()[order]
     assert bool((gaps[:-1] >= gaps[1:]).all())
 

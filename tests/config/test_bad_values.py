@@ -18,7 +18,7 @@ from alignscore.aligners import WMD, Greedy, PairBatch, Sinkhorn
 from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, pairwise_cost, sinkhorn_plans
 from alignscore.cli import main
-from alignscore.errors import AlignScoreError, ConfigError, InputError
+from alignscore.errors import AlignScoreError, ConfigError, InputError, NonFiniteError
 from conftest import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
@@ -137,7 +137,7 @@ def test_exact_and_entropic_plans_refuse_a_non_finite_cost() -> None:
     cost[0, 1, 1] = float("nan")
     a, m = normalise_mass(b.ref_mass.double()), normalise_mass(b.cand_mass.double())
     for solve in (exact_plans, lambda c, x, y: sinkhorn_plans(c, x, y, 0.05)):
-        with pytest.raises(ConfigError, match="NaN or infinity"):
+        with pytest.raises(NonFiniteError, match="NaN or infinity"):
             solve(cost, a, m)
 
 
@@ -465,7 +465,7 @@ def test_show_says_why_the_figure_is_empty(tiny_bert_dir) -> None:
 
 # -- 6. undefined correlations are never shown as numbers --------------------------------------
 def test_spearman_is_undefined_for_constant_or_non_finite_scores() -> None:
-    from alignscore.cli.diff import spearman
+    from alignscore.evaluation.agreement import spearman
 
     x = torch.tensor([0.3, 0.1, 0.2, 0.5])
     assert spearman(x, torch.full((4,), 0.7)) is None

@@ -83,9 +83,23 @@ def fenced_blocks(page: Path) -> list[Block]:
             j += 1
         if j == len(lines):
             raise ValueError(f"{page}:{i + 1}: the fence opened here is never closed")
-        blocks.append(Block(page, i + 1, opening["lang"].lower(), tuple(body)))
+        blocks.append(Block(page, i + 1, opening["lang"].lower(), tuple(_included(body))))
         i = j + 1
     return blocks
+
+
+SNIPPET = re.compile(r'^--8<-- "(?P<path>[^":]+)"$')
+
+
+def _included(body: list[str]) -> list[str]:
+    """A block's lines with pymdownx.snippets' whole-file includes (``--8<-- "examples/x.py"``, paths
+    from the repository's root, as mkdocs.yml sets ``base_path``) replaced by the file's lines, as
+    the site shows them."""
+    out = []
+    for line in body:
+        match = SNIPPET.match(line.strip())
+        out.extend((REPO / match["path"]).read_text(encoding="utf-8").splitlines() if match else [line])
+    return out
 
 
 def all_blocks(lang: str, doctest_only: bool | None = None) -> list[Block]:

@@ -64,7 +64,7 @@ def test_vectors_and_batches_stay_on_the_device(pairs, tiny_bert_dir):
     scorer = bertscore(tiny_bert_dir, "cuda")
     comp = scorer.resolved()
     encoded = engine.encode(scorer.encoder, engine.Pairs.from_pairs(refs, cands), [comp.aggregator])
-    (setting,) = engine.settings(encoded, [comp], scorer.encoder)
+    (setting,) = engine.aligner_inputs(encoded, [comp], scorer.encoder)
     assert setting.vectors.device.type == "cuda" and setting.ref_mass.device.type == "cuda"
     _, batch = next(engine.pair_batches(encoded, setting))
     assert {t.device.type for t in (batch.ref, batch.cand, batch.ref_mass, batch.cand_match)} == {"cuda"}

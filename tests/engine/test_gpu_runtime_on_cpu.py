@@ -98,7 +98,7 @@ def test_scores_come_to_the_host_once_not_per_batch(pairs, tiny_bert_dir, monkey
     scorer = alignscore.bertscore(layer=3, encoder=HFEncoder(tiny_bert_dir, device_name="cpu"))
     comp = scorer.resolved()
     encoded = engine.encode(scorer.encoder, engine.Pairs.from_pairs(refs, cands), [comp.aggregator])
-    settings = engine.settings(encoded, [comp], scorer.encoder)
+    settings = engine.aligner_inputs(encoded, [comp], scorer.encoder)
     calls = []
     original = torch.Tensor.cpu
 

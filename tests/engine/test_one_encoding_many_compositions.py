@@ -343,3 +343,45 @@ def test_an_aligner_registered_outside_runs_through_cli_grid_and_file(plugin_pat
     assert grid.returncode == 0, grid.stderr
     assert "align:overlap(>0.4)" in (tmp_path / "out" / "signatures.tsv").read_text(encoding="utf-8")
     assert "Overlap" in (tmp_path / "out" / "table.md").read_text(encoding="utf-8")
+
+
+def test_scores_unpack_to_their_metrics_in_bert_score_order(tiny_bert_dir) -> None:
+    """``P, R, F = alignscore.score(...)`` as with bert_score; the named fields stay; an index
+    picks a metric in the aligner's order; the OT aligners give their one score."""
+    import alignscore
+
+    cands, refs = ["the cat sat on the mat", "a dog ran"], ["a cat sat on a mat", "the dog was running"]
+    scores = alignscore.score(cands, refs, model=tiny_bert_dir, layer=2)
+    P, R, F = alignscore.score(cands, refs, model=tiny_bert_dir, layer=2)
+    for got, name in ((P, "precision"), (R, "recall"), (F, "f1")):
+        assert torch.equal(got, scores[name]) and torch.equal(got, getattr(scores, name))
+    assert [torch.equal(scores[i], scores[m]) for i, m in ((0, "precision"), (2, "f1"), (-1, "f1"))] == [True] * 3
+    assert len(scores) == 2  # still the number of candidates
+    with pytest.raises(IndexError, match="metric 3 of 3"):
+        scores[3]
+    with pytest.raises(KeyError):
+        scores["score"]
+    *_, fbeta = alignscore.score(cands, refs, model=tiny_bert_dir, layer=2, beta=2.0)
+    assert list(alignscore.score(cands, refs, model=tiny_bert_dir, layer=2, beta=2.0).metrics)[-1] == "fbeta"
+    assert fbeta.shape == (2,)
+    (wmd,) = alignscore.score(cands, refs, model=tiny_bert_dir, layer=2, aligner="wmd")
+    assert torch.equal(wmd, alignscore.score(cands, refs, model=tiny_bert_dir, layer=2, aligner="wmd").score)
+    scorer = alignscore.bertscore(tiny_bert_dir, layer=2)
+    P, R, F = scorer.pairwise(cands, refs)
+    assert P.shape == (2, 2) and torch.equal(F, scorer.pairwise(cands, refs).f1)
+
+
+def test_a_nan_vector_is_a_non_finite_error_not_a_configuration_error() -> None:
+    """NaN in the token vectors stops the run before any score, with its own error type: the
+    options may be fine (a float16 overflow, a broken model)."""
+    from alignscore.errors import AlignScoreError, NonFiniteError
+    from alignscore.testing import WordEncoder
+
+    class Overflowing(WordEncoder):
+        def forward(self, input_ids, attention_mask, layers):
+            out = super().forward(input_ids, attention_mask, layers)
+            return out.masked_fill(input_ids.unsqueeze(-1) == 2, float("nan"))  # [SEP]'s vector
+
+    with pytest.raises(NonFiniteError, match="the token vectors hold NaN or infinity") as info:
+        Scorer(Overflowing()).score(["the cat sat"], ["a cat sat"])
+    assert isinstance(info.value, AlignScoreError) and not isinstance(info.value, ConfigError)

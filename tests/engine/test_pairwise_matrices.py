@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from alignscore import WMD, HFEncoder, IdfS, Pairs, Runtime, Scorer, SingleLayer, score_many
-from alignscore.engine import Blocks, align, align_chunks, encode, score_blocks, settings
+from alignscore.blocks import align_chunks, score_blocks
+from alignscore.engine import Blocks, align, aligner_inputs, encode
 from alignscore.errors import ConfigError, InputError
 
 from conftest import compose, wmt16
@@ -111,7 +112,7 @@ def test_score_blocks_equals_align_of_every_pair(tiny_bert_dir):
     got = list(score_blocks(enc, blocks, comps, Runtime(), max_pairs=5))
     assert len(got) == len(spec)
     encoded = encode(enc, blocks.pairs, [c.aggregator for c in comps])
-    sets = settings(encoded, comps, enc)
+    sets = aligner_inputs(encoded, comps, enc)
     for (cands, refs), b_cands, b_refs, results in zip(spec, blocks.cands, blocks.refs, got):
         ref = b_refs.repeat(len(b_cands))
         cand = b_cands.repeat_interleave(len(b_refs))
@@ -129,7 +130,7 @@ def test_align_chunks_equals_align_of_all_pairs(tiny_bert_dir):
     enc = HFEncoder(tiny_bert_dir)
     comp = compose(enc, SingleLayer(3)).resolved()
     encoded = encode(enc, Pairs.from_pairs(refs, cands), [comp.aggregator])
-    sets = settings(encoded, [comp], enc)
+    sets = aligner_inputs(encoded, [comp], enc)
     (whole,) = align(encoded, [comp], sets)
     p = encoded.pairs
     parts = list(align_chunks(encoded, [comp], sets, [(p.ref[:4], p.cand[:4]), (p.ref[4:], p.cand[4:])]))

@@ -151,6 +151,16 @@ class EmptyIsOne(Greedy):
 
 
 @dataclass(frozen=True)
+class MasslessIsOne(Greedy):
+    """1 for a pair with a side without mass, where that side has tokens (zero-width sides score 0)."""
+
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        massless = ((batch.ref_mass.sum(-1) == 0) & batch.ref_match.any(-1)) | (
+            (batch.cand_mass.sum(-1) == 0) & batch.cand_match.any(-1))
+        return {k: torch.where(massless, 1.0, v) for k, v in super().__call__(batch).items()}
+
+
+@dataclass(frozen=True)
 class FirstVariantOnly(Greedy):
     def score_variants(self, batches):
         return [self(batches[0]) for _ in batches]
@@ -190,7 +200,9 @@ class TwoMetrics(Greedy):
     (NaNOnOpposites(), "finite scores: pair 1 precision is nan (opposite pair"),
     (Unchecked(), "non-finite vectors refused: nan in the ref vectors gave scores"),
     (PaddedMean(), "scores depend on batch size or padding: pair 0 precision changed by"),
-    (EmptyIsOne(), "empty pairs score 0: pair 4 (ref massless) precision is 1"),
+    (EmptyIsOne(), "zero-width sides score 0: precision is 1 on a batch of one pair whose reference side has zero "
+                   "width"),
+    (MasslessIsOne(), "empty pairs score 0: pair 4 (ref massless) precision is 1"),
     (FirstVariantOnly(), "score_variants differs from calling the aligner: pair"),
     (DoubledRecallShares(), "alignment explains the scores: pair 0 f1 changed by"),
     (Unregistered(), "spec round trip: the aligner cannot be written to a run file"),
@@ -295,7 +307,7 @@ def test_check_weighting_names_the_broken_promise() -> None:
 def test_check_weighting_catches_an_engine_that_keeps_the_wrong_norms(monkeypatch) -> None:
     """The kit computes each token's norm itself: an engine that kept another number (here
     twice the norm) fails the norm weighting, and no weighting that ignores norms."""
-    import alignscore.engine
+    import alignscore.encoding
 
     def doubled(vectors, out=None, norm_out=None):
         result = unit(vectors, out=out, norm_out=norm_out)
@@ -303,7 +315,7 @@ def test_check_weighting_catches_an_engine_that_keeps_the_wrong_norms(monkeypatc
             norm_out.mul_(2)
         return result
 
-    monkeypatch.setattr(alignscore.engine, "unit", doubled)
+    monkeypatch.setattr(alignscore.encoding, "unit", doubled)
     check_weighting(Uniform())
     with pytest.raises(AssertionError, match=r"^engine's masses: a reference token's mass differs from "
                                              r"weight\[id\] \* role \* \|vector\| by .* \(reads_norms\(\) is True\)"):
@@ -352,3 +364,80 @@ def test_word_encoder_serves_a_scorer() -> None:
     scores = Scorer(WordEncoder(), Composition(SingleLayer(2)), Runtime(), None).score(
         ["the cat sat", "hello"], ["the cat sat", "a dog barked"])
     assert scores.f1[0].item() == pytest.approx(1.0, abs=1e-6) and scores.f1[1].item() < 0.9
+
+
+@dataclass(frozen=True)
+class MaxWithoutGuard(Greedy):
+    """Each token's best match by ``max`` over the other side: a zero-width side has no maximum
+    (torch raises IndexError), as a plugin author's first greedy aligner would."""
+
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        sim = torch.bmm(batch.cand, batch.ref.transpose(1, 2))
+        sim.max(dim=2)
+        sim.max(dim=1)
+        return super().__call__(batch)
+
+
+@dataclass(frozen=True)
+class OneOnZeroWidth(Greedy):
+    def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+        out = super().__call__(batch)
+        if batch.ref.shape[1] == 0 or batch.cand.shape[1] == 0:
+            return {k: torch.ones_like(v) for k, v in out.items()}
+        return out
+
+
+def test_a_zero_width_side_breaks_a_named_promise_not_an_index_error() -> None:
+    """The kit's batches include a side of zero width (each pair alone, cut to its own length):
+    an aligner that cannot take one fails the promise, with the part's exception chained."""
+    with pytest.raises(AssertionError) as info:
+        check_aligner(MaxWithoutGuard())
+    message = str(info.value)
+    assert message.startswith("zero-width sides score 0: __call__ on a batch of one pair whose reference side has "
+                              "zero width (ref (1, 0, 6), cand (1, 3, 6)) raised IndexError: "), message
+    assert isinstance(info.value.__cause__, IndexError)
+    with pytest.raises(AssertionError, match=r"^zero-width sides score 0: precision is 1 on a batch of one pair whose "
+                                             r"reference side has zero width \(ref \(1, 0, 6\), cand \(1, 3, 6\)\), not 0"):
+        check_aligner(OneOnZeroWidth())
+
+
+def test_every_call_into_a_part_names_its_promise() -> None:
+    """Whatever a part raises from inside the kit is an AssertionError naming the promise."""
+
+    @dataclass(frozen=True)
+    class Broken(SingleLayer):
+        def __call__(self, states: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("shape mismatch\nsecond line")
+
+    with pytest.raises(AssertionError, match=r"^outputs: __call__ on states \(1, 3, 5, 8\) raised RuntimeError: "
+                                             r"shape mismatch second line$"):
+        check_aggregator(Broken())
+
+    @dataclass(frozen=True)
+    class KeepsByIndex(TokenFilter):
+        def keep(self, table: TokenTable) -> torch.Tensor:
+            return table.special[torch.tensor([len(table.ids) * 2])].expand(len(table.ids))
+
+        def signature(self) -> str:
+            return "by-index"
+
+    with pytest.raises(AssertionError, match=r"^outputs: keep\(\) over the texts raised IndexError"):
+        check_filter(KeepsByIndex())
+
+
+def test_a_promise_failure_carries_its_promise() -> None:
+    with pytest.raises(AssertionError) as info:
+        check_aligner(Centred())
+    assert info.value.promise == "scores depend on batch neighbours"
+
+
+def test_an_assert_inside_a_part_is_not_taken_for_the_kit_s_own() -> None:
+    @dataclass(frozen=True)
+    class Asserting(Greedy):
+        def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
+            assert batch.ref.shape[1] > 0, "no reference tokens"
+            return super().__call__(batch)
+
+    with pytest.raises(AssertionError, match=r"^zero-width sides score 0: __call__ on .* raised AssertionError: no "
+                                             r"reference tokens"):
+        check_aligner(Asserting())
