@@ -333,7 +333,7 @@ def fit(method: str, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     need = x.shape[-1] if method == "clp" else 2
     if len(x) < need:
         raise ConfigError(f"{len(x)} word pairs found in the parallel sentences; {method} needs at least {need}"
-                          + (f" (the vectors' width) for a determined map: give more sentences, or use "
+                          + (" (the vectors' width) for a determined map: give more sentences, or use "
                              "clp-orthogonal or umd" if method == "clp" else ": give more sentences"))
     if method == "umd":
         return fit_umd(x, z)
