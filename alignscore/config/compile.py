@@ -33,7 +33,7 @@ does the checks that need the model's configuration (its depth, its tokenizer).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -76,6 +76,11 @@ class Source:
     labels: Mapping[str, str]
     style: str = "keyword"
     filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    base: tuple["Source", ...] = ()
+
+    def layers(self) -> list["Source"]:
+        """This source after the ones it is based on (the preset or run file it names), lowest first."""
+        return [*(b for src in self.base for b in src.layers()), self]
 
 
 def flag_label(path: tuple[Any, ...]) -> str:
@@ -84,6 +89,11 @@ def flag_label(path: tuple[Any, ...]) -> str:
 
 def keyword_label(path: tuple[Any, ...]) -> str:
     return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
+
+
+#: a switch as each source spells it, for a value that is not one
+SWITCH = {"flag": "{flag} or --no-{bare}", "keyword": "True or False",
+          "key": "true or false (a TOML boolean, without quotes)"}
 
 
 def name_in(style: str, name: str) -> str:
@@ -98,7 +108,10 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     key path as the user wrote it; ``base_dir`` is where relative file names are read from (the
     working directory by default); ``text``: values are text to read (the command line).
     Values that are ``None`` are "not given". Unknown options and unreadable values are errors
-    naming them."""
+    naming them. A ``preset`` (anywhere) or a ``config`` file (flags and keywords only) becomes
+    the source's :attr:`~Source.base`: the mapping's own keys override it, as flags override
+    ``--preset``; in a grid or a space the model is the role's or the command's, so a preset
+    there gives its composition without its model."""
     table, older = options(), aliases()
     root = Path(base_dir) if base_dir is not None else None
     values: dict[str, Any] = {}
@@ -114,7 +127,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
-        if option.group == "source" and kind not in ("flags", "keywords"):
+        if option.group == "source" and (kind == "preset" or name == "config" and kind not in ("flags", "keywords")):
             raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
         if option.multiple and value == ():
             continue
@@ -125,7 +138,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                 if setting in values or mapping.get(setting) is not None:
                     raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
                                       "give one")
-                values[setting], labels[setting] = _read(table[setting], v, lab, text, root), lab
+                values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
             continue
         if name == "cache" and isinstance(value, EmbeddingCache):  # a cache object stands for its settings
             for name, setting in (("cache", str(Path(value.directory).resolve())), ("cache_size", value.max_bytes),
@@ -135,12 +148,19 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         if name == "filters":
             items = _filters(value, label, (key,), text)
-            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root) for k, (v, lab) in s.items()})
+            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, style)
+                                               for k, (v, lab) in s.items()})
                                           for n, s in items], label((key,))
             filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
             continue
-        values[name], labels[name] = _read(option, value, label((key,)), text, root), label((key,))
-    return Source(kind, values, labels, style, filter_labels)
+        values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
+    preset, config = values.pop("preset", None), values.pop("config", None)
+    if preset is not None and config is not None:
+        raise ConfigError(f"{labels['preset']} and {labels['config']} both give a whole run: give one (a run "
+                          "file already fixes every setting; it may name its preset: preset = NAME)")
+    base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
+        (file_source(config),) if config is not None else ()
+    return Source(kind, values, labels, style, filter_labels, base)
 
 
 def _close(key: str, table: Mapping[str, Any]) -> str:
@@ -150,10 +170,13 @@ def _close(key: str, table: Mapping[str, Any]) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
-def _read(option: Any, value: Any, label: str, text: bool, root: Path | None) -> Any:
+def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
     """A value as the option holds it: text read (always from the command line; elsewhere
     where the setting is a list, or declares how it reads text), files resolved."""
     s = option.setting
+    if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
+        spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
+        raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
     if option.name == "baseline" and not isinstance(value, (str, os.PathLike, Baseline)):
         raise ConfigError(f"{label}: expected a file name, not {value!r}", (option.name,))
     try:
@@ -243,9 +266,9 @@ def file_source(path: str | Path) -> Source:
     """The source a run file gives (its keys named ``file:line: key``)."""
     data, lines = load_toml(path)
     for key, value in data.items():
-        if key in ("preset", "config"):
+        if key == "config":
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: {key}: a run file holds options, not another "
-                              "source (write the whole run: alignscore config --preset NAME -o FILE)")
+                              "run file (it may name a preset: preset = NAME)")
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")
@@ -253,32 +276,46 @@ def file_source(path: str | Path) -> Source:
                        Path(path).resolve().parent, style="key")
 
 
-def preset_source(name: str, label: str) -> Source:
-    """The source a preset gives (named ``preset NAME: key``)."""
-    if name not in PRESETS.names():
-        raise ConfigError(f"{label}: no preset {name!r} (there are: {', '.join(PRESETS.names())})")
-    return make_source(PRESETS.get(name).options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
+def preset_source(name: str, model: bool = True) -> Source:
+    """The source a preset gives (its options named ``preset NAME: key``); ``model=False``: its
+    composition only (a grid's or a space's model is the role's or the command's).
+
+    Examples
+    --------
+    >>> preset_source("moverscore-v2").values["aligner"]
+    'wmd'
+    >>> "model" in preset_source("moverscore-v2", model=False).values
+    False
+    """
+    options = {k: v for k, v in PRESETS.get(name).options.items() if model or k != "model"}
+    return make_source(options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
 
 
-def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None) -> list[Source]:
-    """The sources that flags or keywords describe, lowest first: the preset or the run file
-    they name, then themselves. ``style``: ``"flag"`` (the command line: text values are read as
-    the command line reads them) or ``"keyword"``."""
+def flat(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` with the ones each is based on before it (:meth:`Source.layers`), lowest first."""
+    return [replace(s, base=()) for src in sources for s in src.layers()]
+
+
+def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None,
+               kind: str | None = None, label: Label | None = None) -> list[Source]:
+    """The sources a mapping of options describes, lowest first: the preset or run file it names
+    (:func:`make_source`), then itself. ``style``: ``"flag"`` (the command line: text values are
+    read as the command line reads them), ``"keyword"`` (Python) or ``"key"`` (a file, a grid's
+    entry or a space's, with its ``kind`` and ``label``: ``"grid"`` or ``"space"`` take a
+    preset's composition, not its model).
+
+    Examples
+    --------
+    >>> [s.kind for s in sources_of({"preset": "moverscore-v2", "n_gram": 2})]
+    ['preset', 'keywords']
+    >>> row = sources_of({"preset": "moverscore-v2", "layer": 4}, "key", kind="grid", label=str)
+    >>> compile_run(row).composition.aligner.cost
+    'euclidean'
+    """
     flags = style == "flag"
-    own = make_source(given, "flags" if flags else "keywords", flag_label if flags else keyword_label, base_dir,
-                      flags, style)
-    values = dict(own.values)
-    preset, config = values.pop("preset", None), values.pop("config", None)
-    out = []
-    if preset is not None and config is not None:
-        raise ConfigError(f"{own.labels['preset']} and {own.labels['config']} both give a whole run: give one (a "
-                          "run file already fixes every setting; to start a file from a preset: alignscore config "
-                          "--preset NAME -o FILE)")
-    if preset is not None:
-        out.append(preset_source(preset, own.labels["preset"]))
-    if config is not None:
-        out.append(file_source(config))
-    return out + [Source(own.kind, values, own.labels, own.style, own.filter_labels)]
+    kind = kind or ("flags" if flags else "keywords")
+    label = label or (flag_label if flags else keyword_label)
+    return flat([make_source(given, kind, label, base_dir, flags, style)])
 
 
 def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
@@ -345,6 +382,7 @@ class Merged:
 def merge(sources: Sequence[Source]) -> Merged:
     """The options of ``sources`` merged, lowest first (the module's rules 1 to 3)."""
     table = options()
+    sources = flat(sources)
     out = Merged(style=sources[-1].style if sources else "keyword")
     for rank, src in enumerate(sources):
         values = dict(src.values)
@@ -504,7 +542,6 @@ def construct(merged: Merged) -> RunSpec:
     def group(name: str) -> dict[str, Any]:
         return {k: v for k, v in values.items() if table[k].group == name}
 
-    encoder = _made(merged, lambda: EncoderSpec(**group("encoder")))
     parts = {}
     for stage, registry in STAGES.items():
         named, settings = merged.parts[stage]
@@ -521,11 +558,11 @@ def construct(merged: Merged) -> RunSpec:
         parts["aggregator"], TokenRoles(composition_values.get("special_tokens", "match-only"), filters),
         parts["weighting"], parts["aligner"], composition_values.get("metric"),
         composition_values.get("multi_ref", "max"), baseline))
-    _made(merged, lambda: composition.check_encoder(encoder.static, encoder.model))
     runtime = _made(merged, lambda: Runtime(**group("runtime")))
-    _made(merged, lambda: encoder.check_device(runtime.device))
     cache = _made(merged, lambda: CacheSpec(**group("cache"))) if "cache" in values else None
-    return RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style)
+    encoder = _made(merged, lambda: EncoderSpec(**group("encoder")))
+    # the pairings, then the model's existence: the last check (RunSpec's own)
+    return _made(merged, lambda: RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style))
 
 
 def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None) -> Any:

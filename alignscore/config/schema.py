@@ -118,6 +118,17 @@ def _setting_option(s: Setting, group: str, part: str | None, defaults: str | No
                   boolean=s.boolean, file=d.file, metavar=d.metavar)
 
 
+def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
+    """Refuse a setting that several parts of a stage share but declare as different values: one
+    flag, one key and one check serve them all (a part's own range may differ)."""
+    (first, a), *others = takers
+    for part, b in others:
+        if a.kinds != b.kinds or a.decl.choices != b.decl.choices:
+            raise ConfigError(f"{stage} {part}'s setting {b.name!r} ({b.describe()}) differs from {stage} {first}'s "
+                              f"({a.describe()}): a name shared by parts takes one type and one set of choices "
+                              "(rename the setting)")
+
+
 def _part_name(stage: str, registry: Registry[Any]) -> Callable[[str], str]:
     def read(text: str) -> str:
         if text not in registry:
@@ -168,22 +179,19 @@ def _table(*_parts: int) -> dict[str, Option]:
                "--no-rescale switches off a file's).", boolean=True))
     add(Option("baseline", "composition", "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale.",
                file=True, metavar="FILE"))
-    for stage, registry in STAGES.items():
+    for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
             for s in settings_of(registry.get(name)):
                 if s.decl.option:
                     shared.setdefault(s.name, []).append((name, s))
         for setting_name, takers in shared.items():
+            _same_kind(stage, takers)
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
             helped = next((s for _, s in takers if s.decl.help), takers[0][1])
             for part, s in takers:
                 add(_setting_option(helped if s is takers[0][1] else s, stage, part, shown))
-    for name in FILTERS.names():
-        for s in settings_of(FILTERS.get(name)):
-            if s.decl.option:
-                add(_setting_option(s, "filter", name))
     for s in settings_of(Runtime):
         if s.decl.option:
             add(_setting_option(s, "runtime", None))

@@ -50,6 +50,7 @@ class RunSpec:
             raise ConfigError(f"cache must be a CacheSpec, not {type(self.cache).__name__}")
         self.composition.check_encoder(self.encoder.static, self.encoder.model)
         self.encoder.check_device(self.runtime.device)
+        self.encoder.locate()  # last: every value and pairing is reported before the model's absence
 
     def to_mapping(self) -> dict[str, Any]:
         """The whole run as options (every setting that has a value; files as absolute paths)."""

@@ -64,7 +64,6 @@ class EncoderSpec:
             raise SettingError("model", "a hub id or a local directory, not an empty name")
         if self.revision is not None and not self.revision.strip():
             raise SettingError("revision", "a hub revision (a branch, tag or commit), not an empty name")
-        local_model(self.model)
         kind = self.static
         if kind is not None:
             for name, default in (("revision", None), ("max_length", None), ("long_texts", "truncate"),
@@ -72,7 +71,7 @@ class EncoderSpec:
                 if getattr(self, name) != default:
                     raise SettingError(name, f"sets a transformer's model; {self.model!r} is a static table ({kind}), "
                                              "which has none")
-        if self.lowercase and kind != "vectors":
+        if self.lowercase and kind != "vectors" and Path(self.model).suffix not in VECTOR_SUFFIXES:
             raise SettingError("lowercase", f"applies to static word vectors only (a word2vec text file); "
                                             f"{self.model!r} is not one")
 
@@ -83,6 +82,13 @@ class EncoderSpec:
         from .static import static_format
 
         return static_format(self.model)
+
+    def locate(self) -> Path | None:
+        """The local file or folder the model names (None for a hub id), or a
+        :class:`~alignscore.settings.SettingError` where a path names nothing. Not done where the
+        spec is made: every other setting is checked first, so the model's absence is the last
+        thing a run's configuration can report (:class:`~alignscore.config.RunSpec` calls it)."""
+        return local_model(self.model)
 
     def check_device(self, device: str | None) -> None:
         """Raise where this encoder cannot run on ``device``."""
