@@ -67,7 +67,8 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "stopwords": {"stopwords": "text"}, "window_stride": {"long_texts": "window"},
          "cache_size": {"cache": "dir"}, "cache_timeout": {"cache": "dir"}, "rescale": {"baseline": "baseline"},
          "lowercase": {"model": "vec"}, "sinkhorn_dtype": {"reg": 0.05}}
-SKIP = {"preset", "config", "lang", "idf", "model", "device"}  # sources and shorthands: tested on their own
+# sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
+SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline"}
 
 
 def _cases(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -321,7 +322,7 @@ def test_options_override_parts_predictably(opts, stage, want) -> None:
     ({"layers": "1-3", "aggregator": "stack"}, None),  # a list of layers as text reads as on the command line
     ({"idf": True, "weighting": "none"}, "idf= means weighting idf-S; it cannot go with weighting= none"),
     ({"lang": "en", "model": "x"}, "lang= picks the model (BERTScore's for that language): give lang= or model="),
-    ({"rescale": True}, "rescale= needs a baseline file (baseline= FILE"),
+    ({"rescale": True}, "rescale=: applies with baseline= FILE only"),
     ({"reg": 0.1}, "reg=: applies to aligner baryscore or sinkhorn, not to aligner greedy"),
     ({"no_such_option": 1}, "no_such_option=: no such option"),
     ({"preset": "baryscore", "aggregator": "pmeans"}, "aggregator=: aligner baryscore reads a stack of layers"),

@@ -28,7 +28,8 @@ from ..cache import CacheSpec
 from ..encoders.layers import LANG_FALLBACK, LANG_MODELS
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
-from ..filters import FILTERS, SPECIAL_POLICIES
+from ..composition import CompositionOptions
+from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
 from ..settings import Setting, float_list, int_list, settings_of
@@ -40,6 +41,12 @@ STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIG
 #: option groups, in help order
 GROUPS = ("source", "encoder", "composition", "aggregator", "filter", "weighting", "aligner", "runtime", "cache")
 DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+#: the options that pick the model (``lang`` picks BERTScore's for a language)
+MODEL_OPTIONS = ("model", "lang")
+#: the option that lists the token filters (a list of parts, not one part of a stage)
+FILTER_LIST = "filters"
+#: the stages that exist only for an encoder with layers: a static table takes none of their options
+LAYERED = ("aggregator",)
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class Option:
     file: bool = False
     metavar: str | None = None
     read: Callable[[str], Any] | None = None
+    layered: bool = False
 
     @property
     def flag(self) -> str:
@@ -115,7 +123,7 @@ def _setting_option(s: Setting, group: str, part: str | None, defaults: str | No
     choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
     exclusive = choices is not None and s.kinds <= {str}
     return Option(s.name, group, help_text, s, (part,) if part else (), choices if exclusive else None,
-                  boolean=s.boolean, file=d.file, metavar=d.metavar)
+                  boolean=s.boolean, file=d.file, metavar=d.metavar, layered=d.layered or group in LAYERED)
 
 
 def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
@@ -163,22 +171,14 @@ def _table(*_parts: int) -> dict[str, Option]:
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), read=_part_name(stage, registry)))
+                   choices=tuple(registry.names()), read=_part_name(stage, registry), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
                boolean=True))
-    add(Option("special_tokens", "composition", "Special tokens: match-only (bert_score, the default), drop, or "
-               "keep (moverscore_v2).", choices=SPECIAL_POLICIES))
-    add(Option("filters", "composition", "Token filters on ordinary tokens, added to those of the preset or file "
+    add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
-    add(Option("metric", "composition", "Which of the aligner's outputs is the score (picks the best reference; "
-               "diff ranks by it). Default: f1 for greedy, score for optimal transport.", metavar="OUTPUT"))
-    add(Option("multi_ref", "composition", "Several references: max per metric (bert_score, the default) or mean.",
-               choices=("max", "mean")))
-    add(Option("rescale", "composition", "Rescale with the --baseline file (--baseline alone implies it; "
-               "--no-rescale switches off a file's).", boolean=True))
-    add(Option("baseline", "composition", "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale.",
-               file=True, metavar="FILE"))
+    for s in settings_of(CompositionOptions):
+        add(_setting_option(s, "composition", None))
     for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
@@ -239,5 +239,5 @@ def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "GROUPS", "Option", "STAGES", "aliases", "options", "part_aliases", "part_settings",
-           "registry_of"]
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "GROUPS", "LAYERED", "MODEL_OPTIONS", "Option", "STAGES", "aliases",
+           "options", "part_aliases", "part_settings", "registry_of"]
