@@ -321,7 +321,7 @@ def test_options_override_parts_predictably(opts, stage, want) -> None:
     ({"layers": [1, 2, 3]}, "layers=: applies to aggregator pmeans or routing or stack, not to aggregator single"),
     ({"layers": "1-3", "aggregator": "stack"}, None),  # a list of layers as text reads as on the command line
     ({"idf": True, "weighting": "none"}, "idf= means weighting idf-S; it cannot go with weighting= none"),
-    ({"lang": "en", "model": "x"}, "lang= picks the model (BERTScore's for that language): give lang= or model="),
+    ({"lang": "en", "model": "x"}, "lang= means model roberta-large; it cannot go with model= x"),
     ({"rescale": True}, "rescale=: applies with baseline= FILE only"),
     ({"reg": 0.1}, "reg=: applies to aligner baryscore or sinkhorn, not to aligner greedy"),
     ({"no_such_option": 1}, "no_such_option=: no such option"),

@@ -37,7 +37,6 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..cache import CacheSpec
 from ..composition import CompositionOptions
-from ..encoders.layers import model_for_lang
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..filters import FILTERS
@@ -59,8 +58,31 @@ class Given(NamedTuple):
 def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
              base_dir: str | Path | None = None) -> RunSpec:
     """The :class:`RunSpec` that flags or keywords describe (the preset or run file they name
-    first): :func:`sources_of` then :func:`compile_run`. ``given`` maps option names to values
-    (``None``: not given); ``where`` names the caller in errors (``"moverscore_v2()"``)."""
+    first): :func:`sources_of` then :func:`compile_run`.
+
+    Parameters
+    ----------
+    given : option names (or declared aliases) to values; ``None`` is "not given".
+    style : ``"keyword"`` (Python), ``"flag"`` (text values read as the command line reads them).
+    where : names the caller in errors (``"moverscore_v2()"``).
+    base_dir : where relative file names are read from (the working directory by default).
+
+    Returns
+    -------
+    RunSpec
+        Checked whole (every value, part and pairing, then whether a local model exists);
+        nothing loaded.
+
+    Examples
+    --------
+    >>> spec = run_spec({"preset": "moverscore-v2", "n_gram": 2})
+    >>> spec.encoder.model, spec.composition.aligner.n_gram
+    ('distilbert-base-uncased', 2)
+    >>> run_spec({"n_gram": 0, "aligner": "wmd"})
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
+    """
     try:
         return compile_run(sources_of(given, style, base_dir))
     except ConfigError as exc:
@@ -129,19 +151,14 @@ def merge(sources: Sequence[Source]) -> Merged:
     for rank, src in enumerate(sources):
         values = dict(src.values)
         given = {k: Given(v, src.labels[k], rank) for k, v in values.items()}
-        if "lang" in given:
-            if "model" in given:
-                raise ConfigError(f"{given['lang'].label} picks the model (BERTScore's for that language): give "
-                                  f"{given['lang'].label} or {given['model'].label}, not both")
-            lang = given.pop("lang")
-            given["model"] = Given(model_for_lang(lang.value), lang.label, rank)
-        if "idf" in given:
-            idf = given.pop("idf")
-            meant = "idf-S" if idf.value else "none"
-            if "weighting" in given and given["weighting"].value != meant:
-                raise ConfigError(f"{idf.label} means weighting {meant}; it cannot go with "
-                                  f"{given['weighting'].label} {given['weighting'].value}")
-            given["weighting"] = Given(meant, idf.label, rank)
+        for name in [k for k in given if table[k].means]:  # shorthands: lang is a model, idf a weighting
+            short = given.pop(name)
+            target, read = table[name].means  # type: ignore[misc]
+            meant, other = read(short.value), given.get(target)
+            if other is not None and other.value != meant:
+                raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
+                                  f"{other.value}", (name,))
+            given[target] = Given(meant, short.label, rank)
         for name, g in given.items():
             option = table[name]
             if option.group in ("encoder", "runtime", "cache") or (option.group == "composition"
@@ -277,7 +294,25 @@ def supply(merged: Merged, values: Mapping[str, Any], label: str = "(data)") -> 
 # -- building -----------------------------------------------------------------------------------
 def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> RunSpec:
     """The :class:`RunSpec` of ``sources`` (lowest first; see the module's docstring), with
-    ``data`` supplied where the chosen parts take it (:func:`supply`)."""
+    ``data`` supplied where the chosen parts take it (:func:`supply`).
+
+    Parameters
+    ----------
+    sources : the sources, lowest first; each one's :attr:`~Source.base` (a preset or run file
+        it names) comes just before it.
+    data : settings the data provide (a language pair's idf-L corpus).
+
+    Returns
+    -------
+    RunSpec
+
+    Examples
+    --------
+    >>> low, high = make_source({"aligner": "wmd", "n_gram": 2}, "file", str), make_source({"aligner": "sinkhorn"},
+    ...                                                                                     "keywords", str)
+    >>> compile_run([low, high]).composition.aligner.n_gram  # wmd -> sinkhorn keeps what both take
+    2
+    """
     merged = merge(sources)
     if data:
         supply(merged, data)

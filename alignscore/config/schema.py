@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ..aggregators import AGGREGATORS
 from ..aligners import ALIGNERS
 from ..cache import CacheSpec
-from ..encoders.layers import LANG_FALLBACK, LANG_MODELS
+from ..encoders.layers import LANG_FALLBACK, LANG_MODELS, model_for_lang
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..composition import CompositionOptions
@@ -57,7 +57,8 @@ class Option:
     ``"cache"``, ``"composition"`` (a part by name or a setting of the composition itself), or a
     stage (``"aligner"``, ...; ``"filter"``) whose parts named in ``parts`` take it. ``setting``
     is the field's declaration where it is one (the first part's, for a setting several parts
-    share)."""
+    share). ``layered``: it applies to an encoder with layers only; ``means``: a shorthand's
+    option and how its value reads as that option's (``idf`` is a ``weighting``)."""
 
     name: str
     group: str
@@ -71,6 +72,7 @@ class Option:
     metavar: str | None = None
     read: Callable[[str], Any] | None = None
     layered: bool = False
+    means: tuple[str, Callable[[Any], Any]] | None = None
 
     @property
     def flag(self) -> str:
@@ -166,14 +168,14 @@ def _table(*_parts: int) -> dict[str, Option]:
                metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
-               metavar="CODE"))
+               metavar="CODE", means=(MODEL_OPTIONS[0], model_for_lang)))
     for s in settings_of(EncoderSpec):
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
                    choices=tuple(registry.names()), read=_part_name(stage, registry), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
-               boolean=True))
+               boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
@@ -202,7 +204,20 @@ def _table(*_parts: int) -> dict[str, Option]:
 
 
 def options() -> dict[str, Option]:
-    """Every option by name, in help order (the parts registered now, outside ones included)."""
+    """Every option by name, in help order (the parts registered now, outside ones included).
+
+    Returns
+    -------
+    dict of str to Option
+        Made from the declarations; a part from outside that declares a setting a registered
+        part shares under another type or other choices is refused here (ConfigError).
+
+    Examples
+    --------
+    >>> table = options()
+    >>> table["n_gram"].flag, table["n_gram"].parts, table["layer"].layered
+    ('--n-gram', ('sinkhorn', 'wmd'), True)
+    """
     return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cache import EmbeddingCache
+from ..cache import CacheSpec, EmbeddingCache
 from ..errors import ConfigError
 from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
@@ -33,7 +33,8 @@ class Source:
     """One mapping of options, normalised: ``values`` by option name (part tables spread into
     the part's name and its settings; ``filters`` as ``[(name, {setting: value})]``),
     ``labels`` saying how each was written, and ``style`` how an option it does not give would
-    be named in an error (``"flag"``, ``"keyword"`` or ``"key"``)."""
+    be named in an error (``"flag"``, ``"keyword"`` or ``"key"``); ``base``: the sources it is
+    based on (the preset or run file it names), merged just below it."""
 
     kind: str
     values: Mapping[str, Any]
@@ -104,11 +105,11 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                                       "give one")
                 values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
             continue
-        if name == "cache" and isinstance(value, EmbeddingCache):  # a cache object stands for its settings
-            for name, setting in (("cache", str(Path(value.directory).resolve())), ("cache_size", value.max_bytes),
-                                  ("cache_timeout", value.timeout_s)):
-                if name == "cache" or name not in mapping:
-                    values[name], labels[name] = setting, label((key,))
+        if isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
+            spec = CacheSpec(str(Path(value.directory).resolve()), value.max_bytes, value.timeout_s)
+            for s in settings_of(CacheSpec):
+                if s.name == name or s.name not in mapping:
+                    values[s.name], labels[s.name] = getattr(spec, s.name), label((key,))
             continue
         if name == FILTER_LIST:
             items = _filters(value, label, (key,), text)
