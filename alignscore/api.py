@@ -38,8 +38,28 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], *
     :class:`~alignscore.scores.Scores`: per-candidate scores by metric name (``scores["f1"]``,
     ``scores.f1``), the best reference of each candidate and the :attr:`signature`.
 
+    Raises
+    ------
+    ConfigError
+        Before any model is looked up: a bad value, a setting its part does not take, parts that
+        do not fit, a string where a switch is meant (``idf="no"``); then, last, a model path
+        that names nothing. Each names the option as written here (``score(): reg=: ...``).
+
     Every call builds its scorer (loads the model); to score several batches with one model,
     build it once: ``scorer = alignscore.build(alignscore.run_spec(options))``.
+
+    Examples
+    --------
+    Every value is checked before the model is looked up:
+
+    >>> score(["a"], ["b"], model="/no/such/model", aligner="sinkhorn", reg=-1)
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: score(): reg=: expected a number > 0, not -1.0
+    >>> score(["a"], ["b"], idf="no")
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: score(): idf=: True or False, not 'no'
     """
     return build(run_spec(options, where="score()")).score(cands, refs)
 
@@ -49,12 +69,14 @@ def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bo
     is ``weighting="none"``, and giving both is a conflict."""
     function = name.replace("-", "_")
     table = option_table()
-    named = [k for k in options if options[k] is not None and k in table and table[k].group == "encoder"]
-    if encoder is not None and named + (["device"] if options.get("device") else []):
-        raise ConfigError(f"{function}(): encoder= and {(named or ['device'])[0]}= both set the encoder; give one")
+    # an encoder object is its model and its device: no encoder option, nor the device, beside it
+    named = [k for k in options if k in table and (table[k].group == "encoder" and options[k] is not None
+                                                   or k == "device" and options[k])]
+    if encoder is not None and named:
+        raise ConfigError(f"{function}(): encoder= and {named[0]}= both set the encoder; give one")
     if idf is False:
-        options = {**options, "idf": False}
-    return build(run_spec({"preset": name, **options}, where=f"{function}()"), encoder=encoder)
+        options = dict(options, idf=False)
+    return build(run_spec(dict(options, preset=name), where=f"{function}()"), encoder=encoder)
 
 
 def bertscore(model: str | None = None, layer: int | None = None, idf: bool = False,
@@ -65,8 +87,8 @@ def bertscore(model: str | None = None, layer: int | None = None, idf: bool = Fa
     and baseline rescaling (a :class:`Baseline` or a bert_score-format file). ``options``: any
     option of ``alignscore score`` by name; ``encoder``: an encoder object instead of ``model``.
     """
-    return _preset("bertscore", encoder, {"model": model, "layer": layer, "idf": idf or None, "baseline": baseline,
-                                          "device": device, **options})
+    return _preset("bertscore", encoder, dict(options, model=model, layer=layer, idf=idf or None, baseline=baseline,
+                                              device=device))
 
 
 def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str | None = None,
@@ -89,7 +111,7 @@ def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str 
     """
     if stop_words:
         options.update(stopwords=list(stop_words), stopwords_unit="token")
-    return _preset("moverscore-v2", encoder, {"model": model, "n_gram": n_gram, "device": device, **options}, idf)
+    return _preset("moverscore-v2", encoder, dict(options, model=model, n_gram=n_gram, device=device), idf)
 
 
 def moverscore_v1(model: str | None = None, idf: bool = True, n_gram: int | str | None = None,
@@ -108,7 +130,7 @@ def moverscore_v1(model: str | None = None, idf: bool = True, n_gram: int | str 
     references per candidate are averaged, as in MoverScore's examples (``multi_ref="max"``
     to override), in both MoverScore presets.
     """
-    return _preset("moverscore-v1", encoder, {"model": model, "n_gram": n_gram, "device": device, **options}, idf)
+    return _preset("moverscore-v1", encoder, dict(options, model=model, n_gram=n_gram, device=device), idf)
 
 
 def baryscore(model: str | None = None, idf: bool = True, reg: float | None = None, device: str | None = None,
@@ -120,7 +142,7 @@ def baryscore(model: str | None = None, idf: bool = True, reg: float | None = No
     the entropic (``reg``, default 0.01) transport cost between the two barycenters, reported as
     ``1 - d``. See :class:`~alignscore.aligners.barycenter.BaryScore` for what differs from their code.
     """
-    return _preset("baryscore", encoder, {"model": model, "reg": reg, "device": device, **options}, idf)
+    return _preset("baryscore", encoder, dict(options, model=model, reg=reg, device=device), idf)
 
 
 #: the function of each preset, by the preset's name

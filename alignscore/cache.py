@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from .errors import ConfigError
-from .settings import SettingError, check_settings, setting
+from .settings import GIVEN, SettingError, check_settings, setting
 
 DB_NAME = "states-v3.sqlite"
 DIGESTS = "digests.json"  # the memo of model-file digests, beside the database
@@ -352,9 +352,10 @@ class CacheSpec:
     cache: str = setting("", file=True, metavar="DIR", help=(
         "Directory of a persistent cache of hidden states: texts encoded before by the same model skip the "
         "encoder."))
-    cache_size: int = setting(DEFAULT_MAX_BYTES, ge=1, parse=parse_size, metavar="SIZE", help=(
+    cache_size: int = setting(DEFAULT_MAX_BYTES, ge=1, parse=parse_size, metavar="SIZE", requires={"cache": GIVEN},
+                              help=(
         "Bound on the cache's size (e.g. 500M, 4G; default 4G); least recently used states go first."))
-    cache_timeout: float = setting(5.0, gt=0, metavar="SECONDS", help=(
+    cache_timeout: float = setting(5.0, gt=0, metavar="SECONDS", requires={"cache": GIVEN}, help=(
         "How long a writer waits for another process's hold on the cache before going on without it."))
 
     def __post_init__(self) -> None:

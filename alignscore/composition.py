@@ -20,8 +20,9 @@ composition with the same names and is compiled into one by :mod:`alignscore.con
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+import os
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from .aggregators.base import Aggregator
 from .aggregators.single import SingleLayer
@@ -29,8 +30,8 @@ from .aligners.base import Aligner
 from .aligners.greedy import Greedy
 from .baseline import Baseline
 from .errors import ConfigError, describe
-from .settings import SettingError
-from .filters.base import TokenRoles
+from .filters.base import SPECIAL_POLICIES, TokenRoles
+from .settings import GIVEN, SettingError, check_settings, setting, settings_of
 from .signature import Signature
 from .weighting.base import Weighting
 from .weighting.schemes import Uniform
@@ -39,6 +40,52 @@ if TYPE_CHECKING:
     from .encoders.base import Encoder
 
 MULTI_REF = ("max", "mean")
+
+
+@dataclass(frozen=True)
+class CompositionOptions:
+    """The composition's own options, beside its parts: declared as every part's settings are,
+    so that the option table, the checks and the writer read them from here.
+
+    Examples
+    --------
+    >>> CompositionOptions(baseline="b.tsv", rescale=True).multi_ref
+    'max'
+    >>> CompositionOptions.of(Composition()).special_tokens
+    'match-only'
+    """
+
+    special_tokens: str = setting("match-only", choices=SPECIAL_POLICIES, help=(
+        "Special tokens: match-only (bert_score, the default), drop, or keep (moverscore_v2)."))
+    metric: str | None = setting(None, metavar="OUTPUT", help=(
+        "Which of the aligner's outputs is the score (picks the best reference; diff ranks by it). Default: f1 "
+        "for greedy, score for optimal transport."))
+    multi_ref: str = setting("max", choices=MULTI_REF, help=(
+        "Several references: max per metric (bert_score, the default) or mean."))
+    rescale: bool = setting(False, requires={"baseline": GIVEN}, help=(
+        "Rescale with the --baseline file (--baseline alone implies it; --no-rescale switches off a file's)."))
+    baseline: str | os.PathLike[str] | Baseline | None = setting(None, file=True, metavar="FILE",
+                                                                 implies={"rescale": True}, help=(
+        "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."))
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+    @classmethod
+    def of(cls, composition: "Composition") -> "CompositionOptions":
+        """The options a composition was made with (its baseline as the file it was read from)."""
+        baseline = composition.baseline
+        return cls(composition.roles.special, composition.metric, composition.multi_ref, baseline is not None,
+                   baseline.source if baseline is not None and baseline.source else baseline)
+
+    def compose(self, parts: dict[str, Any], filters: tuple[Any, ...]) -> "Composition":
+        """The composition of these options and ``parts`` (by stage) and token ``filters``; the
+        baseline file is read where rescaling is on."""
+        baseline = self.baseline if self.rescale else None
+        if isinstance(baseline, (str, os.PathLike)):
+            baseline = Baseline.read(baseline)
+        return Composition(roles=TokenRoles(self.special_tokens, filters), metric=self.metric,
+                           multi_ref=self.multi_ref, baseline=baseline, **parts)
 
 
 @dataclass(frozen=True)
@@ -71,8 +118,8 @@ class Composition:
             if not isinstance(getattr(self, name), kind):
                 raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {describe(getattr(self, name))}",
                                   (name,))
-        if self.multi_ref not in MULTI_REF:
-            raise ConfigError(f"multi_ref: one of {', '.join(MULTI_REF)}, not {self.multi_ref!r}", ("multi_ref",))
+        own = {s.name: s for s in settings_of(CompositionOptions)}
+        object.__setattr__(self, "multi_ref", own["multi_ref"].check(self.multi_ref))
         if self.baseline is not None and not isinstance(self.baseline, Baseline):
             raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {describe(self.baseline)}",
                               ("baseline",))
@@ -86,7 +133,7 @@ class Composition:
         elif self.metric not in metrics:
             raise ConfigError(f"aligner {self.aligner.signature()} has no output {self.metric!r} "
                               f"(it gives {', '.join(metrics)})", ("metric", "aligner"))
-        if self.baseline is not None and not isinstance(self.aggregator, SingleLayer):
+        if self.baseline is not None and self.aggregator.output().kind != "layer":
             raise ConfigError(f"baseline rescaling reads one row per layer: it needs the single-layer aggregator, "
                               f"not {self.aggregator.output()}", ("baseline", "aggregator"))
 
@@ -95,12 +142,18 @@ class Composition:
         (``static`` names its format) has no layers to choose or aggregate."""
         if static is None:
             return
-        if not isinstance(self.aggregator, SingleLayer) or self.aggregator.layer is not None:
-            given = (f"layer {self.aggregator.layer}" if isinstance(self.aggregator, SingleLayer)
-                     else f"aggregator {type(self.aggregator).__name__}")
+        agg = self.aggregator
+        given = [s.name for s in settings_of(type(agg)) if getattr(agg, s.name) != s.default]
+        if given or agg.output().kind != "layer":  # one layer, the table's: every aggregator setting is a layer's
+            what = f"{given[0]} {getattr(agg, given[0])}" if given else f"aggregator {type(agg).__name__}"
             raise ConfigError(f"{name!r} is a static table (one vector per token, no layers): layer and "
-                              f"aggregator settings do not apply to it (given: {given}); leave them out",
-                              ("layer" if isinstance(self.aggregator, SingleLayer) else "aggregator", "model"))
+                              f"aggregator settings do not apply to it (given: {what}); leave them out",
+                              ((given or ["aggregator"])[0], "model"))
+
+    def parts(self) -> dict[str, Aggregator | Weighting | Aligner]:
+        """The parts chosen by name, by stage, in the order a run is written."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if isinstance(getattr(self, f.name), (Aggregator, Weighting, Aligner))}
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -116,7 +169,7 @@ class Composition:
         except SettingError as exc:
             raise SettingError(exc.field, f"{exc.reason} (model {encoder.name!r})") from None
         default_of = None
-        if isinstance(self.aggregator, SingleLayer) and self.aggregator.layer is None:
+        if self.aggregator.takes_default:
             default_of = encoder.default_layer_origin()
         out = replace(self, aggregator=aggregator, default_of=default_of)
         out.baseline_values()
@@ -159,4 +212,4 @@ class Composition:
         return Signature.of(fields)
 
 
-__all__ = ["MULTI_REF", "Composition"]
+__all__ = ["MULTI_REF", "Composition", "CompositionOptions"]

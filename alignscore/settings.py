@@ -33,6 +33,21 @@ from .errors import ConfigError
 KEY = "alignscore"  # the metadata key of a setting's declaration
 
 
+class _Given:
+    """``requires={"cache": GIVEN}``: the other setting must be set (not None, not its default)."""
+
+    def __repr__(self) -> str:
+        return "GIVEN"
+
+
+GIVEN: Any = _Given()
+
+
+def allows(allowed: tuple[Any, ...], value: Any, default: Any) -> bool:
+    """Whether ``value`` (of a setting whose default is ``default``) meets a requirement."""
+    return value in allowed or (GIVEN in allowed and value is not None and value != default)
+
+
 class SettingError(ConfigError):
     """A setting's value is wrong: ``field`` names it, ``reason`` says why (the message is
     ``"<field>: <reason>"``; the configuration layer puts the option as the user wrote it in
@@ -47,12 +62,14 @@ class RequirementError(SettingError):
     """A setting given where another setting of the same object does not allow it:
     ``field`` applies with ``other`` set to one of ``allowed`` only."""
 
-    def __init__(self, field: str, other: str, allowed: tuple[Any, ...], actual: Any) -> None:
-        self.other, self.allowed, self.actual = other, allowed, actual
-        super().__init__(field, f"applies with {other} = {' or '.join(map(str, allowed))} only (it is {actual!r})")
+    def __init__(self, field: str, other: str, allowed: tuple[Any, ...], actual: Any, metavar: str = "VALUE") -> None:
+        self.other, self.allowed, self.actual, self.metavar = other, allowed, actual, metavar
+        super().__init__(field, self.named(lambda o: f"{o} ="))
 
     def named(self, name: Callable[[str], str]) -> str:
         """The reason with the other setting named by ``name`` (as the user would write it)."""
+        if GIVEN in self.allowed:
+            return f"applies with {name(self.other)} {self.metavar} only"
         return f"applies with {name(self.other)} {' or '.join(map(str, self.allowed))} only (it is {self.actual})"
 
 
@@ -67,6 +84,8 @@ class Declaration:
     le: float | None = None
     infinite: bool = False
     requires: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    implies: Mapping[str, Any] = field(default_factory=dict)
+    layered: bool = False
     aliases: tuple[str, ...] = ()
     option: bool = True
     file: bool = False
@@ -76,9 +95,9 @@ class Declaration:
 
 def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
             gt: float | None = None, le: float | None = None, infinite: bool = False,
-            requires: Mapping[str, Any] | None = None, aliases: tuple[str, ...] = (), option: bool = True,
-            file: bool = False, parse: Callable[[str], Any] | None = None, metavar: str | None = None,
-            compare: bool = True) -> Any:
+            requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
+            layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
+            parse: Callable[[str], Any] | None = None, metavar: str | None = None, compare: bool = True) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -89,7 +108,11 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     ge, gt, le : the range of a number (each number of a list), inclusive or strict.
     infinite : ``inf`` and ``-inf`` are allowed (a float is finite otherwise; NaN never is).
     requires : ``{other field: allowed value(s)}`` of the same object, when this one is given
-        (not ``None`` and not its default): ``window_stride`` requires ``long_texts = "window"``.
+        (not ``None`` and not its default): ``window_stride`` requires ``long_texts = "window"``;
+        :data:`GIVEN` as the allowed value: the other must be given (``cache_size`` a ``cache``).
+    implies : ``{other setting: value}`` that giving this one sets, unless a higher source
+        says otherwise (``baseline`` implies ``rescale = true``); the compiler enforces it.
+    layered : it applies to an encoder with layers (a transformer) only, never to a static table.
     aliases : other names of this setting that files and keywords accept (older names).
     option : ``False``: files and keywords may give it, but it has no command-line flag.
     file : the value names a file (or, for list settings, may be given inline); the
@@ -100,7 +123,8 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     """
     if requires:
         requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
-    decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, aliases, option, file, parse, metavar)
+    decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
+                       file, parse, metavar)
     return field(default=default, metadata={KEY: decl}, compare=compare)
 
 
@@ -226,7 +250,8 @@ class Setting:
             words.append(" ".join([number, " and ".join(b for b in bounds if b)]).strip()
                          + (", inf or -inf" if d.infinite else ""))
         if str in kinds:
-            words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else "a text")
+            words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else
+                         "a file name" if d.file and item is None else "a text")
         text = " or ".join(words) or "a value"
         if item is None:
             return text
@@ -266,8 +291,9 @@ def check_settings(obj: Any) -> None:
         if value is None or value == s.default:
             continue
         for other, allowed in s.decl.requires.items():
-            if getattr(obj, other) not in allowed:
-                raise RequirementError(s.name, other, allowed, getattr(obj, other))
+            held = next(o for o in table if o.name == other)
+            if not allows(allowed, getattr(obj, other), held.default):
+                raise RequirementError(s.name, other, allowed, getattr(obj, other), held.decl.metavar or "VALUE")
 
 
 def int_list(value: Any, what: str = "") -> tuple[int, ...]:
@@ -309,5 +335,5 @@ def float_list(value: Any, what: str = "") -> tuple[float, ...]:
         raise ConfigError(f"{named}cannot read {value!r} as numbers") from None
 
 
-__all__ = ["Declaration", "RequirementError", "Setting", "SettingError", "check_settings", "declaration",
-           "float_list", "hints", "int_list", "setting", "settings_of"]
+__all__ = ["Declaration", "GIVEN", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
+           "declaration", "float_list", "hints", "int_list", "setting", "settings_of"]

@@ -18,13 +18,11 @@ from typing import Any, Mapping, Sequence
 
 from ..config.compile import Source, make_source
 from ..config.files import dotted, line_of, load_toml
+from ..config.schema import MODEL_OPTIONS, options
 from ..errors import ConfigError
 
 MNLI_ROLE = "mnli"
 STATIC_ROLE = "static"
-# what a static table takes none of: the options of a transformer's model and of its layers
-NOT_STATIC = ("revision", "max_length", "long_texts", "window_stride", "dtype", "layer", "aggregator", "layers",
-              "powers", "normalize", "kernel", "bandwidth", "alpha", "routing_iter", "routing_tol")
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ def _for_role(source: Source, kind: str) -> Source:
     or layers for ``static``."""
     if kind == "":
         return source
-    drop = {"model", "lang"} | (set(NOT_STATIC) if kind == STATIC_ROLE else set())
+    drop = set(MODEL_OPTIONS) | ({n for n, o in options().items() if o.layered} if kind == STATIC_ROLE else set())
     return replace(source, values={k: v for k, v in source.values.items() if k not in drop},
                    labels={k: v for k, v in source.labels.items() if k not in drop})
 

@@ -73,6 +73,11 @@ class Aggregator(ABC):
     def output(self) -> Vectors:
         """What each token's vector is (known before any model is loaded)."""
 
+    @property
+    def takes_default(self) -> bool:
+        """Whether it reads the model's default layer (none given), known once resolved."""
+        return False
+
     @abstractmethod
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         """Aggregate ``states[l]`` (one entry per layer of :attr:`layers`, same order)."""

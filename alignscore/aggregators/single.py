@@ -56,6 +56,10 @@ class SingleLayer(Aggregator):
     def output(self) -> Vectors:
         return Vectors("layer", 1)
 
+    @property
+    def takes_default(self) -> bool:
+        return self.layer is None
+
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         return states[0]
 

@@ -1,16 +1,18 @@
 """The configuration of a run: the option table every way in shares
-(:mod:`~alignscore.config.schema`), the one compiler from mappings of options to a
-:class:`RunSpec` (:mod:`~alignscore.config.compile`), run files (:mod:`~alignscore.config.files`),
-presets, :func:`build`, and :func:`plan_runs` for many runs over one encoding. The engine and the
-parts never import this package."""
+(:mod:`~alignscore.config.schema`), the sources a run is read from
+(:mod:`~alignscore.config.sources`), the one compiler from sources to a :class:`RunSpec`
+(:mod:`~alignscore.config.compile`), run files (:mod:`~alignscore.config.files`), presets,
+:func:`build`, and :func:`plan_runs` for many runs over one encoding. The engine and the parts
+never import this package."""
 
 from .build import build, check_model, encoder_of
-from .compile import Source, compile_run, file_source, make_source, preset_source, run_spec, sources_of
+from .compile import compile_run, run_spec
 from .plan import RunPlan, RunSources, build_all, plan_runs
 from .presets import PRESETS, Preset
 from .schema import Option, options
+from .sources import Source, file_source, make_source, preset_source, relabel, sources_of
 from .spec import RunSpec
 
 __all__ = ["PRESETS", "Option", "Preset", "RunPlan", "RunSources", "RunSpec", "Source", "build", "build_all",
            "check_model", "compile_run", "encoder_of", "file_source", "make_source", "options", "plan_runs",
-           "preset_source", "run_spec", "sources_of"]
+           "preset_source", "relabel", "run_spec", "sources_of"]

@@ -29,32 +29,23 @@ Then every part is built (files read) and checked where it is made (the declarat
 option as the user wrote it. Nothing here loads a model: :func:`alignscore.config.build.build`
 does the checks that need the model's configuration (its depth, its tokenizer).
 """
-
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from ..baseline import Baseline
-from ..cache import CacheSpec, EmbeddingCache
-from ..composition import Composition
-from ..encoders.layers import model_for_lang
+from ..cache import CacheSpec
+from ..composition import CompositionOptions
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
-from ..filters import FILTERS, TokenFilter, TokenRoles
+from ..filters import FILTERS
 from ..runtime import Runtime
-from ..settings import RequirementError, SettingError, settings_of
-from .files import dotted, line_of, load_toml
-from .presets import PRESETS
-from .schema import DEFAULT_PARTS, STAGES, aliases, options, part_aliases, part_settings, registry_of
+from ..settings import Declaration, RequirementError, allows
+from .schema import DEFAULT_PARTS, STAGES, options, part_settings, registry_of
+from .sources import (CLEAR, Source, file_source, flag_label, flat, keyword_label, make_source, name_in,
+                      preset_source, relabel, sources_of)
 from .spec import RunSpec
-
-CLEAR = "none"  # --filters none: no filter from the sources below
-
-Label = Callable[[tuple[Any, ...]], str]
-
 
 class Given(NamedTuple):
     """A value, how the user wrote it, and the rank of its source (higher wins)."""
@@ -64,228 +55,34 @@ class Given(NamedTuple):
     rank: int
 
 
-@dataclass(frozen=True)
-class Source:
-    """One mapping of options, normalised: ``values`` by option name (part tables spread into
-    the part's name and its settings; ``filters`` as ``[(name, {setting: value})]``),
-    ``labels`` saying how each was written, and ``style`` how an option it does not give would
-    be named in an error (``"flag"``, ``"keyword"`` or ``"key"``)."""
-
-    kind: str
-    values: Mapping[str, Any]
-    labels: Mapping[str, str]
-    style: str = "keyword"
-    filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-
-
-def flag_label(path: tuple[Any, ...]) -> str:
-    return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
-
-
-def keyword_label(path: tuple[Any, ...]) -> str:
-    return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
-
-
-def name_in(style: str, name: str) -> str:
-    """How an option the user did not give is named in an error, in the style of the source."""
-    return {"flag": flag_label, "keyword": keyword_label}.get(style, lambda p: str(p[0]))((name,))
-
-
-# -- sources ------------------------------------------------------------------------------------
-def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: str | Path | None = None,
-                text: bool = False, style: str = "keyword") -> Source:
-    """A :class:`Source` from a mapping of options (names or declared aliases). ``label`` names a
-    key path as the user wrote it; ``base_dir`` is where relative file names are read from (the
-    working directory by default); ``text``: values are text to read (the command line).
-    Values that are ``None`` are "not given". Unknown options and unreadable values are errors
-    naming them."""
-    table, older = options(), aliases()
-    root = Path(base_dir) if base_dir is not None else None
-    values: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    filter_labels: dict[str, dict[str, str]] = {}
-    for key, value in mapping.items():
-        if value is None:
-            continue
-        name = key if key in table else older.get(key)
-        if name is None:
-            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)} (the options: "
-                              "alignscore score --help; docs/cli-reference.md)")
-        if name in values:
-            raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
-        option = table[name]
-        if option.group == "source" and kind not in ("flags", "keywords"):
-            raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
-        if option.multiple and value == ():
-            continue
-        if name in STAGES:
-            part, settings = _part_value(name, value, label, (key,))
-            values[name], labels[name] = part, label((key,))
-            for setting, (v, lab) in settings.items():
-                if setting in values or mapping.get(setting) is not None:
-                    raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
-                                      "give one")
-                values[setting], labels[setting] = _read(table[setting], v, lab, text, root), lab
-            continue
-        if name == "cache" and isinstance(value, EmbeddingCache):  # a cache object stands for its settings
-            for name, setting in (("cache", str(Path(value.directory).resolve())), ("cache_size", value.max_bytes),
-                                  ("cache_timeout", value.timeout_s)):
-                if name == "cache" or name not in mapping:
-                    values[name], labels[name] = setting, label((key,))
-            continue
-        if name == "filters":
-            items = _filters(value, label, (key,), text)
-            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root) for k, (v, lab) in s.items()})
-                                          for n, s in items], label((key,))
-            filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
-            continue
-        values[name], labels[name] = _read(option, value, label((key,)), text, root), label((key,))
-    return Source(kind, values, labels, style, filter_labels)
-
-
-def _close(key: str, table: Mapping[str, Any]) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
-
-
-def _read(option: Any, value: Any, label: str, text: bool, root: Path | None) -> Any:
-    """A value as the option holds it: text read (always from the command line; elsewhere
-    where the setting is a list, or declares how it reads text), files resolved."""
-    s = option.setting
-    if option.name == "baseline" and not isinstance(value, (str, os.PathLike, Baseline)):
-        raise ConfigError(f"{label}: expected a file name, not {value!r}", (option.name,))
-    try:
-        if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
-                                                                   or s.decl.parse is not None))
-                                       or option.read is not None):
-            value = option.parse_text(value)
-    except ConfigError as exc:
-        raise ConfigError(f"{label}: {exc}", (option.name,)) from None
-    if option.file and isinstance(value, (str, os.PathLike)):
-        path = Path(value).expanduser()
-        value = str((root / path if root is not None and not path.is_absolute() else path).resolve())
-    if option.name == "model" and isinstance(value, str) and value.strip():
-        path = Path(value).expanduser()
-        local = root / path if root is not None and not path.is_absolute() else path
-        if local.exists():
-            value = str(local.resolve())
-    if option.multiple and isinstance(value, str):
-        value = [value]
-    if option.choices is not None and s is None and option.name not in STAGES and value not in option.choices:
-        raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
-    if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
-        try:
-            value = s.check(value)
-        except SettingError as exc:
-            raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
-    return value
-
-
-def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
-                ) -> tuple[str, dict[str, tuple[Any, str]]]:
-    """A stage's part as given: a name, a table ``{name = ..., setting = ...}`` or (Python) a
-    part object, as its name and ``{setting: (value, label)}``."""
-    registry = registry_of(stage)
-    if isinstance(value, str):
-        _known(registry, value, label(path))
-        return value, {}
-    if isinstance(value, Mapping):
-        name = value.get("name")
-        if not isinstance(name, str):
-            raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
-                              f"not {value!r}")
-        _known(registry, name, label(path + ("name",)))
-        takes, older = part_settings(stage, name), part_aliases(stage, name)
-        out: dict[str, tuple[Any, str]] = {}
-        for k, v in value.items():
-            if k == "name":
-                continue
-            setting = k if k in takes else older.get(k)
-            if setting is None:
-                raise ConfigError(f"{label(path + (k,))}: {stage} {name} has no setting {k!r} "
-                                  f"(its settings: {', '.join(takes) or 'none'})")
-            out[setting] = (v, label(path + (k,)))
-        return name, out
-    for name in registry.names():
-        if type(value) is registry.get(name):
-            return name, {s.name: (getattr(value, s.name), label(path)) for s in settings_of(type(value))
-                          if s.decl.option}
-    raise ConfigError(f"{label(path)}: a {stage} name ({', '.join(registry.names())}), a table with `name`, or a "
-                      f"registered {stage} object, not {value!r}")
-
-
-def _known(registry: Any, name: str, label: str) -> None:
-    if name not in registry.names():
-        raise ConfigError(f"{label}: no {registry.stage} {name!r} (there are: {', '.join(registry.names())})")
-
-
-def _filters(value: Any, label: Label, path: tuple[Any, ...], text: bool
-             ) -> list[tuple[str, dict[str, tuple[Any, str]]]]:
-    if isinstance(value, (str, Mapping, TokenFilter)):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{label(path)}: a list of token filters, not {value!r}")
-    items: list[Any] = []
-    for item in value:
-        items += [p.strip() for p in item.split(",") if p.strip()] if text and isinstance(item, str) else [item]
-    if items == [CLEAR]:
-        return []
-    out = []
-    for i, item in enumerate(items):
-        name, settings = _part_value("filter", item, label, path + (i,) if len(items) > 1 else path)
-        out.append((name, settings))
-    return out
-
-
-def file_source(path: str | Path) -> Source:
-    """The source a run file gives (its keys named ``file:line: key``)."""
-    data, lines = load_toml(path)
-    for key, value in data.items():
-        if key in ("preset", "config"):
-            raise ConfigError(f"{path}:{lines.get((key,), '?')}: {key}: a run file holds options, not another "
-                              "source (write the whole run: alignscore config --preset NAME -o FILE)")
-        if isinstance(value, dict) and key not in STAGES:
-            raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
-                              f"them at the top level, e.g. batch_size = 32), not tables")
-    return make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
-                       Path(path).resolve().parent, style="key")
-
-
-def preset_source(name: str, label: str) -> Source:
-    """The source a preset gives (named ``preset NAME: key``)."""
-    if name not in PRESETS.names():
-        raise ConfigError(f"{label}: no preset {name!r} (there are: {', '.join(PRESETS.names())})")
-    return make_source(PRESETS.get(name).options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
-
-
-def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None) -> list[Source]:
-    """The sources that flags or keywords describe, lowest first: the preset or the run file
-    they name, then themselves. ``style``: ``"flag"`` (the command line: text values are read as
-    the command line reads them) or ``"keyword"``."""
-    flags = style == "flag"
-    own = make_source(given, "flags" if flags else "keywords", flag_label if flags else keyword_label, base_dir,
-                      flags, style)
-    values = dict(own.values)
-    preset, config = values.pop("preset", None), values.pop("config", None)
-    out = []
-    if preset is not None and config is not None:
-        raise ConfigError(f"{own.labels['preset']} and {own.labels['config']} both give a whole run: give one (a "
-                          "run file already fixes every setting; to start a file from a preset: alignscore config "
-                          "--preset NAME -o FILE)")
-    if preset is not None:
-        out.append(preset_source(preset, own.labels["preset"]))
-    if config is not None:
-        out.append(file_source(config))
-    return out + [Source(own.kind, values, own.labels, own.style, own.filter_labels)]
-
-
 def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
              base_dir: str | Path | None = None) -> RunSpec:
     """The :class:`RunSpec` that flags or keywords describe (the preset or run file they name
-    first): :func:`sources_of` then :func:`compile_run`. ``given`` maps option names to values
-    (``None``: not given); ``where`` names the caller in errors (``"moverscore_v2()"``)."""
+    first): :func:`sources_of` then :func:`compile_run`.
+
+    Parameters
+    ----------
+    given : option names (or declared aliases) to values; ``None`` is "not given".
+    style : ``"keyword"`` (Python), ``"flag"`` (text values read as the command line reads them).
+    where : names the caller in errors (``"moverscore_v2()"``).
+    base_dir : where relative file names are read from (the working directory by default).
+
+    Returns
+    -------
+    RunSpec
+        Checked whole (every value, part and pairing, then whether a local model exists);
+        nothing loaded.
+
+    Examples
+    --------
+    >>> spec = run_spec({"preset": "moverscore-v2", "n_gram": 2})
+    >>> spec.encoder.model, spec.composition.aligner.n_gram
+    ('distilbert-base-uncased', 2)
+    >>> run_spec({"n_gram": 0, "aligner": "wmd"})
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
+    """
     try:
         return compile_run(sources_of(given, style, base_dir))
     except ConfigError as exc:
@@ -321,6 +118,10 @@ class Merged:
                 return settings[name]
         return None
 
+    def written(self, name: str) -> str | None:
+        """How the user wrote an option (or the part of a stage), or None where it was not given."""
+        return self.label(name) if self.given(name) or (name in self.parts and self.parts[name][0]) else None
+
     def label(self, name: str) -> str:
         """The option as the user wrote it, or as the top source would name it."""
         given = self.given(name)
@@ -345,23 +146,19 @@ class Merged:
 def merge(sources: Sequence[Source]) -> Merged:
     """The options of ``sources`` merged, lowest first (the module's rules 1 to 3)."""
     table = options()
+    sources = flat(sources)
     out = Merged(style=sources[-1].style if sources else "keyword")
     for rank, src in enumerate(sources):
         values = dict(src.values)
         given = {k: Given(v, src.labels[k], rank) for k, v in values.items()}
-        if "lang" in given:
-            if "model" in given:
-                raise ConfigError(f"{given['lang'].label} picks the model (BERTScore's for that language): give "
-                                  f"{given['lang'].label} or {given['model'].label}, not both")
-            lang = given.pop("lang")
-            given["model"] = Given(model_for_lang(lang.value), lang.label, rank)
-        if "idf" in given:
-            idf = given.pop("idf")
-            meant = "idf-S" if idf.value else "none"
-            if "weighting" in given and given["weighting"].value != meant:
-                raise ConfigError(f"{idf.label} means weighting {meant}; it cannot go with "
-                                  f"{given['weighting'].label} {given['weighting'].value}")
-            given["weighting"] = Given(meant, idf.label, rank)
+        for name in [k for k in given if table[k].means]:  # shorthands: lang is a model, idf a weighting
+            short = given.pop(name)
+            target, read = table[name].means  # type: ignore[misc]
+            meant, other = read(short.value), given.get(target)
+            if other is not None and other.value != meant:
+                raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
+                                  f"{other.value}", (name,))
+            given[target] = Given(meant, short.label, rank)
         for name, g in given.items():
             option = table[name]
             if option.group in ("encoder", "runtime", "cache") or (option.group == "composition"
@@ -436,29 +233,37 @@ def _merge_filters(out: Merged, given: dict[str, Given], src: Source, rank: int)
 
 
 def _requirements(out: Merged) -> None:
-    """Rule 4 of the module's docstring."""
-    simple = out.simple
+    """Rule 4 of the module's docstring, from the declarations: what a setting implies (a
+    ``baseline`` rescales), then what it requires (``cache_size`` a ``cache``)."""
+    simple, table = out.simple, options()
     for name, g in list(simple.items()):
-        option = options()[name]
-        for other, allowed in (option.setting.decl.requires.items() if option.setting else ()):
-            holder = simple.get(other)
-            value = holder.value if holder is not None else _default(other)
-            if value not in allowed and holder is not None and holder.rank > g.rank:
+        for other, value in _declared(name).implies.items():
+            held = simple.get(other)
+            if held is None or held.rank < g.rank:
+                simple[other] = Given(value, g.label, g.rank)
+            elif held.value != value and held.rank == g.rank:
+                raise ConfigError(f"{g.label}: implies {name_in(out.style, other)}; it cannot go with {held.label}",
+                                  (name,))
+            elif held.value != value:
+                del simple[name]  # switched off above it: it goes
+    for name, g in list(simple.items()):
+        if g.value is None or g.value == _default(name):
+            continue
+        for other, allowed in _declared(name).requires.items():
+            holder, default = simple.get(other), _default(other)
+            value = holder.value if holder is not None else default
+            if allows(allowed, value, default):
+                continue
+            if holder is not None and holder.rank > g.rank:
                 del simple[name]  # the requirement was changed above it: it goes too
-    rescale, baseline = simple.get("rescale"), simple.get("baseline")
-    if baseline is not None and (rescale is None or baseline.rank > rescale.rank):
-        simple["rescale"] = Given(True, baseline.label, baseline.rank)
-    elif rescale is not None and baseline is not None and not rescale.value:
-        if baseline.rank == rescale.rank:
-            raise ConfigError(f"{baseline.label}: rescales; it cannot go with {rescale.label}", ("baseline",))
-        del simple["baseline"]
-    rescale = simple.get("rescale")
-    if rescale is not None and rescale.value and "baseline" not in simple:
-        raise ConfigError(f"{rescale.label} needs a baseline file ({name_in(out.style, 'baseline')} FILE; "
-                          "`alignscore baseline` makes one)", ("rescale",))
-    for name in ("cache_size", "cache_timeout"):
-        if name in simple and "cache" not in simple:
-            raise ConfigError(f"{simple[name].label}: applies with {name_in(out.style, 'cache')} DIR only", (name,))
+                break
+            reason = RequirementError(name, other, allowed, value, table[other].metavar or "VALUE")
+            raise ConfigError(f"{g.label}: {reason.named(lambda o: name_in(out.style, o))}", (name,))
+
+
+def _declared(name: str) -> Declaration:
+    setting = options()[name].setting
+    return setting.decl if setting is not None else Declaration()
 
 
 def _rank(merged: Merged, name: str) -> int:
@@ -489,7 +294,25 @@ def supply(merged: Merged, values: Mapping[str, Any], label: str = "(data)") -> 
 # -- building -----------------------------------------------------------------------------------
 def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> RunSpec:
     """The :class:`RunSpec` of ``sources`` (lowest first; see the module's docstring), with
-    ``data`` supplied where the chosen parts take it (:func:`supply`)."""
+    ``data`` supplied where the chosen parts take it (:func:`supply`).
+
+    Parameters
+    ----------
+    sources : the sources, lowest first; each one's :attr:`~Source.base` (a preset or run file
+        it names) comes just before it.
+    data : settings the data provide (a language pair's idf-L corpus).
+
+    Returns
+    -------
+    RunSpec
+
+    Examples
+    --------
+    >>> low, high = make_source({"aligner": "wmd", "n_gram": 2}, "file", str), make_source({"aligner": "sinkhorn"},
+    ...                                                                                     "keywords", str)
+    >>> compile_run([low, high]).composition.aligner.n_gram  # wmd -> sinkhorn keeps what both take
+    2
+    """
     merged = merge(sources)
     if data:
         supply(merged, data)
@@ -504,7 +327,6 @@ def construct(merged: Merged) -> RunSpec:
     def group(name: str) -> dict[str, Any]:
         return {k: v for k, v in values.items() if table[k].group == name}
 
-    encoder = _made(merged, lambda: EncoderSpec(**group("encoder")))
     parts = {}
     for stage, registry in STAGES.items():
         named, settings = merged.parts[stage]
@@ -513,39 +335,25 @@ def construct(merged: Merged) -> RunSpec:
                              named.label if named is not None else None)
     filters = tuple(_made(merged, lambda n=name, s=settings: FILTERS.get(n)(**{k: g.value for k, g in s.items()}),
                           named.label) for name, (named, settings) in merged.filters.items())
-    composition_values = group("composition")
-    baseline = composition_values.get("baseline") if composition_values.get("rescale") else None
-    if isinstance(baseline, str):
-        baseline = Baseline.read(baseline)
-    composition = _made(merged, lambda: Composition(
-        parts["aggregator"], TokenRoles(composition_values.get("special_tokens", "match-only"), filters),
-        parts["weighting"], parts["aligner"], composition_values.get("metric"),
-        composition_values.get("multi_ref", "max"), baseline))
-    _made(merged, lambda: composition.check_encoder(encoder.static, encoder.model))
+    own = _made(merged, lambda: CompositionOptions(**group("composition")))
+    composition = _made(merged, lambda: own.compose(parts, filters))
     runtime = _made(merged, lambda: Runtime(**group("runtime")))
-    _made(merged, lambda: encoder.check_device(runtime.device))
     cache = _made(merged, lambda: CacheSpec(**group("cache"))) if "cache" in values else None
-    return RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style)
+    encoder = _made(merged, lambda: EncoderSpec(**group("encoder")))
+    # the pairings, then the model's existence: the last check (RunSpec's own)
+    return _made(merged, lambda: RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style))
 
 
 def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None) -> Any:
-    """``make()``, with a ConfigError about options renamed as the user wrote them."""
+    """``make()``, with a ConfigError about options renamed as the user wrote them (:func:`relabel`)."""
     try:
         return make()
-    except SettingError as exc:
-        label = merged.label(exc.field) if merged.given(exc.field) or not part_label else \
-            f"{part_label} ({name_in(merged.style, exc.field)})"
-        reason = exc.named(lambda o: name_in(merged.style, o)) if isinstance(exc, RequirementError) else exc.reason
-        raise ConfigError(f"{label}: {reason}", exc.options) from None
     except ConfigError as exc:
-        if not exc.options:
-            raise
-        named = [o for o in exc.options if merged.given(o) or (o in merged.parts and merged.parts[o][0])]
-        label = merged.label(max(named, key=lambda o: _rank(merged, o)) if named else exc.options[0])
-        raise ConfigError(f"{label}: {exc.message}", exc.options) from None
+        raise relabel(exc, merged.written, merged.style, lambda o: _rank(merged, o), part_label) from None
     except TypeError as exc:  # a part from outside the package that takes its settings differently
         raise ConfigError(f"{part_label or 'a part'}: {str(exc).strip().splitlines()[0]}") from None
 
 
 __all__ = ["CLEAR", "Given", "Merged", "Source", "compile_run", "construct", "file_source", "flag_label",
-           "keyword_label", "make_source", "merge", "preset_source", "run_spec", "sources_of", "supply"]
+           "keyword_label", "make_source", "merge", "name_in", "preset_source", "relabel", "run_spec", "sources_of",
+           "supply"]

@@ -25,10 +25,11 @@ from typing import Any, Callable
 from ..aggregators import AGGREGATORS
 from ..aligners import ALIGNERS
 from ..cache import CacheSpec
-from ..encoders.layers import LANG_FALLBACK, LANG_MODELS
+from ..encoders.layers import LANG_FALLBACK, LANG_MODELS, model_for_lang
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
-from ..filters import FILTERS, SPECIAL_POLICIES
+from ..composition import CompositionOptions
+from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
 from ..settings import Setting, float_list, int_list, settings_of
@@ -40,6 +41,12 @@ STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIG
 #: option groups, in help order
 GROUPS = ("source", "encoder", "composition", "aggregator", "filter", "weighting", "aligner", "runtime", "cache")
 DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+#: the options that pick the model (``lang`` picks BERTScore's for a language)
+MODEL_OPTIONS = ("model", "lang")
+#: the option that lists the token filters (a list of parts, not one part of a stage)
+FILTER_LIST = "filters"
+#: the stages that exist only for an encoder with layers: a static table takes none of their options
+LAYERED = ("aggregator",)
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,8 @@ class Option:
     ``"cache"``, ``"composition"`` (a part by name or a setting of the composition itself), or a
     stage (``"aligner"``, ...; ``"filter"``) whose parts named in ``parts`` take it. ``setting``
     is the field's declaration where it is one (the first part's, for a setting several parts
-    share)."""
+    share). ``layered``: it applies to an encoder with layers only; ``means``: a shorthand's
+    option and how its value reads as that option's (``idf`` is a ``weighting``)."""
 
     name: str
     group: str
@@ -63,6 +71,8 @@ class Option:
     file: bool = False
     metavar: str | None = None
     read: Callable[[str], Any] | None = None
+    layered: bool = False
+    means: tuple[str, Callable[[Any], Any]] | None = None
 
     @property
     def flag(self) -> str:
@@ -115,7 +125,18 @@ def _setting_option(s: Setting, group: str, part: str | None, defaults: str | No
     choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
     exclusive = choices is not None and s.kinds <= {str}
     return Option(s.name, group, help_text, s, (part,) if part else (), choices if exclusive else None,
-                  boolean=s.boolean, file=d.file, metavar=d.metavar)
+                  boolean=s.boolean, file=d.file, metavar=d.metavar, layered=d.layered or group in LAYERED)
+
+
+def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
+    """Refuse a setting that several parts of a stage share but declare as different values: one
+    flag, one key and one check serve them all (a part's own range may differ)."""
+    (first, a), *others = takers
+    for part, b in others:
+        if a.kinds != b.kinds or a.decl.choices != b.decl.choices:
+            raise ConfigError(f"{stage} {part}'s setting {b.name!r} ({b.describe()}) differs from {stage} {first}'s "
+                              f"({a.describe()}): a name shared by parts takes one type and one set of choices "
+                              "(rename the setting)")
 
 
 def _part_name(stage: str, registry: Registry[Any]) -> Callable[[str], str]:
@@ -147,43 +168,32 @@ def _table(*_parts: int) -> dict[str, Option]:
                metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
-               metavar="CODE"))
+               metavar="CODE", means=(MODEL_OPTIONS[0], model_for_lang)))
     for s in settings_of(EncoderSpec):
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), read=_part_name(stage, registry)))
+                   choices=tuple(registry.names()), read=_part_name(stage, registry), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
-               boolean=True))
-    add(Option("special_tokens", "composition", "Special tokens: match-only (bert_score, the default), drop, or "
-               "keep (moverscore_v2).", choices=SPECIAL_POLICIES))
-    add(Option("filters", "composition", "Token filters on ordinary tokens, added to those of the preset or file "
+               boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
+    add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
-    add(Option("metric", "composition", "Which of the aligner's outputs is the score (picks the best reference; "
-               "diff ranks by it). Default: f1 for greedy, score for optimal transport.", metavar="OUTPUT"))
-    add(Option("multi_ref", "composition", "Several references: max per metric (bert_score, the default) or mean.",
-               choices=("max", "mean")))
-    add(Option("rescale", "composition", "Rescale with the --baseline file (--baseline alone implies it; "
-               "--no-rescale switches off a file's).", boolean=True))
-    add(Option("baseline", "composition", "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale.",
-               file=True, metavar="FILE"))
-    for stage, registry in STAGES.items():
+    for s in settings_of(CompositionOptions):
+        add(_setting_option(s, "composition", None))
+    for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
             for s in settings_of(registry.get(name)):
                 if s.decl.option:
                     shared.setdefault(s.name, []).append((name, s))
         for setting_name, takers in shared.items():
+            _same_kind(stage, takers)
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
             helped = next((s for _, s in takers if s.decl.help), takers[0][1])
             for part, s in takers:
                 add(_setting_option(helped if s is takers[0][1] else s, stage, part, shown))
-    for name in FILTERS.names():
-        for s in settings_of(FILTERS.get(name)):
-            if s.decl.option:
-                add(_setting_option(s, "filter", name))
     for s in settings_of(Runtime):
         if s.decl.option:
             add(_setting_option(s, "runtime", None))
@@ -194,7 +204,20 @@ def _table(*_parts: int) -> dict[str, Option]:
 
 
 def options() -> dict[str, Option]:
-    """Every option by name, in help order (the parts registered now, outside ones included)."""
+    """Every option by name, in help order (the parts registered now, outside ones included).
+
+    Returns
+    -------
+    dict of str to Option
+        Made from the declarations; a part from outside that declares a setting a registered
+        part shares under another type or other choices is refused here (ConfigError).
+
+    Examples
+    --------
+    >>> table = options()
+    >>> table["n_gram"].flag, table["n_gram"].parts, table["layer"].layered
+    ('--n-gram', ('sinkhorn', 'wmd'), True)
+    """
     return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
 
 
@@ -231,5 +254,5 @@ def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "GROUPS", "Option", "STAGES", "aliases", "options", "part_aliases", "part_settings",
-           "registry_of"]
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "GROUPS", "LAYERED", "MODEL_OPTIONS", "Option", "STAGES", "aliases",
+           "options", "part_aliases", "part_settings", "registry_of"]

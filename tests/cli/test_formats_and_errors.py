@@ -140,7 +140,7 @@ def test_idf_l_uses_the_corpus(files, tiny_bert_dir):
 def test_rescale_needs_a_baseline(files, tiny_bert_dir):
     refs = files("refs.txt", ["a b"])
     code, out, err = run("score", "-r", refs, "-c", refs, "--model", tiny_bert_dir, "--layer", "1", "--rescale")
-    _assert_one_line_error(code, err, "--rescale needs a baseline file", "--baseline FILE")
+    _assert_one_line_error(code, err, "--rescale: applies with --baseline FILE only")
 
 
 def test_sep_needs_idf(files, tiny_bert_dir):

@@ -68,7 +68,8 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "cache_size": {"cache": "dir"}, "cache_timeout": {"cache": "dir"}, "rescale": {"baseline": "baseline"},
          "lowercase": {"model": "vec"}, "sinkhorn_dtype": {"reg": 0.05},
          "revision": {"model": "roberta-large"}}  # a hub id: a local folder has no revisions
-SKIP = {"preset", "config", "lang", "idf", "model", "device"}  # sources and shorthands: tested on their own
+# sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
+SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline"}
 
 
 def _cases(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -321,8 +322,8 @@ def test_options_override_parts_predictably(opts, stage, want) -> None:
     ({"layers": [1, 2, 3]}, "layers=: applies to aggregator pmeans or routing or stack, not to aggregator single"),
     ({"layers": "1-3", "aggregator": "stack"}, None),  # a list of layers as text reads as on the command line
     ({"idf": True, "weighting": "none"}, "idf= means weighting idf-S; it cannot go with weighting= none"),
-    ({"lang": "en", "model": "x"}, "lang= picks the model (BERTScore's for that language): give lang= or model="),
-    ({"rescale": True}, "rescale= needs a baseline file (baseline= FILE"),
+    ({"lang": "en", "model": "x"}, "lang= means model roberta-large; it cannot go with model= x"),
+    ({"rescale": True}, "rescale=: applies with baseline= FILE only"),
     ({"reg": 0.1}, "reg=: applies to aligner baryscore or sinkhorn, not to aligner greedy"),
     ({"no_such_option": 1}, "no_such_option=: no such option"),
     ({"preset": "baryscore", "aggregator": "pmeans"}, "aggregator=: aligner baryscore reads a stack of layers"),

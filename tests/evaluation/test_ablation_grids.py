@@ -145,7 +145,8 @@ def _cells(data: dict) -> list:
     ({"models": {}}, "models"),
     ({"rows": [{"name": "x", "filters": ["rm", "nonsense"]}]}, "no token filter 'nonsense'"),
     ({"rows": [{"name": "x", "special_tokens": "maybe"}]}, "special_tokens: one of match-only, drop, keep"),
-    ({"rows": [{"name": "x", "preset": "baryscore"}]}, "a preset is a whole run"),
+    ({"rows": [{"name": "x", "config": "run.toml"}]}, "a config is a whole run"),
+        ({"rows": [{"name": "x", "preset": "nope"}]}, "preset: one of baryscore, bertscore"),
     ({"colums": []}, "colums: not a grid key"),
 ])
 def test_grid_errors_are_config_errors(bad, message):

@@ -1,0 +1,308 @@
+"""Sources: the mappings of options each way in hands the compiler, read and checked, with how
+the user wrote each option (``--n-gram``, ``n_gram=``, ``best.toml:4: n_gram``,
+``table9.toml:31: rows[3].layer``) and what each is based on (the preset or run file it names).
+
+Every value is read here (text from the command line, files resolved against the folder of what
+names them) and checked against its declaration where one declaration says it; :func:`relabel`
+names an option in an error as the user wrote it, for the compiler, ``build`` and the CLI.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..cache import CacheSpec, EmbeddingCache
+from ..errors import ConfigError
+from ..filters import TokenFilter
+from ..settings import RequirementError, SettingError, settings_of
+from .files import dotted, line_of, load_toml
+from .presets import PRESETS
+from .schema import FILTER_LIST, STAGES, aliases, options, part_aliases, part_settings, registry_of
+
+CLEAR = "none"  # --filters none: no filter from the sources below
+
+Label = Callable[[tuple[Any, ...]], str]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One mapping of options, normalised: ``values`` by option name (part tables spread into
+    the part's name and its settings; ``filters`` as ``[(name, {setting: value})]``),
+    ``labels`` saying how each was written, and ``style`` how an option it does not give would
+    be named in an error (``"flag"``, ``"keyword"`` or ``"key"``); ``base``: the sources it is
+    based on (the preset or run file it names), merged just below it."""
+
+    kind: str
+    values: Mapping[str, Any]
+    labels: Mapping[str, str]
+    style: str = "keyword"
+    filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    base: tuple["Source", ...] = ()
+
+    def layers(self) -> list["Source"]:
+        """This source after the ones it is based on (the preset or run file it names), lowest first."""
+        return [*(b for src in self.base for b in src.layers()), self]
+
+
+def flag_label(path: tuple[Any, ...]) -> str:
+    return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
+
+
+def keyword_label(path: tuple[Any, ...]) -> str:
+    return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
+
+
+#: a switch as each source spells it, for a value that is not one
+SWITCH = {"flag": "{flag} or --no-{bare}", "keyword": "True or False",
+          "key": "true or false (a TOML boolean, without quotes)"}
+
+
+def name_in(style: str, name: str) -> str:
+    """How an option the user did not give is named in an error, in the style of the source."""
+    return {"flag": flag_label, "keyword": keyword_label}.get(style, lambda p: str(p[0]))((name,))
+
+
+# -- sources ------------------------------------------------------------------------------------
+def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: str | Path | None = None,
+                text: bool = False, style: str = "keyword") -> Source:
+    """A :class:`Source` from a mapping of options (names or declared aliases). ``label`` names a
+    key path as the user wrote it; ``base_dir`` is where relative file names are read from (the
+    working directory by default); ``text``: values are text to read (the command line).
+    Values that are ``None`` are "not given". Unknown options and unreadable values are errors
+    naming them. A ``preset`` (anywhere) or a ``config`` file (flags and keywords only) becomes
+    the source's :attr:`~Source.base`: the mapping's own keys override it, as flags override
+    ``--preset``; in a grid or a space the model is the role's or the command's, so a preset
+    there gives its composition without its model."""
+    table, older = options(), aliases()
+    root = Path(base_dir) if base_dir is not None else None
+    values: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    filter_labels: dict[str, dict[str, str]] = {}
+    for key, value in mapping.items():
+        if value is None:
+            continue
+        name = key if key in table else older.get(key)
+        if name is None:
+            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)} (the options: "
+                              "alignscore score --help; docs/cli-reference.md)")
+        if name in values:
+            raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
+        option = table[name]
+        if option.group == "source" and (kind == "preset" or name == "config" and kind not in ("flags", "keywords")):
+            raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
+        if option.multiple and value == ():
+            continue
+        if name in STAGES:
+            part, settings = _part_value(name, value, label, (key,))
+            values[name], labels[name] = part, label((key,))
+            for setting, (v, lab) in settings.items():
+                if setting in values or mapping.get(setting) is not None:
+                    raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
+                                      "give one")
+                values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
+            continue
+        if isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
+            spec = CacheSpec(str(Path(value.directory).resolve()), value.max_bytes, value.timeout_s)
+            for s in settings_of(CacheSpec):
+                if s.name == name or s.name not in mapping:
+                    values[s.name], labels[s.name] = getattr(spec, s.name), label((key,))
+            continue
+        if name == FILTER_LIST:
+            items = _filters(value, label, (key,), text)
+            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, style)
+                                               for k, (v, lab) in s.items()})
+                                          for n, s in items], label((key,))
+            filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
+            continue
+        values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
+    preset, config = values.pop("preset", None), values.pop("config", None)
+    if preset is not None and config is not None:
+        raise ConfigError(f"{labels['preset']} and {labels['config']} both give a whole run: give one (a run "
+                          "file already fixes every setting; it may name its preset: preset = NAME)")
+    base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
+        (file_source(config),) if config is not None else ()
+    return Source(kind, values, labels, style, filter_labels, base)
+
+
+def _close(key: str, table: Mapping[str, Any]) -> str:
+    near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
+    """A value as the option holds it: text read (always from the command line; elsewhere
+    where the setting is a list, or declares how it reads text), files resolved."""
+    s = option.setting
+    if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
+        spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
+        raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
+    try:
+        if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
+                                                                   or s.decl.parse is not None))
+                                       or option.read is not None):
+            value = option.parse_text(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{label}: {exc}", (option.name,)) from None
+    if option.file and isinstance(value, (str, os.PathLike)):
+        path = Path(value).expanduser()
+        value = str((root / path if root is not None and not path.is_absolute() else path).resolve())
+    if option.name == "model" and isinstance(value, str) and value.strip():
+        path = Path(value).expanduser()
+        local = root / path if root is not None and not path.is_absolute() else path
+        if local.exists():
+            value = str(local.resolve())
+    if option.multiple and isinstance(value, str):
+        value = [value]
+    if option.choices is not None and s is None and option.name not in STAGES and value not in option.choices:
+        raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
+    if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
+        try:
+            value = s.check(value)
+        except SettingError as exc:
+            raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
+    return value
+
+
+def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
+                ) -> tuple[str, dict[str, tuple[Any, str]]]:
+    """A stage's part as given: a name, a table ``{name = ..., setting = ...}`` or (Python) a
+    part object, as its name and ``{setting: (value, label)}``."""
+    registry = registry_of(stage)
+    if isinstance(value, str):
+        _known(registry, value, label(path))
+        return value, {}
+    if isinstance(value, Mapping):
+        name = value.get("name")
+        if not isinstance(name, str):
+            raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
+                              f"not {value!r}")
+        _known(registry, name, label(path + ("name",)))
+        takes, older = part_settings(stage, name), part_aliases(stage, name)
+        out: dict[str, tuple[Any, str]] = {}
+        for k, v in value.items():
+            if k == "name":
+                continue
+            setting = k if k in takes else older.get(k)
+            if setting is None:
+                raise ConfigError(f"{label(path + (k,))}: {stage} {name} has no setting {k!r} "
+                                  f"(its settings: {', '.join(takes) or 'none'})")
+            out[setting] = (v, label(path + (k,)))
+        return name, out
+    for name in registry.names():
+        if type(value) is registry.get(name):
+            return name, {s.name: (getattr(value, s.name), label(path)) for s in settings_of(type(value))
+                          if s.decl.option}
+    raise ConfigError(f"{label(path)}: a {stage} name ({', '.join(registry.names())}), a table with `name`, or a "
+                      f"registered {stage} object, not {value!r}")
+
+
+def _known(registry: Any, name: str, label: str) -> None:
+    if name not in registry.names():
+        raise ConfigError(f"{label}: no {registry.stage} {name!r} (there are: {', '.join(registry.names())})")
+
+
+def _filters(value: Any, label: Label, path: tuple[Any, ...], text: bool
+             ) -> list[tuple[str, dict[str, tuple[Any, str]]]]:
+    if isinstance(value, (str, Mapping, TokenFilter)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{label(path)}: a list of token filters, not {value!r}")
+    items: list[Any] = []
+    for item in value:
+        items += [p.strip() for p in item.split(",") if p.strip()] if text and isinstance(item, str) else [item]
+    if items == [CLEAR]:
+        return []
+    out = []
+    for i, item in enumerate(items):
+        name, settings = _part_value("filter", item, label, path + (i,) if len(items) > 1 else path)
+        out.append((name, settings))
+    return out
+
+
+def file_source(path: str | Path) -> Source:
+    """The source a run file gives (its keys named ``file:line: key``)."""
+    data, lines = load_toml(path)
+    for key, value in data.items():
+        if key == "config":
+            raise ConfigError(f"{path}:{lines.get((key,), '?')}: {key}: a run file holds options, not another "
+                              "run file (it may name a preset: preset = NAME)")
+        if isinstance(value, dict) and key not in STAGES:
+            raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
+                              f"them at the top level, e.g. batch_size = 32), not tables")
+    return make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
+                       Path(path).resolve().parent, style="key")
+
+
+def preset_source(name: str, model: bool = True) -> Source:
+    """The source a preset gives (its options named ``preset NAME: key``); ``model=False``: its
+    composition only (a grid's or a space's model is the role's or the command's).
+
+    Examples
+    --------
+    >>> preset_source("moverscore-v2").values["aligner"]
+    'wmd'
+    >>> "model" in preset_source("moverscore-v2", model=False).values
+    False
+    """
+    options = {k: v for k, v in PRESETS.get(name).options.items() if model or k != "model"}
+    return make_source(options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
+
+
+def flat(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` with the ones each is based on before it (:meth:`Source.layers`), lowest first."""
+    return [replace(s, base=()) for src in sources for s in src.layers()]
+
+
+def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None,
+               kind: str | None = None, label: Label | None = None) -> list[Source]:
+    """The sources a mapping of options describes, lowest first: the preset or run file it names
+    (:func:`make_source`), then itself. ``style``: ``"flag"`` (the command line: text values are
+    read as the command line reads them), ``"keyword"`` (Python) or ``"key"`` (a file, a grid's
+    entry or a space's, with its ``kind`` and ``label``: ``"grid"`` or ``"space"`` take a
+    preset's composition, not its model).
+
+    Examples
+    --------
+    >>> [s.kind for s in sources_of({"preset": "moverscore-v2", "n_gram": 2})]
+    ['preset', 'keywords']
+    >>> row = sources_of({"preset": "moverscore-v2", "layer": 4}, "key", kind="grid", label=str)
+    >>> [sorted(s.values)[:3] for s in row]
+    [['aligner', 'cost', 'filters'], ['layer']]
+    """
+    flags = style == "flag"
+    kind = kind or ("flags" if flags else "keywords")
+    label = label or (flag_label if flags else keyword_label)
+    return flat([make_source(given, kind, label, base_dir, flags, style)])
+
+
+def relabel(exc: ConfigError, written: Callable[[str], str | None], style: str,
+            first: Callable[[str], Any] = lambda name: 0, part: str | None = None) -> ConfigError:
+    """``exc`` with the option it is about named as the user wrote it: ``written(name)`` is that
+    label where the user gave the option (else None: it is named in ``style``); where the error
+    is about several, the one ``first`` ranks highest is named; ``part`` is the label of the
+    part whose own (not given) setting is wrong. An error about no option is returned as is.
+
+    Examples
+    --------
+    >>> str(relabel(SettingError("n_gram", "expected an integer >= 1, not 0"), {"n_gram": "--n-gram"}.get, "flag"))
+    '--n-gram: expected an integer >= 1, not 0'
+    >>> str(relabel(SettingError("sep", "expected true or false"), {}.get, "key", part="run.toml:3: weighting"))
+    'run.toml:3: weighting (sep): expected true or false'
+    """
+    if isinstance(exc, SettingError):
+        label = written(exc.field) or (f"{part} ({name_in(style, exc.field)})" if part else name_in(style, exc.field))
+        reason = exc.named(lambda o: name_in(style, o)) if isinstance(exc, RequirementError) else exc.reason
+        return ConfigError(f"{label}: {reason}", exc.options)
+    if not exc.options:
+        return exc
+    named = [o for o in exc.options if written(o)]
+    label = written(max(named, key=first)) if named else name_in(style, exc.options[0])
+    return ConfigError(f"{label}: {exc.message}", exc.options)
+
+
+__all__ = ["CLEAR", "Label", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label", "make_source",
+           "name_in", "preset_source", "relabel", "sources_of"]
