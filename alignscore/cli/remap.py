@@ -13,17 +13,14 @@ from ..textio import check_output, read_lines, replacing
 from . import main
 from .options import given, scorer_options, scorer_opts, spec_of
 
-# the run's options that decide the encoder's numbers and how it runs (no composition: nothing is scored)
-_ENCODER_OPTIONS = ("model", "revision", "max_length", "long_texts", "window_stride", "dtype", "lowercase",
-                    "batch_size", "token_budget", "device")
-
 
 @main.command()
 @click.option("--src", required=True, type=click.Path(dir_okay=False),
               help="Source-language sentences, one per line (the side the remapping moves).")
 @click.option("--tgt", required=True, type=click.Path(dir_okay=False),
               help="Their translations in the target language, line by line.")
-@scorer_options(names=_ENCODER_OPTIONS)
+# the encoder's and runtime's options (nothing is scored: no composition); --lang here is the source's
+@scorer_options(groups=("encoder", "runtime"), exclude=("lang",))
 @click.option("--layer", type=click.IntRange(min=0), default=8, show_default=True,
               help="The encoder layer whose vectors are remapped (XMoverScore: 8 of mBERT).")
 @click.option("--method", type=click.Choice(METHODS), default="clp-orthogonal", show_default=True,
