@@ -23,6 +23,7 @@ from .encoders import CachedEncoder, Encoder, HFEncoder, StaticEncoder
 from .encoders.spec import EncoderSpec
 from .engine import Pairs, PairScores, score_many
 from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError
+from .evaluation.fit import fit
 from .filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, TokenFilter, TokenRoles
 from .rescale import compute_baseline
 from .runtime import Runtime
@@ -34,9 +35,10 @@ __all__ = [
     "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS",
     "Aggregator", "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "IdfL", "IdfS", "InputError",
-    "LayerMix", "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "Norm", "PairBatch", "PairScores", "Pairs", "PowerMeans",
+    "LayerMix", "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "Norm", "PairBatch", "PairScores", "Pairs",
+    "PowerMeans",
     "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature", "SingleLayer",
     "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles", "TransportAligner", "Uniform", "WMD",
-    "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run", "compute_baseline",
+    "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run", "compute_baseline", "fit",
     "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many", "__version__",
 ]

@@ -94,3 +94,4 @@ def main() -> None:
 
 
 from . import ablate, baseline, challenge, compare, config, diff, distill, mbr, perturb, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)
+from . import fit  # noqa: E402,F401  (alignscore fit)
