@@ -4,7 +4,7 @@ settings it learns (:mod:`alignscore.fit.model`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -46,21 +46,21 @@ class RawLayers(Aggregator):
 
 @dataclass
 class PairFeatures:
-    """One language pair: padded token indices into the kept states (``ref_idx [P, Tr]``,
-    ``cand_idx [P, Tc]``), which entries are tokens (``ref_ok``, ``cand_ok``), who may be
-    matched (``ref_match``, ``cand_match``), each token's mass before the idf exponent
-    (``ref_mass``, ``cand_mass``) and the human scores."""
+    """One language pair: its pairs as unique-text indices (``ref [P]``, ``cand [P]``) into
+    the token table (``offsets``), each token's mass as a reference / candidate before the idf
+    exponent (``ref_mass``, ``cand_mass`` ``[N]``), who may be matched (``matchable [N]``) and
+    the human scores ``[P]``."""
 
     name: str
-    ref_idx: torch.Tensor
-    cand_idx: torch.Tensor
-    ref_ok: torch.Tensor
-    cand_ok: torch.Tensor
-    ref_match: torch.Tensor
-    cand_match: torch.Tensor
+    ref: torch.Tensor
+    cand: torch.Tensor
+    offsets: torch.Tensor
     ref_mass: torch.Tensor
     cand_mass: torch.Tensor
+    matchable: torch.Tensor
     human: torch.Tensor
+    _batches: list[tuple[torch.Tensor, dict[str, torch.Tensor]]] | None = field(default=None, repr=False,
+                                                                                 compare=False)
 
     def __len__(self) -> int:
         return len(self.human)
@@ -68,8 +68,28 @@ class PairFeatures:
     def subset(self, rows: np.ndarray | torch.Tensor) -> "PairFeatures":
         """These features for some of the pairs."""
         rows = torch.as_tensor(rows, dtype=torch.long)
-        return PairFeatures(self.name, *(getattr(self, k)[rows] for k in (
-            "ref_idx", "cand_idx", "ref_ok", "cand_ok", "ref_match", "cand_match", "ref_mass", "cand_mass", "human")))
+        return replace(self, ref=self.ref[rows], cand=self.cand[rows], human=self.human[rows], _batches=None)
+
+    def batches(self, size: int = 64) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """The pairs in batches of similar length (padding is the cost: one pad width for a
+        whole language pair would be its longest text's), each ``(rows, padded)``: the rows
+        and, right-padded, the token indices ``ref_idx``, ``cand_idx``, which are tokens
+        ``ref_ok``, ``cand_ok``, the masses and who may be matched (made once)."""
+        if self._batches is not None and size == 64:
+            return self._batches
+        lengths = self.offsets[1:] - self.offsets[:-1]
+        order = torch.argsort(lengths[self.ref] + lengths[self.cand], descending=True, stable=True)
+        out = []
+        for start in range(0, len(order), size):
+            rows = order[start:start + size]
+            r_idx, r_ok = pad_gather(self.offsets, self.ref[rows])
+            c_idx, c_ok = pad_gather(self.offsets, self.cand[rows])
+            out.append((rows, {"ref_idx": r_idx, "cand_idx": c_idx, "ref_ok": r_ok, "cand_ok": c_ok,
+                               "ref_mass": self.ref_mass[r_idx] * r_ok, "cand_mass": self.cand_mass[c_idx] * c_ok,
+                               "ref_match": self.matchable[r_idx] & r_ok, "cand_match": self.matchable[c_idx] & c_ok}))
+        if size == 64:
+            self._batches = out
+        return out
 
 
 @dataclass
@@ -111,11 +131,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     for lp, pairs in zip(lang_pairs, merged):
         sub = replace(encoded, pairs=pairs)
         (setting,) = settings(sub, [comp], encoder, None, roles)
-        r_idx, r_ok = pad_gather(encoded.table.offsets, pairs.ref)
-        c_idx, c_ok = pad_gather(encoded.table.offsets, pairs.cand)
-        ref_mass, cand_mass = setting.ref_mass.float().cpu(), setting.cand_mass.float().cpu()
-        match = setting.matchable.cpu()
-        out.append(PairFeatures(lp.name, r_idx, c_idx, r_ok, c_ok, match[r_idx] & r_ok, match[c_idx] & c_ok,
-                                ref_mass[r_idx] * r_ok, cand_mass[c_idx] * c_ok,
+        out.append(PairFeatures(lp.name, pairs.ref, pairs.cand, encoded.table.offsets, setting.ref_mass.float().cpu(),
+                                setting.cand_mass.float().cpu(), setting.matchable.cpu(),
                                 torch.as_tensor(lp.human, dtype=torch.float64)))
     return Features(tuple(layers), states, out)

@@ -105,21 +105,28 @@ def token_vectors(states: torch.Tensor, logits: torch.Tensor | Sequence[float]) 
 
 def pair_scores(vectors: torch.Tensor, pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
     """``[P]`` scores of one language pair's pairs (float64), differentiable in ``vectors`` and
-    the tensors among ``values`` (``temperature``, ``idf_power``, ``beta``)."""
-    ref = vectors[pf.ref_idx] * pf.ref_ok.unsqueeze(-1)
-    cand = vectors[pf.cand_idx] * pf.cand_ok.unsqueeze(-1)
-    a = values["idf_power"]
-    ref_mass = idf_power(pf.ref_mass, a) if isinstance(a, torch.Tensor) or a != 1 else pf.ref_mass
-    cand_mass = idf_power(pf.cand_mass, a) if isinstance(a, torch.Tensor) or a != 1 else pf.cand_mass
-    sim = torch.bmm(cand, ref.transpose(1, 2))
-    t = values["temperature"]
+    the tensors among ``values`` (``temperature``, ``idf_power``, ``beta``); computed in
+    batches of similar length (:meth:`PairFeatures.batches`)."""
+    a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
-    p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), pf.ref_match,
-                                    pf.cand_match, t)  # type: ignore[arg-type]
-    if metric == "fbeta":
-        beta = values["beta"]
-        return f_beta(p.double(), r.double(), beta)  # type: ignore[arg-type]
-    return {"f1": f, "precision": p, "recall": r}[metric].double()
+    powered = isinstance(a, torch.Tensor) or a != 1
+    out = []
+    rows = []
+    for sel, b in pf.batches():
+        ref = vectors[b["ref_idx"]] * b["ref_ok"].unsqueeze(-1)
+        cand = vectors[b["cand_idx"]] * b["cand_ok"].unsqueeze(-1)
+        ref_mass = idf_power(b["ref_mass"], a) if powered else b["ref_mass"]  # type: ignore[arg-type]
+        cand_mass = idf_power(b["cand_mass"], a) if powered else b["cand_mass"]  # type: ignore[arg-type]
+        sim = torch.bmm(cand, ref.transpose(1, 2))
+        p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b["ref_match"],
+                                        b["cand_match"], t)  # type: ignore[arg-type]
+        if metric == "fbeta":
+            out.append(f_beta(p.double(), r.double(), values["beta"]))  # type: ignore[arg-type]
+        else:
+            out.append({"f1": f, "precision": p, "recall": r}[metric].double())
+        rows.append(sel)
+    order = torch.argsort(torch.cat(rows))
+    return torch.cat(out)[order]
 
 
 def pearson(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
