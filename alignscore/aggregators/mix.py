@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
 from ..settings import SettingError, check_settings, setting
-from .base import Aggregator, Vectors, layer_list, resolve_layers
+from .base import MixOfLayers, layer_list
 
 #: a logit this far above every other one gives that layer weight exactly 1 (``exp(-1e4)`` is 0
 #: in float32 and float64), so the mix is exactly the single layer
@@ -68,7 +68,7 @@ def digest(values: tuple[float, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class LayerMix(Aggregator):
+class LayerMix(MixOfLayers):
     """``h_t = sum_k softmax(w)_k H^(k)_t`` over :attr:`layers` (the scorer then scales each
     token's vector to unit length). The weights are given as logits ``w`` (one per layer, any
     real number, ``-inf`` or ``inf``: :func:`mix_layers`; only their differences matter);
@@ -111,15 +111,6 @@ class LayerMix(Aggregator):
     def logits(self) -> tuple[float, ...]:
         """The logits, equal ones where none were given."""
         return self.mix_weights if self.mix_weights is not None else (0.0,) * len(self.layers)
-
-    def resolve(self, num_layers: int, default_layer: int | None = None) -> "LayerMix":
-        return replace(self, layers=resolve_layers(self.layers, num_layers))
-
-    def layers_read(self) -> tuple[int, ...]:
-        return self._resolved(self.layers)
-
-    def output(self) -> Vectors:
-        return Vectors("mix", len(self.layers))
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         return mix_layers(states, torch.tensor(self.logits, dtype=torch.float64, device=states.device))
