@@ -97,24 +97,26 @@ class Model:
 
 
 def token_vectors(states: torch.Tensor, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
-    """``[N, D]`` unit vectors of the mix of ``states [N, L, D]`` (what the ``mix`` aggregator
-    and the engine make of the same layers)."""
+    """``[..., D]`` unit vectors of the mix of ``states [..., L, D]`` (what the ``mix``
+    aggregator and the engine make of the same layers)."""
     logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
-    return unit(mix_layers(states.transpose(0, 1), logits))
+    return unit(mix_layers(states.movedim(-2, 0), logits))
 
 
-def pair_scores(vectors: torch.Tensor, pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
-    """``[P]`` scores of one language pair's pairs (float64), differentiable in ``vectors`` and
-    the tensors among ``values`` (``temperature``, ``idf_power``, ``beta``); computed in
-    batches of similar length (:meth:`PairFeatures.batches`)."""
+def pair_scores(states: torch.Tensor, pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
+    """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
+    among ``values`` (``logits``, ``temperature``, ``idf_power``, ``beta``); computed in
+    batches of similar length (:meth:`PairFeatures.batches`). Each batch gathers the kept
+    states of its tokens and mixes them there: the states need no gradient, so nothing of the
+    size of all the tokens is made per step."""
     a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
     powered = isinstance(a, torch.Tensor) or a != 1
     out = []
     rows = []
     for sel, b in pf.batches():
-        ref = vectors[b["ref_idx"]] * b["ref_ok"].unsqueeze(-1)
-        cand = vectors[b["cand_idx"]] * b["cand_ok"].unsqueeze(-1)
+        ref = token_vectors(states[b["ref_idx"]], values["logits"]) * b["ref_ok"].unsqueeze(-1)  # type: ignore[arg-type]
+        cand = token_vectors(states[b["cand_idx"]], values["logits"]) * b["cand_ok"].unsqueeze(-1)  # type: ignore[arg-type]
         ref_mass = idf_power(b["ref_mass"], a) if powered else b["ref_mass"]  # type: ignore[arg-type]
         cand_mass = idf_power(b["cand_mass"], a) if powered else b["cand_mass"]  # type: ignore[arg-type]
         sim = torch.bmm(cand, ref.transpose(1, 2))
@@ -146,8 +148,7 @@ def mean_r(features: Features, pairs: Sequence[PairFeatures], values: Mapping[st
            ) -> torch.Tensor:
     """The objective: the mean over ``pairs`` (language pairs) of Pearson's r between the
     scores and the human judgments."""
-    vectors = token_vectors(features.states, values["logits"])  # type: ignore[arg-type]
-    rs = [pearson(pair_scores(vectors, pf, values, metric), pf.human) for pf in pairs]
+    rs = [pearson(pair_scores(features.states, pf, values, metric), pf.human) for pf in pairs]
     return torch.stack(rs).mean()
 
 
@@ -161,5 +162,4 @@ def scores_of(features: Features, values: Values) -> list[torch.Tensor]:
     """Each language pair's scores under plain ``values`` (no gradient)."""
     plain_values = plain(values)
     with torch.no_grad():
-        vectors = token_vectors(features.states, values.logits)
-        return [pair_scores(vectors, pf, plain_values, values.metric) for pf in features.pairs]
+        return [pair_scores(features.states, pf, plain_values, values.metric) for pf in features.pairs]

@@ -89,7 +89,8 @@ def markdown(result: FitResult) -> str:
     lines += ["", f"Learned: layer weights {', '.join(f'{w:.3f}' for w in v.weights())} (layers "
               f"{', '.join(map(str, result.layers))}); temperature {v.temperature:.4g}; idf exponent "
               f"{v.idf_power:.4g}; beta {v.beta:.4g}; metric {v.metric}.",
-              f"Start: `{result.start.composition.aggregator}`; the fit ran {result.final.steps} steps on all pairs.",
+              f"Start: layer weights {', '.join(f'{w:.3f}' for w in result.start_values.weights())}; the final fit "
+              f"ran {result.final.steps} steps on every pair.",
               ""]
     return "\n".join(lines)
 
