@@ -12,7 +12,7 @@ computes" page).
 """
 
 from ._version import __version__
-from .aggregators import AGGREGATORS, Aggregator, LayerStack, PowerMeans, Routing, SingleLayer
+from .aggregators import AGGREGATORS, Aggregator, LayerMix, LayerStack, PowerMeans, Routing, SingleLayer
 from .aligners import ALIGNERS, WMD, Aligner, BaryScore, Greedy, PairBatch, Sinkhorn, TransportAligner
 from .api import PRESET_FUNCTIONS, baryscore, bertscore, moverscore_v1, moverscore_v2, score
 from .baseline import Baseline, rescale
@@ -23,6 +23,7 @@ from .encoders import CachedEncoder, Encoder, HFEncoder, StaticEncoder
 from .encoders.spec import EncoderSpec
 from .engine import Pairs, PairScores, score_many
 from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError, NonFiniteError
+from .evaluation.fit import fit
 from .filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, TokenFilter, TokenRoles
 from .rescale import compute_baseline
 from .runtime import Runtime
@@ -34,10 +35,10 @@ __all__ = [
     "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS", "Aggregator",
     "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "IdfL", "IdfS", "InputError",
-    "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "NonFiniteError", "Norm", "PairBatch", "PairScores",
-    "Pairs", "PowerMeans", "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores", "Signature",
-    "SingleLayer", "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles", "TransportAligner",
-    "Uniform", "WMD", "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run",
-    "compute_baseline", "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many",
+    "LayerMix", "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "NonFiniteError", "Norm", "PairBatch",
+    "PairScores", "Pairs", "PowerMeans", "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores",
+    "Signature", "SingleLayer", "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles",
+    "TransportAligner", "Uniform", "WMD", "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run",
+    "compute_baseline", "fit", "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many",
     "__version__",
 ]

@@ -2,6 +2,7 @@
 
 from ..registry import Registry
 from .base import Aggregator
+from .mix import LayerMix, mix_layers
 from .pmeans import PowerMeans, power_mean
 from .routing import Routing, route
 from .single import SingleLayer
@@ -12,5 +13,6 @@ AGGREGATORS.register("single")(SingleLayer)
 AGGREGATORS.register("pmeans")(PowerMeans)
 AGGREGATORS.register("routing")(Routing)
 AGGREGATORS.register("stack")(LayerStack)
+AGGREGATORS.register("mix")(LayerMix)
 
-__all__ = ["AGGREGATORS", "Aggregator", "LayerStack", "PowerMeans", "Routing", "SingleLayer", "power_mean", "route"]
+__all__ = ["AGGREGATORS", "Aggregator", "LayerMix", "LayerStack", "PowerMeans", "Routing", "SingleLayer", "power_mean", "mix_layers", "route"]

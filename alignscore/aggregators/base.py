@@ -9,7 +9,7 @@ of one model, once, when a composition is built for that model. After that :attr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import torch
@@ -92,3 +92,20 @@ class Aggregator(ABC):
             raise ConfigError(f"layers {layer_list(spec)} count from the top of a model: resolve the "
                               f"aggregator against one first")
         return tuple(spec)
+
+
+class MixOfLayers(Aggregator):
+    """An aggregator that makes one vector of a layer's width from the layers of its
+    ``layers`` setting (:class:`~alignscore.aggregators.routing.Routing`,
+    :class:`~alignscore.aggregators.mix.LayerMix`): resolving reads that setting."""
+
+    layers: tuple[int, ...]
+
+    def resolve(self, num_layers: int, default_layer: int | None = None) -> "MixOfLayers":
+        return replace(self, layers=resolve_layers(self.layers, num_layers))  # type: ignore[type-var]
+
+    def layers_read(self) -> tuple[int, ...]:
+        return self._resolved(self.layers)
+
+    def output(self) -> Vectors:
+        return Vectors("mix", len(self.layers))

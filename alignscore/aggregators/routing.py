@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
 from ..errors import ConfigError
 from ..settings import check_settings, setting
 from .._ops import unit
-from .base import Aggregator, Vectors, layer_list, resolve_layers
+from .base import MixOfLayers, layer_list
 
 KERNELS = ("gaussian", "epanechnikov")
 
@@ -105,7 +105,7 @@ def route(z: torch.Tensor, kernel: str = "gaussian", bandwidth: float = 1.0, alp
 
 
 @dataclass(frozen=True)
-class Routing(Aggregator):
+class Routing(MixOfLayers):
     """Routing over a set of layers (MoverScore appendix A.2): each token's vector is the
     mode that mean-shift KDE clustering finds among its layer vectors (see :func:`route`).
 
@@ -153,15 +153,6 @@ class Routing(Aggregator):
 
     def __post_init__(self) -> None:
         check_settings(self)
-
-    def resolve(self, num_layers: int, default_layer: int | None = None) -> "Routing":
-        return replace(self, layers=resolve_layers(self.layers, num_layers))
-
-    def layers_read(self) -> tuple[int, ...]:
-        return self._resolved(self.layers)
-
-    def output(self) -> Vectors:
-        return Vectors("mix", len(self.layers))
 
     def __call__(self, states: torch.Tensor) -> torch.Tensor:
         if self.normalize:

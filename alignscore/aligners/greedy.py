@@ -16,8 +16,51 @@ from .base import Aligner, Alignment, PairBatch, check_finite, number, same_vect
 MAX_BETA = 1e6
 
 
+def soft_max(sim: torch.Tensor, dim: int, temperature: float | torch.Tensor = 0.0) -> torch.Tensor:
+    """A token's best similarity, exact or soft::
+
+        T = 0:  max_j s_ij          T > 0:  T log sum_j exp(s_ij / T)
+
+    The soft form is at least the maximum and at most ``T log n`` above it, tends to it as
+    ``T -> 0`` and is differentiable in ``s`` and ``T`` (a tensor ``T`` may be learned). Entries
+    of ``-inf`` (tokens that may not be matched) take no part; a row of only ``-inf`` gives
+    ``-inf`` with a zero gradient (never NaN).
+
+    Parameters
+    ----------
+    sim : torch.Tensor
+        Similarities, ``-inf`` where a token may not be matched.
+    dim : int
+        The axis the best match is taken over.
+    temperature : float or torch.Tensor
+        ``T >= 0`` (a Python 0 is the exact maximum).
+
+    Returns
+    -------
+    torch.Tensor
+        ``sim`` without ``dim``.
+
+    Examples
+    --------
+    >>> s = torch.tensor([[0.2, 0.9, float("-inf")]])
+    >>> [round(x, 4) for x in soft_max(s, 1).tolist()], [round(x, 4) for x in soft_max(s, 1, 0.1).tolist()]
+    ([0.9], [0.9001])
+    """
+    if not isinstance(temperature, torch.Tensor) and temperature == 0:
+        return sim.amax(dim=dim)
+    zero = torch.zeros((), dtype=sim.dtype, device=sim.device)
+    minus_inf = torch.full((), float("-inf"), dtype=sim.dtype, device=sim.device)
+    finite = torch.isfinite(sim)
+    some = finite.any(dim=dim, keepdim=True)
+    # -inf enters only after the division, and rows without a finite entry see zeros, so that no
+    # gradient is inf * 0
+    scaled = torch.where(finite, torch.where(finite, sim, zero) / temperature, minus_inf)
+    out = temperature * torch.logsumexp(torch.where(some, scaled, zero), dim=dim)
+    return torch.where(some.squeeze(dim), out, minus_inf)
+
+
 def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor,
-                 ref_match: torch.Tensor, cand_match: torch.Tensor
+                 ref_match: torch.Tensor, cand_match: torch.Tensor, temperature: float = 0.0
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """BERTScore precision, recall and F1 over padded batches of unit vectors.
 
@@ -28,7 +71,8 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
         F = 2 P R / (P + R)
 
     The maxima run over matchable tokens only (padding never takes part, so a score never
-    depends on what else is in the batch). A pair where either side has no mass gets
+    depends on what else is in the batch); with ``temperature`` ``T > 0`` each maximum is the
+    soft one of :func:`soft_max`. A pair where either side has no mass gets
     ``P = R = F = 0`` (bert_score's value for empty texts); ``F = 0`` where ``P + R = 0``.
 
     Parameters
@@ -68,19 +112,22 @@ def greedy_match(ref: torch.Tensor, cand: torch.Tensor, ref_mass: torch.Tensor, 
     >>> p.item(), r.item()
     (-1.0, -1.0)
     """
-    return match_similarities(torch.bmm(cand, ref.transpose(1, 2)), ref_mass, cand_mass, ref_match, cand_match)
+    return match_similarities(torch.bmm(cand, ref.transpose(1, 2)), ref_mass, cand_mass, ref_match, cand_match,
+                              temperature)
 
 
 def match_similarities(sim: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor, ref_match: torch.Tensor,
-                       cand_match: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`greedy_match` from the similarities ``sim [B, Tc, Tr] = y_j . x_i`` (not modified)."""
+                       cand_match: torch.Tensor, temperature: float | torch.Tensor = 0.0
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`greedy_match` from the similarities ``sim [B, Tc, Tr] = y_j . x_i`` (not modified);
+    differentiable in ``sim``, the masses and a tensor ``temperature``."""
     allowed = cand_match.unsqueeze(2) & ref_match.unsqueeze(1)
     sim = sim.masked_fill(~allowed, float("-inf"))
     if sim.shape[1] == 0 or sim.shape[2] == 0:  # a batch of token-less texts: nothing to take a max over
         zero = sim.new_zeros(sim.shape[0])
         return zero, zero.clone(), zero.clone(), sim
-    p = weighted_mean(sim.amax(dim=2), cand_mass)
-    r = weighted_mean(sim.amax(dim=1), ref_mass)
+    p = weighted_mean(soft_max(sim, 2, temperature), cand_mass)
+    r = weighted_mean(soft_max(sim, 1, temperature), ref_mass)
     empty = (cand_mass.sum(-1) <= 0) | (ref_mass.sum(-1) <= 0)
     zero = torch.zeros((), dtype=p.dtype, device=p.device)
     p, r = torch.where(empty, zero, p), torch.where(empty, zero, r)
@@ -139,6 +186,10 @@ class Greedy(Aligner):
     beta : float, optional
         Adds the ``fbeta`` metric with this ``beta > 0`` (``beta > 1`` weighs recall more,
         ``beta = 1`` equals ``f1``); ``None``: P, R and F1 only.
+    temperature : float
+        ``T > 0`` makes the match soft: each token's best similarity is
+        ``T log sum_j exp(s_ij / T)`` (:func:`soft_max`); ``0`` (the default) is the exact greedy
+        match, its limit. The alignment shown stays each token's single best match.
 
     Returns
     -------
@@ -164,6 +215,9 @@ class Greedy(Aligner):
     beta: float | None = setting(None, ge=1 / MAX_BETA, le=MAX_BETA, help=(
         "greedy: also report F_beta, recall weighted beta^2 times precision (beta = 2: 4 to 1); F1 stays the "
         "primary score (beyond 1e-6..1e6, F_beta is precision or recall to within 1e-12)."))
+    temperature: float = setting(0.0, ge=0, le=10, help=(
+        "greedy: a soft match, each token's best similarity T*logsumexp(s/T) (at most T*log n above the "
+        "maximum); 0, the default, is the exact greedy match."))
 
     name = "greedy"
     primary = "f1"
@@ -184,7 +238,7 @@ class Greedy(Aligner):
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         check_finite(batch)
         p, r, f, _ = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
-                                  batch.ref_match, batch.cand_match)
+                                  batch.ref_match, batch.cand_match, self.temperature)
         return self._scores(p, r, f)
 
     def score_variants(self, batches: Sequence[PairBatch]) -> list[dict[str, torch.Tensor]]:
@@ -194,7 +248,7 @@ class Greedy(Aligner):
         out = []
         for b in batches:
             out.append(self._scores(*match_similarities(sim, b.ref_mass, b.cand_mass, b.ref_match,
-                                                        b.cand_match)[:3]))
+                                                        b.cand_match, self.temperature)[:3]))
         return out
 
     def alignment(self, batch: PairBatch) -> Alignment:
@@ -208,7 +262,7 @@ class Greedy(Aligner):
         reference tokens ``w_R F_beta``, ``beta^2`` times as much (for ``beta = 1``, F1's split)."""
         check_finite(batch)
         p, r, f, sim = greedy_match(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass,
-                                    batch.ref_match, batch.cand_match)
+                                    batch.ref_match, batch.cand_match, self.temperature)
         sim_rc = sim.transpose(1, 2)  # [B, Tr, Tc]
         zero = torch.zeros((), dtype=sim.dtype, device=sim.device)
         empty = (p == 0) & (r == 0)
@@ -220,6 +274,8 @@ class Greedy(Aligner):
 
         r_best, r_arg = sim_rc.max(dim=2)  # each reference token's best candidate token
         c_best, c_arg = sim_rc.max(dim=1)
+        if self.temperature:  # the shares sum to the soft scores; the arrows stay on the best match
+            r_best, c_best = soft_max(sim_rc, 2, self.temperature), soft_max(sim_rc, 1, self.temperature)
         r_share, c_share = share(r_best, batch.ref_mass), share(c_best, batch.cand_mass)
         recall_flow = torch.zeros_like(sim_rc).scatter_(2, r_arg.unsqueeze(2), r_share.unsqueeze(2))
         precision_flow = torch.zeros_like(sim_rc).scatter_(1, c_arg.unsqueeze(1), c_share.unsqueeze(1))
@@ -247,4 +303,6 @@ class Greedy(Aligner):
         )
 
     def signature(self) -> str:
-        return "greedy(cos)" if self.beta is None else f"greedy(cos,beta={number(self.beta)})"
+        extra = ([f"beta={number(self.beta)}"] if self.beta is not None else []) + (
+            [f"T={number(self.temperature)}"] if self.temperature else [])
+        return f"greedy({','.join(['cos', *extra])})"

@@ -94,4 +94,4 @@ def main() -> None:
         hf_logging.disable_progress_bar()
 
 
-from . import ablate, baseline, challenge, compare, config, diff, distill, mbr, perturb, remap, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)
+from . import ablate, baseline, challenge, compare, config, diff, distill, fit, mbr, perturb, remap, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

@@ -187,6 +187,23 @@ class Norm(Weighting):
         return "norm"
 
 
+def idf_power(idf: torch.Tensor, power: float | torch.Tensor) -> torch.Tensor:
+    """``idf^a`` where ``idf > 0``, 0 elsewhere (a token in every sentence keeps mass 0 for any
+    ``a``, 0 included); ``a = 1`` returns ``idf`` itself. Differentiable in a tensor ``a``.
+
+    Examples
+    --------
+    >>> idf = torch.tensor([0.0, 0.5, 2.0])
+    >>> idf_power(idf, 2.0).tolist(), idf_power(idf, 0.0).tolist()
+    ([0.0, 0.25, 4.0], [0.0, 1.0, 1.0])
+    """
+    if not isinstance(power, torch.Tensor) and power == 1:
+        return idf
+    positive = idf > 0
+    safe = torch.where(positive, idf, torch.ones_like(idf))
+    return torch.where(positive, safe ** power, torch.zeros_like(idf))
+
+
 @dataclass(frozen=True)
 class _Idf(Weighting):
     """Inverse document frequency, ``idf(w) = log((M + 1) / (df(w) + 1))`` over M sentences,
@@ -194,6 +211,9 @@ class _Idf(Weighting):
     candidates being scored, otherwise the reference-side idf weighs both sides."""
 
     sep: bool = setting(False, help="SEP: candidates get an idf of their own (idf-S, idf-L).")
+    idf_power: float = setting(1.0, ge=0, le=10, help=(
+        "idf-S, idf-L: each token's mass is idf^a (1, the default: idf itself; 0: every token that is not in "
+        "every sentence weighs 1; above 1 sharpens the weights)."))
 
     @abstractmethod
     def _reference_idf(self, state: WeightState, encoder: Encoder) -> torch.Tensor:
@@ -201,7 +221,11 @@ class _Idf(Weighting):
 
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         ref = self._reference_idf(state, encoder)
-        return (ref, state.cand.idf()) if self.sep else (ref, ref)
+        ref, cand = (ref, state.cand.idf()) if self.sep else (ref, ref)
+        return idf_power(ref, self.idf_power), idf_power(cand, self.idf_power)
+
+    def _power_text(self) -> str:
+        return "" if self.idf_power == 1 else f"^{self.idf_power!r}"
 
 
 @dataclass(frozen=True)
@@ -251,7 +275,7 @@ class IdfS(_Idf):
         return state.ref.idf()
 
     def signature(self) -> str:
-        return "idf-S" + ("+sep" if self.sep else "")
+        return "idf-S" + self._power_text() + ("+sep" if self.sep else "")
 
 
 @dataclass(frozen=True)
@@ -319,4 +343,5 @@ class IdfL(_Idf):
 
     def signature(self) -> str:
         corpus = self.corpus
-        return f"idf-L({corpus.name or 'corpus'}#{corpus.digest},M={len(corpus)})" + ("+sep" if self.sep else "")
+        return (f"idf-L({corpus.name or 'corpus'}#{corpus.digest},M={len(corpus)})" + self._power_text()
+                + ("+sep" if self.sep else ""))

@@ -67,7 +67,8 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "stopwords": {"stopwords": "text"}, "window_stride": {"long_texts": "window"},
          "cache_size": {"cache": "dir"}, "cache_timeout": {"cache": "dir"}, "rescale": {"baseline": "baseline"},
          "lowercase": {"model": "vec"}, "sinkhorn_dtype": {"reg": 0.05},
-         "revision": {"model": "roberta-large"}}  # a hub id: a local folder has no revisions
+         "revision": {"model": "roberta-large"},  # a hub id: a local folder has no revisions
+         "mix_weights": {"layers": (-2, -1)}}
 # sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
 SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline"}
 
@@ -319,7 +320,7 @@ def test_options_override_parts_predictably(opts, stage, want) -> None:
 @pytest.mark.parametrize("opts, message", [
     ({"aggregator": "pmeans", "layer": 3}, "layer=: applies to aggregator single, not to aggregator pmeans (aggregator=)"),
     ({"n_gram": 2}, "n_gram=: applies to aligner sinkhorn or wmd, not to aligner greedy (the default); name one"),
-    ({"layers": [1, 2, 3]}, "layers=: applies to aggregator pmeans or routing or stack, not to aggregator single"),
+    ({"layers": [1, 2, 3]}, "layers=: applies to aggregator mix or pmeans or routing or stack, not to aggregator single"),
     ({"layers": "1-3", "aggregator": "stack"}, None),  # a list of layers as text reads as on the command line
     ({"idf": True, "weighting": "none"}, "idf= means weighting idf-S; it cannot go with weighting= none"),
     ({"lang": "en", "model": "x"}, "lang= means model roberta-large; it cannot go with model= x"),

@@ -1,0 +1,14 @@
+"""Fitting a composition's continuous settings to human judgments (``alignscore fit``): the
+layer mix, the soft greedy temperature, the idf exponent and F-beta's beta, learned by
+gradient through the same functions the parts score with, and judged by nested
+cross-validation over language pairs."""
+
+from .features import Features, PairFeatures, RawLayers, extract
+from .model import LEARNABLE, Values, mean_r, pearson, scores_of
+from .optimise import Estimate, Fitted, Fold, Plan, fit_values, nested
+from .outputs import FitResult
+from .run import MIN_SEGMENTS, fit, fitted_spec
+
+__all__ = ["Estimate", "Features", "FitResult", "Fitted", "Fold", "LEARNABLE", "MIN_SEGMENTS", "PairFeatures", "Plan",
+           "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r", "nested", "pearson",
+           "scores_of"]

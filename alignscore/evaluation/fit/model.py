@@ -1,0 +1,165 @@
+"""The settings a fit learns, as a differentiable function from them to scores and to the mean
+Pearson r over language pairs: the layer mix (:func:`~alignscore.aggregators.mix.mix_layers`),
+the soft greedy match and F-beta (:func:`~alignscore.aligners.greedy.match_similarities`,
+:func:`~alignscore.aligners.greedy.f_beta`) and the idf exponent
+(:func:`~alignscore.weighting.schemes.idf_power`): the same functions the parts score with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import torch
+
+from ..._ops import unit
+from ...aggregators.mix import mix_layers
+from ...aligners.greedy import f_beta, match_similarities
+from ...weighting.schemes import idf_power
+from .features import Features, PairFeatures
+
+#: the settings a fit may learn, by their option names
+LEARNABLE = ("mix_weights", "temperature", "idf_power", "beta")
+#: where a learned temperature starts when the start is the exact greedy match (T = 0)
+T_START = 0.01
+#: the logit of the start's layer when a single layer becomes a mix (softmax weight about 0.8 of 6)
+LAYER_START = 3.0
+#: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta)
+BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6, 1e6)}
+
+
+@dataclass(frozen=True)
+class Values:
+    """Values of the learnable settings: the mix ``logits`` (one per kept layer; ``inf`` marks
+    exactly one layer), the greedy ``temperature`` (0: exact), the ``idf_power`` and
+    ``beta`` (used where ``metric`` is ``"fbeta"``)."""
+
+    logits: tuple[float, ...]
+    temperature: float = 0.0
+    idf_power: float = 1.0
+    beta: float = 1.0
+    metric: str = "f1"
+
+    def weights(self) -> list[float]:
+        """The layer weights ``softmax(logits)``."""
+        return mix_layers(torch.eye(len(self.logits), dtype=torch.float64), torch.tensor(self.logits)).tolist()
+
+
+@dataclass
+class Model:
+    """Unconstrained parameters for the ``learn``-ed settings (the others keep ``start``'s):
+    the logits as they are, the temperature, idf exponent and beta as logarithms; a penalty
+    ``reg * |theta - theta_0|^2`` pulls them toward where they started."""
+
+    start: Values
+    learn: Sequence[str]
+    reg: float = 1e-3
+    params: dict[str, torch.Tensor] = field(default_factory=dict)
+    origin: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = self.start
+        first = {"mix_weights": torch.tensor([max(min(w, 20.0), -20.0) for w in s.logits], dtype=torch.float64),
+                 "temperature": torch.tensor(math.log(max(s.temperature, T_START)), dtype=torch.float64),
+                 "idf_power": torch.tensor(math.log(max(s.idf_power, 1e-3)), dtype=torch.float64),
+                 "beta": torch.tensor(math.log(s.beta), dtype=torch.float64)}
+        for name in self.learn:
+            self.origin[name] = first[name].clone()
+            self.params[name] = first[name].clone().requires_grad_(True)
+
+    def parameters(self) -> list[torch.Tensor]:
+        return list(self.params.values())
+
+    def current(self) -> dict[str, torch.Tensor | float | tuple[float, ...]]:
+        """The settings' values now: tensors for the learned ones (differentiable)."""
+        s, p = self.start, self.params
+        lo, hi = BOUNDS["temperature"]
+        return {"logits": p["mix_weights"] if "mix_weights" in p else s.logits,
+                "temperature": p["temperature"].exp().clamp(lo, hi) if "temperature" in p else s.temperature,
+                "idf_power": p["idf_power"].exp().clamp(*BOUNDS["idf_power"]) if "idf_power" in p else s.idf_power,
+                "beta": p["beta"].exp().clamp(*BOUNDS["beta"]) if "beta" in p else s.beta}
+
+    def values(self) -> Values:
+        """The learned values as plain numbers."""
+        now = self.current()
+
+        def plain(x: object) -> object:
+            return x.detach().tolist() if isinstance(x, torch.Tensor) else x
+
+        logits = plain(now["logits"])
+        return Values(tuple(float(w) for w in logits), float(plain(now["temperature"])),  # type: ignore[arg-type]
+                      float(plain(now["idf_power"])), float(plain(now["beta"])),  # type: ignore[arg-type]
+                      "fbeta" if "beta" in self.learn else self.start.metric)
+
+    def penalty(self) -> torch.Tensor:
+        return self.reg * sum((((self.params[k] - self.origin[k]) ** 2).sum() for k in self.params),
+                              torch.zeros((), dtype=torch.float64))
+
+
+def token_vectors(states: torch.Tensor, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
+    """``[..., D]`` unit vectors of the mix of ``states [..., L, D]`` (what the ``mix``
+    aggregator and the engine make of the same layers)."""
+    logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
+    return unit(mix_layers(states.movedim(-2, 0), logits))
+
+
+def pair_scores(states: torch.Tensor, pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
+    """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
+    among ``values`` (``logits``, ``temperature``, ``idf_power``, ``beta``); computed in
+    batches of similar length (:meth:`PairFeatures.batches`). Each batch gathers the kept
+    states of its tokens and mixes them there: the states need no gradient, so nothing of the
+    size of all the tokens is made per step."""
+    a, t = values["idf_power"], values["temperature"]
+    t = t.float() if isinstance(t, torch.Tensor) else t
+    powered = isinstance(a, torch.Tensor) or a != 1
+    out = []
+    rows = []
+    for sel, b in pf.batches():
+        ref = token_vectors(states[b["ref_idx"]], values["logits"]) * b["ref_ok"].unsqueeze(-1)  # type: ignore[arg-type]
+        cand = token_vectors(states[b["cand_idx"]], values["logits"]) * b["cand_ok"].unsqueeze(-1)  # type: ignore[arg-type]
+        ref_mass = idf_power(b["ref_mass"], a) if powered else b["ref_mass"]  # type: ignore[arg-type]
+        cand_mass = idf_power(b["cand_mass"], a) if powered else b["cand_mass"]  # type: ignore[arg-type]
+        sim = torch.bmm(cand, ref.transpose(1, 2))
+        p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b["ref_match"],
+                                        b["cand_match"], t)  # type: ignore[arg-type]
+        if metric == "fbeta":
+            out.append(f_beta(p.double(), r.double(), values["beta"]))  # type: ignore[arg-type]
+        else:
+            out.append({"f1": f, "precision": p, "recall": r}[metric].double())
+        rows.append(sel)
+    order = torch.argsort(torch.cat(rows))
+    return torch.cat(out)[order]
+
+
+def pearson(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Pearson's r of two ``[n]`` tensors (differentiable; 0 where either is constant).
+
+    Examples
+    --------
+    >>> round(pearson(torch.tensor([1.0, 2.0, 4.0]), torch.tensor([1.0, 3.0, 2.0])).item(), 4)
+    0.3273
+    """
+    x, y = x - x.mean(), y - y.mean()
+    den = ((x * x).sum() * (y * y).sum()).sqrt()
+    return (x * y).sum() / den.clamp_min(torch.finfo(den.dtype).tiny)
+
+
+def mean_r(features: Features, pairs: Sequence[PairFeatures], values: Mapping[str, object], metric: str
+           ) -> torch.Tensor:
+    """The objective: the mean over ``pairs`` (language pairs) of Pearson's r between the
+    scores and the human judgments."""
+    rs = [pearson(pair_scores(features.states, pf, values, metric), pf.human) for pf in pairs]
+    return torch.stack(rs).mean()
+
+
+def plain(values: Values) -> dict[str, object]:
+    """``values`` as :func:`mean_r` and :func:`pair_scores` take them."""
+    return {"logits": values.logits, "temperature": values.temperature, "idf_power": values.idf_power,
+            "beta": values.beta}
+
+
+def scores_of(features: Features, values: Values) -> list[torch.Tensor]:
+    """Each language pair's scores under plain ``values`` (no gradient)."""
+    plain_values = plain(values)
+    with torch.no_grad():
+        return [pair_scores(features.states, pf, plain_values, values.metric) for pf in features.pairs]

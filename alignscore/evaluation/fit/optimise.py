@@ -1,0 +1,171 @@
+"""Gradient ascent on the mean Pearson r over language pairs, with early stopping on an inner
+split of the segments (seeded), and the nested leave-one-language-pair-out estimate."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..stats import bootstrap_indices, pearson_rows
+from .features import Features, PairFeatures
+from .model import Model, Values, mean_r, plain, scores_of
+
+#: the share of each language pair's segments an inner fold holds out for early stopping
+INNER_SHARE = 0.25
+
+
+@dataclass
+class Plan:
+    """How one fit runs: Adam's learning rate ``lr``, at most ``steps`` steps, stop after
+    ``patience`` steps without a better inner score, the penalty ``reg``, the ``seed`` of the
+    inner split."""
+
+    lr: float = 0.1
+    steps: int = 200
+    patience: int = 25
+    reg: float = 1e-3
+    seed: int = 0
+
+
+@dataclass
+class Fitted:
+    """One fit's result: the ``values``, the ``steps`` taken, the inner (held-out segments)
+    mean r at the start and at the values chosen."""
+
+    values: Values
+    steps: int
+    inner_start: float
+    inner_best: float
+
+
+def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[PairFeatures], list[PairFeatures]]:
+    """Each language pair's segments split at random (``seed``) into a training part and an
+    inner fold of :data:`INNER_SHARE` (the segments early stopping reads)."""
+    rng = np.random.default_rng(seed)
+    train, held = [], []
+    for pf in pairs:
+        order = rng.permutation(len(pf))
+        k = max(int(round(INNER_SHARE * len(pf))), 4)
+        held.append(pf.subset(np.sort(order[:k])))
+        train.append(pf.subset(np.sort(order[k:])))
+    return train, held
+
+
+def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: Sequence[str], plan: Plan,
+               deadline: float, step_done: Callable[[], None] = lambda: None, exact: Values | None = None) -> Fitted:
+    """Learn ``learn`` on the language pairs ``pairs`` (indices into ``features.pairs``) from
+    ``start``: Adam on ``-mean r + penalty`` over the training segments; the values kept are
+    those of the step with the best mean r on the inner fold, where ``exact`` (the starting
+    composition itself, when the optimisation starts elsewhere) and ``start`` compete too, so a
+    fit never does worse there than where it began. Stops at ``deadline``
+    (``time.monotonic()``)."""
+    train, held = inner_split([features.pairs[i] for i in pairs], plan.seed)
+    model = Model(start, learn, plan.reg)
+    opt = torch.optim.Adam(model.parameters(), lr=plan.lr)
+
+    def inner(values: Mapping[str, object] | None = None, metric: str | None = None) -> float:
+        with torch.no_grad():
+            return float(mean_r(features, held, values or model.current(), metric or model.values().metric))
+
+    best_r = first = inner()
+    best, since, steps = model.values(), 0, 0
+    if exact is not None:
+        first = inner(plain(exact), exact.metric)
+        if first >= best_r:
+            best_r, best = first, exact
+    for steps in range(1, plan.steps + 1):
+        opt.zero_grad()
+        loss = -mean_r(features, train, model.current(), model.values().metric) + model.penalty()
+        loss.backward()
+        opt.step()
+        step_done()
+        now = inner()
+        if now > best_r + 1e-6:
+            best_r, best, since = now, model.values(), 0
+        else:
+            since += 1
+        if since >= plan.patience or time.monotonic() > deadline:
+            break
+    return Fitted(best, steps, first, best_r)
+
+
+@dataclass
+class Fold:
+    """One outer fold: the language pair left out, the fitted values (on the others) and the
+    held-out Pearson r of the fitted and of the starting metric."""
+
+    held_out: str
+    fitted: Fitted
+    r_fitted: float
+    r_start: float
+
+
+@dataclass
+class Interval:
+    """A mean over folds and its 95% bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass
+class Estimate:
+    """The nested estimate: the ``folds`` and, per metric (``fitted``, ``start``) and for
+    their difference (``gain``), the mean held-out |r| with an interval."""
+
+    folds: list[Fold] = field(default_factory=list)
+    intervals: dict[str, Interval] = field(default_factory=dict)
+
+
+def abs_r(scores: Sequence[torch.Tensor], features: Features, which: Sequence[int]) -> list[float]:
+    """|r| with the human scores of each language pair in ``which``."""
+    return [abs(float(np.corrcoef(scores[i].numpy(), features.pairs[i].human.numpy())[0, 1])) for i in which]
+
+
+def intervals(features: Features, folds: Sequence[Fold], fitted: Sequence[torch.Tensor],
+              start: Sequence[torch.Tensor], resamples: int, seed: int) -> dict[str, Interval]:
+    """The mean held-out |r| of the fitted and the starting metric over the folds, and of
+    their difference, each with a 95% percentile interval: the segments of each held-out
+    language pair resampled with replacement (one draw per pair, shared by both metrics, so
+    the difference's interval is paired). ``fitted[k]``, ``start[k]``: the scores of fold k's
+    held-out pair."""
+    names = [pf.name for pf in features.pairs]
+    boot = {"fitted": np.zeros(resamples), "start": np.zeros(resamples)}
+    for k, fold in enumerate(folds):
+        human = features.pairs[names.index(fold.held_out)].human.numpy()
+        idx = bootstrap_indices(len(human), resamples, seed + k)
+        for name, scores in (("fitted", fitted[k]), ("start", start[k])):
+            boot[name] += np.abs(pearson_rows(scores.numpy()[idx], human[idx])) / len(folds)
+    est = {"fitted": float(np.mean([f.r_fitted for f in folds])), "start": float(np.mean([f.r_start for f in folds]))}
+    out = {n: Interval(est[n], *np.nanpercentile(boot[n], [2.5, 97.5]).tolist()) for n in est}
+    out["gain"] = Interval(est["fitted"] - est["start"],
+                           *np.nanpercentile(boot["fitted"] - boot["start"], [2.5, 97.5]).tolist())
+    return out
+
+
+def nested(features: Features, start: Values, learn: Sequence[str], plan: Plan, deadline: Callable[[int], float],
+           resamples: int = 1000, step_done: Callable[[], None] = lambda: None, exact: Values | None = None
+           ) -> Estimate:
+    """Leave one language pair out: fit on the others, score the one left out, for every pair;
+    the intervals of :func:`intervals`. ``deadline(k)``: when fold ``k``'s fit must stop;
+    ``exact``: the starting composition (default ``start``), compared on each held-out pair."""
+    out = Estimate()
+    everything = range(len(features.pairs))
+    exact = exact or start
+    start_scores = scores_of(features, exact)
+    fitted_scores, held_start = [], []
+    for k in everything:
+        fitted = fit_values(features, [i for i in everything if i != k], start, learn, plan, deadline(k), step_done,
+                            exact)
+        scores = scores_of(features, fitted.values)
+        fitted_scores.append(scores[k])
+        held_start.append(start_scores[k])
+        out.folds.append(Fold(features.pairs[k].name, fitted, abs_r(scores, features, [k])[0],
+                              abs_r(start_scores, features, [k])[0]))
+    out.intervals = intervals(features, out.folds, fitted_scores, held_start, resamples, plan.seed)
+    return out

@@ -1,0 +1,151 @@
+"""What ``alignscore fit`` writes: best.toml, scores.csv, folds.csv, leaderboard.md/.csv and a
+figure of the learned layer weights, as one set (each file renamed into place once all are
+written)."""
+
+from __future__ import annotations
+
+import csv
+from contextlib import ExitStack
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from ...config import RunSpec
+from ...textio import make_output_folder, replacing
+from .features import Features
+from .model import Values
+from .optimise import Estimate, Fitted
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` found: the ``spec`` it writes (best.toml), the ``start`` it began from,
+    their values (``values``, ``start_values``), the kept ``layers``, the fitted metric's
+    ``scores`` per language pair (what ``alignscore score --config best.toml`` gives), the
+    nested ``estimate`` (None with one language pair: ``note`` says why), the mean |r| on the
+    ``holdout`` data and the ``final`` fit on every pair."""
+
+    spec: RunSpec
+    start: RunSpec
+    values: Values
+    start_values: Values
+    layers: tuple[int, ...]
+    lang_pairs: list[str]
+    scores: list[torch.Tensor]
+    human: list[torch.Tensor]
+    final: Fitted
+    estimate: Estimate | None = None
+    note: str | None = None
+    holdout: dict[str, float] = field(default_factory=dict)
+    in_sample: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    state_bytes: int = 0
+
+
+
+def _csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _number(x: float) -> str:
+    return repr(float(x))
+
+
+def leaderboard_rows(result: FitResult) -> list[list[object]]:
+    """``[name, estimate, low, high, in-sample mean |r|, holdout mean |r|]`` of the fitted
+    metric, its start and their difference (empty cells where there is no value)."""
+    est = result.estimate.intervals if result.estimate else {}
+    out: list[list[object]] = []
+    for name in ("fitted", "start", "gain"):
+        i = est.get(name)
+        row: list[object] = [name, *((f"{i.estimate:.4f}", f"{i.low:.4f}", f"{i.high:.4f}") if i else ("", "", ""))]
+        row.append(f"{result.in_sample[name]:.4f}" if name in result.in_sample else "")
+        row.append(f"{result.holdout[name]:.4f}" if name in result.holdout else "")
+        out.append(row)
+    return out
+
+
+def markdown(result: FitResult) -> str:
+    """The leaderboard as Markdown, with what the numbers are."""
+    lines = ["# alignscore fit", "",
+             f"Language pairs: {', '.join(result.lang_pairs)}; layers mixed: {', '.join(map(str, result.layers))}.", ""]
+    if result.note:
+        lines += [f"**No estimate**: {result.note}.", ""]
+    else:
+        lines += ["Nested estimate: each language pair is left out in turn, the settings are fitted on the others "
+                  "and the held-out pair is scored; the mean held-out |r| is shown with a 95% bootstrap interval "
+                  "(segments resampled). In-sample: the final fit's mean |r| on the pairs it was fitted on "
+                  "(optimistic).", ""]
+    lines += ["| run | held-out mean abs r | 95% interval | in-sample | holdout |", "|---|---|---|---|---|"]
+    for name, est, low, high, ins, hold in leaderboard_rows(result):
+        interval = f"[{low}, {high}]" if low != "" else ""
+        lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |")
+    v = result.values
+    lines += ["", f"Learned: layer weights {', '.join(f'{w:.3f}' for w in v.weights())} (layers "
+              f"{', '.join(map(str, result.layers))}); temperature {v.temperature:.4g}; idf exponent "
+              f"{v.idf_power:.4g}; beta {v.beta:.4g}; metric {v.metric}.",
+              f"Start: layer weights {', '.join(f'{w:.3f}' for w in result.start_values.weights())}; the final fit "
+              f"ran {result.final.steps} steps on every pair.",
+              ""]
+    return "\n".join(lines)
+
+
+def write_figure(path: Path, result: FitResult) -> None:
+    """A bar chart of the learned layer weights beside the start's."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2), 3.6))
+    ax = fig.subplots()
+    xs = range(len(result.layers))
+    width = 0.4
+    ax.bar([x - width / 2 for x in xs], result.start_values.weights(), width, label="start", color="C7")
+    ax.bar([x + width / 2 for x in xs], result.values.weights(), width, label="fitted", color="C0")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([str(k) for k in result.layers])
+    ax.set_xlabel("layer")
+    ax.set_ylabel("softmax weight")
+    ax.set_title(f"learned layer mix ({', '.join(result.lang_pairs)})", fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_outputs(folder: str | Path, result: FitResult, features: Features) -> dict[str, Path]:
+    """Every output into ``folder`` (checked before the fit began)."""
+    make_output_folder(folder)
+    folder = Path(folder)
+    v = result.values
+
+    def scores(p: Path) -> None:
+        _csv(p, ["lang_pair", "segment", "score", "human"],
+             [[name, i, _number(s), _number(h)] for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
+              for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
+
+    def folds(p: Path) -> None:
+        rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}", f.fitted.steps, f"{f.fitted.inner_start:.6f}",
+                 f"{f.fitted.inner_best:.6f}", f"{f.fitted.values.temperature:.6g}", f"{f.fitted.values.idf_power:.6g}",
+                 f"{f.fitted.values.beta:.6g}", ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
+                for f in (result.estimate.folds if result.estimate else [])]
+        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", "steps", "inner_r_start", "inner_r_best", "temperature",
+                 "idf_power", "beta", "layer_weights"], rows)
+
+    comment = (f"alignscore fit on {', '.join(result.lang_pairs)}: layer weights "
+               f"{', '.join(f'{w:.3f}' for w in v.weights())} over layers {', '.join(map(str, result.layers))}")
+    writers: dict[str, Callable[[Path], None]] = {
+        "best.toml": lambda p: p.write_text(result.spec.toml(comment), encoding="utf-8"),
+        "scores.csv": scores, "folds.csv": folds,
+        "leaderboard.md": lambda p: p.write_text(markdown(result), encoding="utf-8"),
+        "leaderboard.csv": lambda p: _csv(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout"],
+                                          leaderboard_rows(result)),
+        "layer_weights.png": lambda p: write_figure(p, result)}
+    paths = {name: folder / name for name in writers}
+    with ExitStack() as stack:
+        temporaries = {name: stack.enter_context(replacing(path)) for name, path in paths.items()}
+        for name, tmp in temporaries.items():
+            writers[name](tmp)
+    return paths

@@ -1,0 +1,230 @@
+"""``alignscore.fit``: learn a composition's continuous settings on human judgments, with an
+honest estimate of how well the result does on a language pair it never saw."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from tqdm import tqdm
+
+from ...aggregators.mix import LayerMix
+from ...aggregators.single import SingleLayer
+from ...aligners.greedy import Greedy
+from ...config import RunSpec, build, run_spec
+from ...errors import ConfigError, InputError
+from ..wmt import LangPair, load_daseg
+from ...textio import check_output_folder
+from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
+from .features import Features, extract
+from .model import LAYER_START, LEARNABLE, Values, scores_of
+from .optimise import Plan, abs_r, fit_values, nested
+from .outputs import FitResult, write_outputs
+
+#: the fewest segments of a language pair a fit learns from
+MIN_SEGMENTS = 30
+OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "layer_weights.png")
+
+
+def _label(spec: RunSpec, name: str) -> str:
+    return spec.labels.get(name) or name
+
+
+def check_start(spec: RunSpec) -> None:
+    """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
+    single or mix), aligns greedily, weighs by none, idf-S or idf-L, without a baseline."""
+    c = spec.composition
+    bad = [("aggregator", c.aggregator, (SingleLayer, LayerMix), "single or mix"),
+           ("aligner", c.aligner, (Greedy,), "greedy"),
+           ("weighting", c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
+    for name, part, kinds, allowed in bad:
+        if not isinstance(part, kinds):
+            raise ConfigError(f"{_label(spec, name)}: the fit learns through {name} {allowed}, not "
+                              f"{type(part).__name__}; start from a run that uses one")
+    if c.baseline is not None:
+        raise ConfigError(f"{_label(spec, 'baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
+                          "leave the baseline out")
+    if spec.encoder.static is not None:
+        raise ConfigError(f"{_label(spec, 'model')}: a static table has no layers to mix; the fit needs a transformer")
+
+
+def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
+    """The settings to learn: ``names`` checked, or every one that applies to ``spec``."""
+    idf = isinstance(spec.composition.weighting, _Idf)
+    if names is None:
+        return [n for n in LEARNABLE if n != "idf_power" or idf]
+    unknown = [n for n in names if n not in LEARNABLE]
+    if unknown:
+        raise ConfigError(f"--learn {unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
+    if "idf_power" in names and not idf:
+        raise ConfigError("--learn idf_power: applies with weighting idf-S or idf-L only (the start weighs by "
+                          f"{type(spec.composition.weighting).__name__})")
+    if not names:
+        raise ConfigError("--learn: name at least one setting")
+    return list(dict.fromkeys(names))
+
+
+def check_data(pairs: Sequence[LangPair], where: str) -> None:
+    """At least :data:`MIN_SEGMENTS` segments per language pair."""
+    for lp in pairs:
+        if len(lp) < MIN_SEGMENTS:
+            raise InputError(f"{lp.name}: {len(lp)} segments; a fit needs at least {MIN_SEGMENTS} per language pair",
+                             where)
+
+
+def start_values(spec: RunSpec, num_layers: int, layers: Sequence[int] | None) -> tuple[tuple[int, ...], Values, Values]:
+    """The kept layers, the start's exact values (an ``inf`` logit marks a single layer) and
+    where the optimisation starts (finite logits)."""
+    c = spec.composition
+    agg = c.aggregator
+    aligner = c.aligner
+    assert isinstance(aligner, Greedy)
+    power = c.weighting.idf_power if isinstance(c.weighting, _Idf) else 1.0
+    common = dict(temperature=aligner.temperature, idf_power=power, beta=aligner.beta or 1.0, metric=c.metric or "f1")
+    if isinstance(agg, SingleLayer):
+        k = agg.layer
+        kept = tuple(layers) if layers else tuple(range(1, num_layers + 1))
+        if k not in kept:
+            raise ConfigError(f"--layers: the start's layer {k} is not among the layers mixed ({kept})")
+        exact = tuple(math.inf if layer == k else -math.inf for layer in kept)
+        init = tuple(LAYER_START if layer == k else 0.0 for layer in kept)
+    else:
+        assert isinstance(agg, LayerMix)
+        kept = agg.layers_read()
+        if layers and tuple(layers) != kept:
+            raise ConfigError(f"--layers: the start mixes layers {kept}; leave --layers out or start from a single layer")
+        exact = agg.logits
+        init = tuple(LAYER_START if w == math.inf else 0.0 if w == -math.inf else w for w in exact)
+    if len(kept) < 1:
+        raise ConfigError("--layers: name at least one layer")
+    return kept, Values(exact, **common), Values(init, **common)  # type: ignore[arg-type]
+
+
+def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Sequence[str]) -> RunSpec:
+    """The run file of the fitted metric: the start's options with the learned settings, through
+    the one compiler (:func:`~alignscore.config.run_spec`)."""
+    options: dict[str, Any] = start.to_mapping()
+    options.pop("layer", None)
+    options.update(aggregator="mix", layers=list(layers), mix_weights=list(values.logits))
+    if "temperature" in learn:
+        options["temperature"] = values.temperature
+    if "idf_power" in learn:
+        options["idf_power"] = values.idf_power
+    if "beta" in learn and values.metric == "fbeta":
+        options.update(beta=values.beta, metric="fbeta")
+    return run_spec(options)
+
+
+def fit(data: str | Path, model: str | None = None, start: str | Path | None = None, learn: Sequence[str] | None = None,
+        budget: float = 10.0, output: str | Path | None = None, holdout: str | Path | None = None,
+        layers: Sequence[int] | None = None, lang_pairs: Sequence[str] | None = None, year: str | None = None,
+        seed: int = 0, steps: int = 200, resamples: int = 1000, quiet: bool = True, style: str = "keyword",
+        say: Callable[[str], None] | None = None) -> FitResult:
+    """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
+
+    Every text is encoded once and the hidden states of the mixed layers kept; the settings
+    (:data:`~alignscore.fit.model.LEARNABLE`: the layer mix, the soft greedy temperature, the
+    idf exponent, F-beta's beta) move by gradient ascent on the mean Pearson r over language
+    pairs, with a penalty toward the start and early stopping on an inner fold of segments.
+    With two or more language pairs, leave-one-pair-out nested cross-validation estimates the
+    held-out mean |r| of the fitted metric and of its start, with 95% intervals.
+
+    Parameters
+    ----------
+    data : folder of ``DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>`` files.
+    model : the encoder (overrides the start's).
+    start : a run file to start from (default: BERTScore's composition for ``model``).
+    learn : the settings to learn (default: every one that applies).
+    budget : minutes the fits may take, in all.
+    output : a folder for best.toml, scores.csv, folds.csv, leaderboard.md/.csv and
+        layer_weights.png (nothing written when None).
+    holdout : another DAseg folder the start and the fitted metric are scored on.
+    layers : the layers a single-layer start is mixed over (default: every block).
+    lang_pairs, year : which language pairs and year of ``data``.
+    seed : the seed of the inner split and the resamples (the fit is deterministic).
+    steps : the most optimisation steps per fit.
+    resamples : bootstrap resamples of the intervals.
+    quiet : no progress bars.
+
+    Returns
+    -------
+    FitResult
+
+    Raises
+    ------
+    ConfigError, InputError
+        Bad options or data, before any model loads or anything is written.
+    """
+    began = time.monotonic()
+    say = say or (lambda msg: None)
+    given = {"model": model, "config": str(start) if start is not None else None}
+    spec = run_spec({k: v for k, v in given.items() if v is not None}, style=style)
+    check_start(spec)
+    names = learned(spec, learn)
+    if output is not None:
+        check_output_folder(output, OUTPUTS, [start])
+    pairs = load_daseg(data, lang_pairs, year)
+    check_data(pairs, str(data))
+    held = load_daseg(holdout) if holdout is not None else []
+    check_data(held, str(holdout))
+    scorer = build(spec)
+    scorer.runtime = replace(scorer.runtime, progress=not quiet)
+    composition = scorer.resolved()
+    resolved = replace(spec, composition=composition)
+    kept, exact, init = start_values(resolved, scorer.encoder.num_layers, layers)
+    if "mix_weights" in names and len(kept) < 2:
+        names.remove("mix_weights")
+        if not names:
+            raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
+    features = extract(scorer, composition, pairs, kept)
+    say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
+        f"({features.nbytes / 2**20:.0f} MiB); learning {', '.join(names)}")
+    plan = Plan(steps=steps, seed=seed)
+    folds = len(pairs) if len(pairs) > 1 else 0
+    total = budget * 60
+    bar = tqdm(total=steps * (folds + 1), desc="fitting", disable=quiet, file=sys.stderr, leave=False)
+
+    def deadline(k: int) -> float:
+        left = total - (time.monotonic() - began)
+        return time.monotonic() + max(left / (folds + 1 - k), 0.0)
+
+    estimate, note = None, None
+    if folds:
+        estimate = nested(features, init, names, plan, deadline, resamples, lambda: bar.update(), exact)
+    else:
+        note = (f"one language pair ({pairs[0].name}): no cross-validation, so no estimate of how the fit does on "
+                "data it never saw; fit on two or more language pairs for one")
+    final = fit_values(features, list(range(len(pairs))), init, names, plan, deadline(folds), lambda: bar.update(),
+                       exact)
+    bar.close()
+    values = final.values
+    spec_out = fitted_spec(spec, values, kept, names)
+    result = FitResult(spec_out, spec, values, exact, kept, [lp.name for lp in pairs], scores_of(features, values),
+                       [pf.human for pf in features.pairs], final, estimate, note)
+    result.state_bytes = features.nbytes
+    everything = range(len(pairs))
+    for name, v in (("start", exact), ("fitted", values)):
+        result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)
+    if held:
+        result.holdout = score_holdout(scorer, composition, held, kept, exact, values)
+    result.seconds = time.monotonic() - began
+    if output is not None:
+        write_outputs(output, result, features)
+    return result
+
+
+def score_holdout(scorer: Any, composition: Any, held: Sequence[LangPair], kept: Sequence[int], exact: Values,
+                  values: Values) -> dict[str, float]:
+    """Mean |r| over the holdout's language pairs of the start and of the fitted metric (one
+    encoding of the holdout's texts)."""
+    features: Features = extract(scorer, composition, held, kept)
+    out = {}
+    for name, v in (("start", exact), ("fitted", values)):
+        scores = scores_of(features, v)
+        out[name] = float(sum(abs_r(scores, features, range(len(held)))) / len(held))
+    return out
