@@ -12,7 +12,7 @@ import torch
 
 from ...aggregators.base import Aggregator, Vectors, layer_list
 from ...composition import Composition
-from ...engine import Pairs, encode, merge, settings
+from ...engine import Pairs, aligner_inputs, encode, merge_pairs
 from ..wmt import LangPair
 from ...scorer import Scorer
 from ...tokens import pad_gather
@@ -116,7 +116,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     """
     encoder = scorer.scoring_encoder()
     groups = [Pairs.from_pairs(lp.references, lp.candidates) for lp in lang_pairs]
-    merged = merge(groups)
+    merged = merge_pairs(groups)
     weighting = composition.weighting
     if isinstance(weighting, _Idf):
         weighting = replace(weighting, idf_power=1.0)
@@ -130,7 +130,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for lp, pairs in zip(lang_pairs, merged):
         sub = replace(encoded, pairs=pairs)
-        (setting,) = settings(sub, [comp], encoder, None, roles)
+        (setting,) = aligner_inputs(sub, [comp], encoder, None, roles)
         out.append(PairFeatures(lp.name, pairs.ref, pairs.cand, encoded.table.offsets, setting.ref_mass.float().cpu(),
                                 setting.cand_mass.float().cpu(), setting.matchable.cpu(),
                                 torch.as_tensor(lp.human, dtype=torch.float64)))
