@@ -23,7 +23,7 @@ from alignscore.errors import ConfigError
 from alignscore.encoders.static import split_words
 from alignscore.evaluation.challenge import Item
 from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Cost, Objective, Schedule, baselines,
-                                          challenge_accuracy, halve, plan, prepare, samples, search)
+                                          challenge_accuracy, halve, plan_search, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import LangPair, load_daseg
@@ -198,10 +198,11 @@ def test_schedules_and_nested_samples() -> None:
     # a fixed cost per run and language-pair call: once per pair at every level a run is scored on
     called = Cost(per_text=0.0, per_score=(0.001,) * 2, per_call=(0.5, 0.0))
     assert called.seconds([300, 300], Schedule((1.0,))) == pytest.approx(0.002 * 600 + 0.5 * 2)
-    assert plan(cost, [300, 300], 1e9) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
-    assert plan(cost, [300, 300], 130)[0] == Schedule.halving(4, 2)  # the first that fits, most segments first
+    full = plan_search(cost, [300, 300], 1e9)
+    assert (full.schedule, full.seconds) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
+    assert plan_search(cost, [300, 300], 130).schedule == Schedule.halving(4, 2)  # the first that fits
     with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):
-        plan(cost, [300, 300], 0.6)
+        plan_search(cost, [300, 300], 0.6)
 
 
 @pytest.mark.parametrize("text, want", [

@@ -43,11 +43,12 @@ import itertools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from ..config.compile import Source, compile_run, make_source
 from ..config.files import dotted, line_of, load_toml
 from ..config.spec import RunSpec
+from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 
 DEFAULT_SPACE = "default.toml"
@@ -113,9 +114,10 @@ class Space:
         return out
 
     def candidates(self, flags: Sequence[Source] = (), limit: int | None = None,
-                   data: Mapping[str, Any] | None = None) -> list[Candidate]:
+                   data: Mapping[str, Any] | None = None, skip_models: Collection[str] = ()) -> list[Candidate]:
         """Every candidate compiled above the command's options ``flags`` (nothing encoded);
-        ``data``: settings the data provide where a run's part takes them (an idf-L corpus).
+        ``data``: settings the data provide where a run's part takes them (an idf-L corpus);
+        runs of a model in ``skip_models`` are left out.
 
         Raises:
             ConfigError: more than ``limit`` runs, or a run that does not compile (naming
@@ -128,19 +130,38 @@ class Space:
         out = []
         for name, values, paths in self.mappings():
             source = self._source(values, paths)
-            out.append(Candidate(values, name, source, compile_run([*flags, source], data)))
+            if model_of([*flags, source]) not in skip_models:
+                out.append(Candidate(values, name, source, compile_run([*flags, source], data)))
         if not out:
-            raise ConfigError(f"{self.path}: every run of the space is excluded")
+            raise ConfigError(f"{self.path}: every run of the space is excluded" + (
+                f" (their models are not on this machine: {', '.join(sorted(skip_models))})" if skip_models else ""))
         return out
 
-    def published_runs(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None
-                       ) -> dict[str, RunSpec]:
-        """The published configurations, each compiled above the command's options."""
+    def published_runs(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None,
+                       skip_models: Collection[str] = ()) -> dict[str, RunSpec]:
+        """The published configurations, each compiled above the command's options (those of
+        a model in ``skip_models`` left out)."""
         out = {}
-        for i, (name, values) in enumerate(self.published):
-            source = self._source(values, {k: ("published", i, k) for k in values})
-            out[name] = compile_run([*flags, source], data)
+        for name, source in self._published_sources():
+            if model_of([*flags, source]) not in skip_models:
+                out[name] = compile_run([*flags, source], data)
         return out
+
+    def models(self, flags: Sequence[Source] = ()) -> dict[str, str]:
+        """Every model the runs name (the command's where a run names none), each with where it
+        is first named (``space.toml:3: model[1]``, ``--model``)."""
+        out: dict[str, str] = {}
+        sources = [self._source(values, paths) for _, values, paths in self.mappings()]
+        for source in sources + [s for _, s in self._published_sources()]:
+            chain = [*flags, source]
+            model = model_of(chain)
+            given = next((s.labels["model"] for s in reversed(chain) if "model" in s.values), "the default model")
+            out.setdefault(model, given)
+        return out
+
+    def _published_sources(self) -> list[tuple[str, Source]]:
+        return [(name, self._source(values, {k: ("published", i, k) for k in values}))
+                for i, (name, values) in enumerate(self.published)]
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         def label(p: tuple[Any, ...]) -> str:
@@ -148,6 +169,11 @@ class Space:
             line = line_of(self.lines, at)
             return f"{self.path}:{line}: {dotted(at)}" if line else f"{self.path}: {dotted(at)}"
         return make_source(values, "space", label, self.base_dir, style="key")
+
+
+def model_of(sources: Sequence[Source]) -> str:
+    """The model a run of ``sources`` (lowest first) names: the last one given, or the default."""
+    return next((str(s.values["model"]) for s in reversed(sources) if "model" in s.values), DEFAULT_MODEL)
 
 
 def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[str, tuple[Any, ...]]:
@@ -210,4 +236,4 @@ def load_space(path: str | Path | None = None) -> Space:
     return parse_space(data, str(path), Path(path).resolve().parent, lines)
 
 
-__all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "parse_space"]
+__all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "model_of", "parse_space"]

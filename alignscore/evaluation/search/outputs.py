@@ -8,12 +8,14 @@ import csv
 import math
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ..textio import make_output_folder, replacing
-from ..weighting.schemes import Corpus, IdfL
-from .chart import dot_line_chart
-from .search import SearchRun
+from ...textio import make_output_folder, replacing
+from ...weighting.schemes import Corpus, IdfL
+from ..chart import dot_line_chart
+
+if TYPE_CHECKING:
+    from .crossval import SearchRun
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
                 "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
