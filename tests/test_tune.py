@@ -370,6 +370,12 @@ def test_the_command_reports_the_objective_on_the_challenge_set(tmp_path: Path, 
     assert "objective correlation, accuracy[swap] >= 0.5" in table and "| accuracy |" in table
     rows = list(csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")))
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in rows)
+    # best.toml's comment carries the selection's accuracy, as the leaderboard has it (docs/tune-compare.md)
+    selected = next(r for r in rows if r["selected"] == "true")
+    comments = [ln for ln in (out / "best.toml").read_text(encoding="utf-8").splitlines() if ln.startswith("#")]
+    line = next(ln for ln in comments if "accuracy[swap]" in ln)
+    assert "objective correlation, accuracy[swap] >= 0.5" in line
+    assert float(line.rsplit(" ", 1)[1]) == pytest.approx(float(selected["accuracy"]))
 
 
 # -- the command, its outputs, and score --config best.toml --------------------------------------------

@@ -126,8 +126,9 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
             return Plan(schedule, seconds, None, note, tuple(cost.parts(sizes, schedule)))
     cheapest = SCHEDULES[-1]
     if explicit:
-        raise ConfigError(f"the search does not fit {label} {budget_s / 60 if given is None else given:g} min: "
-                          f"{n} runs take about "
+        spent = "" if given is None else f" ({max(budget_s, 0) / 60:.1f} min left after loading and measuring)"
+        raise ConfigError(f"the search does not fit {label} {budget_s / 60 if given is None else given:g} min"
+                          f"{spent}: {n} runs take about "
                           f"{cost.seconds(sizes, cheapest) / 60:.1f} min even with {cheapest}, measured here; "
                           f"narrow the space or raise {label}")
     hardest = HARDER[-1]

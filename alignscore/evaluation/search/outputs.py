@@ -192,6 +192,8 @@ def write_best(path: Path, run: SearchRun, corpus: Path | None) -> None:
     comment = (f"selected by alignscore tune: {best.id} ({best.label})\n"
                f"mean |r| {run.mean_abs_r.get(run.best)!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
                + (f"; nested cross-validated estimate {estimate.estimate!r}" if estimate is not None else "")
+               + (f"\nobjective {run.objective}: accuracy[{run.objective.category}] {best.accuracy!r}"
+                  if run.objective.uses_challenge else "")
                + f"\nsignature: {best.signature}")
     path.write_text(best.spec.toml(comment, changes), encoding="utf-8")
 
