@@ -119,7 +119,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     """
     start = clock()
     say = log or (lambda _msg: None)
-    label = "--budget" if sources else "budget="
+    label = "--budget" if any(s.style == "flag" for s in sources) else "budget="  # as the user named it
     minutes = check_budget(budget, label) if budget is not None else DEFAULT_BUDGET_MIN
     wanted = Objective.parse(objective)
     if wanted.uses_challenge != (challenge is not None):
