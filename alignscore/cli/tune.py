@@ -36,7 +36,7 @@ from .options import SEED, flag_sources, scorer_options, scorer_opts
                    "'correlation + W * accuracy[CATEGORY]' (W times the --challenge accuracy added); or "
                    "'correlation, accuracy[CATEGORY] >= X' (among the runs at least that accurate). CATEGORY: "
                    "one of the set's, or all.")
-@click.option("--budget", default=None,
+@click.option("--budget", default=None, metavar="MINUTES",
               help=f"Minutes the whole command may take on this machine (default {DEFAULT_BUDGET_MIN:g}): the full "
                    "grid when it fits, else the successive-halving schedule that scores the most segments within it "
                    "(a cost measured here first, in at most a tenth of it). A --budget that even the cheapest "
