@@ -127,7 +127,8 @@ def book_of(n_runs: int, n: int = 120) -> Book:
 
 def test_a_search_behind_its_plan_promotes_fewer_runs() -> None:
     levels = [(0.0, 10.0), (0.0, 10.0)]
-    on_time = halve_together(book_of(16), range(16), [[0, 1]], pace=Pace(levels, 20.0, clock=iter([0.0, 10.0]).__next__))
+    on_time = halve_together(book_of(16), range(16), [[0, 1]],
+                             pace=Pace(levels, 20.0, clock=iter([0.0, 10.0]).__next__))
     assert sum(1 for level in on_time[0].reached.values() if level == 1) == 8
     late = halve_together(book_of(16), range(16), [[0, 1]], pace=Pace(levels, 20.0, clock=iter([0.0, 15.0]).__next__))
     # 1.5 times slower, 5 s left of the 15 s the last level would now take: a third of the runs

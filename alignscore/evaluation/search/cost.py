@@ -22,6 +22,7 @@ from .schedule import Schedule, sample_size
 PROBE_QUANTILE = 0.25  # of the repeated timings: a low one, the machine's speed without the others' load
 PROBE_ROUNDS = 5  # at most, time allowing
 PER_KIND = 4  # runs timed per kind of run (aligner), spread over its members
+MIN_PROBE = 8  # the fewest segments of the larger probe of a kind
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,10 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     size (fitting idf, setting up a solver) drops out of the cost per segment, and the two
     segments' time is that cost per call. A search aligns pairs in batches of similar length, so
     the two batches are like theirs: each of consecutive segments in order of length, one from the
-    shorter half, one from the longer. The round is repeated while the time allows (at most
-    :data:`PROBE_ROUNDS`) and each timing read at a low quantile (:data:`PROBE_QUANTILE`): load
-    from other work only ever slows a round.
+    shorter half, one from the longer; a kind whose two segments took long is timed on fewer of
+    them (at least :data:`MIN_PROBE`), so that the first round fits the probe's time. The round
+    is repeated while the time allows (at most :data:`PROBE_ROUNDS`) and each timing read at a low
+    quantile (:data:`PROBE_QUANTILE`): load from other work only ever slows a round.
 
     Parameters
     ----------
@@ -135,6 +137,7 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     tick()
     encoding: dict[int, list[list[float]]] = {}
     scoring: dict[tuple[Any, ...], list[list[float]]] = {}
+    batch: dict[tuple[Any, ...], int] = {}  # each kind's larger probe, sized in the first round
     rounds = 0
     while rounds < PROBE_ROUNDS:
         started = clock()
@@ -147,11 +150,23 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
                 encoding.setdefault(key, [[], []])[k].append(clock() - t)
                 tick()
         for kind, (_, reps) in kinds.items():
-            for k, part in enumerate(probes):
-                t = clock()
-                Book(list(entries), list(scorers), [part], Schedule((1.0,))).need((e, 0, 0) for e in reps)
-                scoring.setdefault(kind, [[], []])[k].append(clock() - t - encoding[kind[0]][k][-1])
-                tick()
+            t = clock()
+            Book(list(entries), list(scorers), [probes[0]], Schedule((1.0,))).need((e, 0, 0) for e in reps)
+            scoring.setdefault(kind, [[], []])[0].append(clock() - t - encoding[kind[0]][0][-1])
+            tick()
+        if not batch:  # sized so that the first round fits what the probe's time leaves
+            left = max(seconds - (clock() - t0), 0.0) / len(kinds)
+            for kind, times in scoring.items():
+                per_segment = max(times[0][0], 1e-9) / len(probes[0])  # at most: the call's own cost is in it
+                batch[kind] = int(min(len(probes[1]), max(MIN_PROBE, len(probes[0]) + left / per_segment)))
+        for kind, (_, reps) in kinds.items():
+            small, large = (encoding[kind[0]][k][-1] for k in (0, 1))
+            share = (batch[kind] - len(probes[0])) / max(len(probes[1]) - len(probes[0]), 1)
+            t = clock()
+            Book(list(entries), list(scorers), [_halves(probes[1], batch[kind])], Schedule((1.0,))).need(
+                (e, 0, 0) for e in reps)
+            scoring[kind][1].append(clock() - t - (small + (large - small) * share))
+            tick()
         rounds += 1
         if clock() - t0 + (clock() - started) > seconds:
             break
@@ -165,11 +180,19 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
         # output read share one
         shared = len({_work(entries[e]) for e in members}) / len(members)
         for e in members:
-            per_score[e] = max(large - small, 0.0) / (extra * len(reps)) * shared
+            per_score[e] = max(large - small, 0.0) / (max(batch[kind] - len(probes[0]), 1) * len(reps)) * shared
             per_call[e] = max(small, 0.0) / len(reps) * shared
     per_text = sum(max(low(t[1]) - low(t[0]), 0.0) for t in encoding.values()) / (2 * extra)
     cost = Cost(per_text, tuple(per_score), tuple(per_call), tuple(e for e, x in enumerate(entries) if x.published))
     return Probe(cost, clock() - t0, rounds)
+
+
+def _halves(batch: LangPair, n: int) -> LangPair:
+    """``n`` segments of the two halves of ``batch`` (the shorter and the longer), half from each."""
+    half = len(batch) // 2
+    idx = list(range(min(n // 2, half))) + list(range(half, half + n - min(n // 2, half)))[:n]
+    return LangPair(batch.year, batch.src, batch.tgt, [batch.references[i] for i in idx],
+                    [batch.candidates[i] for i in idx], batch.human[idx])
 
 
 def _kinds(entries: Sequence[Entry], scorers: Sequence[Scorer]) -> dict[tuple[Any, ...], tuple[list[int], list[int]]]:
@@ -207,4 +230,4 @@ def _probes(lang_pairs: Sequence[LangPair], size: int) -> list[LangPair]:
             for part in (drawn[len(drawn) // 4:][:2], drawn)]
 
 
-__all__ = ["Cost", "PER_KIND", "PROBE_QUANTILE", "PROBE_ROUNDS", "Probe", "measure"]
+__all__ = ["Cost", "MIN_PROBE", "PER_KIND", "PROBE_QUANTILE", "PROBE_ROUNDS", "Probe", "measure"]

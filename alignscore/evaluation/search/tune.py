@@ -16,6 +16,7 @@ from ...weighting.schemes import Corpus
 from ..challenge import read_items
 from ..space import load_space
 from ..wmt import LangPair, load_daseg
+from .book import Entry
 from .budget import DEFAULT_BUDGET_MIN, Pace, Plan, check_budget, plan_search, probe_seconds
 from .cost import Probe, measure
 from .crossval import SearchRun, search
@@ -41,7 +42,7 @@ class TuneResult:
     seconds: float = 0.0
 
     @property
-    def best(self):  # noqa: ANN201 - an Entry
+    def best(self) -> Entry:
         """The selected run's entry (its ``spec`` is what best.toml holds)."""
         return self.run.entries[self.run.best]
 
