@@ -6,9 +6,9 @@ aligner. ``alignscore.score(cands, refs, **options)`` scores in one call with th
 options, :func:`compile_run` from several sources), which :func:`build` makes into a
 :class:`Scorer`: an encoder, a :class:`Composition` (the parts after the encoder), a
 :class:`Runtime` and a cache. The engine (:func:`score_many`) scores any number of compositions
-over one encoding. BERTScore is the default composition. No model is loaded at import. The
-formulas each part follows: docs/what-it-computes.md (the documentation site's "What it
-computes" page).
+over one encoding; :func:`tune` searches a space of them on human judgments. BERTScore is the
+default composition. No model is loaded at import. The formulas each part follows:
+docs/what-it-computes.md (the documentation site's "What it computes" page).
 """
 
 from ._version import __version__
@@ -24,6 +24,7 @@ from .encoders.spec import EncoderSpec
 from .engine import Pairs, PairScores, score_many
 from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError, NonFiniteError
 from .evaluation.fit import fit
+from .evaluation.search import TuneResult, tune
 from .filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, TokenFilter, TokenRoles
 from .rescale import compute_baseline
 from .runtime import Runtime
@@ -38,7 +39,7 @@ __all__ = [
     "LayerMix", "LayerStack", "ModelLoadError", "MoverScoreV2Strings", "NonFiniteError", "Norm", "PairBatch",
     "PairScores", "Pairs", "PowerMeans", "RemoveSubwordsPunct", "Routing", "RunSpec", "Runtime", "Scorer", "Scores",
     "Signature", "SingleLayer", "Sinkhorn", "StaticEncoder", "StopWords", "TokenFilter", "TokenRoles",
-    "TransportAligner", "Uniform", "WMD", "Weighting", "baryscore", "bertscore", "build", "build_all", "compile_run",
-    "compute_baseline", "fit", "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score", "score_many",
-    "__version__",
+    "TransportAligner", "TuneResult", "Uniform", "WMD", "Weighting", "baryscore", "bertscore", "build", "build_all",
+    "compile_run", "compute_baseline", "fit", "moverscore_v1", "moverscore_v2", "rescale", "run_spec", "score",
+    "score_many", "tune", "__version__",
 ]

@@ -6,7 +6,9 @@ selection does on language pairs it never saw against the published configuratio
   leave-one-language-pair-out cross-validation (the folds reuse the grid's scores);
 - ``halving``: the schedule given (``--eta``, ``--levels``), with its own book of scores (nothing
   shared with the full grid but the loaded model), and the time it was estimated to take before
-  it ran (:func:`~alignscore.evaluation.search.measure`: two batches of segments).
+  it ran (:func:`~alignscore.evaluation.search.measure`: a bounded probe of two batches of segments);
+- ``--command``: ``alignscore.tune`` as the command runs it, with the probe's time, the estimate and
+  the time it took.
 
 Reported: each search's time, the ratio, the estimate's error, each selection's mean |r| on all
 segments of the six pairs and the difference between the two selections with a 95% interval
@@ -44,14 +46,19 @@ def main() -> None:
     ap.add_argument("--no-grid", action="store_true", help="only the whole procedure (no full grid to compare with)")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     ap.add_argument("--note", default="")
+    ap.add_argument("--probe-seconds", type=float, default=60.0, help="the time the cost probe may take")
+    ap.add_argument("--command", action="store_true",
+                    help="only `alignscore.tune` as the command runs it (default budget, or --budget): the probe's "
+                         "time, the estimate and the actual time")
+    ap.add_argument("--budget", type=float, default=None, help="with --command: minutes")
     args = ap.parse_args()
+    if args.command:
+        return _command(args)
 
-    from alignscore.cli.tune import data_corpus
     from alignscore.config import build
     from alignscore.config.compile import sources_of
-    from alignscore.evaluation.search import Book, Schedule, halve, measure, prepare, search
+    from alignscore.evaluation.search import Book, Schedule, data_corpus, halve, measure, prepare, search
     from alignscore.evaluation.space import load_space
-    from alignscore.evaluation.stats import pearson_rows
     from alignscore.evaluation.wmt import load_daseg
 
     pairs = load_daseg(WMT16)
@@ -69,9 +76,8 @@ def main() -> None:
     halving = Schedule.halving(args.eta, args.levels)
     print(f"{len(entries)} runs, {sum(len(lp) for lp in pairs)} segments; {halving}", flush=True)
 
-    t = time.perf_counter()
-    cost = measure(entries, scorers, pairs)
-    probe = time.perf_counter() - t
+    measured = measure(entries, scorers, pairs, args.probe_seconds)
+    cost, probe = measured.cost, measured.seconds
     sizes = [len(lp) for lp in pairs]
     estimate = cost.seconds(sizes, halving)
     full_estimate = cost.seconds(sizes, Schedule((1.0,)))
@@ -103,7 +109,7 @@ def main() -> None:
         halved = halve(half_book, every, lps, cost=cost.per_score)
         t_half = time.perf_counter() - t
         print(f"halving: {t_half:.0f} s, selected {entries[halved.selected].id}", flush=True)
-        gap, low, high = _paired_gap(grid, full.ranking[0], halved.ranking[0], args.resamples, pearson_rows)
+        gap, low, high = _paired_gap(grid, full.ranking[0], halved.ranking[0], args.resamples)
         rank = full.ranking.index(halved.ranking[0]) + 1
         best, found, chosen = entries[full.ranking[0]], entries[halved.ranking[0]], entries[halved.selected]
         lines += ["| search on the six pairs | took | scores computed | best run found | mean \\|r\\| on every segment |",
@@ -138,37 +144,61 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:
-        results = REPO / "benchmarks" / "RESULTS.md"
-        body = results.read_text(encoding="utf-8")
-        head = "## tune: the search over every published configuration\n"
-        if head not in body:
-            body += "\n" + head + "\n"
-        results.write_text(body.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+        _record(text)
+
+
+def _command(args: argparse.Namespace) -> None:
+    """``alignscore.tune`` on WMT16 with the packaged space, as ``alignscore tune`` runs it."""
+    import tempfile
+
+    import alignscore
+
+    with tempfile.TemporaryDirectory() as out:
+        t = time.perf_counter()
+        result = alignscore.tune(WMT16, budget=args.budget, output=Path(out) / "tune", model=args.model,
+                                 progress=True, log=lambda msg: print(f"  {msg}", flush=True))
+        took = time.perf_counter() - t
+    budget = args.budget if args.budget is not None else "default"
+    m = machine()
+    best = result.best
+    text = (f"### {dt.date.today().isoformat()}: `alignscore.tune`, {Path(args.model).name}, WMT16, budget "
+            f"{budget} min\n\nMachine: {m['cpu']}, {m['cores']} cores. Command: `python benchmarks/bench_tune.py "
+            f"{shlex.join(sys.argv[1:])}`. {args.note}".rstrip() +
+            f"\n\n| probe | rounds | schedule | runs | estimate | took (search) | took (whole call) |\n"
+            f"|---:|---:|---|---:|---:|---:|---:|\n| {result.probe.seconds:.0f} s | {result.probe.rounds} | "
+            f"{result.plan.schedule} | {len(result.plan.runs or result.run.entries)} | "
+            f"{result.plan.seconds / 60:.1f} min | {result.run.seconds['total'] / 60:.1f} min | {took / 60:.1f} min |"
+            f"\n\n{result.plan.note or 'The usual schedules fit.'} Selected: {best.id} ({best.label}), mean |r| "
+            f"{result.run.mean_abs_r.get(result.run.best, float('nan')):.4f}.\n")
+    print(text)
+    if args.record:
+        _record(text)
+
+
+def _record(text: str) -> None:
+    results = REPO / "benchmarks" / "RESULTS.md"
+    body = results.read_text(encoding="utf-8")
+    head = "## tune: the search over every published configuration\n"
+    if head not in body:
+        body += "\n" + head + "\n"
+    results.write_text(body.rstrip("\n") + "\n\n" + text, encoding="utf-8")
 
 
 def _mean(book, e: int) -> float:  # noqa: ANN001
     return float(book.mean_abs_r([e], range(len(book.lang_pairs)), book.schedule.levels - 1)[0])
 
 
-def _paired_gap(book, a: int, b: int, resamples: int, pearson_rows) -> tuple[float, float, float]:  # noqa: ANN001
+def _paired_gap(book, a: int, b: int, resamples: int) -> tuple[float, float, float]:  # noqa: ANN001
     """Mean |r| over the pairs of ``a`` minus ``b`` on every segment, and a 95% percentile
     interval from resampling each pair's segments (the same resamples for both)."""
+    from alignscore.evaluation.stats import percentile_interval, pooled_abs_r
+
     lps = range(len(book.lang_pairs))
     book.need((e, l, 0) for e in (a, b) for l in lps)
-    rng = np.random.default_rng(0)
-    gaps = np.zeros(resamples)
-    observed = 0.0
-    for l in lps:
-        human = book.lang_pairs[l].human
-        x = np.stack([book.scores[(a, l, 0)], book.scores[(b, l, 0)]])
-        r = np.abs(pearson_rows(x, np.stack([human, human])))
-        observed += float(r[0] - r[1])
-        idx = rng.integers(0, len(human), size=(resamples, len(human)))
-        ra = np.abs(pearson_rows(x[0][idx], human[idx]))
-        rb = np.abs(pearson_rows(x[1][idx], human[idx]))
-        gaps += ra - rb
-    n = len(book.lang_pairs)
-    return observed / n, *(np.percentile(gaps / n, [2.5, 97.5]).tolist())
+    observed = float(np.diff(book.mean_abs_r([b, a], lps, 0))[0])
+    boot = pooled_abs_r(*book.blocks([a, b], lps, 0), resamples, seed=0)
+    gap = percentile_interval(observed, boot[0] - boot[1])
+    return gap.estimate, gap.low, gap.high
 
 
 if __name__ == "__main__":

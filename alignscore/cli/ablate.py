@@ -26,7 +26,6 @@ from .inputs import comma_list
 from .options import SEED, flag_sources, needs, scorer_options, scorer_opts
 
 
-_split = comma_list  # cli/tune.py imports it from here
 
 
 @main.command()

@@ -9,17 +9,8 @@ from typing import Any
 
 import click
 
-from ..config import build
-from ..errors import ConfigError
-from ..evaluation.challenge import read_items
-from ..evaluation.leaderboard import OUTPUT_FILES, output_paths, summary, write_outputs
-from ..evaluation.search import Objective, challenge_accuracy, measure, plan, prepare, search
-from ..evaluation.space import load_space
-from ..evaluation.wmt import LangPair, load_daseg
-from ..textio import check_output_folder
-from ..weighting.schemes import Corpus
+from ..evaluation.search import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
 from . import main
-from .ablate import _split
 from .options import SEED, flag_sources, scorer_options, scorer_opts
 
 
@@ -45,9 +36,13 @@ from .options import SEED, flag_sources, scorer_options, scorer_opts
                    "'correlation + W * accuracy[CATEGORY]' (W times the --challenge accuracy added); or "
                    "'correlation, accuracy[CATEGORY] >= X' (among the runs at least that accurate). CATEGORY: "
                    "one of the set's, or all.")
-@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="Minutes the search may take on this machine: the full grid when it fits, else the successive-"
-                   "halving schedule that scores the most segments within it (a cost measured here first).")
+@click.option("--budget", default=None, metavar="MINUTES",
+              help=f"Minutes the whole command may take on this machine (default {DEFAULT_BUDGET_MIN:g}): the full "
+                   "grid when it fits, else the successive-halving schedule that scores the most segments within it "
+                   "(a cost measured here first, in at most a tenth of it). A --budget that even the cheapest "
+                   "schedule exceeds is refused; the default one screens harder instead, and says so.")
+@click.option("--skip-missing", is_flag=True,
+              help="Leave out the runs of a model that is not on this machine (else: an error naming it).")
 @click.option("--max-compositions", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Refuse a space with more runs than this.")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
@@ -55,8 +50,8 @@ from .options import SEED, flag_sources, scorer_options, scorer_opts
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the samples and the resamples.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress.")
 def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None,
-         idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str, budget: float,
-         max_compositions: int, bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+         idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str, budget: str | None,
+         skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
     """Search the runs of SPACE (a TOML file of lists of choices; default: the packaged space,
     every published configuration of BERTScore, MoverScore, BaryScore and WRD and the choices
     between them) on the human judgments in --data.
@@ -71,57 +66,17 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     with --holdout, holdout.csv into the output folder.
     """
     start = time.perf_counter()
+    minutes = check_budget(budget, "--budget") if budget is not None else None  # before anything loads
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[tune] {msg}", err=True))
-    wanted = Objective.parse(objective)
-    if wanted.uses_challenge != (challenge_set is not None):
-        raise ConfigError("--objective on a challenge set's accuracy needs --challenge SET, and --challenge an "
-                          "--objective that reads its accuracy" if wanted.uses_challenge else
-                          "--challenge applies with an --objective on its accuracy only")
-    parsed = load_space(space)
-    flags = flag_sources(scorer_opts(kwargs))
-    paths = output_paths(output, holdout is not None)
-    check_output_folder(output, [p.name for p in paths.values()], [space, challenge_set, idf_corpus])
-    pairs = load_daseg(data, _split(lang_pairs), year=year, idf_corpus=idf_corpus)
-    held = load_daseg(holdout) if holdout is not None else []
-    items = read_items(challenge_set) if challenge_set is not None else []
-    corpus = data_corpus(data, year, pairs)
-    candidates = parsed.candidates(flags, max_compositions, {"idf_corpus": corpus})  # compiled: nothing loaded yet
-    published = {}
-    for name, spec in parsed.published_runs(flags, {"idf_corpus": corpus}).items():
-        try:
-            build(spec)  # a published configuration this model cannot run (no default layer) is left out
-            published[name] = spec
-        except ConfigError as exc:
-            say(f"{name}: left out ({exc})")
-    entries, scorers = prepare(candidates, published)  # every run checked against its model's configuration
-    if items:
-        say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
-        challenge_accuracy(entries, scorers, items, str(wanted.category))
-    cost = measure(entries, scorers, pairs)
-    schedule, estimate = plan(cost, [len(lp) for lp in pairs], budget * 60)
-    say(f"{parsed.path}: {len(entries)} runs x {sum(len(lp) for lp in pairs)} segments; {schedule}; about "
-        f"{estimate / 60:.1f} min (measured here)")
-    run = search(entries, scorers, pairs, schedule, wanted, held, holdout, bootstrap, seed, not quiet, say, cost)
-    run.estimated_seconds = estimate
-    say("writing outputs")
     command = "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["tune"] else None
-    run.seconds["wall"] = time.perf_counter() - start
-    written = write_outputs(output, run, data, command)
-    for line in summary(run):
+    result = run_tune(data, space, budget=minutes, objective=objective, challenge=challenge_set, holdout=holdout,
+                      output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
+                      max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
+                      progress=not quiet, log=say, command=command, sources=flag_sources(scorer_opts(kwargs)))
+    for line in result.summary():
         click.echo(line.replace("**", ""))
-    click.echo(f"wrote {', '.join(str(p) for p in written.values())} ({time.perf_counter() - start:.1f} s"
+    click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
                f"{_peak_memory()})", err=True)
-
-
-def data_corpus(data: str, year: str | None, pairs: list[LangPair]) -> Corpus:
-    """The idf-L corpus of a search: every language pair's own corpus together where each has
-    one, else every reference of the data folder."""
-    if all(lp.idf_corpus is not None for lp in pairs):
-        texts = [t for lp in pairs for t in lp.idf_corpus or ()]
-    else:
-        texts = [t for lp in load_daseg(data, year=year) for t in lp.references]
-    # named as the file tune writes it to beside best.toml, so that the signatures agree
-    return Corpus(list(dict.fromkeys(texts)), OUTPUT_FILES["corpus"])
 
 
 def _peak_memory() -> str:

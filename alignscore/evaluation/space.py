@@ -40,17 +40,20 @@ search reports how each compares on language pairs it never saw (a group: by its
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
-from ..config.compile import Source, compile_run, make_source
+from ..config.compile import Source, compile_run, make_source, preset_source
 from ..config.files import dotted, line_of, load_toml
 from ..config.spec import RunSpec
+from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 
 DEFAULT_SPACE = "default.toml"
+#: what a [[published]] table may build on besides its own options
+BASE_KEYS = ("preset", "grid", "row", "column", "rows", "columns")
 
 Choices = Mapping[str, tuple[Any, ...]]
 
@@ -80,6 +83,7 @@ class Space:
     base_dir: Path | None
     lines: Mapping[tuple[Any, ...], int]
     published: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    published_bases: tuple[tuple[int, tuple[Source, ...]], ...] = ()
 
     def choices(self) -> list[tuple[str, int | None, dict[str, tuple[Any, ...]]]]:
         """``(subspace name, its index or None, choices)`` of each product."""
@@ -113,9 +117,10 @@ class Space:
         return out
 
     def candidates(self, flags: Sequence[Source] = (), limit: int | None = None,
-                   data: Mapping[str, Any] | None = None) -> list[Candidate]:
+                   data: Mapping[str, Any] | None = None, skip_models: Collection[str] = ()) -> list[Candidate]:
         """Every candidate compiled above the command's options ``flags`` (nothing encoded);
-        ``data``: settings the data provide where a run's part takes them (an idf-L corpus).
+        ``data``: settings the data provide where a run's part takes them (an idf-L corpus);
+        runs of a model in ``skip_models`` are left out.
 
         Raises:
             ConfigError: more than ``limit`` runs, or a run that does not compile (naming
@@ -127,20 +132,53 @@ class Space:
                               "narrow its lists or raise the limit")
         out = []
         for name, values, paths in self.mappings():
-            source = self._source(values, paths)
-            out.append(Candidate(values, name, source, compile_run([*flags, source], data)))
+            *below, source = self._sources(values, paths)
+            if model_of([*flags, *below, source]) not in skip_models:
+                out.append(Candidate(values, name, source, compile_run([*flags, *below, source], data)))
         if not out:
-            raise ConfigError(f"{self.path}: every run of the space is excluded")
+            raise ConfigError(f"{self.path}: every run of the space is excluded" + (
+                f" (their models are not on this machine: {', '.join(sorted(skip_models))})" if skip_models else ""))
         return out
 
-    def published_runs(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None
-                       ) -> dict[str, RunSpec]:
-        """The published configurations, each compiled above the command's options."""
+    def published_runs(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None,
+                       skip_models: Collection[str] = ()) -> dict[str, RunSpec]:
+        """The published configurations, each compiled above the command's options (those of
+        a model in ``skip_models`` left out)."""
         out = {}
-        for i, (name, values) in enumerate(self.published):
-            source = self._source(values, {k: ("published", i, k) for k in values})
-            out[name] = compile_run([*flags, source], data)
+        for name, sources in self._published_sources():
+            if model_of([*flags, *sources]) not in skip_models:
+                out[name] = compile_run([*flags, *sources], data)
         return out
+
+    def models(self, flags: Sequence[Source] = ()) -> dict[str, str]:
+        """Every model the runs name (the command's where a run names none), each with where it
+        is first named (``space.toml:3: model[1]``, ``--model``)."""
+        out: dict[str, str] = {}
+        chains = [self._sources(values, paths) for _, values, paths in self.mappings()]
+        for sources in chains + [s for _, s in self._published_sources()]:
+            chain = [*flags, *sources]
+            model = model_of(chain)
+            given = next((s.labels["model"] for s in reversed(chain) if "model" in s.values), "the default model")
+            out.setdefault(model, given)
+        return out
+
+    def _published_sources(self) -> list[tuple[str, list[Source]]]:
+        """Each published configuration's sources above the command's: its preset or grid
+        cell, then its own options (named by the table they are in)."""
+        bases = self.published_bases or tuple((i, ()) for i in range(len(self.published)))
+        return [(name, [*below, self._source(values, {k: ("published", i, k) for k in values})])
+                for (name, values), (i, below) in zip(self.published, bases)]
+
+    def _sources(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> list[Source]:
+        """A run's sources above the command's: the preset it chooses as its base (on the
+        command's model), then its own options."""
+        if "preset" not in values:
+            return [self._source(values, paths)]
+        own = self._source({k: v for k, v in values.items() if k != "preset"}, paths)
+        at = paths["preset"]
+        line = line_of(self.lines, at)
+        return [_preset_base(values["preset"], f"{self.path}:{line}: {dotted(at)}" if line else
+                             f"{self.path}: {dotted(at)}"), own]
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         def label(p: tuple[Any, ...]) -> str:
@@ -148,6 +186,11 @@ class Space:
             line = line_of(self.lines, at)
             return f"{self.path}:{line}: {dotted(at)}" if line else f"{self.path}: {dotted(at)}"
         return make_source(values, "space", label, self.base_dir, style="key")
+
+
+def model_of(sources: Sequence[Source]) -> str:
+    """The model a run of ``sources`` (lowest first) names: the last one given, or the default."""
+    return next((str(s.values["model"]) for s in reversed(sources) if "model" in s.values), DEFAULT_MODEL)
 
 
 def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[str, tuple[Any, ...]]:
@@ -188,15 +231,90 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
     published = data.get("published", [])
     if not isinstance(published, list) or not all(isinstance(p, dict) for p in published):
         raise ConfigError(f"{label(('published',))}: expected [[published]] tables of name and options")
-    points = []
+    points, bases = [], []
     for i, point in enumerate(published):
         name = point.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{label(('published', i))}: a published configuration needs a `name`")
-        points.append((name, {k: v for k, v in point.items() if k != "name"}))
+        for cell, own, base in _published(point, lambda key, i=i: label(("published", i, key)), base_dir):
+            points.append((cell, own))
+            bases.append((i, base))
     if len({n for n, _ in points}) != len(points):
         raise ConfigError(f"{path}: published names must be unique")
-    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines, tuple(points))
+    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines, tuple(points), tuple(bases))
+
+
+def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
+               ) -> list[tuple[str, dict[str, Any], tuple[Source, ...]]]:
+    """A ``[[published]]`` table as ``(name, its own options, the sources below them)``: a
+    ``preset`` (on the command's model) and a ``grid`` file's cells (``row`` and ``column``: one,
+    named ``name``; else every cell of ``rows`` by ``columns`` (default: all) on the grid's first
+    model role, each named ``NAME: ROW, COLUMN``), compiled as the grid compiles them without
+    its models (:meth:`~alignscore.ablation.grid.Grid.sources`)."""
+    name = point["name"]
+    own = {k: v for k, v in point.items() if k not in ("name", *BASE_KEYS)}
+    below = []
+    if "preset" in point:
+        below.append(_preset_base(point["preset"], label("preset")))
+    if "grid" not in point:
+        extra = next((k for k in BASE_KEYS[2:] if k in point), None)
+        if extra:
+            raise ConfigError(f"{label(extra)}: names a cell of a grid: give the grid too (grid = \"table9.toml\")")
+        return [(name, own, tuple(below))]
+    from ..ablation.grid import load_grid
+
+    if not isinstance(point["grid"], str):
+        raise ConfigError(f"{label('grid')}: a grid file's name, not {point['grid']!r}")
+    grid = load_grid((base_dir or Path.cwd()) / point["grid"])
+    single = "row" in point or "column" in point
+    if single and not ("row" in point and "column" in point):
+        raise ConfigError(f"{label('row' if 'row' not in point else 'column')}: a cell needs a row and a column")
+    rows = _named(grid.rows, [point["row"]] if single else point.get("rows"), label("row" if single else "rows"))
+    columns = _named(grid.columns, [point["column"]] if single else point.get("columns"),
+                     label("column" if single else "columns"))
+    base = next(iter(grid.roles))
+    out = []
+    for row in rows:
+        for column in columns:
+            if grid.role(row, column) != base:
+                if single:
+                    raise ConfigError(f"{label('row')}: the cell runs the grid's {grid.role(row, column)} model; "
+                                      "a space runs the command's")
+                continue
+            cell = name if single else f"{name}: {_row_name(row)}, {column.name}"
+            out.append((cell, own, (*below, grid.defaults.source, column.source, row.source)))
+    return out
+
+
+def _preset_base(name: Any, label: str) -> Source:
+    """A preset's options as the base of a run of a space: all but its model (a space runs the
+    command's)."""
+    if not isinstance(name, str):
+        raise ConfigError(f"{label}: a preset's name, not {name!r}")
+    preset = preset_source(name, label)
+    return replace(preset, values={k: v for k, v in preset.values.items() if k != "model"},
+                   labels={k: v for k, v in preset.labels.items() if k != "model"})
+
+
+def _row_name(row: Any) -> str:
+    try:
+        return str(row.name.format(**row.source.values))  # "Layer {layer}" -> "Layer -5"
+    except (KeyError, IndexError, ValueError):
+        return str(row.name)
+
+
+def _named(entries: Sequence[Any], names: Any, label: str) -> list[Any]:
+    """The rows or columns of a grid by name (rows by their name as written out), in the
+    order given; ``None``: all of them."""
+    if names is None:
+        return list(entries)
+    known = {(_row_name(e) if "{" in e.name else e.name): e for e in entries}
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{label}: a list of names, not {names!r}")
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise ConfigError(f"{label}: no {missing[0]!r} in the grid (it has: {', '.join(known)})")
+    return [known[n] for n in names]
 
 
 def load_space(path: str | Path | None = None) -> Space:
@@ -210,4 +328,4 @@ def load_space(path: str | Path | None = None) -> Space:
     return parse_space(data, str(path), Path(path).resolve().parent, lines)
 
 
-__all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "parse_space"]
+__all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "model_of", "parse_space"]

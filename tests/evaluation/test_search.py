@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from types import SimpleNamespace
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from alignscore.errors import ConfigError
 from alignscore.encoders.static import split_words
 from alignscore.evaluation.challenge import Item
 from alignscore.evaluation.search import (MIN_SEGMENTS, Book, Cost, Objective, Schedule, baselines,
-                                          challenge_accuracy, halve, plan, prepare, samples, search)
+                                          challenge_accuracy, halve, plan_search, prepare, samples, search)
 from alignscore.evaluation.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import LangPair, load_daseg
@@ -146,6 +147,55 @@ def test_the_packaged_space_holds_every_published_configuration(minilm_dir: str)
                                                                                    "idf-L", "norm"}
 
 
+def test_the_packaged_published_configurations_are_those_it_spelled_out(minilm_dir: str) -> None:
+    """The packaged space names presets and grid cells instead of restating them: the runs are
+    the 35 it spelled out by hand before (their signatures, in tests/published-signatures.json;
+    MoverScore Table 6's cells now named by the grid's rows)."""
+    before = json.loads((Path(__file__).parent / "published-signatures.json").read_text(encoding="utf-8"))
+    published = load_space().published_runs(sources_of({"model": "all-MiniLM-L6-v2"}, style="flag"),
+                                            {"idf_corpus": ("a corpus sentence", "another one")})
+    now = {name: str(scorer.signature()).split("|v:")[0]
+           for name, scorer in zip(published, alignscore.build_all(list(published.values())))}
+    assert sorted(now.values()) == sorted(before.values()) and len(now) == 35
+    assert {n: s for n, s in now.items() if not n.startswith("Table 6")} == {
+        n: s for n, s in before.items() if not n.startswith("Table 6")}
+    assert now["Table 6: Layer -5, WMD-1"] == before["Table 6: layer -5, WMD-1"]
+    assert now["Table 6: PMeans, WMD-1"] == before["Table 6: power means, WMD-1"]
+
+
+def test_published_tables_name_presets_and_grid_cells(tmp_path: Path, tiny_bert_dir: str) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[models.base]\nmodel = 'bert-base-uncased'\nlayer = 9\n[defaults]\nweighting = 'idf-S'\n"
+                    "[[columns]]\nname = 'G'\naligner = 'greedy'\n[[columns]]\nname = 'W'\naligner = 'wmd'\n"
+                    "[[rows]]\nname = 'Layer {layer}'\nlayer = 2\n[[rows]]\nname = 'Plain'\n", encoding="utf-8")
+    text = ("layer = [1]\n[[published]]\nname = 'v2'\npreset = 'moverscore-v2'\n"
+            "[[published]]\nname = 'T'\ngrid = 'grid.toml'\nrows = ['Layer 2']\n"
+            "[[published]]\nname = 'one'\ngrid = 'grid.toml'\nrow = 'Plain'\ncolumn = 'W'\nlayer = 3\n")
+    (tmp_path / "space.toml").write_text(text, encoding="utf-8")
+    flags = sources_of({"model": tiny_bert_dir}, style="flag")
+    runs = load_space(tmp_path / "space.toml").published_runs(flags)
+    assert list(runs) == ["v2", "T: Layer 2, G", "T: Layer 2, W", "one"]
+    preset = alignscore.run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir}).composition
+    assert runs["v2"].encoder.model == tiny_bert_dir and runs["v2"].composition == preset  # the command's model
+    cell = runs["T: Layer 2, W"]
+    assert cell.encoder.model == tiny_bert_dir and type(cell.composition.aligner).__name__ == "WMD"
+    assert cell.composition.aggregator.layer == 2 and cell.composition.weighting.signature() == "idf-S"
+    assert runs["one"].composition.aggregator.layer == 3  # the table's own options above the cell's
+    # a run of the space may build on a preset too, its own options above it
+    space = parse_space({"preset": ["moverscore-v2"], "layer": [1, 2]})
+    made = [c.spec for c in space.candidates(flags)]
+    assert [m.composition.aggregator.layer for m in made] == [1, 2] and all(m.encoder.model == tiny_bert_dir
+                                                                            for m in made)
+    assert made[1].composition == replace(preset, aggregator=made[1].composition.aggregator)
+    for bad, needle in (("preset = 'nope'", ":4: published[0].preset: no preset 'nope'"),
+                        ("grid = 'grid.toml'\nrow = 'Plain'", "published[0].column: a cell needs a row and a column"),
+                        ("grid = 'grid.toml'\nrows = ['Nope']", ":5: published[0].rows: no 'Nope' in the grid"),
+                        ("row = 'Plain'", ":4: published[0].row: names a cell of a grid")):
+        (tmp_path / "bad.toml").write_text(f"layer = [1]\n[[published]]\nname = 'x'\n{bad}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=re.escape(needle)):
+            load_space(tmp_path / "bad.toml")
+
+
 @pytest.mark.parametrize("text, needles", [
     ("lyer = [3]", [":1: lyer[0]: no such option (did you mean layer?)"]),
     ("model = ['./no-such-model']", [":1: model[0]: no such model folder or file"]),
@@ -198,10 +248,11 @@ def test_schedules_and_nested_samples() -> None:
     # a fixed cost per run and language-pair call: once per pair at every level a run is scored on
     called = Cost(per_text=0.0, per_score=(0.001,) * 2, per_call=(0.5, 0.0))
     assert called.seconds([300, 300], Schedule((1.0,))) == pytest.approx(0.002 * 600 + 0.5 * 2)
-    assert plan(cost, [300, 300], 1e9) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
-    assert plan(cost, [300, 300], 130)[0] == Schedule.halving(4, 2)  # the first that fits, most segments first
+    full = plan_search(cost, [300, 300], 1e9)
+    assert (full.schedule, full.seconds) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
+    assert plan_search(cost, [300, 300], 130).schedule == Schedule.halving(4, 2)  # the first that fits
     with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):
-        plan(cost, [300, 300], 0.6)
+        plan_search(cost, [300, 300], 0.6)
 
 
 @pytest.mark.parametrize("text, want", [
@@ -369,6 +420,12 @@ def test_the_command_reports_the_objective_on_the_challenge_set(tmp_path: Path, 
     assert "objective correlation, accuracy[swap] >= 0.5" in table and "| accuracy |" in table
     rows = list(csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")))
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in rows)
+    # best.toml's comment carries the selection's accuracy, as the leaderboard has it (docs/tune-compare.md)
+    selected = next(r for r in rows if r["selected"] == "true")
+    comments = [ln for ln in (out / "best.toml").read_text(encoding="utf-8").splitlines() if ln.startswith("#")]
+    line = next(ln for ln in comments if "accuracy[swap]" in ln)
+    assert "objective correlation, accuracy[swap] >= 0.5" in line
+    assert float(line.rsplit(" ", 1)[1]) == pytest.approx(float(selected["accuracy"]))
 
 
 # -- the command, its outputs, and score --config best.toml --------------------------------------------

@@ -8,12 +8,14 @@ import csv
 import math
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ..textio import make_output_folder, replacing
-from ..weighting.schemes import Corpus, IdfL
-from .chart import dot_line_chart
-from .search import SearchRun
+from ...textio import make_output_folder, replacing
+from ...weighting.schemes import Corpus, IdfL
+from ..chart import dot_line_chart
+
+if TYPE_CHECKING:
+    from .crossval import SearchRun
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
                 "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
@@ -190,6 +192,8 @@ def write_best(path: Path, run: SearchRun, corpus: Path | None) -> None:
     comment = (f"selected by alignscore tune: {best.id} ({best.label})\n"
                f"mean |r| {run.mean_abs_r.get(run.best)!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
                + (f"; nested cross-validated estimate {estimate.estimate!r}" if estimate is not None else "")
+               + (f"\nobjective {run.objective}: accuracy[{run.objective.category}] {best.accuracy!r}"
+                  if run.objective.uses_challenge else "")
                + f"\nsignature: {best.signature}")
     path.write_text(best.spec.toml(comment, changes), encoding="utf-8")
 

@@ -1,0 +1,128 @@
+"""The entries of a search: one per distinct run of the space, labelled, each checked against
+its model before anything is encoded; and their accuracy on a challenge set."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...composition import Composition
+from ...config import RunSpec, build_all
+from ...engine import Pairs, score_groups
+from ...errors import ConfigError
+from ...scorer import Scorer
+from ..challenge import ALL, Item, challenge_pairs
+from ..space import Candidate
+from .book import Entry, by_encoder
+from .objective import accuracy
+
+
+def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> list[str]:
+    """A short label per candidate: its values of the options whose value varies in the space
+    (the layer as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``).
+
+    Parameters
+    ----------
+    candidates : sequence of Candidate
+    resolved : sequence of Composition
+        Each candidate's composition resolved for its model.
+
+    Returns
+    -------
+    list of str
+    """
+    values = [{**c.values, **({"layer": r.aggregator.layer} if "layer" in c.values else {})}
+              for c, r in zip(candidates, resolved)]
+    keys = [k for k in dict.fromkeys(k for v in values for k in v) if len({_text(v.get(k)) for v in values}) > 1]
+    return [" ".join(f"{k}={_text(v[k])}" for k in keys if k in v) or c.subspace for c, v in zip(candidates, values)]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        name = value.get("name", "")
+        rest = ",".join(f"{k}={_text(v)}" for k, v in value.items() if k != "name")
+        return f"{name}({rest})" if rest else str(name)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    return str(value)
+
+
+def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = {}
+            ) -> tuple[list[Entry], list[Scorer]]:
+    """The entries of the search and a scorer per entry (one encoder per encoder spec).
+
+    One entry per distinct signature in space order; a published configuration the space does
+    not hold is added at the end, one it holds is marked. Every run is checked against its model
+    here, before any encoding.
+
+    Parameters
+    ----------
+    candidates : sequence of Candidate
+        The runs of the space (:meth:`~alignscore.evaluation.space.Space.candidates`).
+    published : mapping of str to RunSpec
+        The published configurations by name.
+
+    Returns
+    -------
+    tuple of (list of Entry, list of Scorer)
+    """
+    names = list(published)
+    scorers = build_all([c.spec for c in candidates] + [published[n] for n in names])
+    resolved = [s.resolved() for s in scorers]
+    entries: list[Entry] = []
+    kept: list[Scorer] = []
+    seen: dict[str, int] = {}
+    items = [(c.values, c.subspace, c.spec) for c in candidates] + [({}, "published", published[n]) for n in names]
+    shown = labels(candidates, resolved[:len(candidates)]) + names
+    for k, ((values, subspace, spec), scorer, comp, label) in enumerate(zip(items, scorers, resolved, shown)):
+        # the same numbers: a default layer and the same layer given are one run
+        sig = str(replace(comp, default_of=None).signature(scorer.encoder))
+        if sig not in seen:
+            seen[sig] = len(entries)
+            entries.append(Entry(f"c{len(entries) + 1:03d}", label, subspace, dict(values), spec, comp, sig))
+            kept.append(scorer)
+        if k >= len(candidates):
+            entries[seen[sig]].published.append(names[k - len(candidates)])
+    return entries, kept
+
+
+def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], items: Sequence[Item],
+                       category: str) -> None:
+    """Set each entry's ``accuracy`` on the challenge items of ``category`` (its primary metric,
+    every distinct pair scored once, one engine call per encoder).
+
+    Parameters
+    ----------
+    entries, scorers : sequence
+        The runs and their scorers.
+    items : sequence of Item
+        The challenge set.
+    category : str
+        One of its categories, or ``all``.
+
+    Raises
+    ------
+    ConfigError
+        A category the set does not have.
+    """
+    if category != ALL and category not in {i.category for i in items}:
+        raise ConfigError(f"the challenge set has no category {category!r} (it has: "
+                          f"{', '.join(sorted({i.category for i in items}))}, and all)")
+    pairs = challenge_pairs(items)
+    where = {pair: k for k, pair in enumerate(pairs)}
+    good = np.array([where[(i.good, i.refs)] for i in items])
+    bad = np.array([where[(i.bad, i.refs)] for i in items])
+    texts = Pairs.from_groups([c for c, _ in pairs], [list(r) for _, r in pairs])
+    for members in by_encoder(scorers, range(len(entries))).values():
+        first = scorers[members[0]]
+        (results,) = score_groups(first.scoring_encoder(), [texts], [[entries[e].composition for e in members]],
+                                  first.runtime)
+        for e, r in zip(members, results):
+            comp = entries[e].composition
+            values = scorers[e].reduce(comp, texts, r)[comp.metric].double().numpy()  # as Scorer.score reduces
+            entries[e].accuracy = accuracy(items, values[good], values[bad], category)
+
+
+__all__ = ["challenge_accuracy", "labels", "prepare"]
