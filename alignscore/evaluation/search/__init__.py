@@ -45,7 +45,7 @@ Modules: ``schedule`` (levels and samples), ``objective``, ``book`` (entries and
 
 from __future__ import annotations
 
-from .book import Book, Entry, by_encoder
+from .book import Book, Entry
 from .budget import DEFAULT_BUDGET_MIN, Pace, Plan, check_budget, plan_search, probe_seconds, replan_share
 from .cost import Cost, Probe, measure
 from .crossval import Baseline, Fold, SearchRun, baselines, search
@@ -57,5 +57,5 @@ from .tune import TuneResult, data_corpus, tune
 
 __all__ = ["Baseline", "Book", "Cost", "DEFAULT_BUDGET_MIN", "Entry", "Fold", "HARDER", "MIN_SEGMENTS", "Objective",
            "Pace", "Plan", "Probe", "SCHEDULES", "Schedule", "SearchRun", "Trace", "TuneResult", "accuracy",
-           "baselines", "by_encoder", "challenge_accuracy", "check_budget", "data_corpus", "halve", "halve_together",
+           "baselines", "challenge_accuracy", "check_budget", "data_corpus", "halve", "halve_together",
            "labels", "measure", "plan_search", "prepare", "probe_seconds", "replan_share", "samples", "search", "tune"]

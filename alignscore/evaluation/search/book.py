@@ -12,6 +12,7 @@ import numpy as np
 
 from ...composition import Composition
 from ...config import RunSpec
+from ...config.plan import by_encoder
 from ...engine import Pairs, score_groups
 from ...scorer import Scorer
 from ..stats import flat_rows, pearson_rows
@@ -78,7 +79,7 @@ class Book:
             t = time.perf_counter()
             at = [w for w in missing if w[2] == level]
             # the planner (config/plan.py, when it lands) is where this grouping belongs
-            for members in by_encoder(self.scorers, {e for e, _, _ in at}).values():
+            for members in by_encoder(self.scorers, {e for e, _, _ in at}):
                 self._score(level, [w for w in at if w[0] in members], members[0])
             self.seconds[level] += time.perf_counter() - t
 
@@ -133,12 +134,4 @@ def _gist(message: str) -> str:
     return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", message.split(";")[0])
 
 
-def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int]) -> dict[int, list[int]]:
-    """The ``chosen`` scorers grouped by the encoder object they share, in order."""
-    groups: dict[int, list[int]] = {}
-    for i in sorted(chosen):
-        groups.setdefault(id(scorers[i].encoder), []).append(i)
-    return groups
-
-
-__all__ = ["Book", "Entry", "by_encoder"]
+__all__ = ["Book", "Entry"]

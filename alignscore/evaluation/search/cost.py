@@ -16,7 +16,8 @@ from tqdm.auto import tqdm
 from ...engine import Pairs, encode
 from ...scorer import Scorer
 from ..wmt import LangPair
-from .book import Book, Entry, by_encoder
+from ...config.plan import by_encoder
+from .book import Book, Entry
 from .schedule import Schedule, sample_size
 
 PROBE_QUANTILE = 0.25  # of the repeated timings: a low one, the machine's speed without the others' load
@@ -130,7 +131,7 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     kinds = _kinds(entries, scorers)
     probes = _probes(lang_pairs, scorers[0].runtime.pair_batch_size)
     timed = [e for reps in kinds.values() for e in reps[1]]
-    for members in by_encoder(scorers, range(len(entries))).values():  # warm-up: the models loaded
+    for members in by_encoder(scorers, range(len(entries))):  # warm-up: the models loaded
         encode(scorers[members[0]].scoring_encoder(), Pairs.from_pairs(probes[0].references, probes[0].candidates),
                [entries[e].composition.aggregator for e in members], scorers[members[0]].runtime)
     Book(list(entries), list(scorers), [probes[0]], Schedule((1.0,))).need((e, 0, 0) for e in timed)
@@ -141,8 +142,9 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
     rounds = 0
     while rounds < PROBE_ROUNDS:
         started = clock()
-        for key, members in by_encoder(scorers, range(len(entries))).items():
+        for members in by_encoder(scorers, range(len(entries))):
             scorer = scorers[members[0]]
+            key = id(scorer.encoder)
             for k, part in enumerate(probes):
                 t = clock()
                 encode(scorer.scoring_encoder(), Pairs.from_pairs(part.references, part.candidates),

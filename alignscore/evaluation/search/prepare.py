@@ -15,7 +15,8 @@ from ...errors import ConfigError
 from ...scorer import Scorer
 from ..challenge import ALL, Item, challenge_pairs
 from ..space import Candidate
-from .book import Entry, by_encoder
+from ...config.plan import by_encoder
+from .book import Entry
 from .objective import accuracy
 
 
@@ -115,7 +116,7 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
     good = np.array([where[(i.good, i.refs)] for i in items])
     bad = np.array([where[(i.bad, i.refs)] for i in items])
     texts = Pairs.from_groups([c for c, _ in pairs], [list(r) for _, r in pairs])
-    for members in by_encoder(scorers, range(len(entries))).values():
+    for members in by_encoder(scorers, range(len(entries))):
         first = scorers[members[0]]
         (results,) = score_groups(first.scoring_encoder(), [texts], [[entries[e].composition for e in members]],
                                   first.runtime)

@@ -185,7 +185,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
 
 def _missing(models: dict[str, str]) -> dict[str, str]:
     """The models not on this machine, each with where it is named."""
-    from ...ablation.runner import model_available  # the planner's check, when config/plan.py lands
+    from ...config.plan import model_available
 
     return {m: where for m, where in models.items() if not model_available(m)}
 
