@@ -110,7 +110,10 @@ class HFEncoder(Encoder):
     def __post_init__(self) -> None:
         if isinstance(self.model, os.PathLike):
             self.model = os.fspath(self.model)
-        self.spec.check_device(self.device_name)  # the spec checks every setting where it is built
+        spec = self.spec  # the spec checks every setting where it is built
+        spec.check_device(self.device_name)
+        if self.revision is not None:
+            spec.locate()  # a local folder has no revisions: refused before anything loads
 
     @property
     def spec(self) -> EncoderSpec:

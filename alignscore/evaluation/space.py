@@ -40,12 +40,13 @@ search reports how each compares on language pairs it never saw (a group: by its
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
 from ..config.compile import Source, compile_run, make_source, preset_source
+from ..config.presets import PRESETS
 from ..config.files import dotted, line_of, load_toml
 from ..config.spec import RunSpec
 from ..encoders.layers import DEFAULT_MODEL
@@ -291,9 +292,9 @@ def _preset_base(name: Any, label: str) -> Source:
     command's)."""
     if not isinstance(name, str):
         raise ConfigError(f"{label}: a preset's name, not {name!r}")
-    preset = preset_source(name, label)
-    return replace(preset, values={k: v for k, v in preset.values.items() if k != "model"},
-                   labels={k: v for k, v in preset.labels.items() if k != "model"})
+    if name not in PRESETS.names():
+        raise ConfigError(f"{label}: no preset {name!r} (there are: {', '.join(PRESETS.names())})")
+    return preset_source(name, model=False)
 
 
 def _row_name(row: Any) -> str:

@@ -56,8 +56,11 @@ def test_lang_on_the_command_line(files, tiny_bert_dir, monkeypatch):
     out, err = ok("score", "-c", c, "-r", r, "--lang", "en", "-l", "2", "-q")
     by_model, _ = ok("score", "-c", c, "-r", r, "--model", tiny_bert_dir, "-l", "2", "-q")
     assert out == by_model and out.startswith(f"# model:{HFEncoder(tiny_bert_dir).signature()}|layers:L2|")
-    assert_one_error(*invoke("score", "-c", c, "-r", r, "--lang", "en", "-m", tiny_bert_dir)[::2],
-                     "give --lang or --model, not both")
+    # --lang names a model: another --model beside it is refused (the same one is only said twice)
+    assert_one_error(*invoke("score", "-c", c, "-r", r, "--lang", "en", "-m", "all-MiniLM-L6-v2")[::2],
+                     f"--lang means model {tiny_bert_dir}; it cannot go with --model all-MiniLM-L6-v2")
+    same, _ = ok("score", "-c", c, "-r", r, "--lang", "en", "-m", tiny_bert_dir, "-l", "2", "-q")
+    assert same == by_model
     assert_one_error(*invoke("score", "-c", c, "-r", r, "--lang", "English")[::2], "not a language code")
 
 
