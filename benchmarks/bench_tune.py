@@ -51,6 +51,9 @@ def main() -> None:
                     help="only `alignscore.tune` as the command runs it (default budget, or --budget): the probe's "
                          "time, the estimate and the actual time")
     ap.add_argument("--budget", type=float, default=None, help="with --command: minutes")
+    ap.add_argument("--against", default=None, metavar="ID",
+                    help="with --command: after the timed call, the selection against this run of the space (another "
+                         "run's selection, e.g. c1299) on every segment, with bootstrap standard errors")
     args = ap.parse_args()
     if args.command:
         return _command(args)
@@ -169,10 +172,38 @@ def _command(args: argparse.Namespace) -> None:
             f"{result.plan.schedule} | {len(result.plan.runs or result.run.entries)} | "
             f"{result.plan.seconds / 60:.1f} min | {result.run.seconds['total'] / 60:.1f} min | {took / 60:.1f} min |"
             f"\n\n{result.plan.note or 'The usual schedules fit.'} Selected: {best.id} ({best.label}), mean |r| "
-            f"{result.run.mean_abs_r.get(result.run.best, float('nan')):.4f}.\n")
+            f"{result.run.mean_abs_r.get(result.run.best, float('nan')):.4f}; torch threads chosen by the probe: "
+            f"{result.probe.threads}.\n")
+    if args.against:
+        text += _against(result, args.against, args.resamples)
     print(text)
     if args.record:
         _record(text)
+
+
+def _against(result, other_id: str, resamples: int) -> str:  # noqa: ANN001
+    """The selection and the run ``other_id`` on every segment: each one's mean |r| with its
+    bootstrap standard error, and their paired difference with its own."""
+    from alignscore.config import build
+    from alignscore.evaluation.search import Book, Schedule
+    from alignscore.evaluation.stats import pooled_abs_r
+
+    entries = result.run.entries
+    other = next(e for e, x in enumerate(entries) if x.id == other_id)
+    mine = result.run.best
+    book = Book([entries[mine], entries[other]], [build(entries[mine].spec), build(entries[other].spec)],
+                result.run.lang_pairs, Schedule((1.0,)))
+    lps = range(len(book.lang_pairs))
+    book.need((e, l, 0) for e in (0, 1) for l in lps)
+    r = book.mean_abs_r([0, 1], lps, 0)
+    boot = pooled_abs_r(*book.blocks([0, 1], lps, 0), resamples, seed=0)
+    se = boot.std(axis=1, ddof=1)
+    gap_se = float((boot[0] - boot[1]).std(ddof=1))
+    within = abs(r[0] - r[1]) <= se[1]
+    return (f"\nAgainst {other_id} ({entries[other].label}) on every segment ({resamples} resamples of each pair's "
+            f"segments): selection {entries[mine].id} mean |r| {r[0]:.4f} (SE {se[0]:.4f}), {other_id} {r[1]:.4f} "
+            f"(SE {se[1]:.4f}); difference {r[0] - r[1]:+.4f} (paired SE {gap_se:.4f}): "
+            f"{'within' if within else 'not within'} one standard error of {other_id}'s.\n")
 
 
 def _record(text: str) -> None:

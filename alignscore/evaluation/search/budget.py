@@ -81,8 +81,9 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
 
     The full grid where it fits, else the first of :data:`SCHEDULES` that fits. Where none
     does, an ``explicit`` budget is refused; the default one screens harder: the schedules of
-    :data:`HARDER`, then a seeded sample of the runs (the published configurations always in
-    it) of the largest size the hardest schedule fits, said in :attr:`Plan.note`.
+    :data:`HARDER`, then a seeded sample of the runs (the published configurations first) of
+    the largest size the hardest schedule fits, said in :attr:`Plan.note`; where not even one
+    run fits, it is refused too: a plan that does not fit is never run.
 
     Parameters
     ----------
@@ -108,7 +109,8 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
     Raises
     ------
     ConfigError
-        An explicit budget that not even the cheapest schedule fits, with its estimate.
+        An explicit budget that not even the cheapest schedule fits, or a default one that not
+        one run fits, with the estimate.
 
     Examples
     --------
@@ -133,19 +135,24 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
                           f"narrow the space or raise {label}")
     hardest = HARDER[-1]
     order = subsample_order(n, cost.always, seed)
-    low, high = len(cost.always), n  # the largest prefix of `order` that fits: a bisection
+    low, high = 0, n  # the largest prefix of `order` that fits: a bisection
     while low < high:
         mid = (low + high + 1) // 2
         if cost.only(order[:mid]).seconds(sizes, hardest) <= budget_s:
             low = mid
         else:
             high = mid - 1
-    runs = tuple(sorted(order[:max(low, 1)]))
+    if low == 0:
+        raise ConfigError(f"not even one run fits the default budget ({max(budget_s, 0) / 60:.1f} min left after loading "
+                          f"and measuring): one takes about {cost.only(order[:1]).seconds(sizes, hardest) / 60:.1f} "
+                          f"min here; give a larger {label} or fewer segments")
+    runs = tuple(sorted(order[:low]))
     sub = cost.only(runs)
+    published = len(set(runs) & set(cost.always))
     note = (f"the space does not fit the default budget ({budget_s / 60:.1f} min left; all {n} runs would take "
             f"about {cost.seconds(sizes, hardest) / 60:.1f} min): searching a seeded sample of {len(runs)} runs "
-            f"(the published configurations among them) with {hardest}; give --budget to search them all or be "
-            "refused")
+            f"({published} of the {len(cost.always)} published configurations among them) with {hardest}; give "
+            "--budget to search them all or be refused")
     return Plan(hardest, sub.seconds(sizes, hardest), runs, note, tuple(sub.parts(sizes, hardest)))
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from ...engine import Pairs, encode
@@ -85,18 +86,55 @@ class Cost:
 
 @dataclass(frozen=True)
 class Probe:
-    """A measured :class:`Cost`, the ``seconds`` the probe took and the ``rounds`` it timed."""
+    """A measured :class:`Cost`, the ``seconds`` the probe took, the ``rounds`` it timed and the
+    torch ``threads`` it chose (:func:`fastest_threads`), which the cost holds for."""
 
     cost: Cost
     seconds: float
     rounds: int
+    threads: int = 1
+
+
+def fastest_threads(run: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> int:
+    """Time ``run`` with torch's threads and with one, twice each in turn, and leave torch on the
+    faster (the smaller where equal).
+
+    On a machine whose cores other work keeps busy, threads that wait for each other at every
+    operation's end wait for a time slice each time: one thread is then several times faster
+    than all of them, where on a quiet machine it is slower. Which holds is measured, not guessed.
+
+    Parameters
+    ----------
+    run : callable
+        The work timed (encoding a batch).
+    clock : callable
+        The clock.
+
+    Returns
+    -------
+    int
+        The threads torch is left on.
+    """
+    most = torch.get_num_threads()
+    if most <= 1:
+        return most
+    best: dict[int, float] = {}
+    for n in (most, 1, most, 1):
+        torch.set_num_threads(n)
+        t = clock()
+        run()
+        best[n] = min(best.get(n, math.inf), clock() - t)
+    chosen = 1 if best[1] <= best[most] else most
+    torch.set_num_threads(chosen)
+    return chosen
 
 
 def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Sequence[LangPair],
             seconds: float = 60.0, progress: bool = False, clock: Callable[[], float] = time.perf_counter) -> Probe:
     """The :class:`Cost` of a search on this machine, measured within about ``seconds``.
 
-    After a warm-up that loads the models, the encoding alone and a few runs of each kind
+    After a warm-up that loads the models and chooses torch's threads (:func:`fastest_threads`,
+    left set: the search runs on them), the encoding alone and a few runs of each kind
     (aligner: :data:`PER_KIND`, spread over its runs) are timed on two batches of segments and on
     two segments: the difference is the cost of the others, so what a call costs whatever its
     size (fitting idf, setting up a solver) drops out of the cost per segment, and the two
@@ -135,6 +173,10 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
         encode(scorers[members[0]].scoring_encoder(), Pairs.from_pairs(probes[0].references, probes[0].candidates),
                [entries[e].composition.aggregator for e in members], scorers[members[0]].runtime)
     Book(list(entries), list(scorers), [probes[0]], Schedule((1.0,))).need((e, 0, 0) for e in timed)
+    first = by_encoder(scorers, range(len(entries)))[0]
+    threads = fastest_threads(lambda: encode(
+        scorers[first[0]].scoring_encoder(), Pairs.from_pairs(probes[1].references, probes[1].candidates),
+        [entries[e].composition.aggregator for e in first], scorers[first[0]].runtime), clock)
     tick()
     encoding: dict[int, list[list[float]]] = {}
     scoring: dict[tuple[Any, ...], list[list[float]]] = {}
@@ -186,7 +228,7 @@ def measure(entries: Sequence[Entry], scorers: Sequence[Scorer], lang_pairs: Seq
             per_call[e] = max(small, 0.0) / len(reps) * shared
     per_text = sum(max(low(t[1]) - low(t[0]), 0.0) for t in encoding.values()) / (2 * extra)
     cost = Cost(per_text, tuple(per_score), tuple(per_call), tuple(e for e, x in enumerate(entries) if x.published))
-    return Probe(cost, clock() - t0, rounds)
+    return Probe(cost, clock() - t0, rounds, threads)
 
 
 def _halves(batch: LangPair, n: int) -> LangPair:
@@ -232,4 +274,4 @@ def _probes(lang_pairs: Sequence[LangPair], size: int) -> list[LangPair]:
             for part in (drawn[len(drawn) // 4:][:2], drawn)]
 
 
-__all__ = ["Cost", "MIN_PROBE", "PER_KIND", "PROBE_QUANTILE", "PROBE_ROUNDS", "Probe", "measure"]
+__all__ = ["Cost", "MIN_PROBE", "PER_KIND", "PROBE_QUANTILE", "PROBE_ROUNDS", "Probe", "fastest_threads", "measure"]

@@ -134,7 +134,8 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     cost : Cost, optional
         The measured cost (:func:`~.cost.measure`): bounds what each level promotes.
     runs : sequence of int, optional
-        The entries searched (default: all; the published ones are scored whatever).
+        The entries searched (default: all); the published configurations compared are those
+        among them.
     pace : Pace, optional
         Re-plans the later levels where the search falls behind its plan.
 
@@ -148,7 +149,8 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     book = Book(entries, scorers, lang_pairs, schedule, seed, progress)
     every = list(range(len(entries))) if runs is None else list(runs)
     lps = list(range(len(lang_pairs)))
-    base = baselines(entries)
+    # a sample of the runs compares with the published configurations in it (the budget's plan)
+    base = [b for b in baselines(entries) if set(b.members) <= set(every)]
     last = schedule.levels - 1
     # every fold (each language pair left out) and the search on every pair, level by level together
     trains = [[l for l in lps if l != held] for held in lps] if len(lps) >= 2 else []

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import torch
+
 from ...config import build
 from ...config.compile import Source, sources_of
 from ...errors import ConfigError
@@ -162,16 +164,21 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category))
     budget_s = minutes * 60
-    probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
-    left = budget_s - (clock() - start) - WRITING_SECONDS
-    sizes = [len(lp) for lp in pairs]
-    plan = plan_search(probe.cost, sizes, left, budget is not None, seed, label, minutes)
-    if plan.note:
-        say(plan.note)
-    say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
-        f"{plan.schedule}; about {plan.seconds / 60:.1f} min (measured here in {probe.seconds:.0f} s)")
-    run = search(entries, scorers, pairs, plan.schedule, wanted, held, str(holdout) if holdout else None, bootstrap,
-                 seed, progress, say, probe.cost, plan.runs, Pace(plan.levels, left, clock))
+    threads = torch.get_num_threads()
+    try:  # the probe chooses torch's threads for the search; the caller's are restored
+        probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
+        left = budget_s - (clock() - start) - WRITING_SECONDS
+        sizes = [len(lp) for lp in pairs]
+        plan = plan_search(probe.cost, sizes, left, budget is not None, seed, label, minutes)
+        if plan.note:
+            say(plan.note)
+        say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
+            f"{plan.schedule}; about {plan.seconds / 60:.1f} min (measured here in {probe.seconds:.0f} s, "
+            f"{probe.threads} thread{'s' if probe.threads > 1 else ''})")
+        run = search(entries, scorers, pairs, plan.schedule, wanted, held, str(holdout) if holdout else None,
+                     bootstrap, seed, progress, say, probe.cost, plan.runs, Pace(plan.levels, left, clock))
+    finally:
+        torch.set_num_threads(threads)
     run.estimated_seconds = plan.seconds
     run.seconds["probe"] = probe.seconds
     result = TuneResult(run, plan, probe, left_out=left_out)
