@@ -143,9 +143,10 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
         else:
             high = mid - 1
     if low == 0:
+        one = cost.only(order[:1]).seconds(sizes, hardest)
         raise ConfigError(f"not even one run fits the default budget ({max(budget_s, 0) / 60:.1f} min left after "
-                          f"loading and measuring): one takes about {cost.only(order[:1]).seconds(sizes, hardest) / 60:.1f} "
-                          f"min here; give a larger {label} or fewer segments")
+                          f"loading and measuring): one takes about {one / 60:.1f} min here; give a larger {label} "
+                          "or fewer segments")
     runs = tuple(sorted(order[:low]))
     sub = cost.only(runs)
     published = len(set(runs) & set(cost.always))
