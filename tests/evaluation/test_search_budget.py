@@ -206,3 +206,11 @@ def test_the_probe_leaves_torch_on_the_faster_thread_count(one_faster: bool) -> 
         assert chosen == torch.get_num_threads() == (1 if one_faster else 2)
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_plan_keeps_headroom_for_an_estimate_that_falls_short() -> None:
+    cost = costly(per_score=0.01)
+    full = cost.seconds(SIZES, SCHEDULES[0])
+    assert plan_search(cost, SIZES, full).schedule == SCHEDULES[0]
+    kept = plan_search(cost, SIZES, full, headroom=0.8)
+    assert kept.schedule != SCHEDULES[0] and kept.seconds <= 0.8 * full

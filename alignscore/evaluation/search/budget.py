@@ -20,6 +20,7 @@ from .schedule import HARDER, SCHEDULES, Schedule
 DEFAULT_BUDGET_MIN = 30.0  # minutes: `alignscore tune` without --budget
 PROBE_SHARE = 0.1  # the probe takes at most this share of the budget
 PROBE_SECONDS = 60.0  # and at most this long
+HEADROOM = 0.8  # a plan takes at most this share of the time left: searches have run over their estimates
 
 
 def check_budget(minutes: object, label: str = "budget=") -> float:
@@ -76,8 +77,8 @@ class Plan:
 
 
 def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: bool = True, seed: int = 0,
-                label: str = "--budget", given: float | None = None) -> Plan:
-    """The schedule that scores the most segments within ``budget_s`` seconds.
+                label: str = "--budget", given: float | None = None, headroom: float = 1.0) -> Plan:
+    """The schedule that scores the most segments within ``headroom * budget_s`` seconds.
 
     The full grid where it fits, else the first of :data:`SCHEDULES` that fits. Where none
     does, an ``explicit`` budget is refused; the default one screens harder: the schedules of
@@ -101,6 +102,9 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
         How the budget is named in the error.
     given : float, optional
         The budget in minutes as the user gave it, for the error (default: ``budget_s``).
+    headroom : float
+        The share of ``budget_s`` a plan may take (:data:`HEADROOM` in a search: the rest is
+        for an estimate that falls short).
 
     Returns
     -------
@@ -119,9 +123,10 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
     Schedule(fractions=(1.0,), keep=1.0, min_keep=4)
     """
     n = len(cost.per_score)
+    fits = headroom * budget_s
     for schedule in SCHEDULES if explicit else SCHEDULES + HARDER:
         seconds = cost.seconds(sizes, schedule)
-        if seconds <= budget_s:
+        if seconds <= fits:
             note = None if schedule in SCHEDULES else (
                 f"the default budget of {budget_s / 60:.1f} min left does not fit the usual schedules: screening "
                 f"harder ({schedule}); give --budget to be refused instead")
@@ -138,7 +143,7 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
     low, high = 0, n  # the largest prefix of `order` that fits: a bisection
     while low < high:
         mid = (low + high + 1) // 2
-        if cost.only(order[:mid]).seconds(sizes, hardest) <= budget_s:
+        if cost.only(order[:mid]).seconds(sizes, hardest) <= fits:
             low = mid
         else:
             high = mid - 1
@@ -232,4 +237,5 @@ class Pace:
         return share
 
 
-__all__ = ["DEFAULT_BUDGET_MIN", "Pace", "Plan", "check_budget", "plan_search", "probe_seconds", "replan_share"]
+__all__ = ["DEFAULT_BUDGET_MIN", "HEADROOM", "Pace", "Plan", "check_budget", "plan_search", "probe_seconds",
+           "replan_share"]

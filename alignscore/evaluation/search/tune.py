@@ -19,7 +19,7 @@ from ..challenge import read_items
 from ..space import load_space
 from ..wmt import LangPair, load_daseg
 from .book import Entry
-from .budget import DEFAULT_BUDGET_MIN, Pace, Plan, check_budget, plan_search, probe_seconds
+from .budget import DEFAULT_BUDGET_MIN, HEADROOM, Pace, Plan, check_budget, plan_search, probe_seconds
 from .cost import Probe, measure
 from .crossval import SearchRun, search
 from .objective import Objective
@@ -169,7 +169,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
         left = budget_s - (clock() - start) - WRITING_SECONDS
         sizes = [len(lp) for lp in pairs]
-        plan = plan_search(probe.cost, sizes, left, budget is not None, seed, label, minutes)
+        plan = plan_search(probe.cost, sizes, left, budget is not None, seed, label, minutes, HEADROOM)
         if plan.note:
             say(plan.note)
         say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
