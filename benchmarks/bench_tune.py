@@ -171,7 +171,7 @@ def _command(args: argparse.Namespace) -> None:
             f"|---:|---:|---|---:|---:|---:|---:|\n| {result.probe.seconds:.0f} s | {result.probe.rounds} | "
             f"{result.plan.schedule} | {len(result.plan.runs or result.run.entries)} | "
             f"{result.plan.seconds / 60:.1f} min | {result.run.seconds['total'] / 60:.1f} min | {took / 60:.1f} min |"
-            f"\n\n{result.plan.note or 'The usual schedules fit.'} Selected: {best.id} ({best.label}), mean |r| "
+            f"\n\n{(result.plan.note or 'the usual schedules fit').capitalize()}. Selected: {best.id} ({best.label}), mean |r| "
             f"{result.run.mean_abs_r.get(result.run.best, float('nan')):.4f}; torch threads chosen by the probe: "
             f"{result.probe.threads}.\n")
     if args.against:
