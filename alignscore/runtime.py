@@ -148,7 +148,8 @@ def auto_token_budget(encoder: Encoder, layers: Sequence[int]) -> int | None:
     width = int(getattr(config, "hidden_size", 1024))
     ffn = int(getattr(config, "intermediate_size", 4 * width))
     heads = int(getattr(config, "num_attention_heads", 16))
-    size = {"float16": 2, "bfloat16": 2}.get(getattr(model, "dtype", "float32"), 4)
+    spec = getattr(model, "spec", None)  # the encoder's settings (its precision), where it has them
+    size = {"float16": 2, "bfloat16": 2}.get(spec.dtype if spec is not None else "float32", 4)
     per_token = size * ((max(layers) + 1) * width + ffn + 3 * width + heads * encoder.model_max_length) + 4 * width
     free, _total = torch.cuda.mem_get_info(device)
     return max(1, int(AUTO_MEMORY_SHARE * free / per_token))

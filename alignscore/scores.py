@@ -12,6 +12,7 @@ import torch
 from .baseline import rescale
 from .errors import InputError, describe
 from .signature import Signature
+from .weighting.schemes import _Idf
 
 if TYPE_CHECKING:
     from .composition import Composition
@@ -193,7 +194,7 @@ def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, sta
     corpus = getattr(w, "corpus", None)
     source = (f"the {len(corpus)} sentence(s) of its corpus" if corpus is not None
               else f"the {int(pairs.ref_counts.sum())} reference sentence(s) being scored")
-    if getattr(w, "sep", False):
+    if isinstance(w, _Idf) and w.sep:
         source += f", candidate idf from the {len(pairs.groups) - 1} candidate(s)"
     messages = {
         1: ("{n} pair(s) have a text with no token in the static table (every word unknown, or an empty text); "

@@ -31,7 +31,8 @@ from ..engine import Pairs, score_groups
 from ..errors import ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..scorer import Scorer
-from ..weighting.schemes import Corpus
+from ..weighting import WEIGHTINGS
+from ..weighting.schemes import Corpus, IdfL
 from .grid import Entry, Grid
 
 __all__ = ["CellPlan", "CellRun", "GridPlan", "GridRun", "plan_grid", "run_grid"]
@@ -127,7 +128,7 @@ def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = 
                 if needs_corpus and id(place) not in corpora:
                     cell.skipped = _no_corpus(place)
                     continue
-                runs.append(RunSources(sources, {"idf_corpus": corpora[id(place)]} if needs_corpus else None))
+                runs.append(RunSources(sources, {IdfL.corpus_setting(): corpora[id(place)]} if needs_corpus else None))
                 planned.append(cell)
     for cell, run in zip(planned, plan_runs(runs, skip_missing=skip_missing, download=download).runs):
         cell.spec, cell.scorer, cell.skipped = run.spec, run.scorer, run.skipped
@@ -150,8 +151,8 @@ def _idf_l(sources: Sequence[Source]) -> tuple[bool, bool]:
         merged = merge(sources)
     except ConfigError:
         return False, False
-    idf_l = merged.part("weighting") == "idf-L"
-    return idf_l, idf_l and merged.given("idf_corpus") is None
+    idf_l = merged.part(WEIGHTINGS.stage) == "idf-L"
+    return idf_l, idf_l and merged.given(IdfL.corpus_setting()) is None
 
 
 def _no_corpus(place: LangPair) -> str:

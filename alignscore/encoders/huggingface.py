@@ -31,9 +31,6 @@ _SP_MARKER = "\u2581"  # "▁", SentencePiece's word-boundary (space) marker
 
 # precision name -> the dtype the model's weights are cast to (int8 then quantises its linear layers)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
-# window mode encodes each token about ``window / stride`` times: strides that would encode a token
-# more often than this are refused (a stride of 1 on a long text is hours of forward passes)
-MAX_WINDOW_OVERLAP = 8
 
 
 
@@ -89,8 +86,8 @@ class HFEncoder(Encoder):
         stride: ``"window"`` mode: tokens between the starts of consecutive windows; default
             half a window's content (the limit less the special tokens), so that every token
             lies at least a quarter window from its window's edge, except near the text's ends.
-            At least 1/8 of a window (:data:`MAX_WINDOW_OVERLAP`): each token is encoded about
-            ``window / stride`` times.
+            At least 1/8 of a window (:data:`~alignscore.encoders.spec.MAX_WINDOW_OVERLAP`): each
+            token is encoded about ``window / stride`` times.
     """
 
     model: str
@@ -358,16 +355,7 @@ class HFEncoder(Encoder):
         """Content tokens between window starts (window mode): ``stride``, or half a window."""
         prefix, suffix = self._special_ends()
         width = self.model_max_length - prefix - suffix
-        stride = self.stride or max(1, width // 2)
-        if stride > width:
-            raise SettingError("window_stride", f"{stride} is longer than a window ({width} tokens between the "
-                                                "special tokens): windows would skip tokens")
-        if stride * MAX_WINDOW_OVERLAP < width:
-            raise SettingError("window_stride", f"{stride} would encode each token of a long text about "
-                                                f"{width // stride} times (windows of {width} tokens); give at least "
-                                                f"{-(-width // MAX_WINDOW_OVERLAP)} (1/{MAX_WINDOW_OVERLAP} of a "
-                                                f"window; default: half a window, {max(1, width // 2)})")
-        return stride
+        return EncoderSpec.stride_in(width, self.stride)
 
     def _special_ends(self) -> tuple[int, int]:
         """How many special tokens the tokenizer puts before and after a text's tokens."""

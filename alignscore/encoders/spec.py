@@ -12,6 +12,9 @@ from ..settings import SettingError, check_settings, setting, settings_of
 from .layers import DEFAULT_MODEL
 
 LONG_TEXTS = ("truncate", "window")
+# window mode encodes each token about ``window / stride`` times: strides that would encode a token
+# more often than this are refused (a stride of 1 on a long text is hours of forward passes)
+MAX_WINDOW_OVERLAP = 8
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "int8")
 
 
@@ -73,6 +76,22 @@ class EncoderSpec:
         if self.lowercase and kind != "vectors" and Path(self.model).suffix not in VECTOR_SUFFIXES:
             raise SettingError("lowercase", f"applies to static word vectors only (a word2vec text file); "
                                             f"{self.model!r} is not one")
+
+    @staticmethod
+    def stride_in(width: int, window_stride: int | None) -> int:
+        """Content tokens between window starts for windows of ``width`` content tokens:
+        ``window_stride``, or half a window. Raises SettingError for a stride that would skip
+        tokens or encode each more than about :data:`MAX_WINDOW_OVERLAP` times."""
+        stride = window_stride or max(1, width // 2)
+        if stride > width:
+            raise SettingError("window_stride", f"{stride} is longer than a window ({width} tokens between the "
+                                                "special tokens): windows would skip tokens")
+        if stride * MAX_WINDOW_OVERLAP < width:
+            raise SettingError("window_stride", f"{stride} would encode each token of a long text about "
+                                                f"{width // stride} times (windows of {width} tokens); give at least "
+                                                f"{-(-width // MAX_WINDOW_OVERLAP)} (1/{MAX_WINDOW_OVERLAP} of a "
+                                                f"window; default: half a window, {max(1, width // 2)})")
+        return stride
 
     @property
     def static(self) -> str | None:

@@ -136,7 +136,7 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
         ds = ray.data.from_items([{"id": 1, "cand": "a cat sat", "ref": "the cat sat down"}])
         score_dataset(ds, model="all-MiniLM-L6-v2", idf=True).take_all()
     """
-    for name, value in (("concurrency", concurrency), ("batch_size", batch_size)):
+    for name, value in dict(concurrency=concurrency, batch_size=batch_size).items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a whole number >= 1, not {describe(value)}")
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float)) or not num_gpus >= 0:

@@ -40,7 +40,7 @@ def _side_table(pair: PairAlignment, side: int, digits: int) -> list[str]:
 
 
 def _matrix_table(pair: PairAlignment, digits: int, width: int) -> list[str]:
-    kind = "similarity" if pair.kind == "similarity" else "cost"
+    kind = pair.kind
     cut = lambda s: s if len(s) <= width else s[: width - 1] + "~"  # noqa: E731
     rows_l = [cut(s) for s in pair.ref_labels]
     cols_l = [cut(s) for s in pair.cand_labels]

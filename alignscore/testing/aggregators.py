@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..aggregators import AGGREGATORS
 from ..aggregators.base import Aggregator
 from ..composition import Composition
 from .promises import call, check_signature, fail, round_trip, tolerance
@@ -86,7 +87,7 @@ def check_aggregator(aggregator: Aggregator, *, dtype: torch.dtype = torch.float
     same("tokens aggregated on their own", got, out[perm_b][:, perm_t],
          "when the texts and tokens are reordered")
 
-    rebuilt = round_trip(Composition(aggregator=aggregator), "aggregator").aggregator
+    rebuilt = round_trip(Composition(aggregator=aggregator), AGGREGATORS.stage).aggregator
     rebuilt = call("spec round trip", "resolve() of the rebuilt aggregator", rebuilt.resolve, num_layers, default_layer)
     check_signature(resolved, rebuilt)
     same("spec round trip", call("spec round trip", "the rebuilt aggregator", rebuilt, states), out,

@@ -10,6 +10,7 @@ import torch
 
 from ..aggregators.single import SingleLayer
 from ..aggregators.stack import LayerStack
+from ..aligners import ALIGNERS
 from ..aligners.base import Aligner, PairBatch
 from ..composition import Composition
 from ..errors import ConfigError, NonFiniteError
@@ -235,7 +236,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     _check_refuses_non_finite(aligner, pairs)
     _check_shared_work(aligner, _variants(batch, gen), others, tol)
     _check_alignment(aligner, batch, scores, tol)
-    rebuilt = round_trip(Composition(aggregator, aligner=aligner), "aligner").aligner
+    rebuilt = round_trip(Composition(aggregator, aligner=aligner), ALIGNERS.stage).aligner
     check_signature(aligner, rebuilt)
     _compare("spec round trip", call("spec round trip", "the rebuilt aligner", rebuilt, batch), scores, tol,
              "by the aligner built from its run file")

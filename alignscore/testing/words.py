@@ -14,6 +14,7 @@ from ..composition import Composition
 from ..encoders.base import Encoder
 from ..filters.base import TokenFilter, TokenRoles
 from ..tokens import Tokenized, TokenTable
+from ..weighting import WEIGHTINGS
 from ..weighting.base import WeightState, Weighting
 from .promises import call, check_signature, fail, round_trip, tolerance
 
@@ -186,7 +187,7 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
              "over other texts")
 
     _check_engine_masses(weighting, encoder, texts, weights)
-    rebuilt = round_trip(Composition(weighting=weighting), "weighting").weighting
+    rebuilt = round_trip(Composition(weighting=weighting), WEIGHTINGS.stage).weighting
     check_signature(weighting, rebuilt)
     same("spec round trip", call("spec round trip", "fit() of the rebuilt weighting", rebuilt.fit, table, ref_counts,
                                  cand_counts, encoder),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..errors import ConfigError
-from ..settings import SettingError, check_settings, setting
+from ..settings import SettingError, check_settings, setting, settings_of
 from ..signature import content_digest
 from ..textio import read_lines
 from ..tokens import TokenTable
@@ -313,6 +313,11 @@ class IdfL(_Idf):
     idf_corpus: str | tuple[str, ...] | Corpus | None = setting(
         None, file=True, aliases=("corpus",), metavar="FILE", help="The idf-L corpus: a file, one sentence per line.")
     _corpus: Corpus | None = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def corpus_setting(cls) -> str:
+        """The name of the setting that gives the corpus (its option and run-file key)."""
+        return next(s.name for s in settings_of(cls) if s.decl.file)
 
     def __post_init__(self) -> None:
         check_settings(self)

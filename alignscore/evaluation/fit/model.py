@@ -7,8 +7,8 @@ the soft greedy match and F-beta (:func:`~alignscore.aligners.greedy.match_simil
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -18,8 +18,6 @@ from ...aligners.greedy import f_beta, match_similarities
 from ...weighting.schemes import idf_power
 from .features import Features, PairFeatures
 
-#: the settings a fit may learn, by their option names
-LEARNABLE = ("mix_weights", "temperature", "idf_power", "beta")
 #: where a learned temperature starts when the start is the exact greedy match (T = 0)
 T_START = 0.01
 #: the logit of the start's layer when a single layer becomes a mix (softmax weight about 0.8 of 6)
@@ -30,19 +28,40 @@ BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6,
 
 @dataclass(frozen=True)
 class Values:
-    """Values of the learnable settings: the mix ``logits`` (one per kept layer; ``inf`` marks
-    exactly one layer), the greedy ``temperature`` (0: exact), the ``idf_power`` and
-    ``beta`` (used where ``metric`` is ``"fbeta"``)."""
+    """Values of the learnable settings, each field named as the option it sets: the mix's
+    ``mix_weights`` (logits, one per kept layer; ``inf`` marks exactly one layer), the greedy
+    ``temperature`` (0: exact), the ``idf_power`` and ``beta`` (used where ``metric`` is
+    ``"fbeta"``)."""
 
-    logits: tuple[float, ...]
+    mix_weights: tuple[float, ...]
     temperature: float = 0.0
     idf_power: float = 1.0
     beta: float = 1.0
     metric: str = "f1"
 
+    @property
+    def logits(self) -> tuple[float, ...]:
+        """The mix's logits (as :attr:`LayerMix.logits <alignscore.aggregators.mix.LayerMix.logits>`)."""
+        return self.mix_weights
+
+    def options(self, learn: Sequence[str]) -> dict[str, Any]:
+        """The options these values set in a fitted run: the mix's weights, and each setting of
+        ``learn`` (``beta`` with ``metric = "fbeta"``, where these values score F-beta)."""
+        out: dict[str, Any] = {"mix_weights": list(self.mix_weights)}
+        out.update({name: getattr(self, name) for name in ("temperature", "idf_power") if name in learn})
+        if "beta" in learn and self.metric == "fbeta":
+            out.update(beta=self.beta, metric="fbeta")
+        return out
+
     def weights(self) -> list[float]:
         """The layer weights ``softmax(logits)``."""
         return mix_layers(torch.eye(len(self.logits), dtype=torch.float64), torch.tensor(self.logits)).tolist()
+
+
+#: the settings a fit may learn, by their option names (the learnable fields of :class:`Values`)
+LEARNABLE = tuple(f.name for f in fields(Values) if f.name != "metric")
+#: the learnable settings that are numbers (the mix's weights are a list)
+NUMBERS = tuple(f.name for f in fields(Values) if f.name in LEARNABLE and f.type == "float")
 
 
 @dataclass

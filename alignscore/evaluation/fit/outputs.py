@@ -15,7 +15,7 @@ import torch
 from ...config import RunSpec
 from ...textio import make_output_folder, replacing
 from .features import Features
-from .model import Values
+from .model import NUMBERS, Values
 from .optimise import Estimate, Fitted
 
 
@@ -128,11 +128,11 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
 
     def folds(p: Path) -> None:
         rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}", f.fitted.steps, f"{f.fitted.inner_start:.6f}",
-                 f"{f.fitted.inner_best:.6f}", f"{f.fitted.values.temperature:.6g}", f"{f.fitted.values.idf_power:.6g}",
-                 f"{f.fitted.values.beta:.6g}", ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
+                 f"{f.fitted.inner_best:.6f}", *(f"{getattr(f.fitted.values, name):.6g}" for name in NUMBERS),
+                 ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
                 for f in (result.estimate.folds if result.estimate else [])]
-        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", "steps", "inner_r_start", "inner_r_best", "temperature",
-                 "idf_power", "beta", "layer_weights"], rows)
+        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", "steps", "inner_r_start", "inner_r_best", *NUMBERS,
+                 "layer_weights"], rows)
 
     comment = (f"alignscore fit on {', '.join(result.lang_pairs)}: layer weights "
                f"{', '.join(f'{w:.3f}' for w in v.weights())} over layers {', '.join(map(str, result.layers))}")

@@ -13,13 +13,18 @@ from typing import Any, Callable, Sequence
 import torch
 from tqdm import tqdm
 
+from ...aggregators import AGGREGATORS
 from ...aggregators.mix import LayerMix
 from ...aggregators.single import SingleLayer
+from ...aligners import ALIGNERS
 from ...aligners.greedy import Greedy
 from ...config import RunSpec, build, run_spec
+from ...config.schema import MODEL_OPTIONS
 from ...errors import ConfigError, InputError
+from ...settings import settings_of
 from ..wmt import LangPair, load_daseg
 from ...textio import check_output_folder
+from ...weighting import WEIGHTINGS
 from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
 from .model import LAYER_START, LEARNABLE, Values, scores_of
@@ -35,13 +40,18 @@ def _label(spec: RunSpec, name: str) -> str:
     return spec.labels.get(name) or name
 
 
+def _declares(part: type, name: str) -> bool:
+    """Whether ``part`` declares the setting ``name``."""
+    return any(s.name == name for s in settings_of(part))
+
+
 def check_start(spec: RunSpec) -> None:
     """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
     single or mix), aligns greedily, weighs by none, idf-S or idf-L, without a baseline."""
     c = spec.composition
-    bad = [("aggregator", c.aggregator, (SingleLayer, LayerMix), "single or mix"),
-           ("aligner", c.aligner, (Greedy,), "greedy"),
-           ("weighting", c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
+    bad = [(AGGREGATORS.stage, c.aggregator, (SingleLayer, LayerMix), "single or mix"),
+           (ALIGNERS.stage, c.aligner, (Greedy,), "greedy"),
+           (WEIGHTINGS.stage, c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
     for name, part, kinds, allowed in bad:
         if not isinstance(part, kinds):
             raise ConfigError(f"{_label(spec, name)}: the fit learns through {name} {allowed}, not "
@@ -50,19 +60,21 @@ def check_start(spec: RunSpec) -> None:
         raise ConfigError(f"{_label(spec, 'baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
                           "leave the baseline out")
     if spec.encoder.static is not None:
-        raise ConfigError(f"{_label(spec, 'model')}: a static table has no layers to mix; the fit needs a transformer")
+        raise ConfigError(f"{_label(spec, MODEL_OPTIONS[0])}: a static table has no layers to mix; the fit needs a transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
-    """The settings to learn: ``names`` checked, or every one that applies to ``spec``."""
+    """The settings to learn: ``names`` checked, or every one that applies to ``spec`` (a
+    setting of the idf weightings where the start weighs by one)."""
     idf = isinstance(spec.composition.weighting, _Idf)
     if names is None:
-        return [n for n in LEARNABLE if n != "idf_power" or idf]
+        return [n for n in LEARNABLE if idf or not _declares(_Idf, n)]
     unknown = [n for n in names if n not in LEARNABLE]
     if unknown:
         raise ConfigError(f"--learn {unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
-    if "idf_power" in names and not idf:
-        raise ConfigError("--learn idf_power: applies with weighting idf-S or idf-L only (the start weighs by "
+    of_idf = [n for n in names if _declares(_Idf, n)]
+    if of_idf and not idf:
+        raise ConfigError(f"--learn {of_idf[0]}: applies with weighting idf-S or idf-L only (the start weighs by "
                           f"{type(spec.composition.weighting).__name__})")
     if not names:
         raise ConfigError("--learn: name at least one setting")
@@ -109,14 +121,10 @@ def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Se
     """The run file of the fitted metric: the start's options with the learned settings, through
     the one compiler (:func:`~alignscore.config.run_spec`)."""
     options: dict[str, Any] = start.to_mapping()
-    options.pop("layer", None)
-    options.update(aggregator="mix", layers=list(layers), mix_weights=list(values.logits))
-    if "temperature" in learn:
-        options["temperature"] = values.temperature
-    if "idf_power" in learn:
-        options["idf_power"] = values.idf_power
-    if "beta" in learn and values.metric == "fbeta":
-        options.update(beta=values.beta, metric="fbeta")
+    for s in settings_of(SingleLayer):
+        options.pop(s.name, None)
+    options.update(aggregator="mix", layers=list(layers))
+    options.update(values.options(learn))
     return run_spec(options)
 
 
@@ -162,7 +170,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     """
     began = time.monotonic()
     say = say or (lambda msg: None)
-    given = {"model": model, "config": str(start) if start is not None else None}
+    given = dict(model=model, config=str(start) if start is not None else None)
     spec = run_spec({k: v for k, v in given.items() if v is not None}, style=style)
     check_start(spec)
     names = learned(spec, learn)
@@ -177,8 +185,9 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     composition = scorer.resolved()
     resolved = replace(spec, composition=composition)
     kept, exact, init = start_values(resolved, scorer.encoder.num_layers, layers)
-    if "mix_weights" in names and len(kept) < 2:
-        names.remove("mix_weights")
+    mixed = [n for n in names if _declares(LayerMix, n)]
+    if mixed and len(kept) < 2:
+        names = [n for n in names if n not in mixed]
         if not names:
             raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
     features = extract(scorer, composition, pairs, kept)

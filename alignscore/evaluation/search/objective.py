@@ -30,7 +30,7 @@ class Objective:
     weight: float = 0.0
     minimum: float | None = None
 
-    PATTERN = re.compile(r"^\s*correlation\s*(?:(?P<sep>[,+])\s*(?:(?P<weight>[0-9.eE+-]+)\s*\*\s*)?"
+    PATTERN = re.compile(r"^\s*correlation\s*(?:(?P<join>[,+])\s*(?:(?P<weight>[0-9.eE+-]+)\s*\*\s*)?"
                          r"accuracy\[(?P<cat>[^\]]+)\]\s*(?:>=\s*(?P<min>[0-9.eE+-]+))?\s*)?$")
 
     @classmethod
@@ -53,11 +53,11 @@ class Objective:
             Any other text, naming ``--objective``.
         """
         m = cls.PATTERN.match(text)
-        if m is None or (m["sep"] == "," and m["min"] is None) or (m["sep"] == "+" and m["min"] is not None) \
-                or (m["sep"] == "," and m["weight"] is not None):
+        if m is None or (m["join"] == "," and m["min"] is None) or (m["join"] == "+" and m["min"] is not None) \
+                or (m["join"] == "," and m["weight"] is not None):
             raise ConfigError(f"--objective {text!r}: one of correlation, 'correlation + W * accuracy[CATEGORY]' "
                               "or 'correlation, accuracy[CATEGORY] >= X'")
-        if m["sep"] is None:
+        if m["join"] is None:
             return cls()
         try:
             weight = float(m["weight"]) if m["weight"] else 1.0
@@ -66,7 +66,7 @@ class Objective:
             raise ConfigError(f"--objective {text!r}: cannot read its numbers") from None
         if not math.isfinite(weight) or weight < 0 or (minimum is not None and not 0 <= minimum <= 1):
             raise ConfigError(f"--objective {text!r}: the weight is a number >= 0 and the minimum accuracy in 0..1")
-        return cls(m["cat"].strip(), weight if m["sep"] == "+" else 0.0, minimum)
+        return cls(m["cat"].strip(), weight if m["join"] == "+" else 0.0, minimum)
 
     @property
     def uses_challenge(self) -> bool:

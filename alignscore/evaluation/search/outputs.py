@@ -187,7 +187,7 @@ def corpus_of(run: SearchRun) -> Corpus | None:
 def write_best(path: Path, run: SearchRun, corpus: Path | None) -> None:
     best = run.entries[run.best]
     # the data set's corpus: the file beside best.toml, named as the signature names it
-    changes = {"idf_corpus": str(corpus.resolve())} if corpus is not None else {}
+    changes = {IdfL.corpus_setting(): str(corpus.resolve())} if corpus is not None else {}
     estimate = run.estimates.get(SELECTED)
     comment = (f"selected by alignscore tune: {best.id} ({best.label})\n"
                f"mean |r| {run.mean_abs_r.get(run.best)!r} on {', '.join(lp.name for lp in run.lang_pairs)}"

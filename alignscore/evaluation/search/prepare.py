@@ -8,11 +8,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ...aggregators.single import SingleLayer
 from ...composition import Composition
 from ...config import RunSpec, build_all
 from ...engine import Pairs, score_groups
 from ...errors import ConfigError
 from ...scorer import Scorer
+from ...settings import settings_of
 from ..challenge import ALL, Item, challenge_pairs
 from ..space import Candidate
 from ...config.plan import by_encoder
@@ -22,7 +24,7 @@ from .objective import accuracy
 
 def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> list[str]:
     """A short label per candidate: its values of the options whose value varies in the space
-    (the layer as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``).
+    (a single layer's setting as resolved for the model: ``layer=-3`` of a 6-layer model is ``layer=4``).
 
     Parameters
     ----------
@@ -34,7 +36,8 @@ def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> 
     -------
     list of str
     """
-    values = [{**c.values, **({"layer": r.aggregator.layer} if "layer" in c.values else {})}
+    single = [s.name for s in settings_of(SingleLayer)]
+    values = [{**c.values, **{k: getattr(r.aggregator, k) for k in single if k in c.values}}
               for c, r in zip(candidates, resolved)]
     keys = [k for k in dict.fromkeys(k for v in values for k in v) if len({_text(v.get(k)) for v in values}) > 1]
     return [" ".join(f"{k}={_text(v[k])}" for k in keys if k in v) or c.subspace for c, v in zip(candidates, values)]
