@@ -3,8 +3,8 @@ the user wrote each option (``--n-gram``, ``n_gram=``, ``best.toml:4: n_gram``,
 ``table9.toml:31: rows[3].layer``) and what each is based on (the preset or run file it names).
 
 Every value is read here (text from the command line, files resolved against the folder of what
-names them) and checked against its declaration where one declaration says it; :func:`relabel`
-names an option in an error as the user wrote it, for the compiler, ``build`` and the CLI.
+names them) and checked against its declaration where one declaration says it; a
+:class:`Provenance` names an option in an error as the user wrote it.
 """
 
 from __future__ import annotations
@@ -279,30 +279,44 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str |
     return flat([make_source(given, kind, label, base_dir, flags, style)])
 
 
-def relabel(exc: ConfigError, written: Callable[[str], str | None], style: str,
-            first: Callable[[str], Any] = lambda name: 0, part: str | None = None) -> ConfigError:
-    """``exc`` with the option it is about named as the user wrote it: ``written(name)`` is that
-    label where the user gave the option (else None: it is named in ``style``); where the error
-    is about several, the one ``first`` ranks highest is named; ``part`` is the label of the
-    part whose own (not given) setting is wrong. An error about no option is returned as is.
+@dataclass(frozen=True)
+class Provenance:
+    """How each option of a run was given (``labels``: ``--layer``, ``layer=``, ``run.toml:3:
+    layer``), kept beside its :class:`~alignscore.config.spec.RunSpec`: ``style`` names an option
+    that was not given (``"flag"``, ``"keyword"``, ``"key"``), ``ranks`` the source of each
+    (higher wins). The compiler, :func:`~alignscore.config.build.build` and the CLI name an
+    option in an error through :meth:`relabel`.
 
     Examples
     --------
-    >>> str(relabel(SettingError("n_gram", "expected an integer >= 1, not 0"), {"n_gram": "--n-gram"}.get, "flag"))
-    '--n-gram: expected an integer >= 1, not 0'
-    >>> str(relabel(SettingError("sep", "expected true or false"), {}.get, "key", part="run.toml:3: weighting"))
+    >>> str(Provenance({"n_gram": "--n-gram"}, "flag").relabel(SettingError("n_gram", "expected an integer")))
+    '--n-gram: expected an integer'
+    >>> str(Provenance(style="key").relabel(SettingError("sep", "expected true or false"), "run.toml:3: weighting"))
     'run.toml:3: weighting (sep): expected true or false'
     """
-    if isinstance(exc, SettingError):
-        label = written(exc.field) or (f"{part} ({name_in(style, exc.field)})" if part else name_in(style, exc.field))
-        reason = exc.named(lambda o: name_in(style, o)) if isinstance(exc, RequirementError) else exc.reason
-        return ConfigError(f"{label}: {reason}", exc.options)
-    if not exc.options:
-        return exc
-    named = [o for o in exc.options if written(o)]
-    label = written(max(named, key=first)) if named else name_in(style, exc.options[0])
-    return ConfigError(f"{label}: {exc.message}", exc.options)
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    style: str = "keyword"
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+    def name(self, option: str) -> str:
+        """The option as the user wrote it, or as its style names it."""
+        return self.labels.get(option) or name_in(self.style, option)
+
+    def relabel(self, exc: ConfigError, part: str | None = None) -> ConfigError:
+        """``exc`` with the option it is about named as the user wrote it (of several, the one
+        from the highest source); ``part`` labels the part whose own, not given, setting is wrong."""
+        if isinstance(exc, SettingError):
+            named = lambda o: name_in(self.style, o)  # noqa: E731
+            label = self.labels.get(exc.field) or (f"{part} ({named(exc.field)})" if part else named(exc.field))
+            reason = exc.named(named) if isinstance(exc, RequirementError) else exc.reason
+            return ConfigError(f"{label}: {reason}", exc.options)
+        if not exc.options:
+            return exc
+        given = [o for o in exc.options if o in self.labels]
+        label = self.name(max(given, key=lambda o: self.ranks.get(o, 0)) if given else exc.options[0])
+        return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
 __all__ = ["CLEAR", "Label", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label", "make_source",
-           "name_in", "preset_source", "relabel", "sources_of"]
+           "name_in", "preset_source", "Provenance", "sources_of"]

@@ -31,17 +31,13 @@ class RunSpec:
     """Everything a run is: the :class:`~alignscore.encoders.spec.EncoderSpec`, the
     :class:`~alignscore.composition.Composition` (its parts are their own descriptions), the
     :class:`~alignscore.runtime.Runtime` (never changes a number beyond float rounding) and the
-    cache (None: none). The default is BERTScore's. ``labels`` says how each option was given
-    (``--layer``, ``layer=``, ``run.toml:3: layer``) and ``style`` how to name one that was not
-    (``"flag"``, ``"keyword"``, ``"key"``), for the checks that need the model
-    (:func:`alignscore.config.build.build`); neither takes part in equality."""
+    cache (None: none). The default is BERTScore's. How each option was given is kept beside it
+    (:class:`~alignscore.config.sources.Provenance`)."""
 
     encoder: EncoderSpec = field(default_factory=EncoderSpec)
     composition: Composition = field(default_factory=Composition)
     runtime: Runtime = field(default_factory=Runtime)
     cache: CacheSpec | None = None
-    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-    style: str = field(default="keyword", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f, kind in zip(fields(self), (EncoderSpec, Composition, Runtime, (CacheSpec, type(None)))):

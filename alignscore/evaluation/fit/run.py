@@ -16,7 +16,7 @@ from tqdm import tqdm
 from ...aggregators.mix import LayerMix
 from ...aggregators.single import SingleLayer
 from ...aligners.greedy import Greedy
-from ...config import RunSpec, build, run_spec
+from ...config import Provenance, RunSpec, build, run_compiled, run_spec
 from ...errors import ConfigError, InputError
 from ..wmt import LangPair, load_daseg
 from ...textio import check_output_folder
@@ -31,26 +31,23 @@ MIN_SEGMENTS = 30
 OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "layer_weights.png")
 
 
-def _label(spec: RunSpec, name: str) -> str:
-    return spec.labels.get(name) or name
-
-
-def check_start(spec: RunSpec) -> None:
+def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
     single or mix), aligns greedily, weighs by none, idf-S or idf-L, without a baseline."""
-    c = spec.composition
+    c, labels = spec.composition, (provenance or Provenance()).labels
+    named = lambda option: labels.get(option, option)  # noqa: E731 - as given, else its bare name
     bad = [("aggregator", c.aggregator, (SingleLayer, LayerMix), "single or mix"),
            ("aligner", c.aligner, (Greedy,), "greedy"),
            ("weighting", c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
     for name, part, kinds, allowed in bad:
         if not isinstance(part, kinds):
-            raise ConfigError(f"{_label(spec, name)}: the fit learns through {name} {allowed}, not "
+            raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
     if c.baseline is not None:
-        raise ConfigError(f"{_label(spec, 'baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
+        raise ConfigError(f"{named('baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
                           "leave the baseline out")
     if spec.encoder.static is not None:
-        raise ConfigError(f"{_label(spec, 'model')}: a static table has no layers to mix; the fit needs a transformer")
+        raise ConfigError(f"{named('model')}: a static table has no layers to mix; the fit needs a transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
@@ -163,8 +160,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     began = time.monotonic()
     say = say or (lambda msg: None)
     given = {"model": model, "config": str(start) if start is not None else None}
-    spec = run_spec({k: v for k, v in given.items() if v is not None}, style=style)
-    check_start(spec)
+    spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
+    check_start(spec, provenance)
     names = learned(spec, learn)
     if output is not None:
         check_output_folder(output, OUTPUTS, [start])
@@ -172,7 +169,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     check_data(pairs, str(data))
     held = load_daseg(holdout) if holdout is not None else []
     check_data(held, str(holdout))
-    scorer = build(spec)
+    scorer = build(spec, provenance=provenance)
     scorer.runtime = replace(scorer.runtime, progress=not quiet)
     composition = scorer.resolved()
     resolved = replace(spec, composition=composition)
