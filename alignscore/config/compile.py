@@ -42,7 +42,7 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import Declaration, RequirementError, allows
-from .schema import DEFAULT_PARTS, STAGES, options, part_settings, registry_of
+from .schema import DEFAULT_PARTS, FILTER_LIST, STAGES, options, part_settings, registry_of
 from .sources import (CLEAR, Provenance, Source, file_source, flag_label, flat, keyword_label, make_source,
                       name_in, preset_source, sources_of)
 from .spec import RunSpec
@@ -115,15 +115,8 @@ class Merged:
         return named.value if named is not None else DEFAULT_PARTS[stage]
 
     def given(self, name: str) -> Given | None:
-        if name in self.simple:
-            return self.simple[name]
-        for named, settings in self.parts.values():
-            if name in settings:
-                return settings[name]
-        for named, settings in self.filters.values():
-            if name in settings:
-                return settings[name]
-        return None
+        tables = [self.simple, *(s for _, s in self.parts.values()), *(s for _, s in self.filters.values())]
+        return next((t[name] for t in tables if name in t), None)
 
     def provenance(self) -> Provenance:
         """How each option (and each stage's part named) was given, and its source's rank."""
@@ -153,10 +146,8 @@ def merge(sources: Sequence[Source]) -> Merged:
                                   f"{other.value}", (name,))
             given[target] = Given(meant, short.label, rank)
         for name, g in given.items():
-            option = table[name]
-            if option.group in ("encoder", "runtime", "cache") or (option.group == "composition"
-                                                                    and name not in STAGES and name != "filters"):
-                out.simple[name] = g
+            if table[name].group not in (*STAGES, "filter") and name not in (*STAGES, FILTER_LIST):
+                out.simple[name] = g  # the encoder's, the runtime's, the cache's, the composition's own
         for stage in STAGES:
             settings = {k: g for k, g in given.items() if table[k].group == stage}
             out.parts[stage] = _merge_part(stage, out.parts[stage], given.get(stage), settings)

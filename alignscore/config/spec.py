@@ -52,8 +52,8 @@ class RunSpec:
         return {k: v for k, v in self._mapping().items() if v is not None}
 
     def _mapping(self) -> dict[str, Any]:
-        c = self.composition
-        own = _settings(CompositionOptions.of(c))
+        c, given = self.composition, CompositionOptions.of(self.composition)
+        own = _settings(given)
         special = next(iter(own))  # the token roles' option: written beside the filters
         out = _settings(self.encoder)
         for stage, part in c.parts().items():
@@ -64,7 +64,7 @@ class RunSpec:
                 out[FILTER_LIST] = [FILTERS.name_of(f) for f in c.roles.filters]
                 for f in c.roles.filters:
                     out.update(_settings(f))
-        if isinstance(own.get("baseline"), Baseline):
+        if isinstance(given.baseline, Baseline):
             raise ConfigError("a run with a baseline made in Python (not read from a file) cannot be written: "
                               "write the baseline to a file and give baseline = FILE")
         return {**out, **own, **_settings(self.runtime), **(_settings(self.cache) if self.cache else {})}
