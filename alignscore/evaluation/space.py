@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from ..config.compile import Source, compile_run, make_source, preset_source
+from ..config.compile import Compiled, Provenance, Source, compile_labelled, make_source, preset_source
 from ..config.schema import MODEL_OPTIONS
 from ..config.sources import known, model_given
 from ..config.presets import PRESETS
@@ -67,12 +67,13 @@ Choices = Mapping[str, tuple[Any, ...]]
 class Candidate:
     """One run of a space: the ``values`` the space gives it (as in the file), the
     ``subspace`` it comes from, the ``source`` the compiler read (each option named
-    ``file:line: key[i]``) and the compiled ``spec``."""
+    ``file:line: key[i]``), the compiled ``spec`` and how each of its options was given."""
 
     values: Mapping[str, Any]
     subspace: str
     source: Source
     spec: RunSpec
+    provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class Space:
         for name, values, paths in self.mappings():
             *below, source = self._sources(values, paths)
             if model_of([*flags, *below, source]) not in skip_models:
-                out.append(Candidate(values, name, source, compile_run([*flags, *below, source], data)))
+                out.append(Candidate(values, name, source, *compile_labelled([*flags, *below, source], data)))
         if not out:
             raise ConfigError(f"{self.path}: every run of the space is excluded" + (
                 f" (their models are not on this machine: {', '.join(sorted(skip_models))})" if skip_models else ""))
@@ -143,11 +144,13 @@ class Space:
                        skip_models: Collection[str] = ()) -> dict[str, RunSpec]:
         """The published configurations, each compiled above the command's options (those of
         a model in ``skip_models`` left out)."""
-        out = {}
-        for name, sources in self._published_sources():
-            if model_of([*flags, *sources]) not in skip_models:
-                out[name] = compile_run([*flags, *sources], data)
-        return out
+        return {name: run.spec for name, run in self.published_compiled(flags, data, skip_models).items()}
+
+    def published_compiled(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None,
+                           skip_models: Collection[str] = ()) -> dict[str, Compiled]:
+        """:meth:`published_runs`, each with how its options were given beside it."""
+        return {name: compile_labelled([*flags, *sources], data) for name, sources in self._published_sources()
+                if model_of([*flags, *sources]) not in skip_models}
 
     def models(self, flags: Sequence[Source] = ()) -> dict[str, str]:
         """Every model the runs name (the command's where a run names none), each with where it

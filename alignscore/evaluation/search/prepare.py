@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...composition import Composition
-from ...config import RunSpec, build_all
+from ...config import Compiled, RunSpec, build_all
 from ...engine import Pairs, score_groups
 from ...errors import ConfigError
 from ...scorer import Scorer
@@ -70,7 +70,7 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
     tuple of (list of Entry, list of Scorer)
     """
     names = list(published)
-    scorers = build_all([c.spec for c in candidates] + [published[n] for n in names])
+    scorers = build_all([Compiled(c.spec, c.provenance) for c in candidates] + [published[n] for n in names])
     resolved = [s.resolved() for s in scorers]
     entries: list[Entry] = []
     kept: list[Scorer] = []
