@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .baseline import Baseline
-from .config import build, run_spec
+from .config import build, run_compiled
 from .config.schema import options as option_table
 from .encoders.base import Encoder
 from .errors import ConfigError
@@ -61,7 +61,8 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], *
     ...
     alignscore.errors.ConfigError: score(): idf=: True or False, not 'no'
     """
-    return build(run_spec(options, where="score()")).score(cands, refs)
+    spec, provenance = run_compiled(options, where="score()")
+    return build(spec, provenance=provenance).score(cands, refs)
 
 
 def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bool | None = None) -> Scorer:
@@ -76,7 +77,8 @@ def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bo
         raise ConfigError(f"{function}(): encoder= and {named[0]}= both set the encoder; give one")
     if idf is False:
         options = dict(options, idf=False)
-    return build(run_spec(dict(options, preset=name), where=f"{function}()"), encoder=encoder)
+    spec, provenance = run_compiled(dict(options, preset=name), where=f"{function}()")
+    return build(spec, encoder=encoder, provenance=provenance)
 
 
 def bertscore(model: str | None = None, layer: int | None = None, idf: bool = False,

@@ -128,11 +128,6 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     return field(default=default, metadata={KEY: decl}, compare=compare)
 
 
-def declaration(f: Any) -> Declaration:
-    """The declaration of a dataclass field (an empty one where it declares nothing)."""
-    return f.metadata.get(KEY) or Declaration()
-
-
 def hints(cls: Any) -> dict[str, Any]:
     """The type hints of a dataclass, each resolved on its own: one that names a type imported
     only for type checking is read as "any value" without losing the others."""
@@ -275,7 +270,7 @@ def settings_of(cls: Any) -> list[Setting]:
             continue
         default = f.default if f.default is not MISSING else (
             f.default_factory() if f.default_factory is not MISSING else None)  # type: ignore[misc]
-        out.append(Setting(f.name, found.get(f.name, Any), default, declaration(f)))
+        out.append(Setting(f.name, found.get(f.name, Any), default, f.metadata.get(KEY) or Declaration()))
     return out
 
 
@@ -320,20 +315,14 @@ def int_list(value: Any, what: str = "") -> tuple[int, ...]:
     return tuple(out)
 
 
-def float_list(value: Any, what: str = "") -> tuple[float, ...]:
-    """``"-inf,1,inf"`` or a list of numbers -> a tuple of floats."""
-    named = f"{what}: " if what else ""
-    if not isinstance(value, str):
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if any(isinstance(v, bool) or not isinstance(v, Real) for v in items):
-            raise ConfigError(f"{named}expected numbers, not {value!r}")
-        return tuple(float(v) for v in items)
+def float_list(value: str) -> tuple[float, ...]:
+    """``"-inf,1,inf"`` -> a tuple of floats."""
     try:
         return tuple(math.inf if p in ("inf", "+inf") else -math.inf if p == "-inf" else float(p)
                      for p in (s.strip() for s in value.split(",")))
     except ValueError:
-        raise ConfigError(f"{named}cannot read {value!r} as numbers") from None
+        raise ConfigError(f"cannot read {value!r} as numbers") from None
 
 
 __all__ = ["Declaration", "GIVEN", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
-           "declaration", "float_list", "hints", "int_list", "setting", "settings_of"]
+           "float_list", "hints", "int_list", "setting", "settings_of"]

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config.compile import Source, make_source
-from ..config.files import dotted, line_of, load_toml
+from ..config.files import key_label, load_toml
 from ..config.schema import MODEL_OPTIONS, options
+from ..config.sources import model_given
 from ..errors import ConfigError
 
 MNLI_ROLE = "mnli"
@@ -59,7 +60,7 @@ class Grid:
         whose model the command replaces keeps none of its own settings (its layer was its
         model's)."""
         role = self.role(row, column)
-        kind = role if role in (MNLI_ROLE, STATIC_ROLE) else ""
+        kind = _kind(role)
         own = dict(models or {})
         command = [_for_role(s, kind) for s in flags]
         replaced = own.get(kind) or (kind == "" and any("model" in s.values for s in command))
@@ -71,16 +72,17 @@ class Grid:
 
     def model(self, role: str, flags: Sequence[Source] = (), models: Mapping[str, str] | None = None) -> str:
         """The model a role runs (after the command's options)."""
-        kind = role if role in (MNLI_ROLE, STATIC_ROLE) else ""
-        if (models or {}).get(kind):
-            return (models or {})[kind]
-        for s in reversed([_for_role(s, kind) for s in flags]):
-            if "model" in s.values:
-                return str(s.values["model"])
-        return str(self.roles[role].values["model"])
+        kind = _kind(role)
+        return (models or {}).get(kind) or model_given([_for_role(s, kind) for s in flags]) \
+            or str(self.roles[role].values["model"])
 
 
 _MODEL_FLAGS = {"": "--model", MNLI_ROLE: "--mnli-model", STATIC_ROLE: "--static-model"}
+
+
+def _kind(role: str) -> str:
+    """A role's key in :data:`_MODEL_FLAGS` (the command's flag that replaces its model)."""
+    return role if role in (MNLI_ROLE, STATIC_ROLE) else ""
 
 
 def _for_role(source: Source, kind: str) -> Source:
@@ -98,12 +100,8 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
                path: str | Path = "grid", base_dir: Path | None = None) -> Grid:
     """A :class:`Grid` from the tables of a grid file; every key and value is checked here (each
     error names ``file:line: key``)."""
-    lines = lines or {}
     where = str(path)
-
-    def label(p: tuple[Any, ...]) -> str:
-        line = line_of(lines, p)
-        return f"{where}:{line}: {dotted(p)}" if line else f"{where}: {dotted(p)}"
+    label = key_label(where, lines or {})
 
     known = {"title", "models", "defaults", "columns", "rows"}
     extra = sorted(set(data) - known)

@@ -59,7 +59,7 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     if by is not None:  # every item has the field, with a usable value: checked before any work
         field_values(items, by, challenge_set)
     if output:  # before any work: the output must be writable and none of the inputs
-        files = [f for spec in specs for f in option_files(spec, common)]
+        files = [f for run in specs for f in option_files(run.spec, common)]
         check_output(output, [challenge_set, *files])
     # every composition checked for its model (one that cannot be built fails before any warning),
     # one encoder per model

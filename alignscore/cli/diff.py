@@ -10,14 +10,14 @@ from typing import Any, TextIO
 import click
 from click.core import ParameterSource
 
-from ..config import PRESETS, RunSpec, build_all
+from ..config import PRESETS, Compiled, build_all
 from ..errors import ConfigError, InputError
 from ..evaluation.agreement import disagreements
 from ..explain import Explanation, explain
 from ..render import text_report, write
 from ..textio import check_output_folder, make_output_folder, read_aligned, replacing
 from . import main
-from .options import ManyValues, option_files, scorer_options, scorer_opts, spec_of
+from .options import ManyValues, compiled_of, option_files, scorer_options, scorer_opts
 
 
 def _spec_command() -> click.Command:
@@ -50,21 +50,21 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
 
 
-def side_specs(common: dict[str, Any], spec_a: str, spec_b: str, progress: bool) -> tuple[RunSpec, RunSpec]:
+def side_specs(common: dict[str, Any], spec_a: str, spec_b: str, progress: bool) -> tuple[Compiled, Compiled]:
     """The runs of ``--a`` and ``--b``: each side's options layered on the options shared by
     both (what a side names replaces the shared value)."""
     run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress)
     return run_a, run_b
 
 
-def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[RunSpec]:
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[Compiled]:
     """The run of each ``(flag, text)`` side: its options (:func:`parse_spec`; an empty text
     names none) layered on the shared ones."""
     out = []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
         try:
-            out.append(spec_of({**common, **named}, progress))
+            out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:
             raise ConfigError(f"{flag} {text!r}: {exc}") from None
     return out
@@ -106,7 +106,8 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     common = scorer_opts(kwargs)
     run_a, run_b = side_specs(common, spec_a, spec_b, progress=not quiet)
     if out_dir is not None:  # before any work: the folder must be writable and hold none of the inputs
-        _check_folder(Path(out_dir), [cands, *refs, *option_files(run_a, common), *option_files(run_b, common)], fmt)
+        _check_folder(Path(out_dir), [cands, *refs, *option_files(run_a.spec, common),
+                                      *option_files(run_b.spec, common)], fmt)
     cand_texts, ref_groups = read_aligned(cands, refs)
     scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
     d = disagreements(scorer_a, scorer_b, cand_texts, ref_groups)

@@ -11,7 +11,7 @@ from ..mbr import check_blocks, mbr_select, mbr_signature, write_selections
 from ..textio import check_output, output_stream, read_lines
 from . import main
 from ..config import build
-from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
+from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -34,14 +34,14 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     block as reference, itself included unless --exclude-self. Ties go to the first sample.
     Any composition is the utility; every text is encoded once for the whole file."""
     opts = scorer_opts(kwargs)
-    spec = spec_of(opts, progress=not quiet)
+    spec, provenance = compiled_of(opts, progress=not quiet)
     check_output(output, [samples_file, *option_files(spec, opts)])
     samples = read_lines(samples_file)
     if not samples:
         raise InputError("is empty: there are no samples to select from", samples_file)
     k = k or len(samples)
     check_blocks(len(samples), k, exclude_self, samples_file)
-    scorer = build(spec)
+    scorer = build(spec, provenance=provenance)
     selections = mbr_select(scorer, samples, k, exclude_self)
     signature = mbr_signature(scorer.signature(), k, exclude_self)
     with output_stream(output) as fh:

@@ -14,7 +14,7 @@ import click
 from click.core import ParameterSource
 
 from ..cache import ENV_VAR
-from ..config import RunSpec, compile_run, sources_of
+from ..config import Compiled, RunSpec, compile_labelled, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
 from ..errors import ConfigError
@@ -108,8 +108,13 @@ def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
 
 def spec_of(opts: Mapping[str, Any], progress: bool) -> RunSpec:
     """The run the options describe, with progress bars on stderr or not."""
-    spec = compile_run(flag_sources(opts))
-    return replace(spec, runtime=replace(spec.runtime, progress=progress))
+    return compiled_of(opts, progress).spec
+
+
+def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
+    """:func:`spec_of`, with how each option was given beside the spec (for ``build``)."""
+    spec, provenance = compile_labelled(flag_sources(opts))
+    return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
 
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ from ..stream import clear_sidecar, score_stream
 from ..textio import check_inputs, check_output, read_lines, replacing, write_scores
 from . import main
 from .inputs import Sources, input_options
-from .options import SEED, needs, option_files, output_option, scorer_options, scorer_opts, spec_of
+from .options import SEED, compiled_of, needs, option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -99,12 +99,12 @@ def _pairwise(refs: tuple[str, ...], cands: str, fmt: str, output: str | None, q
         raise InputError("--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)")
     if stream or fmt != "tsv":
         raise InputError("--pairwise writes one .npy matrix: --stream, --resume and --format do not apply")
-    spec = spec_of(opts, progress=not quiet)
+    spec, provenance = compiled_of(opts, progress=not quiet)
     check_output(output, [cands, *option_files(spec, opts)])
     texts = read_lines(cands)
     if not texts:
         raise InputError("is empty: there is nothing to score", cands)
-    scorer = build(spec)  # after the input is read: a bad file is found before the model loads
+    scorer = build(spec, provenance=provenance)  # after the input is read: a bad file is found before the model loads
     matrix = scorer.pairwise(texts, texts)
     metric = scorer.resolved().metric
     with replacing(output) as tmp:
@@ -149,7 +149,7 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
         raise InputError("--stream does not run under torchrun yet: shard the input files instead")
     if (stream or resume) and not sources.cands:
         raise InputError("--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once")
-    spec = spec_of(opts, progress=not quiet and writer)
+    spec, provenance = compiled_of(opts, progress=not quiet and writer)
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *option_files(spec, opts), judged.human])
     if stream or resume:
@@ -157,7 +157,7 @@ def _score(sources: Sources, fmt: str, output: str | None, quiet: bool, stream: 
     else:
         cand_texts, ref_groups = sources.read()
         human = read_human(judged.human, len(cand_texts)) if judged.human else None
-    scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)))
+    scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     if stream or resume:
         result = score_stream(scorer, sources.cands, sources.refs, output, fmt=fmt, resume=resume,
                               files=option_files(spec, opts),

@@ -12,7 +12,7 @@ from ..render import FORMATS, format_for, write
 from ..textio import check_output, read_lines, replacing
 from . import main
 from ..config import build
-from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
+from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
 
 
 def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
@@ -69,10 +69,10 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
     fmt = format_for(output, fmt)
     opts = scorer_opts(kwargs)
-    spec = spec_of(opts, progress=False)
+    spec, provenance = compiled_of(opts, progress=False)
     if output is not None:  # before any work: writable, and none of the inputs
         check_output(output, [*refs_file, cands_file, *option_files(spec, opts)])
-    scorer = build(spec)
+    scorer = build(spec, provenance=provenance)
     expl = explain(scorer, [candidate], [references])[0]  # warns when a side carries no mass, and why
     if output is None:
         text = write(expl, None, fmt, ref_index)

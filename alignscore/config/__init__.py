@@ -6,13 +6,13 @@
 never import this package."""
 
 from .build import build, check_model, encoder_of
-from .compile import compile_run, run_spec
+from .compile import Compiled, compile_labelled, compile_run, run_compiled, run_spec
 from .plan import RunPlan, RunSources, build_all, plan_runs
 from .presets import PRESETS, Preset
 from .schema import Option, options
-from .sources import Source, file_source, make_source, preset_source, relabel, sources_of
+from .sources import Provenance, Source, file_source, make_source, preset_source, sources_of
 from .spec import RunSpec
 
-__all__ = ["PRESETS", "Option", "Preset", "RunPlan", "RunSources", "RunSpec", "Source", "build", "build_all",
-           "check_model", "compile_run", "encoder_of", "file_source", "make_source", "options", "plan_runs",
-           "preset_source", "relabel", "run_spec", "sources_of"]
+__all__ = ["PRESETS", "Compiled", "Option", "Preset", "Provenance", "RunPlan", "RunSources", "RunSpec", "Source",
+           "build", "build_all", "check_model", "compile_labelled", "compile_run", "encoder_of", "file_source",
+           "make_source", "options", "plan_runs", "preset_source", "run_compiled", "run_spec", "sources_of"]

@@ -8,7 +8,6 @@ specs (and devices) are equal."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
 
 from ..encoders.base import Encoder
 from ..encoders.huggingface import HFEncoder
@@ -17,37 +16,35 @@ from ..encoders.static import StaticEncoder
 from ..errors import ConfigError
 from ..scorer import Scorer
 from ..settings import SettingError
-from .compile import name_in
+from .schema import MODEL_OPTIONS
+from .sources import Provenance
 from .spec import RunSpec
 
 
-def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True) -> Scorer:
+def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True,
+          provenance: Provenance | None = None) -> Scorer:
     """The :class:`Scorer` of ``spec``: its encoder (``encoder``, when given, stands in for the
     one the spec names), composition, runtime and cache. With ``check``, the model-dependent
-    checks run now (:func:`check_model`)."""
+    checks run now (:func:`check_model`), naming options as ``provenance`` says they were given."""
     if encoder is None:
         encoder = encoder_of(spec.encoder, spec.runtime.device)
     scorer = Scorer(encoder, spec.composition, spec.runtime,
                     spec.cache.build() if spec.cache is not None else None)
     if check:
-        check_model(scorer, spec.labels, spec.style)
+        check_model(scorer, provenance)
     return scorer
 
 
-def check_model(scorer: Scorer, labels: Mapping[str, str] | None = None, style: str = "keyword") -> None:
+def check_model(scorer: Scorer, provenance: Provenance | None = None) -> None:
     """The checks that need the model's configuration and tokenizer (not its weights): the
     composition resolved for the model (its layers exist; a default layer where none is given; a
     baseline row for that layer) and the encoder's own limits. Errors name the options as
-    ``labels`` say they were given (the others in ``style``: ``--layer``, ``layer=``, ``layer``)."""
-    labels = labels or {}
+    ``provenance`` says they were given (:meth:`Provenance.relabel`; by default as keywords)."""
     try:
         scorer.scoring_encoder().check()
         scorer.resolved()
-    except SettingError as exc:
-        raise ConfigError(f"{labels.get(exc.field) or name_in(style, exc.field)}: {exc.reason}", exc.options) from None
     except ConfigError as exc:
-        label = next((labels[o] for o in exc.options if o in labels), None)
-        raise ConfigError(f"{label}: {exc.message}" if label else str(exc), exc.options) from None
+        raise (provenance or Provenance()).relabel(exc) from None
 
 
 def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
@@ -57,7 +54,7 @@ def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
     if e.static is not None:
         return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
     if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
-        raise SettingError("model", f"no such word-vector file: {e.model}")
+        raise SettingError(MODEL_OPTIONS[0], f"no such word-vector file: {e.model}")
     return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
                      dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
 

@@ -42,10 +42,11 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import Declaration, RequirementError, allows
-from .schema import DEFAULT_PARTS, STAGES, options, part_settings, registry_of
-from .sources import (CLEAR, Source, file_source, flag_label, flat, keyword_label, make_source, name_in,
-                      preset_source, relabel, sources_of)
+from .schema import DEFAULT_PARTS, FILTER_LIST, STAGES, options, part_settings, registry_of
+from .sources import (CLEAR, Provenance, Source, file_source, flag_label, flat, keyword_label, make_source,
+                      name_in, preset_source, sources_of)
 from .spec import RunSpec
+
 
 class Given(NamedTuple):
     """A value, how the user wrote it, and the rank of its source (higher wins)."""
@@ -83,8 +84,14 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
     ...
     alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
     """
+    return run_compiled(given, style, where, base_dir).spec
+
+
+def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "",
+                 base_dir: str | Path | None = None) -> Compiled:
+    """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec."""
     try:
-        return compile_run(sources_of(given, style, base_dir))
+        return compile_labelled(sources_of(given, style, base_dir))
     except ConfigError as exc:
         if not where:
             raise
@@ -108,39 +115,18 @@ class Merged:
         return named.value if named is not None else DEFAULT_PARTS[stage]
 
     def given(self, name: str) -> Given | None:
-        if name in self.simple:
-            return self.simple[name]
-        for named, settings in self.parts.values():
-            if name in settings:
-                return settings[name]
-        for named, settings in self.filters.values():
-            if name in settings:
-                return settings[name]
-        return None
+        tables = [self.simple, *(s for _, s in self.parts.values()), *(s for _, s in self.filters.values())]
+        return next((t[name] for t in tables if name in t), None)
 
-    def written(self, name: str) -> str | None:
-        """How the user wrote an option (or the part of a stage), or None where it was not given."""
-        return self.label(name) if self.given(name) or (name in self.parts and self.parts[name][0]) else None
-
-    def label(self, name: str) -> str:
-        """The option as the user wrote it, or as the top source would name it."""
-        given = self.given(name)
-        if given is not None:
-            return given.label
-        if name in self.parts and self.parts[name][0] is not None:
-            return self.parts[name][0].label  # type: ignore[union-attr]
-        return name_in(self.style, name)
-
-    def labels(self) -> dict[str, str]:
-        out = {k: g.label for k, g in self.simple.items()}
+    def provenance(self) -> Provenance:
+        """How each option (and each stage's part named) was given, and its source's rank."""
+        given = dict(self.simple)
         for stage, (named, settings) in self.parts.items():
-            if named is not None:
-                out[stage] = named.label
-            out.update({k: g.label for k, g in settings.items()})
+            given.update({stage: named} if named is not None else {}, **settings)
         for named, settings in self.filters.values():
-            out.setdefault("filters", named.label)
-            out.update({k: g.label for k, g in settings.items()})
-        return out
+            given.setdefault("filters", named)
+            given.update(settings)
+        return Provenance({k: g.label for k, g in given.items()}, self.style, {k: g.rank for k, g in given.items()})
 
 
 def merge(sources: Sequence[Source]) -> Merged:
@@ -160,10 +146,8 @@ def merge(sources: Sequence[Source]) -> Merged:
                                   f"{other.value}", (name,))
             given[target] = Given(meant, short.label, rank)
         for name, g in given.items():
-            option = table[name]
-            if option.group in ("encoder", "runtime", "cache") or (option.group == "composition"
-                                                                    and name not in STAGES and name != "filters"):
-                out.simple[name] = g
+            if table[name].group not in (*STAGES, "filter") and name not in (*STAGES, FILTER_LIST):
+                out.simple[name] = g  # the encoder's, the runtime's, the cache's, the composition's own
         for stage in STAGES:
             settings = {k: g for k, g in given.items() if table[k].group == stage}
             out.parts[stage] = _merge_part(stage, out.parts[stage], given.get(stage), settings)
@@ -266,15 +250,6 @@ def _declared(name: str) -> Declaration:
     return setting.decl if setting is not None else Declaration()
 
 
-def _rank(merged: Merged, name: str) -> int:
-    """The rank of the source that gave an option (or named a stage's part)."""
-    given = merged.given(name)
-    if given is not None:
-        return given.rank
-    named = merged.parts[name][0] if name in merged.parts else None
-    return named.rank if named is not None else -1
-
-
 def _default(name: str) -> Any:
     option = options()[name]
     return option.setting.default if option.setting is not None else None
@@ -292,6 +267,13 @@ def supply(merged: Merged, values: Mapping[str, Any], label: str = "(data)") -> 
 
 
 # -- building -----------------------------------------------------------------------------------
+class Compiled(NamedTuple):
+    """A compiled run: its spec and, beside it, how each of its options was given."""
+
+    spec: RunSpec
+    provenance: Provenance
+
+
 def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> RunSpec:
     """The :class:`RunSpec` of ``sources`` (lowest first; see the module's docstring), with
     ``data`` supplied where the chosen parts take it (:func:`supply`).
@@ -305,6 +287,7 @@ def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None
     Returns
     -------
     RunSpec
+        (:func:`compile_labelled` gives the :class:`Provenance` of its options beside it.)
 
     Examples
     --------
@@ -313,47 +296,50 @@ def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None
     >>> compile_run([low, high]).composition.aligner.n_gram  # wmd -> sinkhorn keeps what both take
     2
     """
+    return compile_labelled(sources, data).spec
+
+
+def compile_labelled(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> Compiled:
+    """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec."""
     merged = merge(sources)
     if data:
         supply(merged, data)
     return construct(merged)
 
 
-def construct(merged: Merged) -> RunSpec:
+def construct(merged: Merged) -> Compiled:
     """Build and check every part of a merged run; errors name the options as written."""
-    table = options()
+    table, provenance = options(), merged.provenance()
     values = {k: g.value for k, g in merged.simple.items()}
 
     def group(name: str) -> dict[str, Any]:
         return {k: v for k, v in values.items() if table[k].group == name}
 
+    def made(make: Callable[[], Any], part: str | None = None) -> Any:
+        try:
+            return make()
+        except ConfigError as exc:
+            raise provenance.relabel(exc, part) from None
+        except TypeError as exc:  # a part from outside the package that takes its settings differently
+            raise ConfigError(f"{part or 'a part'}: {str(exc).strip().splitlines()[0]}") from None
+
     parts = {}
     for stage, registry in STAGES.items():
         named, settings = merged.parts[stage]
         name = merged.part(stage)
-        parts[stage] = _made(merged, lambda: registry.get(name)(**{k: g.value for k, g in settings.items()}),
-                             named.label if named is not None else None)
-    filters = tuple(_made(merged, lambda n=name, s=settings: FILTERS.get(n)(**{k: g.value for k, g in s.items()}),
-                          named.label) for name, (named, settings) in merged.filters.items())
-    own = _made(merged, lambda: CompositionOptions(**group("composition")))
-    composition = _made(merged, lambda: own.compose(parts, filters))
-    runtime = _made(merged, lambda: Runtime(**group("runtime")))
-    cache = _made(merged, lambda: CacheSpec(**group("cache"))) if "cache" in values else None
-    encoder = _made(merged, lambda: EncoderSpec(**group("encoder")))
+        parts[stage] = made(lambda: registry.get(name)(**{k: g.value for k, g in settings.items()}),
+                            named.label if named is not None else None)
+    filters = tuple(made(lambda n=name, s=settings: FILTERS.get(n)(**{k: g.value for k, g in s.items()}), named.label)
+                    for name, (named, settings) in merged.filters.items())
+    own = made(lambda: CompositionOptions(**group("composition")))
+    composition = made(lambda: own.compose(parts, filters))
+    runtime = made(lambda: Runtime(**group("runtime")))
+    cache = made(lambda: CacheSpec(**group("cache"))) if "cache" in values else None
+    encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)
-    return _made(merged, lambda: RunSpec(encoder, composition, runtime, cache, merged.labels(), merged.style))
+    return Compiled(made(lambda: RunSpec(encoder, composition, runtime, cache)), provenance)
 
 
-def _made(merged: Merged, make: Callable[[], Any], part_label: str | None = None) -> Any:
-    """``make()``, with a ConfigError about options renamed as the user wrote them (:func:`relabel`)."""
-    try:
-        return make()
-    except ConfigError as exc:
-        raise relabel(exc, merged.written, merged.style, lambda o: _rank(merged, o), part_label) from None
-    except TypeError as exc:  # a part from outside the package that takes its settings differently
-        raise ConfigError(f"{part_label or 'a part'}: {str(exc).strip().splitlines()[0]}") from None
-
-
-__all__ = ["CLEAR", "Given", "Merged", "Source", "compile_run", "construct", "file_source", "flag_label",
-           "keyword_label", "make_source", "merge", "name_in", "preset_source", "relabel", "run_spec", "sources_of",
-           "supply"]
+__all__ = ["CLEAR", "Compiled", "Given", "Merged", "Provenance", "Source", "compile_labelled", "compile_run",
+           "construct", "file_source", "flag_label", "keyword_label", "make_source", "merge", "name_in",
+           "preset_source", "run_compiled", "run_spec", "sources_of", "supply"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import InputError
 
@@ -98,6 +98,14 @@ def dotted(path: tuple[Any, ...]) -> str:
     return out
 
 
+def key_label(path: str, lines: Mapping[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], str]:
+    """How a key path of the file ``path`` is named in errors: ``table9.toml:31: rows[3].layer``."""
+    def label(p: tuple[Any, ...]) -> str:
+        line = line_of(lines, p)
+        return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
+    return label
+
+
 def toml_text(data: Mapping[str, Any], comment: str | None = None) -> str:
     """``data`` as TOML (``comment`` lines first, each as ``# ...``)."""
     import tomli_w
@@ -106,4 +114,4 @@ def toml_text(data: Mapping[str, Any], comment: str | None = None) -> str:
     return head + tomli_w.dumps(dict(data))
 
 
-__all__ = ["dotted", "key_lines", "line_of", "load_toml", "toml_text"]
+__all__ = ["dotted", "key_label", "key_lines", "line_of", "load_toml", "toml_text"]

@@ -19,9 +19,12 @@ from ..encoders.base import Encoder
 from ..encoders.layers import packaged_model_dir
 from ..errors import AlignScoreError, ConfigError, ConfigErrors, ModelLoadError
 from ..scorer import Scorer
-from .build import build, check_model, encoder_of
-from .compile import Source, compile_run, merge, name_in
+from .build import build, encoder_of
+from .compile import Compiled, Provenance, Source, compile_labelled, merge
+from .schema import MODEL_OPTIONS
 from .spec import RunSpec
+
+MODEL = MODEL_OPTIONS[0]
 
 
 def model_available(name: str) -> bool:
@@ -99,14 +102,15 @@ def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int] | None = None) -
     return list(groups.values())
 
 
-def plan_runs(runs: Sequence[RunSpec | RunSources], *, skip_missing: bool = False,
+def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: bool = False,
               download: bool = True) -> RunPlan:
     """Build every run, one encoder per encoder spec and device, and check each against its
     model (its configuration and tokenizer, not its weights) before anything is encoded.
 
     Parameters:
-        runs: run specs, or :class:`RunSources` to compile (a grid's cells): their option
-            errors are collected like the others.
+        runs: run specs (with their provenance, :class:`~alignscore.config.compile.Compiled`,
+            for errors naming the options as given), or :class:`RunSources` to compile (a
+            grid's cells): their option errors are collected like the others.
         skip_missing: skip, with the reason, the runs whose model is not on this machine or
             cannot be loaded, instead of counting them as errors.
         download: let the encoder fetch a model that is not on this machine (as
@@ -129,57 +133,55 @@ def plan_runs(runs: Sequence[RunSpec | RunSources], *, skip_missing: bool = Fals
     """
     errors: list[tuple[int, AlignScoreError]] = []  # (the run's position, what is wrong with it)
     out: list[PlannedRun] = []
+    given: list[Provenance] = []
     missing_model = (lambda name: False) if download else (lambda name: not model_available(name))
     for k, run in enumerate(runs):
-        spec = run if isinstance(run, RunSpec) else None
         if isinstance(run, RunSources):
             try:
-                spec = compile_run(run.sources, run.data)
+                run = compile_labelled(run.sources, run.data)
             except ConfigError as exc:
-                named = _named_model(run.sources)
-                if named is not None and "model" in exc.options and missing_model(named[0]):
-                    out.append(_missing(named[0], str(exc), skip_missing, errors, k))
+                model = _named_model(run.sources)
+                given.append(Provenance())
+                if model is not None and MODEL in exc.options and missing_model(model):
+                    out.append(_missing(model, str(exc), skip_missing, errors, k))
                 else:  # an option error, or a model path that cannot be fetched either
                     errors.append((k, exc))
                     out.append(PlannedRun(None))
                 continue
-        assert spec is not None
+        spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
+        given.append(provenance)
         if missing_model(spec.encoder.model):
-            label = spec.labels.get("model") or name_in(spec.style, "model")
-            why = f"{label}: {not_here(spec.encoder.model)}"
+            why = f"{provenance.name(MODEL)}: {not_here(spec.encoder.model)}"
             out.append(_missing(spec.encoder.model, why, skip_missing, errors, k, spec))
             continue
         out.append(PlannedRun(spec))
-    _build(out, skip_missing, errors)
+    _build(out, given, skip_missing, errors)
     if errors:
         unique = list({str(e): e for _, e in sorted(errors, key=lambda ke: ke[0])}.values())
         raise unique[0] if len(unique) == 1 else ConfigErrors(unique)
     return RunPlan(out)
 
 
-def _named_model(sources: Sequence[Source]) -> tuple[str, str] | None:
-    """The model the sources name and how the user wrote it, or None (none named, or the
-    sources do not merge: the compiler says why)."""
+def _named_model(sources: Sequence[Source]) -> str | None:
+    """The model the sources name, or None (none named, or the sources do not merge)."""
     try:
-        given = merge(sources).given("model")
+        given = merge(sources).given(MODEL)
     except ConfigError:
         return None
-    return (str(given.value), given.label) if given is not None else None
+    return str(given.value) if given is not None else None
 
 
 def _missing(model: str, why: str, skip: bool, errors: list[tuple[int, AlignScoreError]], k: int,
              spec: RunSpec | None = None) -> PlannedRun:
-    """A run whose model is not on this machine: skipped, or the error ``why`` (naming the model
-    where the user named it)."""
     if not skip:
-        errors.append((k, ConfigError(f"{why}; --skip-missing skips the runs that need it", ("model",))))
+        errors.append((k, ConfigError(f"{why}; --skip-missing skips the runs that need it", (MODEL,))))
     return PlannedRun(spec, skipped=not_here(model))
 
 
-def _build(runs: list[PlannedRun], skip_missing: bool, errors: list[tuple[int, AlignScoreError]]) -> None:
-    """Build each run that has a spec and no reason to skip, in place: one encoder per encoder
-    spec and device; each checked against its model (:func:`~alignscore.config.build.check_model`).
-    An encoder whose model fails to load fails every run of it, loaded once."""
+def _build(runs: list[PlannedRun], given: list[Provenance], skip_missing: bool,
+           errors: list[tuple[int, AlignScoreError]]) -> None:
+    """Build, in place, each run that has a spec and no reason to skip: one encoder per encoder
+    spec and device, loaded once (one that fails fails every run of it)."""
     encoders: dict[Any, Encoder | AlignScoreError] = {}
     for k, run in enumerate(runs):
         spec = run.spec
@@ -195,8 +197,7 @@ def _build(runs: list[PlannedRun], skip_missing: bool, errors: list[tuple[int, A
         try:
             if isinstance(encoder, AlignScoreError):
                 raise encoder
-            scorer = build(spec, encoder, check=False)
-            check_model(scorer, spec.labels, spec.style)
+            scorer = build(spec, encoder, provenance=given[k])
         except ModelLoadError as exc:
             encoders[key] = exc
             if skip_missing:
@@ -210,7 +211,7 @@ def _build(runs: list[PlannedRun], skip_missing: bool, errors: list[tuple[int, A
         runs[k] = PlannedRun(spec, scorer)
 
 
-def build_all(specs: Sequence[RunSpec]) -> list[Scorer]:
+def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:
     """The scorer of each spec (:func:`plan_runs`, nothing skipped): specs with equal encoder
     specs and devices share one encoder object (one model loaded, each text encoded once by
     :func:`~alignscore.scorer.score_together`).

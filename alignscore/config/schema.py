@@ -38,9 +38,9 @@ from .presets import PRESETS
 
 #: the stages whose part is chosen by name, and their registries
 STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIGHTINGS, "aligner": ALIGNERS}
-#: option groups, in help order
-GROUPS = ("source", "encoder", "composition", "aggregator", "filter", "weighting", "aligner", "runtime", "cache")
 DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+#: the options that name a whole run to start from: a preset, a run file
+SOURCE_OPTIONS = ("preset", "config")
 #: the options that pick the model (``lang`` picks BERTScore's for a language)
 MODEL_OPTIONS = ("model", "lang")
 #: the option that lists the token filters (a list of parts, not one part of a stage)
@@ -139,12 +139,9 @@ def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
                               "(rename the setting)")
 
 
-def _part_name(stage: str, registry: Registry[Any]) -> Callable[[str], str]:
-    def read(text: str) -> str:
-        if text not in registry:
-            registry.get(text)  # loads plugins, then names the known parts
-        return text
-    return read
+def _part_name(registry: Registry[Any]) -> Callable[[str], str]:
+    """A part's name as read from text: an unknown one loads plugins, then names the known parts."""
+    return lambda text: text if text in registry else (registry.get(text), text)[1]
 
 
 @lru_cache(maxsize=1)
@@ -161,10 +158,10 @@ def _table(*_parts: int) -> dict[str, Option]:
             raise ConfigError(f"the setting {option.name!r} of {option.group} {', '.join(option.parts)} is also "
                               f"a {same.group} option: a part's setting needs a name of its own (rename it)")
 
-    add(Option("preset", "source", "A named run (its model and composition); the options below override it.",
+    add(Option(SOURCE_OPTIONS[0], "source", "A named run (its model and composition); the options below override it.",
                choices=tuple(PRESETS.names())))
-    add(Option("config", "source", "A run file (TOML: the keys are these options' names; `alignscore config` and "
-               "`alignscore tune` write one); the options below override it. Not with --preset.", file=True,
+    add(Option(SOURCE_OPTIONS[1], "source", "A run file (TOML: the keys are these options' names; `alignscore config` "
+               "and `alignscore tune` write one); the options below override it. Not with --preset.", file=True,
                metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
@@ -173,7 +170,7 @@ def _table(*_parts: int) -> dict[str, Option]:
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), read=_part_name(stage, registry), layered=stage in LAYERED))
+                   choices=tuple(registry.names()), read=_part_name(registry), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
                boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
@@ -194,12 +191,10 @@ def _table(*_parts: int) -> dict[str, Option]:
             helped = next((s for _, s in takers if s.decl.help), takers[0][1])
             for part, s in takers:
                 add(_setting_option(helped if s is takers[0][1] else s, stage, part, shown))
-    for s in settings_of(Runtime):
-        if s.decl.option:
-            add(_setting_option(s, "runtime", None))
-    for s in settings_of(CacheSpec):
-        if s.decl.option:
-            add(_setting_option(s, "cache", None))
+    for group, cls in (("runtime", Runtime), ("cache", CacheSpec)):
+        for s in settings_of(cls):
+            if s.decl.option:
+                add(_setting_option(s, group, None))
     return out
 
 
@@ -240,8 +235,7 @@ def aliases() -> dict[str, str]:
 
 def part_settings(stage: str, name: str) -> dict[str, Setting]:
     """The settings of the part ``name`` of ``stage`` (``"filter"`` for token filters), by name."""
-    registry = FILTERS if stage == "filter" else STAGES[stage]
-    return {s.name: s for s in settings_of(registry.get(name)) if s.decl.option}
+    return {s.name: s for s in settings_of(registry_of(stage).get(name)) if s.decl.option}
 
 
 def part_aliases(stage: str, name: str) -> dict[str, str]:
@@ -254,5 +248,5 @@ def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "GROUPS", "LAYERED", "MODEL_OPTIONS", "Option", "STAGES", "aliases",
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "Option", "SOURCE_OPTIONS", "STAGES", "aliases",
            "options", "part_aliases", "part_settings", "registry_of"]

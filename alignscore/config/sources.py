@@ -3,8 +3,8 @@ the user wrote each option (``--n-gram``, ``n_gram=``, ``best.toml:4: n_gram``,
 ``table9.toml:31: rows[3].layer``) and what each is based on (the preset or run file it names).
 
 Every value is read here (text from the command line, files resolved against the folder of what
-names them) and checked against its declaration where one declaration says it; :func:`relabel`
-names an option in an error as the user wrote it, for the compiler, ``build`` and the CLI.
+names them) and checked against its declaration where one declaration says it; a
+:class:`Provenance` names an option in an error as the user wrote it.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
 from .files import dotted, line_of, load_toml
 from .presets import PRESETS
-from .schema import FILTER_LIST, STAGES, aliases, options, part_aliases, part_settings, registry_of
+from .schema import (FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_aliases, part_settings,
+                     registry_of)
 
 CLEAR = "none"  # --filters none: no filter from the sources below
+PRESET, CONFIG = SOURCE_OPTIONS
 
 Label = Callable[[tuple[Any, ...]], str]
 
@@ -92,7 +94,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
-        if option.group == "source" and (kind == "preset" or name == "config" and kind not in ("flags", "keywords")):
+        if option.group == "source" and (kind == PRESET or name == CONFIG and kind not in ("flags", "keywords")):
             raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
         if option.multiple and value == ():
             continue
@@ -119,9 +121,9 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
             continue
         values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
-    preset, config = values.pop("preset", None), values.pop("config", None)
+    preset, config = values.pop(PRESET, None), values.pop(CONFIG, None)
     if preset is not None and config is not None:
-        raise ConfigError(f"{labels['preset']} and {labels['config']} both give a whole run: give one (a run "
+        raise ConfigError(f"{labels[PRESET]} and {labels[CONFIG]} both give a whole run: give one (a run "
                           "file already fixes every setting; it may name its preset: preset = NAME)")
     base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
         (file_source(config),) if config is not None else ()
@@ -147,13 +149,11 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
             value = option.parse_text(value)
     except ConfigError as exc:
         raise ConfigError(f"{label}: {exc}", (option.name,)) from None
-    if option.file and isinstance(value, (str, os.PathLike)):
-        path = Path(value).expanduser()
-        value = str((root / path if root is not None and not path.is_absolute() else path).resolve())
-    if option.name == "model" and isinstance(value, str) and value.strip():
+    model = option.name == MODEL_OPTIONS[0] and isinstance(value, str) and value.strip()
+    if model or option.file and isinstance(value, (str, os.PathLike)):
         path = Path(value).expanduser()
         local = root / path if root is not None and not path.is_absolute() else path
-        if local.exists():
+        if option.file or local.exists():  # a file, or the model as a local folder or file
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
         value = [value]
@@ -173,14 +173,14 @@ def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
     part object, as its name and ``{setting: (value, label)}``."""
     registry = registry_of(stage)
     if isinstance(value, str):
-        _known(registry, value, label(path))
+        known(registry, value, label(path))
         return value, {}
     if isinstance(value, Mapping):
         name = value.get("name")
         if not isinstance(name, str):
             raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
                               f"not {value!r}")
-        _known(registry, name, label(path + ("name",)))
+        known(registry, name, label(path + ("name",)))
         takes, older = part_settings(stage, name), part_aliases(stage, name)
         out: dict[str, tuple[Any, str]] = {}
         for k, v in value.items():
@@ -200,7 +200,8 @@ def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
                       f"registered {stage} object, not {value!r}")
 
 
-def _known(registry: Any, name: str, label: str) -> None:
+def known(registry: Any, name: str, label: str) -> None:
+    """Refuse a name ``registry`` does not hold, naming those it does."""
     if name not in registry.names():
         raise ConfigError(f"{label}: no {registry.stage} {name!r} (there are: {', '.join(registry.names())})")
 
@@ -216,18 +217,14 @@ def _filters(value: Any, label: Label, path: tuple[Any, ...], text: bool
         items += [p.strip() for p in item.split(",") if p.strip()] if text and isinstance(item, str) else [item]
     if items == [CLEAR]:
         return []
-    out = []
-    for i, item in enumerate(items):
-        name, settings = _part_value("filter", item, label, path + (i,) if len(items) > 1 else path)
-        out.append((name, settings))
-    return out
+    return [_part_value("filter", item, label, path + (i,) if len(items) > 1 else path) for i, item in enumerate(items)]
 
 
 def file_source(path: str | Path) -> Source:
     """The source a run file gives (its keys named ``file:line: key``)."""
     data, lines = load_toml(path)
     for key, value in data.items():
-        if key == "config":
+        if key == CONFIG:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: {key}: a run file holds options, not another "
                               "run file (it may name a preset: preset = NAME)")
         if isinstance(value, dict) and key not in STAGES:
@@ -248,8 +245,13 @@ def preset_source(name: str, model: bool = True) -> Source:
     >>> "model" in preset_source("moverscore-v2", model=False).values
     False
     """
-    options = {k: v for k, v in PRESETS.get(name).options.items() if model or k != "model"}
-    return make_source(options, "preset", lambda p: f"preset {name}: {dotted(p)}", style="key")
+    options = {k: v for k, v in PRESETS.get(name).options.items() if model or k != MODEL_OPTIONS[0]}
+    return make_source(options, PRESET, lambda p: f"preset {name}: {dotted(p)}", style="key")
+
+
+def model_given(sources: Sequence[Source]) -> str | None:
+    """The model the highest of ``sources`` (lowest first) that names one names, or None."""
+    return next((str(s.values[MODEL_OPTIONS[0]]) for s in reversed(sources) if MODEL_OPTIONS[0] in s.values), None)
 
 
 def flat(sources: Sequence[Source]) -> list[Source]:
@@ -279,30 +281,44 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str |
     return flat([make_source(given, kind, label, base_dir, flags, style)])
 
 
-def relabel(exc: ConfigError, written: Callable[[str], str | None], style: str,
-            first: Callable[[str], Any] = lambda name: 0, part: str | None = None) -> ConfigError:
-    """``exc`` with the option it is about named as the user wrote it: ``written(name)`` is that
-    label where the user gave the option (else None: it is named in ``style``); where the error
-    is about several, the one ``first`` ranks highest is named; ``part`` is the label of the
-    part whose own (not given) setting is wrong. An error about no option is returned as is.
+@dataclass(frozen=True)
+class Provenance:
+    """How each option of a run was given (``labels``: ``--layer``, ``layer=``, ``run.toml:3:
+    layer``), kept beside its :class:`~alignscore.config.spec.RunSpec`: ``style`` names an option
+    that was not given (``"flag"``, ``"keyword"``, ``"key"``), ``ranks`` the source of each
+    (higher wins). The compiler, :func:`~alignscore.config.build.build` and the CLI name an
+    option in an error through :meth:`relabel`.
 
     Examples
     --------
-    >>> str(relabel(SettingError("n_gram", "expected an integer >= 1, not 0"), {"n_gram": "--n-gram"}.get, "flag"))
-    '--n-gram: expected an integer >= 1, not 0'
-    >>> str(relabel(SettingError("sep", "expected true or false"), {}.get, "key", part="run.toml:3: weighting"))
+    >>> str(Provenance({"n_gram": "--n-gram"}, "flag").relabel(SettingError("n_gram", "expected an integer")))
+    '--n-gram: expected an integer'
+    >>> str(Provenance(style="key").relabel(SettingError("sep", "expected true or false"), "run.toml:3: weighting"))
     'run.toml:3: weighting (sep): expected true or false'
     """
-    if isinstance(exc, SettingError):
-        label = written(exc.field) or (f"{part} ({name_in(style, exc.field)})" if part else name_in(style, exc.field))
-        reason = exc.named(lambda o: name_in(style, o)) if isinstance(exc, RequirementError) else exc.reason
-        return ConfigError(f"{label}: {reason}", exc.options)
-    if not exc.options:
-        return exc
-    named = [o for o in exc.options if written(o)]
-    label = written(max(named, key=first)) if named else name_in(style, exc.options[0])
-    return ConfigError(f"{label}: {exc.message}", exc.options)
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    style: str = "keyword"
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+    def name(self, option: str) -> str:
+        """The option as the user wrote it, or as its style names it."""
+        return self.labels.get(option) or name_in(self.style, option)
+
+    def relabel(self, exc: ConfigError, part: str | None = None) -> ConfigError:
+        """``exc`` with the option it is about named as the user wrote it (of several, the one
+        from the highest source); ``part`` labels the part whose own, not given, setting is wrong."""
+        if isinstance(exc, SettingError):
+            named = lambda o: name_in(self.style, o)  # noqa: E731
+            label = self.labels.get(exc.field) or (f"{part} ({named(exc.field)})" if part else named(exc.field))
+            reason = exc.named(named) if isinstance(exc, RequirementError) else exc.reason
+            return ConfigError(f"{label}: {reason}", exc.options)
+        if not exc.options:
+            return exc
+        given = [o for o in exc.options if o in self.labels]
+        label = self.name(max(given, key=lambda o: self.ranks.get(o, 0)) if given else exc.options[0])
+        return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["CLEAR", "Label", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label", "make_source",
-           "name_in", "preset_source", "relabel", "sources_of"]
+__all__ = ["CLEAR", "Label", "Provenance", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label",
+           "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]

@@ -31,17 +31,13 @@ class RunSpec:
     """Everything a run is: the :class:`~alignscore.encoders.spec.EncoderSpec`, the
     :class:`~alignscore.composition.Composition` (its parts are their own descriptions), the
     :class:`~alignscore.runtime.Runtime` (never changes a number beyond float rounding) and the
-    cache (None: none). The default is BERTScore's. ``labels`` says how each option was given
-    (``--layer``, ``layer=``, ``run.toml:3: layer``) and ``style`` how to name one that was not
-    (``"flag"``, ``"keyword"``, ``"key"``), for the checks that need the model
-    (:func:`alignscore.config.build.build`); neither takes part in equality."""
+    cache (None: none). The default is BERTScore's. How each option was given is kept beside it
+    (:class:`~alignscore.config.sources.Provenance`)."""
 
     encoder: EncoderSpec = field(default_factory=EncoderSpec)
     composition: Composition = field(default_factory=Composition)
     runtime: Runtime = field(default_factory=Runtime)
     cache: CacheSpec | None = None
-    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-    style: str = field(default="keyword", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f, kind in zip(fields(self), (EncoderSpec, Composition, Runtime, (CacheSpec, type(None)))):
@@ -56,8 +52,8 @@ class RunSpec:
         return {k: v for k, v in self._mapping().items() if v is not None}
 
     def _mapping(self) -> dict[str, Any]:
-        c = self.composition
-        own = _settings(CompositionOptions.of(c))
+        c, given = self.composition, CompositionOptions.of(self.composition)
+        own = _settings(given)
         special = next(iter(own))  # the token roles' option: written beside the filters
         out = _settings(self.encoder)
         for stage, part in c.parts().items():
@@ -68,7 +64,7 @@ class RunSpec:
                 out[FILTER_LIST] = [FILTERS.name_of(f) for f in c.roles.filters]
                 for f in c.roles.filters:
                     out.update(_settings(f))
-        if isinstance(own.get("baseline"), Baseline):
+        if isinstance(given.baseline, Baseline):
             raise ConfigError("a run with a baseline made in Python (not read from a file) cannot be written: "
                               "write the baseline to a file and give baseline = FILE")
         return {**out, **own, **_settings(self.runtime), **(_settings(self.cache) if self.cache else {})}

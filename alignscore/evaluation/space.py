@@ -40,21 +40,25 @@ search reports how each compares on language pairs it never saw (a group: by its
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from ..config.compile import Source, compile_run, make_source, preset_source
+from ..config.compile import Compiled, Provenance, Source, compile_labelled, make_source, preset_source
+from ..config.schema import MODEL_OPTIONS
+from ..config.sources import known, model_given
 from ..config.presets import PRESETS
-from ..config.files import dotted, line_of, load_toml
+from ..config.files import key_label, load_toml
 from ..config.spec import RunSpec
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 
 DEFAULT_SPACE = "default.toml"
+PRESET, MODEL = PRESETS.stage, MODEL_OPTIONS[0]
 #: what a [[published]] table may build on besides its own options
-BASE_KEYS = ("preset", "grid", "row", "column", "rows", "columns")
+BASE_KEYS = (PRESET, "grid", "row", "column", "rows", "columns")
 
 Choices = Mapping[str, tuple[Any, ...]]
 
@@ -63,12 +67,13 @@ Choices = Mapping[str, tuple[Any, ...]]
 class Candidate:
     """One run of a space: the ``values`` the space gives it (as in the file), the
     ``subspace`` it comes from, the ``source`` the compiler read (each option named
-    ``file:line: key[i]``) and the compiled ``spec``."""
+    ``file:line: key[i]``), the compiled ``spec`` and how each of its options was given."""
 
     values: Mapping[str, Any]
     subspace: str
     source: Source
     spec: RunSpec
+    provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -94,13 +99,7 @@ class Space:
 
     def size(self) -> int:
         """How many runs the products hold (before exclusions and duplicates)."""
-        total = 0
-        for _, _, choices in self.choices():
-            n = 1
-            for values in choices.values():
-                n *= len(values)
-            total += n
-        return total
+        return sum(math.prod(map(len, choices.values())) for _, _, choices in self.choices())
 
     def mappings(self) -> list[tuple[str, dict[str, Any], dict[str, tuple[Any, ...]]]]:
         """Every ``(subspace, values, paths)`` of the products, exclusions left out, in file
@@ -135,7 +134,7 @@ class Space:
         for name, values, paths in self.mappings():
             *below, source = self._sources(values, paths)
             if model_of([*flags, *below, source]) not in skip_models:
-                out.append(Candidate(values, name, source, compile_run([*flags, *below, source], data)))
+                out.append(Candidate(values, name, source, *compile_labelled([*flags, *below, source], data)))
         if not out:
             raise ConfigError(f"{self.path}: every run of the space is excluded" + (
                 f" (their models are not on this machine: {', '.join(sorted(skip_models))})" if skip_models else ""))
@@ -145,11 +144,13 @@ class Space:
                        skip_models: Collection[str] = ()) -> dict[str, RunSpec]:
         """The published configurations, each compiled above the command's options (those of
         a model in ``skip_models`` left out)."""
-        out = {}
-        for name, sources in self._published_sources():
-            if model_of([*flags, *sources]) not in skip_models:
-                out[name] = compile_run([*flags, *sources], data)
-        return out
+        return {name: run.spec for name, run in self.published_compiled(flags, data, skip_models).items()}
+
+    def published_compiled(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None,
+                           skip_models: Collection[str] = ()) -> dict[str, Compiled]:
+        """:meth:`published_runs`, each with how its options were given beside it."""
+        return {name: compile_labelled([*flags, *sources], data) for name, sources in self._published_sources()
+                if model_of([*flags, *sources]) not in skip_models}
 
     def models(self, flags: Sequence[Source] = ()) -> dict[str, str]:
         """Every model the runs name (the command's where a run names none), each with where it
@@ -159,7 +160,7 @@ class Space:
         for sources in chains + [s for _, s in self._published_sources()]:
             chain = [*flags, *sources]
             model = model_of(chain)
-            given = next((s.labels["model"] for s in reversed(chain) if "model" in s.values), "the default model")
+            given = next((s.labels[MODEL] for s in reversed(chain) if MODEL in s.values), "the default model")
             out.setdefault(model, given)
         return out
 
@@ -173,25 +174,19 @@ class Space:
     def _sources(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> list[Source]:
         """A run's sources above the command's: the preset it chooses as its base (on the
         command's model), then its own options."""
-        if "preset" not in values:
+        if PRESET not in values:
             return [self._source(values, paths)]
-        own = self._source({k: v for k, v in values.items() if k != "preset"}, paths)
-        at = paths["preset"]
-        line = line_of(self.lines, at)
-        return [_preset_base(values["preset"], f"{self.path}:{line}: {dotted(at)}" if line else
-                             f"{self.path}: {dotted(at)}"), own]
+        own = self._source({k: v for k, v in values.items() if k != PRESET}, paths)
+        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own]
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
-        def label(p: tuple[Any, ...]) -> str:
-            at = paths[p[0]] + p[1:]
-            line = line_of(self.lines, at)
-            return f"{self.path}:{line}: {dotted(at)}" if line else f"{self.path}: {dotted(at)}"
-        return make_source(values, "space", label, self.base_dir, style="key")
+        at = key_label(self.path, self.lines)
+        return make_source(values, "space", lambda p: at(paths[p[0]] + p[1:]), self.base_dir, style="key")
 
 
 def model_of(sources: Sequence[Source]) -> str:
     """The model a run of ``sources`` (lowest first) names: the last one given, or the default."""
-    return next((str(s.values["model"]) for s in reversed(sources) if "model" in s.values), DEFAULT_MODEL)
+    return model_given(sources) or DEFAULT_MODEL
 
 
 def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[str, tuple[Any, ...]]:
@@ -209,11 +204,7 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
     """A :class:`Space` from a space file's tables (its shape checked; the values are checked
     when its candidates compile)."""
     lines = lines or {}
-
-    def label(p: tuple[Any, ...]) -> str:
-        line = line_of(lines, p)
-        return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
-
+    label = key_label(path, lines)
     shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude", "published")}, (), label)
     subs = data.get("subspace", [])
     if not isinstance(subs, list) or not all(isinstance(s, dict) for s in subs):
@@ -255,8 +246,8 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
     name = point["name"]
     own = {k: v for k, v in point.items() if k not in ("name", *BASE_KEYS)}
     below = []
-    if "preset" in point:
-        below.append(_preset_base(point["preset"], label("preset")))
+    if PRESET in point:
+        below.append(_preset_base(point[PRESET], label(PRESET)))
     if "grid" not in point:
         extra = next((k for k in BASE_KEYS[2:] if k in point), None)
         if extra:
@@ -288,12 +279,10 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
 
 
 def _preset_base(name: Any, label: str) -> Source:
-    """A preset's options as the base of a run of a space: all but its model (a space runs the
-    command's)."""
+    """A preset's options but its model (a space runs the command's)."""
     if not isinstance(name, str):
         raise ConfigError(f"{label}: a preset's name, not {name!r}")
-    if name not in PRESETS.names():
-        raise ConfigError(f"{label}: no preset {name!r} (there are: {', '.join(PRESETS.names())})")
+    known(PRESETS, name, label)
     return preset_source(name, model=False)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import options, run_spec
+from ..config import options, run_compiled
 from ..config import PRESETS
 from ..scorer import Scorer
 from ..config import RunSpec, build
@@ -76,9 +76,9 @@ Examples:
 
 def scorer(given: dict[str, Any], scorers: dict[RunSpec, Scorer]) -> Scorer:
     """The scorer of the options ``given`` (kept in ``scorers``: built once per run spec)."""
-    spec = run_spec(given, where="alignscore (evaluate)")
+    spec, provenance = run_compiled(given, where="alignscore (evaluate)")
     if spec not in scorers:
-        scorers[spec] = build(spec)
+        scorers[spec] = build(spec, provenance=provenance)
     return scorers[spec]
 
 

@@ -18,7 +18,7 @@ from ...aggregators.mix import LayerMix
 from ...aggregators.single import SingleLayer
 from ...aligners import ALIGNERS
 from ...aligners.greedy import Greedy
-from ...config import RunSpec, build, run_spec
+from ...config import Provenance, RunSpec, build, run_compiled, run_spec
 from ...config.schema import MODEL_OPTIONS
 from ...errors import ConfigError, InputError
 from ...settings import settings_of
@@ -36,31 +36,28 @@ MIN_SEGMENTS = 30
 OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "layer_weights.png")
 
 
-def _label(spec: RunSpec, name: str) -> str:
-    return spec.labels.get(name) or name
-
-
 def _declares(part: type, name: str) -> bool:
     """Whether ``part`` declares the setting ``name``."""
     return any(s.name == name for s in settings_of(part))
 
 
-def check_start(spec: RunSpec) -> None:
+def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
     single or mix), aligns greedily, weighs by none, idf-S or idf-L, without a baseline."""
-    c = spec.composition
+    c, labels = spec.composition, (provenance or Provenance()).labels
+    named = lambda option: labels.get(option, option)  # noqa: E731 - as given, else its bare name
     bad = [(AGGREGATORS.stage, c.aggregator, (SingleLayer, LayerMix), "single or mix"),
            (ALIGNERS.stage, c.aligner, (Greedy,), "greedy"),
            (WEIGHTINGS.stage, c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
     for name, part, kinds, allowed in bad:
         if not isinstance(part, kinds):
-            raise ConfigError(f"{_label(spec, name)}: the fit learns through {name} {allowed}, not "
+            raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
     if c.baseline is not None:
-        raise ConfigError(f"{_label(spec, 'baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
+        raise ConfigError(f"{named('baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
                           "leave the baseline out")
     if spec.encoder.static is not None:
-        raise ConfigError(f"{_label(spec, MODEL_OPTIONS[0])}: a static table has no layers to mix; the fit needs a transformer")
+        raise ConfigError(f"{named(MODEL_OPTIONS[0])}: a static table has no layers to mix; the fit needs a transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
@@ -171,8 +168,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     began = time.monotonic()
     say = say or (lambda msg: None)
     given = dict(model=model, config=str(start) if start is not None else None)
-    spec = run_spec({k: v for k, v in given.items() if v is not None}, style=style)
-    check_start(spec)
+    spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
+    check_start(spec, provenance)
     names = learned(spec, learn)
     if output is not None:
         check_output_folder(output, OUTPUTS, [start])
@@ -180,7 +177,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     check_data(pairs, str(data))
     held = load_daseg(holdout) if holdout is not None else []
     check_data(held, str(holdout))
-    scorer = build(spec)
+    scorer = build(spec, provenance=provenance)
     scorer.runtime = replace(scorer.runtime, progress=not quiet)
     composition = scorer.resolved()
     resolved = replace(spec, composition=composition)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...aggregators.single import SingleLayer
 from ...composition import Composition
-from ...config import RunSpec, build_all
+from ...config import Compiled, RunSpec, build_all
 from ...engine import Pairs, score_groups
 from ...errors import ConfigError
 from ...scorer import Scorer
@@ -73,7 +73,7 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
     tuple of (list of Entry, list of Scorer)
     """
     names = list(published)
-    scorers = build_all([c.spec for c in candidates] + [published[n] for n in names])
+    scorers = build_all([Compiled(c.spec, c.provenance) for c in candidates] + [published[n] for n in names])
     resolved = [s.resolved() for s in scorers]
     entries: list[Entry] = []
     kept: list[Scorer] = []

@@ -143,7 +143,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     missing = _missing(parsed.models(flags))
     skip = set(missing) if skip_missing else set()
     candidates = parsed.candidates(flags, max_compositions, corpus, skip)  # compiled: nothing loaded yet
-    runs = parsed.published_runs(flags, corpus, skip)
+    runs = parsed.published_compiled(flags, corpus, skip)
     if missing and not skip_missing:  # after every value is checked, before any model is loaded
         model, where = next(iter(missing.items()))
         raise ConfigError(f"{where}: no such model folder or file, nor {model!r} in the Hugging Face cache "
@@ -152,9 +152,9 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     for line in left_out:
         say(line)
     published = {}
-    for name, spec in runs.items():
+    for name, (spec, provenance) in runs.items():
         try:
-            build(spec)  # a published configuration this model cannot run (no default layer) is left out
+            build(spec, provenance=provenance)  # a published configuration this model cannot run (no default layer) is left out
             published[name] = spec
         except ConfigError as exc:
             left_out.append(f"{name}: left out ({exc})")
