@@ -148,10 +148,10 @@ class Composition:
         if self.remap is not None and self.baseline is not None:
             raise ConfigError("a baseline was computed on references in the candidates' language: a remapped run "
                               "scores against sources; leave the baseline out", ("baseline", "remap"))
-        if self.remap is not None and self.aggregator.output().kind != "layer":
+        if self.remap is not None and not self.aggregator.output().one_layer:
             raise ConfigError(f"a remapping maps one layer's vectors: it needs the single-layer aggregator, not "
                               f"{self.aggregator.output()}", ("remap", "aggregator"))
-        if self.baseline is not None and self.aggregator.output().kind != "layer":
+        if self.baseline is not None and not self.aggregator.output().one_layer:
             raise ConfigError(f"baseline rescaling reads one row per layer: it needs the single-layer aggregator, "
                               f"not {self.aggregator.output()}", ("baseline", "aggregator"))
 
@@ -162,7 +162,7 @@ class Composition:
             return
         agg = self.aggregator
         given = [s.name for s in settings_of(type(agg)) if getattr(agg, s.name) != s.default]
-        if given or agg.output().kind != "layer":  # one layer, the table's: every aggregator setting is a layer's
+        if given or not agg.output().one_layer:  # one layer, the table's: every aggregator setting is a layer's
             what = f"{given[0]} {getattr(agg, given[0])}" if given else f"aggregator {type(agg).__name__}"
             raise ConfigError(f"{name!r} is a static table (one vector per token, no layers): layer and "
                               f"aggregator settings do not apply to it (given: {what}); leave them out",
@@ -197,7 +197,7 @@ class Composition:
             try:
                 self.remap.check(model_digest(encoder), aggregator.layers_read()[0], model=encoder.name)
             except ConfigError as exc:
-                raise ConfigError(str(exc), ("remap", "layer")) from None
+                raise ConfigError(str(exc), ("remap",)) from None
         return out
 
     def baseline_values(self) -> dict[str, float] | None:
