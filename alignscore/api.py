@@ -21,14 +21,17 @@ from .scorer import Scorer
 from .scores import Scores
 
 
-def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], **options: Any) -> Scores:
+def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | None = None, *,
+          sources: Sequence[str] | None = None, **options: Any) -> Scores:
     """Score each candidate against its reference(s), as ``alignscore score`` does with the same
-    options; bert_score's ``score`` habit in one call.
+    options; bert_score's ``score`` habit in one call. Or against its source (reference-free).
 
     Parameters
     ----------
     cands : the candidate texts.
     refs : one reference per candidate, or a list of references per candidate.
+    sources : instead of ``refs``, the text each candidate translates (another language, a
+        multilingual ``model``; ``remap=FILE`` maps its vectors, see ``alignscore remap``).
     **options : the options of ``alignscore score`` by name (``model="all-MiniLM-L6-v2"``,
         ``layer=4``, ``idf=True``, ``aligner="wmd"``, ``n_gram=2``, ``preset="moverscore-v2"``,
         ``config="best.toml"``, ...). Default: BERTScore with roberta-large, layer 17.
@@ -62,7 +65,7 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]], *
     alignscore.errors.ConfigError: score(): idf=: True or False, not 'no'
     """
     spec, provenance = run_compiled(options, where="score()")
-    return build(spec, provenance=provenance).score(cands, refs)
+    return build(spec, provenance=provenance).score(cands, refs, sources=sources)
 
 
 def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bool | None = None) -> Scorer:

@@ -31,6 +31,7 @@ from .aligners.greedy import Greedy
 from .baseline import Baseline
 from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
+from .remap import Remapping, load_remapping
 from .settings import GIVEN, SettingError, check_settings, setting, settings_of
 from .signature import Signature
 from .weighting.base import Weighting
@@ -67,6 +68,9 @@ class CompositionOptions:
     baseline: str | os.PathLike[str] | Baseline | None = setting(None, file=True, metavar="FILE",
                                                                  implies={"rescale": True}, help=(
         "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."))
+    remap: str | os.PathLike[str] | Remapping | None = setting(None, file=True, metavar="FILE", help=(
+        "A cross-lingual remapping (alignscore remap) applied to the sources' vectors: scoring against --sources "
+        "with the model and layer it was learned for."))
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -74,9 +78,10 @@ class CompositionOptions:
     @classmethod
     def of(cls, composition: "Composition") -> "CompositionOptions":
         """The options a composition was made with (its baseline as the file it was read from)."""
-        baseline = composition.baseline
+        baseline, remap = composition.baseline, composition.remap
         return cls(composition.roles.special, composition.metric, composition.multi_ref, baseline is not None,
-                   baseline.source if baseline is not None and baseline.source else baseline)
+                   baseline.source if baseline is not None and baseline.source else baseline,
+                   remap.source if remap is not None and remap.source else remap)
 
     def compose(self, parts: dict[str, Any], filters: tuple[Any, ...]) -> "Composition":
         """The composition of these options and ``parts`` (by stage) and token ``filters``; the
@@ -84,8 +89,9 @@ class CompositionOptions:
         baseline = self.baseline if self.rescale else None
         if isinstance(baseline, (str, os.PathLike)):
             baseline = Baseline.read(baseline)
+        remap = load_remapping(self.remap) if isinstance(self.remap, (str, os.PathLike)) else self.remap
         return Composition(roles=TokenRoles(self.special_tokens, filters), metric=self.metric,
-                           multi_ref=self.multi_ref, baseline=baseline, **parts)
+                           multi_ref=self.multi_ref, baseline=baseline, remap=remap, **parts)
 
 
 @dataclass(frozen=True)
@@ -96,8 +102,10 @@ class Composition:
     aligner's primary: F1 for greedy, the score for optimal transport), how a candidate's several
     references reduce (``multi_ref``: ``"max"`` per metric as bert_score, or ``"mean"``) and the
     optional ``baseline`` rescaling ``x' = (x - b) / (1 - b)`` (single-layer aggregators only).
-    ``default_of`` names the known model whose default layer a local copy of it was given (set
-    by :meth:`resolve`; the signature says so).
+    ``remap``: a cross-lingual :class:`~alignscore.remap.Remapping` of the reference side's
+    vectors, for scoring against sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>`
+    with ``sources=``). ``default_of`` names the known model whose default layer a local copy of
+    it was given (set by :meth:`resolve`; the signature says so).
 
     Built once per model with :meth:`resolve` (layers counted from the top and the model's
     default layer become layer numbers); the engine takes resolved compositions.
@@ -110,6 +118,7 @@ class Composition:
     metric: str | None = None
     multi_ref: str = "max"
     baseline: Baseline | None = None
+    remap: Remapping | None = None
     default_of: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +142,16 @@ class Composition:
         elif self.metric not in metrics:
             raise ConfigError(f"aligner {self.aligner.signature()} has no output {self.metric!r} "
                               f"(it gives {', '.join(metrics)})", ("metric", "aligner"))
-        if self.baseline is not None and self.aggregator.output().kind != "layer":
+        if self.remap is not None and not isinstance(self.remap, Remapping):
+            raise ConfigError(f"remap must be a Remapping (load_remapping(path)), not {describe(self.remap)}",
+                              ("remap",))
+        if self.remap is not None and self.baseline is not None:
+            raise ConfigError("a baseline was computed on references in the candidates' language: a remapped run "
+                              "scores against sources; leave the baseline out", ("baseline", "remap"))
+        if self.remap is not None and not self.aggregator.output().one_layer:
+            raise ConfigError(f"a remapping maps one layer's vectors: it needs the single-layer aggregator, not "
+                              f"{self.aggregator.output()}", ("remap", "aggregator"))
+        if self.baseline is not None and not self.aggregator.output().one_layer:
             raise ConfigError(f"baseline rescaling reads one row per layer: it needs the single-layer aggregator, "
                               f"not {self.aggregator.output()}", ("baseline", "aggregator"))
 
@@ -144,7 +162,7 @@ class Composition:
             return
         agg = self.aggregator
         given = [s.name for s in settings_of(type(agg)) if getattr(agg, s.name) != s.default]
-        if given or agg.output().kind != "layer":  # one layer, the table's: every aggregator setting is a layer's
+        if given or not agg.output().one_layer:  # one layer, the table's: every aggregator setting is a layer's
             what = f"{given[0]} {getattr(agg, given[0])}" if given else f"aggregator {type(agg).__name__}"
             raise ConfigError(f"{name!r} is a static table (one vector per token, no layers): layer and "
                               f"aggregator settings do not apply to it (given: {what}); leave them out",
@@ -173,6 +191,13 @@ class Composition:
             default_of = encoder.default_layer_origin()
         out = replace(self, aggregator=aggregator, default_of=default_of)
         out.baseline_values()
+        if self.remap is not None:
+            from .remap import model_digest
+
+            try:
+                self.remap.check(model_digest(encoder), aggregator.layers_read()[0], model=encoder.name)
+            except ConfigError as exc:
+                raise ConfigError(str(exc), ("remap",)) from None
         return out
 
     def baseline_values(self) -> dict[str, float] | None:
@@ -189,9 +214,20 @@ class Composition:
                               f"of {self.aligner.signature()}", ("baseline", "aligner"))
         return values
 
-    def signature(self, encoder: Encoder) -> Signature:
+    def check_side(self, sources: bool) -> None:
+        """Raise where the composition cannot score this side: a remapping maps sources, and a
+        baseline was computed against references."""
+        if sources and self.baseline is not None:
+            raise ConfigError("a baseline rescales scores against references in the candidates' language: not "
+                              "against sources; leave it out", ("baseline",))
+        if not sources and self.remap is not None:
+            raise ConfigError(f"remapping {self.remap.digest()} maps sources into the candidates' language: score "
+                              "against sources (--sources), or leave it out", ("remap",))
+
+    def signature(self, encoder: Encoder, sources: bool = False) -> Signature:
         """Everything that changes a number, sacreBLEU-style (resolved), e.g.
-        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
+        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
+        ``sources``: scored against sources (``refs:source``, reference-free)."""
         from ._version import __version__, installed_version
         import torch
 
@@ -204,8 +240,10 @@ class Composition:
         }
         if self.metric != self.aligner.primary:
             fields["metric"] = self.metric
+        if self.remap is not None:
+            fields["remap"] = self.remap.digest()
         fields.update({
-            "refs": self.multi_ref,
+            "refs": "source" if sources else self.multi_ref,
             "rescale": self.baseline.signature() if self.baseline else "no",
             "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
         })

@@ -34,6 +34,7 @@ from .composition import Composition
 from .encoders.base import Encoder
 from .encoding import Encoded, check_vectors, encode, norms_read
 from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
+from .remap import Remapping
 from .runtime import Runtime
 from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
@@ -46,13 +47,20 @@ class AlignerInputs:
     """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
     each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
     ``[N]``), who may be aligned to (``matchable [N]``) and who the token roles let carry mass
-    (``carries [N]``, on the CPU)."""
+    (``carries [N]``, on the CPU); ``ref_vectors [N, D]``: the vectors a text has on the
+    reference side where they differ (a source's, remapped toward the candidates' language)."""
 
     vectors: torch.Tensor
     ref_mass: torch.Tensor
     cand_mass: torch.Tensor
     matchable: torch.Tensor
     carries: torch.Tensor
+    ref_vectors: torch.Tensor | None = None
+
+    @property
+    def reference_vectors(self) -> torch.Tensor:
+        """The vectors of the reference side."""
+        return self.vectors if self.ref_vectors is None else self.ref_vectors
 
 
 # Why a side of a pair carries no mass (:func:`empty_reasons`); 0: it does.
@@ -109,12 +117,14 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
     """
     fitted: dict[str, Weights] = dict(weights or {})
     roles = {} if roles is None else roles
-    out: dict[tuple[str, str, str], AlignerInputs] = {}
+    out: dict[tuple[str, str, str, str], AlignerInputs] = {}
     table = encoded.table
     result = []
+    remapped: dict[tuple[str, str], torch.Tensor] = {}
     for comp in compositions:
         a_sig, r_sig, w_sig = comp.aggregator.signature(), comp.roles.signature(), comp.weighting.signature()
-        key = (a_sig, r_sig, w_sig)
+        m_sig = comp.remap.digest() if comp.remap is not None else ""
+        key = (a_sig, r_sig, w_sig, m_sig)
         if key not in out:
             if w_sig not in fitted:
                 fitted[w_sig] = fit_weights(comp.weighting, encoded, encoder)
@@ -129,9 +139,27 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
                     raise ValueError(f"weighting {w_sig} reads the norms of {a_sig}'s vectors, which were not "
                                      "kept: encode(..., norms=norms_read(compositions))")
                 ref_mass, cand_mass = ref_mass * encoded.norms[a_sig], cand_mass * encoded.norms[a_sig]
-            out[key] = AlignerInputs(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu())
+            if comp.remap is not None and (a_sig, m_sig) not in remapped:
+                remapped[a_sig, m_sig] = remap_vectors(comp.remap, vectors)
+            out[key] = AlignerInputs(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu(),
+                                     remapped.get((a_sig, m_sig)))
         result.append(out[key])
     return result
+
+
+def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
+    """``vectors [N, D]`` remapped (:meth:`~alignscore.remap.Remapping.apply`) and unit-normalised
+    again, as every encoder's vectors are (a vector of 0 stays 0).
+
+    Examples
+    --------
+    >>> from alignscore.remap import Remapping
+    >>> umd = Remapping("umd", torch.tensor([0.0, 1.0], dtype=torch.float64), "m", "0" * 64, 8)
+    >>> remap_vectors(umd, torch.tensor([[0.6, 0.8], [0.0, 0.0]])).tolist()
+    [[1.0, 0.0], [0.0, 0.0]]
+    """
+    out = remap.apply(vectors)
+    return out / out.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(out.dtype).tiny)
 
 
 def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -158,8 +186,8 @@ def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand
                   ref_match=inputs.matchable[r_idx] & r_ok, cand_match=inputs.matchable[c_idx] & c_ok)
     if like is not None:
         return replace(like, **masses)
-    return PairBatch(ref=padded_blocks(inputs.vectors, r_idx, r_ok), cand=padded_blocks(inputs.vectors, c_idx, c_ok),
-                     finite=True, **masses)
+    return PairBatch(ref=padded_blocks(inputs.reference_vectors, r_idx, r_ok),
+                     cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses)
 
 
 def batch_order(encoded: Encoded) -> torch.Tensor:
@@ -210,10 +238,11 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
         key = (id(s), comp.aligner.signature())
         jobs.setdefault(key, []).append(i)
         aligners[key] = comp.aligner
-    by_vectors: dict[int, list[tuple[int, str]]] = {}
+    by_vectors: dict[tuple[int, int], list[tuple[int, str]]] = {}
     inputs_of = {id(s): s for s in inputs}
     for key in jobs:
-        by_vectors.setdefault(id(inputs_of[key[0]].vectors), []).append(key)
+        s = inputs_of[key[0]]
+        by_vectors.setdefault((id(s.vectors), id(s.reference_vectors)), []).append(key)
 
     p, table = encoded.pairs, encoded.table
     order = batch_order(encoded)

@@ -152,6 +152,8 @@ class Remapping:
         The source language it was learned for (None: not stated).
     pairs : int
         How many word pairs it was learned from.
+    source : str, optional
+        The file it was read from (:func:`load_remapping`), for the run file that names it.
 
     Examples
     --------
@@ -167,6 +169,7 @@ class Remapping:
     layer: int
     lang: str | None = None
     pairs: int = 0
+    source: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -213,6 +216,12 @@ class Remapping:
         h = hashlib.sha256(json.dumps(self.header(), sort_keys=True).encode("utf-8") + b"\0")
         h.update(self.weights.numpy().astype("<f8").tobytes())
         return h.hexdigest()
+
+    def __eq__(self, other: object) -> bool:  # by content: two reads of one file are one remapping
+        return isinstance(other, Remapping) and self.checksum() == other.checksum()
+
+    def __hash__(self) -> int:
+        return hash(self.checksum())
 
     def digest(self) -> str:
         """A short name for signatures: ``method(lang,layer N)#<12 hex digits of the checksum>``."""
@@ -278,7 +287,7 @@ def load_remapping(path: str | Path) -> Remapping:
                          str(path))
     try:
         remapping = Remapping(meta["method"], weights, meta["model"], meta["model_digest"], int(meta["layer"]),
-                              meta["lang"] or None, int(meta["pairs"]))
+                              meta["lang"] or None, int(meta["pairs"]), str(path))
     except (KeyError, ValueError, ConfigError) as exc:
         raise InputError(f"damaged remapping file ({exc})", str(path)) from None
     if meta.get("sha256") != remapping.checksum() or meta.get("width") != str(remapping.width):

@@ -20,7 +20,7 @@ from .engine import PairScores, score_many
 from .pairs import Blocks, Pairs
 from .errors import ConfigError, describe
 from .runtime import Runtime
-from .scores import PairwiseScores, Scores, check_references, check_texts, reduce, why_empty
+from .scores import PairwiseScores, Scores, check_references, check_sides, check_texts, reduce, why_empty
 from .signature import Signature
 from .weighting.base import Weighting
 
@@ -124,8 +124,9 @@ class Scorer:
         return self.resolved().signature(self.encoder)
 
     # -- scoring -----------------------------------------------------------------------------
-    def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> Scores:
-        """Score each candidate against its reference(s).
+    def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | None = None, *,
+              sources: Sequence[str] | None = None) -> Scores:
+        """Score each candidate against its reference(s), or against its source (reference-free).
 
         Empty or whitespace-only texts are valid: a pair with an empty side scores 0 on every
         metric (bert_score's convention), with a warning; never NaN.
@@ -137,6 +138,11 @@ class Scorer:
         refs : sequence of str, or of sequences of str
             One text per candidate, or one list of texts per candidate (several references,
             reduced by the composition's ``multi_ref``).
+        sources : sequence of str, optional
+            Instead of ``refs``: the text each candidate translates, in another language, aligned
+            with it by a multilingual encoder (XMoverScore), remapped where the composition has
+            a ``remap``. Weightings fit on the sources where they would on the references; the
+            signature says ``refs:source``.
 
         Returns
         -------
@@ -146,11 +152,12 @@ class Scorer:
             text, and :class:`~alignscore.errors.ConfigError` when the composition cannot be
             built for this encoder's model (before any text is encoded).
         """
-        cands, groups = check_references(cands, refs)
+        cands, groups = check_sides(cands, refs, sources)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
+        composition.check_side(sources is not None)
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
-        return self.reduce(composition, pairs, result)
+        return self.reduce(composition, pairs, result, sources is not None)
 
     def pairwise(self, cands: Sequence[str], refs: Sequence[str], max_pairs: int = 1 << 16) -> PairwiseScores:
         """Every candidate against every reference: each metric as an ``[N, M]`` matrix
@@ -199,9 +206,11 @@ class Scorer:
         metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
         return PairwiseScores(metrics, result.empty, signature)
 
-    def reduce(self, composition: Composition, pairs: Pairs, result: PairScores) -> Scores:
-        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`)."""
-        return reduce(result, pairs, composition, composition.signature(self.encoder), not self.encoder.has_layers)
+    def reduce(self, composition: Composition, pairs: Pairs, result: PairScores, sources: bool = False) -> Scores:
+        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`);
+        ``sources``: scored against sources."""
+        return reduce(result, pairs, composition, composition.signature(self.encoder, sources),
+                      not self.encoder.has_layers)
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the

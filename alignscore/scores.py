@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .composition import Composition
     from .engine import Pairs, PairScores
 
-__all__ = ["PairwiseScores", "Scores", "check_references", "check_texts", "reduce", "reduce_groups", "why_empty"]
+__all__ = ["PairwiseScores", "Scores", "check_references", "check_sides", "check_texts", "reduce", "reduce_groups", "why_empty"]
 
 
 class _ByMetric:
@@ -164,6 +164,20 @@ def check_references(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]
         for j, t in enumerate(g):
             _check_text(t, f"reference {i}" if isinstance(refs[i], str) else f"reference group {i}, item {j}")
     return cands, groups
+
+
+def check_sides(cands: Any, refs: Any, sources: Any) -> tuple[list[str], list[list[str]]]:
+    """:func:`check_references` of ``refs``, or of ``sources`` (one text in another language per
+    candidate, which takes a reference's place): exactly one of the two is given."""
+    if (refs is None) == (sources is None):
+        raise InputError("give references or sources (reference-free scoring), one of the two"
+                         if refs is None else "give references or sources, not both")
+    if refs is not None:
+        return check_references(cands, refs)
+    cands, sources = check_texts(cands, "candidates"), check_texts(sources, "sources")
+    if len(sources) != len(cands):
+        raise InputError(f"{len(cands)} candidates but {len(sources)} sources")
+    return cands, [[s] for s in sources]
 
 
 def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: Signature,

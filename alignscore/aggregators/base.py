@@ -48,6 +48,11 @@ class Vectors:
     kind: str
     layers: int
 
+    @property
+    def one_layer(self) -> bool:
+        """One layer's vectors (what a baseline row or a remapping is for)."""
+        return self.kind == "layer"
+
     def __str__(self) -> str:
         return {"layer": "one layer's vectors", "mix": f"one vector mixed from {self.layers} layers",
                 "concat": f"a concatenation of means of {self.layers} layers",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from alignscore.config.compile import merge
 from alignscore.config.schema import STAGES, options, part_settings
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
+from alignscore.remap import Remapping, model_digest, save_remapping
 from alignscore.evaluation.space import parse_space
 from alignscore.settings import Setting
 from cli_checks import CODE_ROOT, assert_one_error, fingerprint, invoke, write_toml
@@ -70,7 +72,7 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "revision": {"model": "roberta-large"},  # a hub id: a local folder has no revisions
          "mix_weights": {"layers": (-2, -1)}}
 # sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
-SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline"}
+SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline", "remap"}
 
 
 def _cases(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -97,7 +99,8 @@ def _cases(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             out.append((option.name, {option.name: _example(option.setting, files), **needs(option.name)}))
     out += [("special_tokens", {"special_tokens": "keep"}), ("metric", {"metric": "recall"}),
             ("multi_ref", {"multi_ref": "mean"}), ("rescale", {"rescale": True, "baseline": files["baseline"]}),
-            ("baseline", {"baseline": files["baseline"]}), ("device", {"device": "cpu"}), ("lang", {"lang": "zh"})]
+            ("baseline", {"baseline": files["baseline"]}), ("device", {"device": "cpu"}), ("lang", {"lang": "zh"}),
+            ("remap", {"remap": files["remap"], "layer": 2})]
     return out
 
 
@@ -123,8 +126,11 @@ def example_files(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: str) 
     (folder / "small.vec").write_text("2 3\nthe 1 0 0\ncat 0 1 0\n", encoding="utf-8")
     (folder / "base.csv").write_text("LAYER,P,R,F\n" + "".join(f"{k},0.5,0.5,0.5\n" for k in range(5)),
                                      encoding="utf-8")
+    encoder = HFEncoder(tiny_bert_dir)
+    save_remapping(Remapping("umd", torch.ones(encoder.load_model().config.hidden_size, dtype=torch.float64),
+                             tiny_bert_dir, model_digest(encoder), 2), folder / "de.remap")
     return {"text": str(folder / "words.txt"), "vec": str(folder / "small.vec"), "dir": str(folder / "cache"),
-            "baseline": str(folder / "base.csv"), "model": tiny_bert_dir}
+            "baseline": str(folder / "base.csv"), "model": tiny_bert_dir, "remap": str(folder / "de.remap")}
 
 
 def test_every_option_compiles_the_same_from_every_way_in(example_files, tmp_path) -> None:

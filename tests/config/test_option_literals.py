@@ -54,10 +54,10 @@ ALLOWED = {
 
 #: literals that are yet to go, per module: each count may only fall. Most are in modules outside the
 #: configuration layer (other work); those of the configuration layer are what a written run says of
-#: its unset settings (spec.py), the cache group (compile.py) and the aggregator's output kind `layer`
+#: its unset settings (spec.py), the cache group (compile.py) and an error naming the layer
 #: (composition.py).
 DEBT = {
-    "cli/distill.py": 5, "cli/options.py": 5, "config/spec.py": 3, "cli/baseline.py": 3, "composition.py": 3,
+    "cli/distill.py": 5, "cli/options.py": 5, "config/spec.py": 3, "cli/baseline.py": 3, "composition.py": 1,
     "config/compile.py": 2, "cli/remap.py": 2, "cli/score.py": 2, "cli/ablate.py": 1, "cli/config.py": 1,
     "cli/tune.py": 1, "evaluation/fit/run.py": 1, "evaluation/search/tune.py": 1,
 }

@@ -1,0 +1,103 @@
+"""Scoring against sources (reference-free): the candidate is aligned with the text it translates,
+the source side remapped where the composition has a remapping; what needs a reference refuses
+sources and what maps sources refuses references, before any text is encoded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import alignscore
+from alignscore.errors import ConfigError, InputError
+from alignscore.remap import Remapping, model_digest, save_remapping
+from fakes import CountingEncoder
+
+CANDS = ["the cat sat on the mat", "a dog ran", ""]
+SOURCES = ["die katze sass auf der matte", "ein hund lief", "leer"]
+
+
+def _remap_file(tmp_path: Path, encoder: CountingEncoder, method: str, weights: torch.Tensor, layer: int = 2) -> Path:
+    path = tmp_path / f"{method}-{layer}.remap"
+    save_remapping(Remapping(method, weights, encoder.name, model_digest(encoder), layer, "de", 10), path)
+    return path
+
+
+@pytest.fixture
+def encoder(tiny_bert_dir: str) -> CountingEncoder:
+    return CountingEncoder(tiny_bert_dir)
+
+
+def _scorer(encoder: CountingEncoder, **options: object) -> alignscore.Scorer:
+    return alignscore.build(alignscore.run_spec(dict(options, model=encoder.name, layer=2)), encoder=encoder)
+
+
+def test_sources_take_the_references_place_and_the_signature_says_so(encoder: CountingEncoder) -> None:
+    scorer = _scorer(encoder)
+    with pytest.warns(UserWarning, match="empty"):
+        free = scorer.score(CANDS, sources=SOURCES)
+        with_refs = scorer.score(CANDS, SOURCES)
+    for metric in free.metrics:
+        assert torch.equal(free[metric], with_refs[metric])  # the same arithmetic on the same vectors
+    assert free.signature["refs"] == "source" and with_refs.signature["refs"] == "max"
+
+
+def test_an_identity_remapping_changes_no_score_and_umd_does(encoder: CountingEncoder, tmp_path: Path) -> None:
+    width = encoder.load_model().config.hidden_size
+    plain = _scorer(encoder).score(CANDS[:2], sources=SOURCES[:2])
+    identity = _scorer(encoder, remap=str(_remap_file(tmp_path, encoder, "clp", torch.eye(width, dtype=torch.float64))))
+    same = identity.score(CANDS[:2], sources=SOURCES[:2])
+    assert torch.allclose(same.f1, plain.f1, atol=1e-6)  # float32 rounding of x @ I and the renormalisation
+    assert same.signature["remap"].startswith("clp(de,layer 2)#")
+    direction = torch.zeros(width, dtype=torch.float64)
+    direction[0] = 1.0
+    umd = _scorer(encoder, remap=str(_remap_file(tmp_path, encoder, "umd", direction)))
+    moved = umd.score(CANDS[:2], sources=SOURCES[:2])
+    assert not torch.allclose(moved.f1, plain.f1, atol=1e-4)
+    # the candidate side is not remapped: a candidate against itself as its source is no longer exact
+    assert umd.score(["a dog ran"], sources=["a dog ran"]).f1.item() < 1 - 1e-4
+    assert _scorer(encoder).score(["a dog ran"], sources=["a dog ran"]).f1.item() == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("layer, message", [(3, "remapping learned for model .* layer 2, not .* layer 3")])
+def test_a_remapping_of_another_layer_is_refused_before_encoding(encoder: CountingEncoder, tmp_path: Path,
+                                                                 layer: int, message: str) -> None:
+    path = _remap_file(tmp_path, encoder, "umd", torch.ones(32, dtype=torch.float64) / 32 ** 0.5)
+    with pytest.raises(ConfigError, match="remap=: " + message):  # when the scorer is built
+        alignscore.build(alignscore.run_spec(dict(model=encoder.name, layer=layer, remap=str(path))), encoder=encoder)
+    assert encoder.calls == 0
+
+
+def test_what_needs_a_reference_refuses_sources_and_a_remapping_refuses_references(encoder: CountingEncoder,
+                                                                                  tmp_path: Path) -> None:
+    baseline = tmp_path / "b.tsv"
+    baseline.write_text("LAYER,P,R,F\n2,0.5,0.5,0.5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="baseline .* not against sources"):
+        _scorer(encoder, baseline=str(baseline)).score(CANDS, sources=SOURCES)
+    width = encoder.load_model().config.hidden_size
+    remapped = _scorer(encoder, remap=str(_remap_file(tmp_path, encoder, "clp", torch.eye(width, dtype=torch.float64))))
+    with pytest.raises(ConfigError, match="maps sources into the candidates' language"):
+        remapped.score(CANDS, SOURCES)
+    with pytest.raises(ConfigError, match="baseline"):
+        alignscore.run_spec(dict(model=encoder.name, layer=2, baseline=str(baseline),
+                                 remap=str(_remap_file(tmp_path, encoder, "clp", torch.eye(width, dtype=torch.float64)))))
+    assert encoder.calls == 0
+
+
+@pytest.mark.parametrize("refs, sources, message", [
+    (None, None, "give references or sources"),
+    (SOURCES, SOURCES, "not both"),
+    (None, SOURCES[:2], "3 candidates but 2 sources"),
+    (None, [["a"], ["b"], ["c"]], r"source 0 is list \[.a.\], not a text"),
+])
+def test_bad_sources_are_one_line_before_encoding(encoder: CountingEncoder, refs: object, sources: object,
+                                                  message: str) -> None:
+    with pytest.raises(InputError, match=message) as err:
+        _scorer(encoder).score(CANDS, refs, sources=sources)
+    assert "\n" not in str(err.value) and encoder.calls == 0
+
+
+def test_the_front_door_takes_sources(tiny_bert_dir: str) -> None:
+    scores = alignscore.score(CANDS[:2], sources=SOURCES[:2], model=tiny_bert_dir, layer=2)
+    assert scores.signature["refs"] == "source" and len(scores.f1) == 2
