@@ -56,6 +56,12 @@ _PRESETS = (
         model="bert-base-uncased", aggregator="stack", layers=[-5, -4, -3, -2, -1], special_tokens="keep",
         weighting="idf-S", sep=True, aligner="baryscore", reg=0.01),
         "BaryScore (Colombo et al., 2021): Wasserstein barycenters of the last five layers"),
+    Preset("xmoverscore", dict(
+        model="bert-base-multilingual-cased", layer=8, special_tokens="keep", weighting="none", aligner="wmd",
+        n_gram=2, cost="euclidean", score_form="1-d"),
+        "XMoverScore (Zhao et al., 2020) against sources: mBERT layer 8, WMD on bigrams with uniform weights; "
+        "add remap = FILE (alignscore remap) for its remapping; its language-model term and flow dropout are not "
+        "in it"),
 )
 for _preset in _PRESETS:
     PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets
