@@ -12,8 +12,7 @@ from ..evaluation.stats import SACREBLEU_SEED
 from ..config import plan_runs
 from ..textio import check_output, write_output
 from . import main
-from .diff import sides_specs
-from .options import SEED, option_files, output_option, scorer_options, scorer_opts
+from .options import option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option, sides_specs
 
 
 @main.command()
@@ -29,13 +28,13 @@ from .options import SEED, option_files, output_option, scorer_options, scorer_o
 @output_option("Output file.")
 @click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples of the 95% bootstrap intervals and of the paired tests.")
-@click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
+@seed_option(SACREBLEU_SEED, "Seed of the resampling.")
 @click.option("--by", "by", metavar="FIELD", default=None,
               help="Break the results down by a field of the items (e.g. lp): one row per composition, value of "
                    "FIELD and category, the value in a column named FIELD. Every item must have the field.")
 @click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
               "aside); without it they count as often as they appear, with a warning.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@quiet_option()
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
               bootstrap: int, seed: int, by: str | None, dedupe: bool, quiet: bool, **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and

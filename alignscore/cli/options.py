@@ -7,6 +7,8 @@ with :func:`needs` and refused alone."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -14,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from ..cache import ENV_VAR
-from ..config import RunSpec, compile_run, sources_of
+from ..config import PRESETS, RunSpec, compile_run, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
 from ..errors import ConfigError
@@ -75,6 +77,27 @@ def output_option(help: str, required: bool = False) -> Callable[[Callable[..., 
                         + " A pipe or device (/dev/null) is written into.")
 
 
+def quiet_option(help: str = "No progress bars.") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-q/--quiet``."""
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def seed_option(default: int, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--seed N`` (what numpy's generators take)."""
+    return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
+
+
+def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
+    """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
+    return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))
+
+
+def command_line(command: str) -> str | None:
+    """The command line that ran ``alignscore COMMAND`` (shell-quoted), recorded in its outputs;
+    None when the command was called otherwise."""
+    return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
+
+
 def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),
                    names: Iterable[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a command with the run's options (the option table's, in its order): all of
@@ -116,6 +139,53 @@ def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
     """The input files a run reads besides its texts: the run file and every file the spec
     names (which no output may overwrite)."""
     return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
+
+
+def named_files(opts: Mapping[str, Any]) -> list[str]:
+    """Files the run options name themselves (a run file, stop words, a baseline)."""
+    return [str(v) for k, v in opts.items() if v is not None and options()[k].file and isinstance(v, str)]
+
+
+def _spec_command() -> click.Command:
+    @click.command(add_help_option=False)
+    @scorer_options()
+    def spec(**kwargs: Any) -> None:  # pragma: no cover - parsed only, never invoked
+        pass
+
+    return spec
+
+
+def parse_spec(spec: str, flag: str) -> dict[str, Any]:
+    """The scorer options a ``--a``/``--b`` string sets: a preset name (``moverscore-v2``) or
+    options as on the command line (``"--aligner wmd --n-gram 2"``). Only the options the
+    string names are returned, so they override the options shared by both sides."""
+    try:
+        args = shlex.split(spec)
+    except ValueError as exc:  # unbalanced quotes, a trailing escape
+        raise ConfigError(f"{flag} {spec!r}: cannot split it into options ({exc})") from None
+    if len(args) == 1 and not args[0].startswith("-"):
+        if args[0] not in PRESETS.names():
+            raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
+                              "nor a list of options")
+        args = ["--preset", args[0]]
+    try:
+        ctx = _spec_command().make_context(flag, args, resilient_parsing=False)
+    except click.ClickException as exc:
+        raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
+    return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+
+
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[RunSpec]:
+    """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them)."""
+    out = []
+    for flag, text in sides:
+        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
+        try:
+            out.append(spec_of({**common, **named}, progress))
+        except ConfigError as exc:
+            raise ConfigError(f"{flag} {text!r}: {exc}") from None
+    return out
 
 
 def given(ctx: click.Context, name: str) -> bool:

@@ -87,7 +87,7 @@ def test_failed_write_keeps_the_earlier_output(score, tmp_path, monkeypatch):
         fh.write("# half a header")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("alignscore.cli.score.write_scores", disk_full)
+    monkeypatch.setattr("alignscore.scorefiles.write_scores", disk_full)
     code, _, err = score("-o", out)
     assert_one_error(code, err, "No space left on device")
     assert fingerprint(tmp_path) == before  # the output as it was, and no temporary file left behind
