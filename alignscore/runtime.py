@@ -254,3 +254,12 @@ def _scatter(out: torch.Tensor, vectors: torch.Tensor, table: TokenTable, texts:
     b, t = valid.nonzero(as_tuple=True)
     dest, b, t = (x.to(out.device, non_blocking=True) for x in (index[b, t], b, t))
     out[dest] = vectors[b, t].to(out.dtype)
+
+
+def peak_memory_mib() -> float | None:
+    """This process's peak resident set in MiB, where the system says it (None on Windows)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
