@@ -6,11 +6,8 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge import (TIE_TOLERANCE, check_sizes, field_values, jsonl, read_items, run_challenge,
-                                    settle_repeats, tsv)
+from ..evaluation.challenge import challenge_file
 from ..evaluation.stats import SACREBLEU_SEED
-from ..config import plan_runs
-from ..textio import check_output, write_output
 from . import main
 from .options import option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option, sides_specs
 
@@ -51,28 +48,8 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
         --b "--aligner wmd --n-gram 1"
     """
     common = scorer_opts(kwargs)
-    sides = [("--a", spec_a or "")] + [("--b", text) for text in specs_b]
-    specs = sides_specs(common, sides, progress=not quiet)
-    names = ["A"] + (["B"] if len(specs_b) == 1 else [f"B{i}" for i in range(1, len(specs_b) + 1)])
-    items = read_items(challenge_set)
-    if by is not None:  # every item has the field, with a usable value: checked before any work
-        field_values(items, by, challenge_set)
-    if output:  # before any work: the output must be writable and none of the inputs
-        files = [f for spec in specs for f in option_files(spec, common)]
-        check_output(output, [challenge_set, *files])
-    # every composition checked for its model (one that cannot be built fails before any warning),
-    # one encoder per model
-    scorers = plan_runs(specs).scorers()
-    items, repeated = settle_repeats(items, dedupe)
-    if dedupe and repeated:
-        click.echo(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one", err=True)
-    groups = field_values(items, by, challenge_set) if by is not None else None
-    check_sizes(items, groups=groups, by=by)
-    results = run_challenge(scorers, items, names, bootstrap, seed, groups=groups)
-    text = (jsonl(results, by) if fmt == "jsonl" else
-            tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}; accuracy: good "
-                          f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and "
-                          f"paired tests with {bootstrap} resamples, seed {seed}; delta = accuracy - A's"], by))
-    write_output(output, text)
+    specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet)
+    challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe,
+                   [f for spec in specs for f in option_files(spec, common)], lambda msg: click.echo(msg, err=True))
     if output:
         click.echo(f"wrote {output}", err=True)
