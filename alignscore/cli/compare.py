@@ -11,7 +11,7 @@ from ..evaluation.compare import compare_runs, comparison_sets
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
 from .inputs import comma_list
-from .options import quiet_option, scorer_options, scorer_opts, seed_option, sides_specs
+from .options import quiet_option, refuse, scorer_options, scorer_opts, seed_option, sides_specs
 
 
 @main.command()
@@ -47,12 +47,10 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
     alignscore compare --data ../shared/data/wmt16-da-seg --model all-MiniLM-L6-v2 --layer 4 \\
         --a "--aligner wmd --n-gram 2 --special-tokens keep" --b "--aligner greedy"
     """
-    if (data is None) == (cands is None):
-        raise ConfigError("give either -r REF -c CAND --human FILE, or --data DIR")
-    if data is None and (not refs or human is None):
-        raise ConfigError("-c CAND needs -r REF and --human FILE")
-    if data is not None and (refs or human):
-        raise ConfigError("--data DIR holds the references and human scores: no -r or --human with it")
+    refuse(((data is None) == (cands is None), "give either -r REF -c CAND --human FILE, or --data DIR"),
+           (data is None and (not refs or human is None), "-c CAND needs -r REF and --human FILE"),
+           (data is not None and (refs or human), "--data DIR holds the references and human scores: no -r or --human "
+            "with it"), error=ConfigError)
     runs = sides_specs(scorer_opts(kwargs), [("--a", spec_a), ("--b", spec_b)], progress=not quiet)
     sets = comparison_sets(data, comma_list(lang_pairs), year, cands, refs, human)
     click.echo("\n".join(compare_runs(*runs, sets, bootstrap, permutations, seed)))

@@ -19,7 +19,7 @@ from ..cache import ENV_VAR
 from ..config import PRESETS, RunSpec, compile_run, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
-from ..errors import ConfigError
+from ..errors import AlignScoreError, ConfigError, InputError
 from ..settings import SettingError
 from ..textio import is_stdout
 
@@ -28,9 +28,7 @@ SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 
 class _Parsed(click.ParamType):
-    """An option's value read by the option table's own reader, so a value that cannot be read
-    is click's usage error ("Invalid value for '--batch-size': ...", exit 2), found before the
-    command runs."""
+    """An option's value read by the option table's reader: one it cannot read is a usage error."""
 
     def __init__(self, option: Option) -> None:
         self.option = option
@@ -100,9 +98,8 @@ def command_line(command: str) -> str | None:
 
 def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),
                    names: Iterable[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorate a command with the run's options (the option table's, in its order): all of
-    them, those of ``groups`` (``"encoder"``, ``"runtime"``, ...) or those ``names``d, but the
-    ``exclude``d."""
+    """The run's options (the table's, in its order): all, those of ``groups`` (``"encoder"``,
+    ...) or those ``names``d, but the ``exclude``d."""
     chosen = set(groups) if groups is not None else None
     named = set(names) if names is not None else None
     left_out = set(exclude)
@@ -124,8 +121,7 @@ def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
-    """The sources that the command line's run options describe (the preset or run file they
-    name, then the flags)."""
+    """The sources the run options describe (the preset or run file they name, then the flags)."""
     return sources_of(opts, style="flag")
 
 
@@ -136,8 +132,7 @@ def spec_of(opts: Mapping[str, Any], progress: bool) -> RunSpec:
 
 
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
-    """The input files a run reads besides its texts: the run file and every file the spec
-    names (which no output may overwrite)."""
+    """The files a run reads besides its texts (the run file, those the spec names): no output's."""
     return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
 
 
@@ -156,9 +151,8 @@ def _spec_command() -> click.Command:
 
 
 def parse_spec(spec: str, flag: str) -> dict[str, Any]:
-    """The scorer options a ``--a``/``--b`` string sets: a preset name (``moverscore-v2``) or
-    options as on the command line (``"--aligner wmd --n-gram 2"``). Only the options the
-    string names are returned, so they override the options shared by both sides."""
+    """The options a ``--a``/``--b`` string names (a preset's name or options as on the command
+    line, ``"--aligner wmd --n-gram 2"``): only those, to override the options shared by the sides."""
     try:
         args = shlex.split(spec)
     except ValueError as exc:  # unbalanced quotes, a trailing escape
@@ -188,15 +182,21 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     return out
 
 
+def refuse(*rules: tuple[object, str], error: type[AlignScoreError] = InputError) -> None:
+    """Raise ``error`` with the message of the first ``(condition, message)`` rule that holds."""
+    for condition, message in rules:
+        if condition:
+            raise error(message)
+
+
 def given(ctx: click.Context, name: str) -> bool:
     """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
     return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
-    """Refuse an option given without an option it applies with: ``table`` maps a parameter to
-    the one it needs, or to several of which one will do (``{"chunk_size": ("stream",
-    "resume")}``); a needed switch must be on. Checked before anything is read or written."""
+    """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
+    it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
     params = {p.name: p for p in ctx.command.params}
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
@@ -207,11 +207,8 @@ def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> Non
 
 
 class ManyValues(click.Option):
-    """A repeatable option that also takes the arguments after it, up to the next option or
-    ``--``: ``-r a.txt b.txt`` is ``-r a.txt -r b.txt`` (bert-score's habit). For commands
-    without positional arguments, which these extra values would otherwise be. Click has no
-    public hook for this: the option's parser entry is wrapped (tests/cli/test_bert_score_habits.py checks
-    that nothing else is taken)."""
+    """A repeatable option that takes the arguments after it up to the next option or ``--``
+    (``-r a.txt b.txt``: bert-score's habit); click's parser entry is wrapped (no public hook)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, multiple=True, **kwargs)

@@ -7,14 +7,13 @@ from typing import Any
 import click
 
 from ..distributed import init_from_env, leave
-from ..errors import InputError
 from ..evaluation.stats import SACREBLEU_SEED
 from ..scorefiles import score_file_stream, score_matrix, score_texts
 from ..textio import check_output
 from . import main
 from .inputs import Sources, input_options
-from .options import (needs, option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option,
-                      spec_of)
+from .options import (needs, option_files, output_option, quiet_option, refuse, scorer_options, scorer_opts,
+                      seed_option, spec_of)
 
 
 @main.command()
@@ -63,42 +62,38 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     needs(click.get_current_context(), {"chunk_size": ("stream", "resume"), "resamples": "confidence",
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address"})
     opts = scorer_opts(kwargs)
-    if ray_address is not None and (pairwise or stream or resume):
-        raise InputError("--ray scores the pairs at once: not with --pairwise, --stream or --resume")
+    refuse((ray_address is not None and (pairwise or stream or resume),
+            "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
     if pairwise:
-        if human or confidence:
-            raise InputError("--pairwise writes a matrix: --human and --confidence do not apply")
-        if cand_texts or ref_texts or tsv:
-            raise InputError("--pairwise reads one file of texts: give -c CANDS only")
+        refuse((human or confidence, "--pairwise writes a matrix: --human and --confidence do not apply"),
+               (cand_texts or ref_texts or tsv, "--pairwise reads one file of texts: give -c CANDS only"))
         if not cands:
             raise click.UsageError("Missing option '-c' / '--cands'.")
-        if refs:
-            raise InputError("--pairwise scores every line of -c against every line of -c: give no -r")
-        if not output or not output.endswith(".npy"):
-            raise InputError("--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)")
-        if stream or resume or fmt != "tsv":
-            raise InputError("--pairwise writes one .npy matrix: --stream, --resume and --format do not apply")
+        refuse((refs, "--pairwise scores every line of -c against every line of -c: give no -r"),
+               (not output or not output.endswith(".npy"),
+                "--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)"),
+               (stream or resume or fmt != "tsv",
+                "--pairwise writes one .npy matrix: --stream, --resume and --format do not apply"))
         spec = spec_of(opts, progress=not quiet)
         click.echo("\n".join(score_matrix(spec, cands, output, option_files(spec, opts))), err=True)
         return
     sources = Sources(cands, refs, cand_texts, ref_texts, tsv)
     shard, opts["device"] = init_from_env(opts.get("device"))
-    if shard is not None and ray_address is not None:
-        raise InputError("--ray shares the work between Ray actors: not under torchrun")
-    if (stream or resume) and not output:
-        raise InputError("--stream and --resume write to a file: give -o OUT")
-    if (stream or resume) and (human or confidence):
-        raise InputError("--human and --confidence need every score at once: not with --stream or --resume")
-    if (stream or resume) and shard is not None:
-        raise InputError("--stream does not run under torchrun yet: shard the input files instead")
-    if (stream or resume) and not sources.cands:
-        raise InputError("--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once")
+    streamed = stream or resume
+    refuse((shard is not None and ray_address is not None,
+            "--ray shares the work between Ray actors: not under torchrun"),
+           (streamed and not output, "--stream and --resume write to a file: give -o OUT"),
+           (streamed and (human or confidence),
+            "--human and --confidence need every score at once: not with --stream or --resume"),
+           (streamed and shard is not None, "--stream does not run under torchrun yet: shard the input files instead"),
+           (streamed and not sources.cands,
+            "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
     writer = shard is None or shard.rank == 0
     spec = spec_of(opts, progress=not quiet and writer)
     files = option_files(spec, opts)
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *files, human])
-    if stream or resume:
+    if streamed:
         lines = score_file_stream(spec, sources.cands, sources.refs, output, fmt, resume, chunk_size, files)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
