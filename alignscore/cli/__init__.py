@@ -67,8 +67,7 @@ def _usage_error(exc: click.ClickException) -> None:
 
 def _one_line_warnings() -> None:
     def one_line(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        text = " ".join(str(message).split())
-        print(f"alignscore: warning: {text}", file=sys.stderr)
+        print(f"alignscore: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
     warnings.showwarning = one_line
     warnings.filterwarnings("ignore", category=FutureWarning)

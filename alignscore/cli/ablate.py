@@ -69,7 +69,6 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     read --idf-corpus FILE.
     """
     start = time.perf_counter()
-    say = progress_log(quiet, "ablate")
     if (data is None) == (challenge_set is None):
         raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
     needs(click.get_current_context(), {"lang_pairs": "data", "year": "data", "correlations": "data",
@@ -78,8 +77,8 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     flags = flag_sources(opts)
     # which model each role runs, and what to do with one that is not on this machine
     planning: dict[str, Any] = {"models": {"mnli": mnli_model, "static": static_model}, "download": download,
-                                "skip_missing": skip_missing, "progress": not quiet, "log": say,
-                                "command": command_line("ablate")}
+                                "skip_missing": skip_missing, "progress": not quiet,
+                                "log": progress_log(quiet, "ablate"), "command": command_line("ablate")}
     spec = load_grid(grid)
     if challenge_set is not None:
         if bootstrap < 40:

@@ -11,7 +11,7 @@ from ..baseline import bert_score_baseline
 from ..rescale import baseline_file
 from ..textio import check_output, is_stdout, write_output
 from . import main
-from .options import given, quiet_option, scorer_options, scorer_opts, seed_option, spec_of
+from .options import given, quiet_option, refuse, scorer_options, scorer_opts, seed_option, spec_of
 
 
 @main.command()
@@ -57,10 +57,8 @@ def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert
         write_output(output, path.read_text(encoding="utf-8"))
         click.echo(f"wrote {output or 'the baseline to standard output'}: bert_score's {path}", err=True)
         return
-    if corpus is None:
-        raise click.UsageError("Missing option '--corpus' (the sentences whose random pairs are scored).")
-    if not given(ctx, "output"):
-        raise click.UsageError("Missing option '-o' / '--output'.")
+    refuse((corpus is None, "Missing option '--corpus' (the sentences whose random pairs are scored)."),
+           (not given(ctx, "output"), "Missing option '-o' / '--output'."), error=click.UsageError)
     result = baseline_file(spec, corpus, output, pairs, seed)
     click.echo(f"wrote {output or 'the baseline to standard output'}: layers 0..{max(result.rows)}, {pairs} random "
                f"pairs of {corpus}", err=True)

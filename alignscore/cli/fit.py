@@ -51,10 +51,8 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
     """
     from ..evaluation.fit.run import fit as run_fit
 
-    names = [n.strip().replace("-", "_") for n in learn.split(",") if n.strip()] if learn is not None else None
-    result = run_fit(data, model, start, names, budget, output, holdout,
-                     int_list(layers, "--layers") if layers is not None else None,
-                     [lp.strip() for lp in lang_pairs.split(",")] if lang_pairs else None, year, seed, steps,
+    result = run_fit(data, model, start, learn, budget, output, holdout,
+                     int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,
                      bootstrap, quiet, "flag", progress_log(quiet, "fit"))
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)

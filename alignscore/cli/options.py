@@ -1,9 +1,6 @@
-"""The options of a run on the command line, made from the one option table
-(:mod:`alignscore.config.schema`): a flag per option (``--`` + its name), help from the setting it
-sets, every switch with its ``--no-`` form. What a command receives is compiled by the one
-compiler (:mod:`alignscore.config.compile`); the CLI adds nothing of its own but the short names
-``-m`` and ``-l``. Options of a command that apply only with another option of it are declared
-with :func:`needs` and refused alone."""
+"""The run's options, made from the one option table (:mod:`alignscore.config.schema`): a flag
+per option, help from its setting, every switch with its ``--no-`` form, compiled by the one
+compiler (:mod:`alignscore.config.compile`); and the options and checks the commands share."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from ..cache import ENV_VAR
 from ..config import PRESETS, RunSpec, compile_run, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
-from ..errors import AlignScoreError, ConfigError, InputError
+from ..errors import ConfigError, InputError
 from ..settings import SettingError
 from ..textio import is_stdout
 
@@ -67,8 +64,7 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
 
 
 def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output, as in
-    most tools (:func:`alignscore.textio.is_stdout`)."""
+    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output."""
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                         required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
                         help=help + (" '-': standard output." if required else " '-' or none: standard output.")
@@ -91,8 +87,7 @@ def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
 
 
 def command_line(command: str) -> str | None:
-    """The command line that ran ``alignscore COMMAND`` (shell-quoted), recorded in its outputs;
-    None when the command was called otherwise."""
+    """The command line that ran ``alignscore COMMAND`` (quoted) for its outputs; None if called otherwise."""
     return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
 
 
@@ -182,7 +177,7 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     return out
 
 
-def refuse(*rules: tuple[object, str], error: type[AlignScoreError] = InputError) -> None:
+def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> None:
     """Raise ``error`` with the message of the first ``(condition, message)`` rule that holds."""
     for condition, message in rules:
         if condition:

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..remap import METHODS, learn_files
 from . import main
-from .options import given, quiet_option, scorer_options, scorer_opts, spec_of
+from .options import given, quiet_option, refuse, scorer_options, scorer_opts, spec_of
 
 
 @main.command()
@@ -34,13 +34,11 @@ def remap(src: str, tgt: str, layer: int, method: str, lang: str | None, output:
     """Learn a cross-lingual remapping of --model's --layer from parallel sentences (--src, --tgt:
     line i of one translates line i of the other): words paired by mutual best match in the
     encoder's own space, then CLP or UMD (XMoverScore; docs/reference-free.md)."""
-    ctx = click.get_current_context()
-    if not given(ctx, "model"):
+    if not given(click.get_current_context(), "model"):
         raise click.UsageError("Missing option '--model' (the multilingual encoder the remapping is for).")
-    if output == "-":
-        raise InputError("-o -: a remapping is a binary file, not text for standard output; give a file name")
-    if lang is not None and not lang.strip():
-        raise ConfigError("--lang: a language code (de, cs, ...), not an empty name")
+    refuse((output == "-", "-o -: a remapping is a binary file, not text for standard output; give a file name"))
+    refuse((lang is not None and not lang.strip(), "--lang: a language code (de, cs, ...), not an empty name"),
+           error=ConfigError)
     spec = spec_of(scorer_opts(kwargs), progress=not quiet)
     remapping, stats = learn_files(spec, src, tgt, output, layer, method, lang.strip() if lang else None)
     click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if lang else ''}, "
