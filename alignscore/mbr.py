@@ -25,9 +25,10 @@ from .scores import check_texts, why_empty
 from .signature import Signature
 
 if TYPE_CHECKING:
+    from .config import Provenance, RunSpec
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_select", "mbr_signature", "write_selections"]
+__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "write_selections"]
 
 
 @dataclass(frozen=True)
@@ -126,3 +127,34 @@ def write_selections(selections: Sequence[Selection], signature: Signature | str
 def _escaped(text: str) -> str:
     """A text as one TSV field."""
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def mbr_file(spec: RunSpec, samples_file: str, k: int | None, exclude_self: bool = False, fmt: str = "tsv",
+             output: str | None = None, files: Sequence[str] = (), provenance: Provenance | None = None
+             ) -> list[str]:
+    """:func:`mbr_select` on the lines of ``samples_file`` (blocks of ``k``; None: one block)
+    with the run ``spec`` as the utility (its options named as ``provenance`` says they were
+    given), the selections written as ``fmt`` to ``output`` (None: standard output), which may
+    not be one of the ``files`` the run reads.
+
+    Returns
+    -------
+    list of str
+        The blocks and their mean selected utility; the signature.
+    """
+    from .config import build
+    from .textio import check_output, output_stream, read_lines
+
+    check_output(output, [samples_file, *files])
+    samples = read_lines(samples_file)
+    if not samples:
+        raise InputError("is empty: there are no samples to select from", samples_file)
+    k = k or len(samples)
+    check_blocks(len(samples), k, exclude_self, samples_file)
+    scorer = build(spec, provenance=provenance)
+    selections = mbr_select(scorer, samples, k, exclude_self)
+    signature = mbr_signature(scorer.signature(), k, exclude_self)
+    with output_stream(output) as fh:
+        write_selections(selections, signature, fmt, fh)
+    mean = sum(s.utility for s in selections) / len(selections)
+    return [f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", f"signature: {signature}"]

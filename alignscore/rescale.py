@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import sys
 from dataclasses import replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tqdm.auto import tqdm
 
@@ -19,7 +19,10 @@ from .engine import Pairs, score_many
 from .errors import ConfigError
 from .runtime import Runtime
 
-__all__ = ["Baseline", "compute_baseline", "rescale"]
+if TYPE_CHECKING:
+    from .config import RunSpec
+
+__all__ = ["Baseline", "baseline_file", "compute_baseline", "rescale"]
 
 
 def compute_baseline(encoder: Encoder, texts: Sequence[str], pairs: int = 10_000, seed: int = 0,
@@ -53,3 +56,21 @@ def compute_baseline(encoder: Encoder, texts: Sequence[str], pairs: int = 10_000
                 sums[layer][m] += float(result.metrics[m].double().sum())
     return Baseline({layer: {m: s / pairs for m, s in row.items()} for layer, row in sums.items()},
                     name=f"computed({encoder.name},pairs={pairs},seed={seed})")
+
+
+def baseline_file(spec: RunSpec, corpus: str, output: str | None, pairs: int = 10_000, seed: int = 0) -> Baseline:
+    """:func:`compute_baseline` of the encoder (with its cache) and runtime of ``spec`` on the
+    lines of ``corpus``, written as CSV to ``output`` (None: standard output), which is checked
+    before any work."""
+    from .config import encoder_of
+    from .textio import check_output, read_lines, write_output
+
+    check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input
+    encoder = encoder_of(spec.encoder, spec.runtime.device)
+    if spec.cache is not None:
+        from .encoders.cached import CachedEncoder
+
+        encoder = CachedEncoder(encoder, spec.cache.build())
+    result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=spec.runtime)
+    write_output(output, result.csv())
+    return result

@@ -255,3 +255,29 @@ def _scatter(out: torch.Tensor, vectors: torch.Tensor, table: TokenTable, texts:
     b, t = valid.nonzero(as_tuple=True)
     dest, b, t = (x.to(out.device, non_blocking=True) for x in (index[b, t], b, t))
     out[dest] = vectors[b, t].to(out.dtype)
+
+
+def peak_memory_mib() -> float | None:
+    """This process's peak resident set in MiB, where the system says it (None on Windows)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def quiet_libraries() -> None:
+    """Tokenizers' parallelism, transformers' own messages and its progress bars off, without
+    importing transformers (a run whose states are all cached never does): the variables are
+    read when it is first imported; when it already is, its logging is set directly."""
+    import os
+    import sys
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # already imported (the command line called from Python)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()

@@ -10,12 +10,12 @@ import click
 
 from .._version import __version__
 from ..errors import AlignScoreError, ConfigErrors
+from ..runtime import quiet_libraries
 
 
 class _Group(click.Group):
-    """Turns every error into one line on stderr (errors found together: a line each) and a
-    non-zero exit (no traceback), unless ``ALIGNSCORE_DEBUG=1``: click's usage errors too (exit
-    2). A closed stdout (``| head``) ends the run quietly with status 1 (click's handling of EPIPE)."""
+    """Every error as one line on stderr (a line each when found together) and a non-zero exit,
+    unless ``ALIGNSCORE_DEBUG=1``; a closed stdout (``| head``) ends the run quietly (status 1)."""
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
         try:
@@ -51,14 +51,12 @@ class _Group(click.Group):
 
 
 def one_line(text: str) -> str:
-    """``text`` on one line: line breaks (a message quoting a file's text, a file name holding a
-    newline) become spaces, so an error is always the one line it promises to be."""
+    """``text`` on one line: line breaks (a quoted text, a file name) become spaces."""
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def _usage_error(exc: click.ClickException) -> None:
-    """A bad command line as one line (with where to read the usage), exit 2; a bare
-    ``alignscore`` still prints the help."""
+    """A bad command line as one line with where to read the usage; a bare ``alignscore`` prints the help."""
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):
         raise exc
     ctx = getattr(exc, "ctx", None)
@@ -69,8 +67,7 @@ def _usage_error(exc: click.ClickException) -> None:
 
 def _one_line_warnings() -> None:
     def one_line(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        text = " ".join(str(message).split())
-        print(f"alignscore: warning: {text}", file=sys.stderr)
+        print(f"alignscore: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
     warnings.showwarning = one_line
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -82,16 +79,7 @@ def _one_line_warnings() -> None:
 def main() -> None:
     """Text-generation metrics that align contextual token embeddings."""
     _one_line_warnings()
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # transformers' own messages and progress bars off, without importing it here (a run whose
-    # states are all cached never does): both are read when transformers is first imported
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    if "transformers" in sys.modules:  # already imported (the CLI called from Python)
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
+    quiet_libraries()
 
 
 from . import ablate, baseline, challenge, compare, config, diff, distill, fit, mbr, perturb, remap, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

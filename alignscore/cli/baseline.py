@@ -8,11 +8,10 @@ from typing import Any
 import click
 
 from ..baseline import bert_score_baseline
-from ..config import encoder_of
-from ..rescale import compute_baseline
-from ..textio import check_output, is_stdout, read_lines, write_output
+from ..rescale import baseline_file
+from ..textio import check_output, is_stdout, write_output
 from . import main
-from .options import SEED, given, scorer_options, scorer_opts, spec_of
+from .options import given, quiet_option, refuse, scorer_options, scorer_opts, seed_option, spec_of
 
 
 @main.command()
@@ -27,12 +26,12 @@ from .options import SEED, given, scorer_options, scorer_opts, spec_of
                    "printed). A pipe or device (/dev/null) is written into.")
 @click.option("--pairs", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="How many random pairs to average.")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@seed_option(0)
 @click.option("--bert-score", "bert_score", metavar="LANG", default=None,
               help="Compute nothing: print the path of the baseline file bert_score ships for --model and texts in "
                    "LANG (en, de, zh...; from the installed bert_score package), to give to --baseline as it is; "
                    "with -o, write a copy there.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@quiet_option()
 def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert_score: str | None, quiet: bool,
              **kwargs: Any) -> None:
     """Compute BERTScore's rescaling baseline b for every layer of --model: the mean P, R and F
@@ -58,17 +57,8 @@ def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert
         write_output(output, path.read_text(encoding="utf-8"))
         click.echo(f"wrote {output or 'the baseline to standard output'}: bert_score's {path}", err=True)
         return
-    if corpus is None:
-        raise click.UsageError("Missing option '--corpus' (the sentences whose random pairs are scored).")
-    if not given(ctx, "output"):
-        raise click.UsageError("Missing option '-o' / '--output'.")
-    check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input
-    encoder = encoder_of(spec.encoder, spec.runtime.device)
-    if spec.cache is not None:
-        from ..encoders.cached import CachedEncoder
-
-        encoder = CachedEncoder(encoder, spec.cache.build())
-    result = compute_baseline(encoder, read_lines(corpus), pairs=pairs, seed=seed, runtime=spec.runtime)
-    write_output(output, result.csv())
+    refuse((corpus is None, "Missing option '--corpus' (the sentences whose random pairs are scored)."),
+           (not given(ctx, "output"), "Missing option '-o' / '--output'."), error=click.UsageError)
+    result = baseline_file(spec, corpus, output, pairs, seed)
     click.echo(f"wrote {output or 'the baseline to standard output'}: layers 0..{max(result.rows)}, {pairs} random "
                f"pairs of {corpus}", err=True)

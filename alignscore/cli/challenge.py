@@ -6,14 +6,10 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge import (TIE_TOLERANCE, check_sizes, field_values, jsonl, read_items, run_challenge,
-                                    settle_repeats, tsv)
+from ..evaluation.challenge import challenge_file
 from ..evaluation.stats import SACREBLEU_SEED
-from ..config import plan_runs
-from ..textio import check_output, write_output
 from . import main
-from .diff import sides_specs
-from .options import SEED, option_files, output_option, scorer_options, scorer_opts
+from .options import option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option, sides_specs
 
 
 @main.command()
@@ -29,13 +25,13 @@ from .options import SEED, option_files, output_option, scorer_options, scorer_o
 @output_option("Output file.")
 @click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples of the 95% bootstrap intervals and of the paired tests.")
-@click.option("--seed", type=SEED, default=SACREBLEU_SEED, show_default=True, help="Seed of the resampling.")
+@seed_option(SACREBLEU_SEED, "Seed of the resampling.")
 @click.option("--by", "by", metavar="FIELD", default=None,
               help="Break the results down by a field of the items (e.g. lp): one row per composition, value of "
                    "FIELD and category, the value in a column named FIELD. Every item must have the field.")
 @click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
               "aside); without it they count as often as they appear, with a warning.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@quiet_option()
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
               bootstrap: int, seed: int, by: str | None, dedupe: bool, quiet: bool, **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
@@ -52,28 +48,8 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
         --b "--aligner wmd --n-gram 1"
     """
     common = scorer_opts(kwargs)
-    sides = [("--a", spec_a or "")] + [("--b", text) for text in specs_b]
-    specs = sides_specs(common, sides, progress=not quiet)
-    names = ["A"] + (["B"] if len(specs_b) == 1 else [f"B{i}" for i in range(1, len(specs_b) + 1)])
-    items = read_items(challenge_set)
-    if by is not None:  # every item has the field, with a usable value: checked before any work
-        field_values(items, by, challenge_set)
-    if output:  # before any work: the output must be writable and none of the inputs
-        files = [f for run in specs for f in option_files(run.spec, common)]
-        check_output(output, [challenge_set, *files])
-    # every composition checked for its model (one that cannot be built fails before any warning),
-    # one encoder per model
-    scorers = plan_runs(specs).scorers()
-    items, repeated = settle_repeats(items, dedupe)
-    if dedupe and repeated:
-        click.echo(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one", err=True)
-    groups = field_values(items, by, challenge_set) if by is not None else None
-    check_sizes(items, groups=groups, by=by)
-    results = run_challenge(scorers, items, names, bootstrap, seed, groups=groups)
-    text = (jsonl(results, by) if fmt == "jsonl" else
-            tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}; accuracy: good "
-                          f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap intervals and "
-                          f"paired tests with {bootstrap} resamples, seed {seed}; delta = accuracy - A's"], by))
-    write_output(output, text)
+    specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet)
+    challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe,
+                   [f for run in specs for f in option_files(run.spec, common)], lambda msg: click.echo(msg, err=True))
     if output:
         click.echo(f"wrote {output}", err=True)

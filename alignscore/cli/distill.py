@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..encoders.distill import SIF_COEFFICIENT, distill as run_distill
@@ -25,8 +27,6 @@ def distill(model: str | None, output: str, dims: int, sif: float, batch_size: i
     """Distil a static model from --model: every vocabulary token through the model alone, PCA
     to --dims, Zipf/SIF weighting (model2vec's method), saved in model2vec's format. Score with
     it by `--model OUTPUT` (docs/static.md). Offline: the model must be on this machine."""
-    import os
-
     if not given(click.get_current_context(), "model"):
         raise click.UsageError("Missing option '--model' (the Hugging Face model to distil).")
     spec = spec_of({"model": model, "device": device}, progress=not quiet)  # the checks of every command

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ConfigError
 from ..settings import int_list
 from . import main
-from .options import SEED
-
-
-def _names(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [n.strip().replace("-", "_") for n in text.split(",") if n.strip()]
+from .options import progress_log, quiet_option, seed_option
 
 
 @main.command()
@@ -42,8 +35,8 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--year", default=None, help="Which year, when the --data folder holds several.")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Resamples of the intervals of the nested estimate.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the inner split and the resamples.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress.")
+@seed_option(0, "Seed of the inner split and the resamples.")
+@quiet_option("No progress.")
 def fit(data: str, model: str | None, start: str | None, learn: str | None, layers: str | None, budget: float,
         steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None, bootstrap: int,
         seed: int, quiet: bool) -> None:
@@ -58,22 +51,11 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
     """
     from ..evaluation.fit.run import fit as run_fit
 
-    say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[fit] {msg}", err=True))
-    try:
-        mixed = int_list(layers, "--layers") if layers is not None else None
-    except ConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    result = run_fit(data, model, start, _names(learn), budget, output, holdout, mixed,
-                     [lp.strip() for lp in lang_pairs.split(",")] if lang_pairs else None, year, seed, steps,
-                     bootstrap, quiet, "flag", say)
+    result = run_fit(data, model, start, learn, budget, output, holdout,
+                     int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,
+                     bootstrap, quiet, "flag", progress_log(quiet, "fit"))
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)
-    for name, i in (result.estimate.intervals.items() if result.estimate else ()):
-        click.echo(f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]")
-    for name, value in result.holdout.items():
-        click.echo(f"{name}: holdout mean |r| {value:.4f}")
-    weights = ", ".join(f"{k}: {w:.3f}" for k, w in zip(result.layers, result.values.weights()))
-    click.echo(f"fitted: layer weights {weights}; temperature {result.values.temperature:.4g}; idf exponent "
-               f"{result.values.idf_power:.4g}; beta {result.values.beta:.4g}")
+    click.echo("\n".join(result.summary()))
     click.echo(f"wrote {output}/best.toml and the leaderboard ({result.seconds:.1f} s; kept states "
                f"{result.state_bytes / 2**20:.0f} MiB)", err=True)

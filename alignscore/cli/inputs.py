@@ -1,7 +1,5 @@
-"""Where ``alignscore score`` reads its pairs: a candidate file and reference files (``-c``,
-``-r``), texts on the command line (``--cand-text``, ``--ref-text``), or a TSV of candidates
-with any number of references each (``--tsv``). One way per run. And lists of names given
-comma-separated or repeated (``--lang-pairs cs-en,de-en``, ``--kinds``): :func:`comma_list`."""
+"""Where ``alignscore score`` reads its pairs (``-c``/``-r`` files, ``--cand-text``/``--ref-text``
+or ``--tsv``: one way per run), and lists of names given comma-separated or repeated."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from ..textio import read_aligned, read_tsv
-from .options import ManyValues
+from .options import ManyValues, refuse
 
 INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("-r", "--refs", "refs", cls=ManyValues, type=click.Path(dir_okay=False),
@@ -63,17 +61,14 @@ class Sources:
         ways = [way for way, given in (("-c/-r files", self.cands or self.refs),
                                        ("--cand-text/--ref-text", self.cand_texts or self.ref_texts),
                                        ("--tsv", self.tsv)) if given]
-        if not ways:
-            raise click.UsageError("nothing to score: give -c CANDS -r REFS, --cand-text TEXT --ref-text TEXT, "
-                                   "or --tsv FILE")
-        if len(ways) > 1:
-            raise click.UsageError(f"give the pairs one way: {' or '.join(ways)}, not both")
-        if ways[0] == "-c/-r files" and not (self.cands and self.refs):
-            raise click.UsageError("Missing option '-c' / '--cands': -r REFS needs the candidate file"
-                                   if self.refs else "Missing option '-r' / '--refs': -c CANDS needs reference files")
-        if len(self.cand_texts) != len(self.ref_texts):
-            raise click.UsageError(f"{len(self.cand_texts)} --cand-text but {len(self.ref_texts)} --ref-text: the "
-                                   "n-th --ref-text is the reference of the n-th --cand-text")
+        refuse((not ways, "nothing to score: give -c CANDS -r REFS, --cand-text TEXT --ref-text TEXT, or --tsv FILE"),
+               (len(ways) > 1, f"give the pairs one way: {' or '.join(ways)}, not both"),
+               (ways[:1] == ["-c/-r files"] and not (self.cands and self.refs),
+                "Missing option '-c' / '--cands': -r REFS needs the candidate file" if self.refs
+                else "Missing option '-r' / '--refs': -c CANDS needs reference files"),
+               (len(self.cand_texts) != len(self.ref_texts), f"{len(self.cand_texts)} --cand-text but "
+                f"{len(self.ref_texts)} --ref-text: the n-th --ref-text is the reference of the n-th --cand-text"),
+               error=click.UsageError)
 
     @property
     def files(self) -> list[str]:

@@ -6,12 +6,9 @@ from typing import Any
 
 import click
 
-from ..errors import InputError
-from ..mbr import check_blocks, mbr_select, mbr_signature, write_selections
-from ..textio import check_output, output_stream, read_lines
+from ..mbr import mbr_file
 from . import main
-from ..config import build
-from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
+from .options import compiled_of, option_files, output_option, quiet_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -26,7 +23,7 @@ from .options import compiled_of, option_files, output_option, scorer_options, s
               help="tsv: a signature comment line, then 'block index utility text' rows; jsonl: one "
                    "object per block with those keys.")
 @output_option("Output file.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@quiet_option()
 def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: str | None, quiet: bool,
         **kwargs: Any) -> None:
     """Pick, for each source, the sample with the highest expected utility: the mean primary
@@ -35,17 +32,5 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     Any composition is the utility; every text is encoded once for the whole file."""
     opts = scorer_opts(kwargs)
     spec, provenance = compiled_of(opts, progress=not quiet)
-    check_output(output, [samples_file, *option_files(spec, opts)])
-    samples = read_lines(samples_file)
-    if not samples:
-        raise InputError("is empty: there are no samples to select from", samples_file)
-    k = k or len(samples)
-    check_blocks(len(samples), k, exclude_self, samples_file)
-    scorer = build(spec, provenance=provenance)
-    selections = mbr_select(scorer, samples, k, exclude_self)
-    signature = mbr_signature(scorer.signature(), k, exclude_self)
-    with output_stream(output) as fh:
-        write_selections(selections, signature, fmt, fh)
-    mean = sum(s.utility for s in selections) / len(selections)
-    click.echo(f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", err=True)
-    click.echo(f"signature: {signature}", err=True)
+    lines = mbr_file(spec, samples_file, k, exclude_self, fmt, output, option_files(spec, opts), provenance)
+    click.echo("\n".join(lines), err=True)

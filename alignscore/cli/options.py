@@ -1,12 +1,11 @@
-"""The options of a run on the command line, made from the one option table
-(:mod:`alignscore.config.schema`): a flag per option (``--`` + its name), help from the setting it
-sets, every switch with its ``--no-`` form. What a command receives is compiled by the one
-compiler (:mod:`alignscore.config.compile`); the CLI adds nothing of its own but the short names
-``-m`` and ``-l``. Options of a command that apply only with another option of it are declared
-with :func:`needs` and refused alone."""
+"""The run's options, made from the one option table (:mod:`alignscore.config.schema`): a flag
+per option, help from its setting, every switch with its ``--no-`` form, compiled by the one
+compiler (:mod:`alignscore.config.compile`); and the options and checks the commands share."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -14,10 +13,10 @@ import click
 from click.core import ParameterSource
 
 from ..cache import ENV_VAR
-from ..config import Compiled, RunSpec, compile_labelled, sources_of
+from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.compile import Source
 from ..config.schema import Option, options
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..settings import SettingError
 from ..textio import is_stdout
 
@@ -26,9 +25,7 @@ SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 
 class _Parsed(click.ParamType):
-    """An option's value read by the option table's own reader, so a value that cannot be read
-    is click's usage error ("Invalid value for '--batch-size': ...", exit 2), found before the
-    command runs."""
+    """An option's value read by the option table's reader: one it cannot read is a usage error."""
 
     def __init__(self, option: Option) -> None:
         self.option = option
@@ -67,19 +64,37 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
 
 
 def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output, as in
-    most tools (:func:`alignscore.textio.is_stdout`)."""
+    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output."""
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                         required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
                         help=help + (" '-': standard output." if required else " '-' or none: standard output.")
                         + " A pipe or device (/dev/null) is written into.")
 
 
+def quiet_option(help: str = "No progress bars.") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-q/--quiet``."""
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def seed_option(default: int, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--seed N`` (what numpy's generators take)."""
+    return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
+
+
+def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
+    """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
+    return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))
+
+
+def command_line(command: str) -> str | None:
+    """The command line that ran ``alignscore COMMAND`` (quoted) for its outputs; None if called otherwise."""
+    return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
+
+
 def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),
                    names: Iterable[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorate a command with the run's options (the option table's, in its order): all of
-    them, those of ``groups`` (``"encoder"``, ``"runtime"``, ...) or those ``names``d, but the
-    ``exclude``d."""
+    """The run's options (the table's, in its order): all, those of ``groups`` (``"encoder"``,
+    ...) or those ``names``d, but the ``exclude``d."""
     chosen = set(groups) if groups is not None else None
     named = set(names) if names is not None else None
     left_out = set(exclude)
@@ -101,8 +116,7 @@ def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
-    """The sources that the command line's run options describe (the preset or run file they
-    name, then the flags)."""
+    """The sources the run options describe (the preset or run file they name, then the flags)."""
     return sources_of(opts, style="flag")
 
 
@@ -118,9 +132,61 @@ def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
 
 
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
-    """The input files a run reads besides its texts: the run file and every file the spec
-    names (which no output may overwrite)."""
+    """The files a run reads besides its texts (the run file, those the spec names): no output's."""
     return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
+
+
+def named_files(opts: Mapping[str, Any]) -> list[str]:
+    """Files the run options name themselves (a run file, stop words, a baseline)."""
+    return [str(v) for k, v in opts.items() if v is not None and options()[k].file and isinstance(v, str)]
+
+
+def _spec_command() -> click.Command:
+    @click.command(add_help_option=False)
+    @scorer_options()
+    def spec(**kwargs: Any) -> None:  # pragma: no cover - parsed only, never invoked
+        pass
+
+    return spec
+
+
+def parse_spec(spec: str, flag: str) -> dict[str, Any]:
+    """The options a ``--a``/``--b`` string names (a preset's name or options as on the command
+    line, ``"--aligner wmd --n-gram 2"``): only those, to override the options shared by the sides."""
+    try:
+        args = shlex.split(spec)
+    except ValueError as exc:  # unbalanced quotes, a trailing escape
+        raise ConfigError(f"{flag} {spec!r}: cannot split it into options ({exc})") from None
+    if len(args) == 1 and not args[0].startswith("-"):
+        if args[0] not in PRESETS.names():
+            raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
+                              "nor a list of options")
+        args = ["--preset", args[0]]
+    try:
+        ctx = _spec_command().make_context(flag, args, resilient_parsing=False)
+    except click.ClickException as exc:
+        raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
+    return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+
+
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[Compiled]:
+    """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them)."""
+    out = []
+    for flag, text in sides:
+        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
+        try:
+            out.append(compiled_of({**common, **named}, progress))
+        except ConfigError as exc:
+            raise ConfigError(f"{flag} {text!r}: {exc}") from None
+    return out
+
+
+def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> None:
+    """Raise ``error`` with the message of the first ``(condition, message)`` rule that holds."""
+    for condition, message in rules:
+        if condition:
+            raise error(message)
 
 
 def given(ctx: click.Context, name: str) -> bool:
@@ -129,9 +195,8 @@ def given(ctx: click.Context, name: str) -> bool:
 
 
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
-    """Refuse an option given without an option it applies with: ``table`` maps a parameter to
-    the one it needs, or to several of which one will do (``{"chunk_size": ("stream",
-    "resume")}``); a needed switch must be on. Checked before anything is read or written."""
+    """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
+    it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
     params = {p.name: p for p in ctx.command.params}
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
@@ -142,11 +207,8 @@ def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> Non
 
 
 class ManyValues(click.Option):
-    """A repeatable option that also takes the arguments after it, up to the next option or
-    ``--``: ``-r a.txt b.txt`` is ``-r a.txt -r b.txt`` (bert-score's habit). For commands
-    without positional arguments, which these extra values would otherwise be. Click has no
-    public hook for this: the option's parser entry is wrapped (tests/cli/test_bert_score_habits.py checks
-    that nothing else is taken)."""
+    """A repeatable option that takes the arguments after it up to the next option or ``--``
+    (``-r a.txt b.txt``: bert-score's habit); click's parser entry is wrapped (no public hook)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, multiple=True, **kwargs)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from ..errors import InputError
-from ..evaluation.perturb import KINDS, check_kinds, item_json, perturb as make_items
-from ..textio import check_output, read_aligned, write_output
+from ..evaluation.perturb import KINDS, check_kinds, perturb_files
 from . import main
 from .inputs import comma_list
 from .options import SEED, ManyValues, output_option
@@ -33,14 +29,4 @@ def perturb(refs: tuple[str, ...], cands: str, seed: int, output: str | None, ki
     \b
     alignscore perturb -r examples/refs.txt -c examples/cands.txt --seed 1 -o /tmp/set.jsonl
     """
-    chosen = check_kinds(comma_list(kinds))
-    check_output(output, [cands, *refs])
-    cand_texts, ref_groups = read_aligned(cands, refs)
-    made = make_items(cand_texts, ref_groups, seed, chosen)
-    if not made.items:
-        raise InputError(f"no kind ({', '.join(chosen)}) applies to any line: there is no item to write", cands)
-    write_output(output, "".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items))
-    counts = ", ".join(f"{k} {made.made[k]} (skipped {made.skipped[k]})" for k in chosen)
-    empty = f"; {made.empty} line(s) with an empty candidate or reference left out" if made.empty else ""
-    click.echo(f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output or 'standard output'}: "
-               f"{counts}{empty}", err=True)
+    click.echo(perturb_files(cands, refs, seed, check_kinds(comma_list(kinds)), output), err=True)

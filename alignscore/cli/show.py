@@ -6,39 +6,10 @@ from typing import Any
 
 import click
 
-from ..errors import InputError
-from ..explain import explain
-from ..render import FORMATS, format_for, write
-from ..textio import check_output, read_lines, replacing
+from ..render import FORMATS, format_for, show as show_pair
+from ..textio import pick_texts
 from . import main
-from ..config import build
 from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
-
-
-def pick_texts(refs: tuple[str, ...], cand: str | None, refs_files: tuple[str, ...], cands_file: str | None,
-               line: int | None) -> tuple[str, list[str]]:
-    """The candidate and its references from texts given directly and/or line ``line``
-    (1-based) of files."""
-    if (refs_files or cands_file) and line is None:
-        raise InputError("--refs-file/--cands-file need --line N (1-based) to pick the pair")
-    if line is not None and not (refs_files or cands_file):
-        raise InputError("--line picks a line of --refs-file/--cands-file; give one of them")
-
-    def at(path: str) -> str:
-        lines = read_lines(path)
-        if not 1 <= line <= len(lines):  # type: ignore[operator]
-            raise InputError(f"no line {line}: the file has {len(lines)} line(s)", path)
-        return lines[line - 1]  # type: ignore[operator]
-
-    if cand is not None and cands_file:
-        raise InputError("give the candidate once: -c TEXT or --cands-file FILE --line N")
-    if cand is None and not cands_file:
-        raise InputError("no candidate: give -c TEXT (or --cands-file FILE --line N)")
-    candidate = cand if cand is not None else at(cands_file)  # type: ignore[arg-type]
-    references = list(refs) + [at(p) for p in refs_files]
-    if not references:
-        raise InputError("no reference: give -r TEXT (or --refs-file FILE --line N)")
-    return candidate, references
 
 
 @main.command()
@@ -70,17 +41,11 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     fmt = format_for(output, fmt)
     opts = scorer_opts(kwargs)
     spec, provenance = compiled_of(opts, progress=False)
-    if output is not None:  # before any work: writable, and none of the inputs
-        check_output(output, [*refs_file, cands_file, *option_files(spec, opts)])
-    scorer = build(spec, provenance=provenance)
-    expl = explain(scorer, [candidate], [references])[0]  # warns when a side carries no mass, and why
-    if output is None:
-        text = write(expl, None, fmt, ref_index)
-        if text is not None:
-            click.echo(text, nl=False)
-    else:
-        with replacing(output) as tmp:
-            write(expl, tmp, fmt, ref_index)
+    expl, text = show_pair(spec, candidate, references, output, fmt, ref_index,
+                           [*refs_file, cands_file, *option_files(spec, opts)], provenance)
+    if text is not None:
+        click.echo(text, nl=False)
+    if output is not None:
         click.echo(f"wrote {output}", err=True)
     click.echo(f"scores: {'  '.join(f'{k}={v:.6f}' for k, v in expl.scores.items())}", err=True)
     if len(references) > 1:

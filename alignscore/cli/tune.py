@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 from typing import Any
 
 import click
 
 from ..evaluation.search import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
+from ..runtime import peak_memory_mib
 from . import main
-from .options import SEED, flag_sources, scorer_options, scorer_opts
+from .options import command_line, flag_sources, progress_log, quiet_option, scorer_options, scorer_opts, seed_option
 
 
 @main.command()
@@ -47,8 +46,8 @@ from .options import SEED, flag_sources, scorer_options, scorer_opts
               help="Refuse a space with more runs than this.")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Resamples of the intervals of the cross-validated estimates.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the samples and the resamples.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress.")
+@seed_option(0, "Seed of the samples and the resamples.")
+@quiet_option("No progress.")
 def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None,
          idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str, budget: str | None,
          skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
@@ -67,22 +66,13 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     """
     start = time.perf_counter()
     minutes = check_budget(budget, "--budget") if budget is not None else None  # before anything loads
-    say = (lambda msg: None) if quiet else (lambda msg: click.echo(f"[tune] {msg}", err=True))
-    command = "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["tune"] else None
     result = run_tune(data, space, budget=minutes, objective=objective, challenge=challenge_set, holdout=holdout,
                       output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
                       max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
-                      progress=not quiet, log=say, command=command, sources=flag_sources(scorer_opts(kwargs)))
+                      progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
+                      sources=flag_sources(scorer_opts(kwargs)))
     for line in result.summary():
         click.echo(line.replace("**", ""))
+    peak = peak_memory_mib()
     click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
-               f"{_peak_memory()})", err=True)
-
-
-def _peak_memory() -> str:
-    """``, peak memory N MiB`` (this process's peak resident set), where the system says it."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not on Windows
-        return ""
-    return f", peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+               + (f", peak memory {peak:.0f} MiB)" if peak is not None else ")"), err=True)

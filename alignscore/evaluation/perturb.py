@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from .challenge import Item
 
 FUNCTION_WORDS = frozenset("""
@@ -313,4 +313,29 @@ def item_json(item: Item) -> dict[str, object]:
     return obj
 
 
-__all__ = ["FUNCTION_WORDS", "KINDS", "KindInfo", "Perturbed", "check_kinds", "item_json", "perturb"]
+def perturb_files(cands: str, refs: Sequence[str], seed: int, kinds: Sequence[str], output: str | None) -> str:
+    """:func:`perturb` of the lines of ``cands`` (with those of ``refs``) written as JSON lines
+    to ``output`` (None: standard output), which may not be an input.
+
+    Returns
+    -------
+    str
+        What was written: the items, and per kind how many were made and skipped.
+    """
+    import json
+
+    from ..textio import check_output, read_aligned, write_output
+
+    check_output(output, [cands, *refs])
+    cand_texts, ref_groups = read_aligned(cands, refs)
+    made = perturb(cand_texts, ref_groups, seed, kinds)
+    if not made.items:
+        raise InputError(f"no kind ({', '.join(kinds)}) applies to any line: there is no item to write", cands)
+    write_output(output, "".join(json.dumps(item_json(i), ensure_ascii=False) + "\n" for i in made.items))
+    counts = ", ".join(f"{k} {made.made[k]} (skipped {made.skipped[k]})" for k in kinds)
+    empty = f"; {made.empty} line(s) with an empty candidate or reference left out" if made.empty else ""
+    return (f"wrote {len(made.items)} items of {len(cand_texts)} lines to {output or 'standard output'}: "
+            f"{counts}{empty}")
+
+
+__all__ = ["FUNCTION_WORDS", "KINDS", "KindInfo", "Perturbed", "check_kinds", "item_json", "perturb", "perturb_files"]

@@ -4,19 +4,23 @@ self-contained HTML page, each from the same row model (:mod:`alignscore.render.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import ConfigError
 from ..explain import Explanation
-from ..textio import require_folder
+from ..textio import check_output, replacing, require_folder
 from .figure import figure, pair_title, save_figure, wrap_signature
 from .html import html_report
 from .rows import UnitRow, marks, matches, side_metrics, unit_rows
 from .text import text_report
 
+if TYPE_CHECKING:
+    from ..config import Provenance, RunSpec
+
 FORMATS = ("text", "png", "svg", "html")
 
 __all__ = ["FORMATS", "UnitRow", "figure", "format_for", "html_report", "marks", "matches", "pair_title",
-           "save_figure", "side_metrics", "text_report", "unit_rows", "wrap_signature", "write"]
+           "save_figure", "show", "side_metrics", "text_report", "unit_rows", "wrap_signature", "write"]
 
 
 def write(expl: Explanation, path: str | Path | None, fmt: str, ref_index: int | None = None) -> str | None:
@@ -52,3 +56,31 @@ def format_for(path: str | Path | None, fmt: str | None) -> str:
         raise ConfigError(f"cannot tell the format of {path} from its suffix: use .png, .svg, .html "
                           "or .txt, or give --format")
     return suffix
+
+
+def show(spec: RunSpec, cand: str, refs: Sequence[str], output: str | None, fmt: str | None = None,
+         ref_index: int | None = None, inputs: Sequence[str | None] = (), provenance: Provenance | None = None
+         ) -> tuple[Explanation, str | None]:
+    """Explain the score of ``cand`` against ``refs`` under the run ``spec`` (its options named
+    as ``provenance`` says they were given) and write it as
+    ``fmt`` (default: from ``output``'s suffix, :func:`format_for`) to ``output``, which may not
+    be one of the ``inputs`` (checked before any work).
+
+    Returns
+    -------
+    (Explanation, str or None)
+        The explanation, and its text when there is no ``output`` (None for a figure).
+    """
+    from ..config import build
+    from ..explain import explain
+
+    fmt = format_for(output, fmt)
+    if output is not None:  # before any work: writable, and none of the inputs
+        check_output(output, inputs)
+    scorer = build(spec, provenance=provenance)
+    expl = explain(scorer, [cand], [list(refs)])[0]  # warns when a side carries no mass, and why
+    if output is None:
+        return expl, write(expl, None, fmt, ref_index)
+    with replacing(output) as tmp:
+        write(expl, tmp, fmt, ref_index)
+    return expl, None

@@ -87,7 +87,7 @@ def test_failed_write_keeps_the_earlier_output(score, tmp_path, monkeypatch):
         fh.write("# half a header")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("alignscore.cli.score.write_scores", disk_full)
+    monkeypatch.setattr("alignscore.scorefiles.write_scores", disk_full)
     code, _, err = score("-o", out)
     assert_one_error(code, err, "No space left on device")
     assert fingerprint(tmp_path) == before  # the output as it was, and no temporary file left behind
@@ -129,7 +129,7 @@ def test_diff_and_baseline_check_the_output_before_scoring(texts, tmp_path, no_s
     def refuse(*args, **kwargs):
         raise AssertionError("computed before the output was checked")
 
-    monkeypatch.setattr("alignscore.cli.baseline.compute_baseline", refuse)
+    monkeypatch.setattr("alignscore.rescale.compute_baseline", refuse)
     code, _, err = invoke("baseline", "--model", tiny_bert_dir, "--corpus", texts["r"], "-o",
                           "/proc/alignscore-baseline.csv", "-q")
     assert_one_error(code, err, "cannot write the output here")

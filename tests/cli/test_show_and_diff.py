@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import alignscore
 from alignscore.cli import main
-from alignscore.cli.diff import parse_spec
+from alignscore.cli.options import parse_spec
 from alignscore.evaluation.agreement import average_ranks, rank_pairs, spearman
 from alignscore.errors import ConfigError
 from alignscore.explain import explain

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import alignscore
 from alignscore import Composition, Runtime, RunSpec, Scorer, Signature, run_spec
 from alignscore.ablation import parse_grid
-from alignscore.cli.diff import parse_spec
+from alignscore.cli.options import parse_spec
 from alignscore.cli.options import flag_sources
 from alignscore.config import compile_run, file_source
 from alignscore.config.compile import merge

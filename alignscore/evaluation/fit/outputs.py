@@ -43,6 +43,16 @@ class FitResult:
     seconds: float = 0.0
     state_bytes: int = 0
 
+    def summary(self) -> list[str]:
+        """The lines that say what was fitted: the nested estimates, the holdout's mean |r| and
+        the fitted values."""
+        lines = [f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]"
+                 for name, i in (self.estimate.intervals.items() if self.estimate else ())]
+        lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
+        weights = ", ".join(f"{k}: {w:.3f}" for k, w in zip(self.layers, self.values.weights()))
+        return lines + [f"fitted: layer weights {weights}; temperature {self.values.temperature:.4g}; idf exponent "
+                        f"{self.values.idf_power:.4g}; beta {self.values.beta:.4g}"]
+
 
 
 def _csv(path: Path, header: list[str], rows: list[list[object]]) -> None:

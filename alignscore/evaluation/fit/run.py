@@ -125,9 +125,10 @@ def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Se
     return run_spec(options)
 
 
-def fit(data: str | Path, model: str | None = None, start: str | Path | None = None, learn: Sequence[str] | None = None,
-        budget: float = 10.0, output: str | Path | None = None, holdout: str | Path | None = None,
-        layers: Sequence[int] | None = None, lang_pairs: Sequence[str] | None = None, year: str | None = None,
+def fit(data: str | Path, model: str | None = None, start: str | Path | None = None,
+        learn: str | Sequence[str] | None = None, budget: float = 10.0, output: str | Path | None = None,
+        holdout: str | Path | None = None, layers: Sequence[int] | None = None,
+        lang_pairs: str | Sequence[str] | None = None, year: str | None = None,
         seed: int = 0, steps: int = 200, resamples: int = 1000, quiet: bool = True, style: str = "keyword",
         say: Callable[[str], None] | None = None) -> FitResult:
     """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
@@ -144,13 +145,13 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     data : folder of ``DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>`` files.
     model : the encoder (overrides the start's).
     start : a run file to start from (default: BERTScore's composition for ``model``).
-    learn : the settings to learn (default: every one that applies).
+    learn : the settings to learn (default: every one that applies), or a comma list of them.
     budget : minutes the fits may take, in all.
     output : a folder for best.toml, scores.csv, folds.csv, leaderboard.md/.csv and
         layer_weights.png (nothing written when None).
     holdout : another DAseg folder the start and the fitted metric are scored on.
     layers : the layers a single-layer start is mixed over (default: every block).
-    lang_pairs, year : which language pairs and year of ``data``.
+    lang_pairs, year : which language pairs (a list, or a comma list) and year of ``data``.
     seed : the seed of the inner split and the resamples (the fit is deterministic).
     steps : the most optimisation steps per fit.
     resamples : bootstrap resamples of the intervals.
@@ -167,6 +168,10 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     """
     began = time.monotonic()
     say = say or (lambda msg: None)
+    if isinstance(learn, str):
+        learn = [n.strip().replace("-", "_") for n in learn.split(",") if n.strip()]
+    if isinstance(lang_pairs, str):
+        lang_pairs = [lp.strip() for lp in lang_pairs.split(",")] if lang_pairs else None
     given = dict(model=model, config=str(start) if start is not None else None)
     spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
     check_start(spec, provenance)

@@ -1,0 +1,139 @@
+"""A run of ``alignscore score`` as library functions: pairs scored into a score table (a file
+or standard output), in chunks into a file (:func:`score_file_stream`), or every text against
+every other into a matrix (:func:`score_matrix`). Each returns its summary lines."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING, Sequence
+
+from .errors import InputError
+from .evaluation.stats import SACREBLEU_SEED
+from .textio import check_inputs, check_output, read_lines, replacing, write_scores
+
+if TYPE_CHECKING:
+    from .config import Provenance, RunSpec
+    from .distributed import Shard
+
+__all__ = ["score_file_stream", "score_matrix", "score_texts"]
+
+
+def score_matrix(spec: RunSpec, cands: str, output: str, files: Sequence[str] = (),
+                 provenance: Provenance | None = None) -> list[str]:
+    """Score every line of ``cands`` (row i, candidate) against every line (column j, reference)
+    by the run's primary metric and save the ``[N, N]`` float32 matrix with numpy to ``output``.
+
+    Parameters
+    ----------
+    files : sequence of str
+        The other files the run reads, which ``output`` must not be.
+    provenance : Provenance, optional
+        How the options were given (the model checks name them so).
+
+    Returns
+    -------
+    list of str
+        The matrix's size, metric and mean; the signature.
+    """
+    import numpy as np
+
+    from .config import build
+
+    check_output(output, [cands, *files])
+    texts = read_lines(cands)
+    if not texts:
+        raise InputError("is empty: there is nothing to score", cands)
+    scorer = build(spec, provenance=provenance)  # after the input is read: a bad file is found before the model
+    matrix = scorer.pairwise(texts, texts)
+    metric = scorer.resolved().metric
+    with replacing(output) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, matrix[metric].numpy().astype(np.float32))
+    return [f"{len(texts)} x {len(texts)} {metric} matrix: mean={float(matrix[metric].double().mean()):.6f}",
+            f"signature: {matrix.signature}"]
+
+
+def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: str, fmt: str = "tsv",
+                      resume: bool = False, chunk_size: int = 2000, files: Sequence[str] = (),
+                      provenance: Provenance | None = None) -> list[str]:
+    """:func:`~alignscore.stream.score_stream` of the run ``spec``, every input read before the
+    model loads (``provenance``: how the options were given).
+
+    Returns
+    -------
+    list of str
+        The candidates (and how many were scored now) with the means; the signature.
+    """
+    from .config import build
+    from .stream import score_stream
+
+    check_inputs(cands, refs)
+    result = score_stream(build(spec, provenance=provenance), cands, refs, output, fmt=fmt, resume=resume, files=files,
+                          chunk_size=chunk_size)
+    means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
+    return [f"{result.total} candidates ({result.scored} scored now): {means}", f"signature: {result.signature}"]
+
+
+def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: str | None, fmt: str = "tsv",
+                several_refs: bool = False, human: str | None = None, confidence: bool = False,
+                resamples: int = 1000, seed: int = SACREBLEU_SEED, shard: Shard | None = None,
+                ray: tuple[str, int, float] | None = None, progress: bool = True,
+                provenance: Provenance | None = None) -> list[str]:
+    """Score each candidate against its references and write the score table (``fmt`` tsv or
+    jsonl) to ``output`` (None: standard output), replacing it whole.
+
+    Parameters
+    ----------
+    several_refs : bool
+        Whether a candidate may have several references (the table names the best one).
+    human : str, optional
+        A file of human scores, one per candidate: the Pearson r of the primary metric with them.
+    confidence : bool
+        Also a bootstrap interval of each corpus mean (``resamples``, ``seed``).
+    shard : Shard, optional
+        This process's place under torchrun; only rank 0 writes.
+    ray : (address, actors, gpus), optional
+        Score on the Ray cluster at ``address`` with that many actors and GPUs each.
+    provenance : Provenance, optional
+        How the options were given (the model checks name them so).
+
+    Returns
+    -------
+    list of str
+        The summary (means, intervals, r, signature); none on a rank that does not write.
+    """
+    from .config import build
+    from .evaluation.agreement import confidence_text, corpus_intervals, human_r
+    from .evaluation.wmt import read_human
+    from .stream import clear_sidecar
+
+    human_scores = read_human(human, len(cands)) if human else None
+    scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
+    if ray is not None:
+        from .integrations.ray import score_pairs
+
+        scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
+                             progress=progress)
+    else:
+        scores = scorer.score(cands, refs)
+    if shard is not None and shard.rank != 0:
+        return []
+    metric = scorer.composition.metric
+    r = human_r(scores[metric], human_scores, metric) if human_scores is not None else None
+    intervals = corpus_intervals(scores, resamples, seed) if confidence else {}
+    extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
+    if output:
+        with replacing(output) as tmp:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                write_scores(scores, fh, fmt, several_refs, extra)
+            clear_sidecar(output)  # before the rename: OUT never sits next to another run's signature
+    else:
+        write_scores(scores, sys.stdout, fmt, several_refs, extra)
+    means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
+    lines = [f"{len(scores)} candidates: {means}"]
+    if intervals:
+        lines.append(f"confidence: {confidence_text(intervals)}")
+    if r is not None:
+        lines.append(f"pearson r({metric}, human) = {r:.12f} (n = {len(human_scores)})")
+    return lines + [f"signature: {scores.signature}"]
