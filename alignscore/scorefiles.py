@@ -56,9 +56,10 @@ def score_matrix(spec: RunSpec, cands: str, output: str, files: Sequence[str] = 
 
 def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: str, fmt: str = "tsv",
                       resume: bool = False, chunk_size: int = 2000, files: Sequence[str] = (),
-                      provenance: Provenance | None = None) -> list[str]:
+                      provenance: Provenance | None = None, against_sources: bool = False) -> list[str]:
     """:func:`~alignscore.stream.score_stream` of the run ``spec``, every input read before the
-    model loads (``provenance``: how the options were given).
+    model loads (``provenance``: how the options were given; ``against_sources``: ``refs`` is
+    one file of sources).
 
     Returns
     -------
@@ -69,8 +70,9 @@ def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: st
     from .stream import score_stream
 
     check_inputs(cands, refs)
+    spec.composition.check_side(against_sources)  # before the model loads
     result = score_stream(build(spec, provenance=provenance), cands, refs, output, fmt=fmt, resume=resume, files=files,
-                          chunk_size=chunk_size)
+                          chunk_size=chunk_size, against_sources=against_sources)
     means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
     return [f"{result.total} candidates ({result.scored} scored now): {means}", f"signature: {result.signature}"]
 
@@ -79,7 +81,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
                 several_refs: bool = False, human: str | None = None, confidence: bool = False,
                 resamples: int = 1000, seed: int = SACREBLEU_SEED, shard: Shard | None = None,
                 ray: tuple[str, int, float] | None = None, progress: bool = True,
-                provenance: Provenance | None = None) -> list[str]:
+                provenance: Provenance | None = None, against_sources: bool = False) -> list[str]:
     """Score each candidate against its references and write the score table (``fmt`` tsv or
     jsonl) to ``output`` (None: standard output), replacing it whole.
 
@@ -97,6 +99,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         Score on the Ray cluster at ``address`` with that many actors and GPUs each.
     provenance : Provenance, optional
         How the options were given (the model checks name them so).
+    against_sources : bool
+        ``refs`` holds each candidate's source (one each): scored against it, reference-free.
 
     Returns
     -------
@@ -109,12 +113,15 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     from .stream import clear_sidecar
 
     human_scores = read_human(human, len(cands)) if human else None
+    spec.composition.check_side(against_sources)  # before the model loads
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     if ray is not None:
         from .integrations.ray import score_pairs
 
         scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
                              progress=progress)
+    elif against_sources:
+        scores = scorer.score(cands, sources=[group[0] for group in refs])
     else:
         scores = scorer.score(cands, refs)
     if shard is not None and shard.rank != 0:

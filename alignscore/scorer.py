@@ -118,10 +118,11 @@ class Scorer:
         """The encoder layers this composition reads."""
         return list(self.resolved().aggregator.layers_read())
 
-    def signature(self) -> Signature:
+    def signature(self, sources: bool = False) -> Signature:
         """Everything that changes a number, sacreBLEU-style, e.g.
-        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``."""
-        return self.resolved().signature(self.encoder)
+        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``
+        (``sources``: of scores against sources, ``refs:source``)."""
+        return self.resolved().signature(self.encoder, sources)
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | None = None, *,

@@ -282,11 +282,13 @@ class StreamResult:
 
 def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
                  output: str | Path, fmt: str = "tsv", resume: bool = False,
-                 chunk_size: int = 2000, files: Sequence[str | Path] = ()) -> StreamResult:
+                 chunk_size: int = 2000, files: Sequence[str | Path] = (), against_sources: bool = False
+                 ) -> StreamResult:
     """Score every line of ``cands_path`` against the same line of each of ``refs_paths`` in
     chunks, appending rows to ``output`` as each chunk is done (see the module docstring).
     ``files``: the other files the run reads (idf corpus, stop words, composition file), which a
-    resume must find unchanged as well."""
+    resume must find unchanged as well. ``against_sources``: the one file of ``refs_paths``
+    holds sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>` with ``sources=``)."""
     if fmt not in ("tsv", "jsonl"):
         raise ConfigError(f"unknown format {fmt!r}")
     if chunk_size < 1:
@@ -298,11 +300,15 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
                          "complete; write to a file", str(output))
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
+    if against_sources:
+        if len(refs_paths) != 1:
+            raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
+        scorer.resolved().check_side(True)
     multi = len(refs_paths) > 1
     frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
     names = list(frozen.aligner.metrics)
     columns = names + (["best_ref"] if multi else [])
-    signature = str(frozen.signature())
+    signature = str(frozen.signature(against_sources))
     header = tsv_header(signature, columns, None)
     sources = made_from(scorer, inputs)
     point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources) if resume else None
@@ -314,7 +320,7 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     first = done - done % chunk_size
     pairs = islice(iter_pairs(cands_path, refs_paths), first, None)
     quiet = dataclasses.replace(frozen, runtime=dataclasses.replace(frozen.runtime, progress=False))
-    blocks = _scored_rows(quiet, pairs, chunk_size, fmt, multi)
+    blocks = _scored_rows(quiet, pairs, chunk_size, fmt, multi, against_sources)
     skip, scored = done - first, 0
     with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.runtime.progress,
               file=sys.stderr, leave=False) as bar:
@@ -331,11 +337,13 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
 
 
 def _scored_rows(scorer: Scorer, pairs: Iterator[tuple[str, list[str]]], chunk_size: int, fmt: str,
-                 multi: bool) -> Iterator[list[str]]:
+                 multi: bool, against_sources: bool = False) -> Iterator[list[str]]:
     """The output rows of ``pairs``, one list per chunk of ``chunk_size`` candidates."""
     names = list(scorer.aligner.metrics)
     while chunk := list(islice(pairs, chunk_size)):
-        scores = scorer.score([c for c, _ in chunk], [g for _, g in chunk])
+        cands = [c for c, _ in chunk]
+        scores = (scorer.score(cands, sources=[g[0] for _, g in chunk]) if against_sources else
+                  scorer.score(cands, [g for _, g in chunk]))
         if list(scores.metrics) != names:
             raise ConfigError(f"the scorer's metrics {list(scores.metrics)} are not its aligner's {names}")
         yield rows(scores, fmt, multi)

@@ -11,7 +11,7 @@ from ..baseline import bert_score_baseline
 from ..rescale import baseline_file
 from ..textio import check_output, is_stdout, write_output
 from . import main
-from .options import given, quiet_option, refuse, scorer_options, scorer_opts, seed_option, spec_of
+from .options import compiled_of, given, quiet_option, refuse, scorer_options, scorer_opts, seed_option
 
 
 @main.command()
@@ -44,7 +44,7 @@ def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert
     ctx = click.get_current_context()
     if not given(ctx, "model") and not given(ctx, "lang"):
         raise click.UsageError("Missing option '--model' (the model whose layers the baseline is for).")
-    spec = spec_of(scorer_opts(kwargs), progress=not quiet)
+    spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
     if bert_score is not None:
         extra = [f"--{name}" for name in ("corpus", "pairs", "seed") if given(ctx, name)]
         if extra:

@@ -9,7 +9,7 @@ import click
 
 from ..textio import check_output, write_output
 from . import main
-from .options import option_files, output_option, scorer_options, scorer_opts, spec_of
+from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -25,7 +25,7 @@ def config(output: str | None, **kwargs: Any) -> None:
     alignscore config --preset moverscore-v2 --weighting none --model all-MiniLM-L6-v2 -o mover.toml
     """
     opts = scorer_opts(kwargs)
-    spec = spec_of(opts, progress=False)  # every setting checked, every file it names read
+    spec = compiled_of(opts, progress=False).spec  # every setting checked, every file it names read
     comment = "alignscore config " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["config"] else None
     check_output(output, option_files(spec, opts))
     write_output(output, spec.toml(comment if output else None))

@@ -9,7 +9,7 @@ import click
 from ..encoders.distill import SIF_COEFFICIENT, distill as run_distill
 from ..errors import ConfigError
 from . import main
-from .options import given, scorer_options, spec_of
+from .options import given, scorer_options, compiled_of
 
 
 @main.command()
@@ -29,7 +29,7 @@ def distill(model: str | None, output: str, dims: int, sif: float, batch_size: i
     it by `--model OUTPUT` (docs/static.md). Offline: the model must be on this machine."""
     if not given(click.get_current_context(), "model"):
         raise click.UsageError("Missing option '--model' (the Hugging Face model to distil).")
-    spec = spec_of({"model": model, "device": device}, progress=not quiet)  # the checks of every command
+    spec = compiled_of({"model": model, "device": device}, progress=not quiet).spec  # the checks of every command
     if spec.encoder.static is not None:
         raise ConfigError(f"--model {model}: already a static table; distil a Hugging Face model")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

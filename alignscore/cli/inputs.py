@@ -1,5 +1,5 @@
-"""Where ``alignscore score`` reads its pairs (``-c``/``-r`` files, ``--cand-text``/``--ref-text``
-or ``--tsv``: one way per run), and lists of names given comma-separated or repeated."""
+"""Where ``alignscore score`` reads its pairs (``-c``/``-r`` files, ``-c``/``--sources`` files,
+``--cand-text``/``--ref-text`` or ``--tsv``: one way per run), and lists of names given comma-separated or repeated."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="A candidate given as text (repeat for more; instead of -c/-r files)."),
     click.option("--ref-text", "ref_texts", multiple=True,
                  help="A reference given as text: the n-th --ref-text is the reference of the n-th --cand-text."),
+    click.option("--sources", "source_file", default=None, type=click.Path(dir_okay=False),
+                 help="Instead of -r: the source each line of -c translates, one per line; scored against it "
+                      "(reference-free, with a multilingual --model; --remap FILE maps its vectors)."),
     click.option("--tsv", default=None, type=click.Path(dir_okay=False),
                  help="Candidates with any number of references (instead of -c/-r): each line is "
                       "candidate<TAB>reference<TAB>reference... (an empty candidate is an empty text; "
@@ -56,15 +59,17 @@ class Sources:
     cand_texts: tuple[str, ...]
     ref_texts: tuple[str, ...]
     tsv: str | None
+    source_file: str | None = None
 
     def __post_init__(self) -> None:
-        ways = [way for way, given in (("-c/-r files", self.cands or self.refs),
+        ways = [way for way, given in (("-c/-r files", self.cands or self.refs or self.source_file),
                                        ("--cand-text/--ref-text", self.cand_texts or self.ref_texts),
                                        ("--tsv", self.tsv)) if given]
         refuse((not ways, "nothing to score: give -c CANDS -r REFS, --cand-text TEXT --ref-text TEXT, or --tsv FILE"),
                (len(ways) > 1, f"give the pairs one way: {' or '.join(ways)}, not both"),
-               (ways[:1] == ["-c/-r files"] and not (self.cands and self.refs),
-                "Missing option '-c' / '--cands': -r REFS needs the candidate file" if self.refs
+               (bool(self.refs and self.source_file), "give -r REFS or --sources FILE, not both"),
+               (ways[:1] == ["-c/-r files"] and not (self.cands and (self.refs or self.source_file)),
+                "Missing option '-c' / '--cands': -r REFS needs the candidate file" if self.refs or self.source_file
                 else "Missing option '-r' / '--refs': -c CANDS needs reference files"),
                (len(self.cand_texts) != len(self.ref_texts), f"{len(self.cand_texts)} --cand-text but "
                 f"{len(self.ref_texts)} --ref-text: the n-th --ref-text is the reference of the n-th --cand-text"),
@@ -73,7 +78,12 @@ class Sources:
     @property
     def files(self) -> list[str]:
         """The input files (which no output may overwrite)."""
-        return [self.tsv] if self.tsv else [self.cands, *self.refs] if self.cands else []
+        return [self.tsv] if self.tsv else [self.cands, *self.sides] if self.cands else []
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        """The files the candidates are scored against: the references, or the one of sources."""
+        return (self.source_file,) if self.source_file else self.refs
 
     @property
     def several_refs(self) -> bool:
@@ -85,5 +95,5 @@ class Sources:
         if self.tsv:
             return read_tsv(self.tsv)
         if self.cands:
-            return read_aligned(self.cands, self.refs)
+            return read_aligned(self.cands, self.sides)
         return list(self.cand_texts), [[r] for r in self.ref_texts]

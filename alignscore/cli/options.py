@@ -120,13 +120,9 @@ def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
     return sources_of(opts, style="flag")
 
 
-def spec_of(opts: Mapping[str, Any], progress: bool) -> RunSpec:
-    """The run the options describe, with progress bars on stderr or not."""
-    return compiled_of(opts, progress).spec
-
-
 def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
-    """:func:`spec_of`, with how each option was given beside the spec (for ``build``)."""
+    """The run the options describe (progress bars on stderr or not), with how each option was
+    given beside the spec (for ``build``)."""
     spec, provenance = compile_labelled(flag_sources(opts))
     return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
@@ -139,15 +135,6 @@ def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
 def named_files(opts: Mapping[str, Any]) -> list[str]:
     """Files the run options name themselves (a run file, stop words, a baseline)."""
     return [str(v) for k, v in opts.items() if v is not None and options()[k].file and isinstance(v, str)]
-
-
-def _spec_command() -> click.Command:
-    @click.command(add_help_option=False)
-    @scorer_options()
-    def spec(**kwargs: Any) -> None:  # pragma: no cover - parsed only, never invoked
-        pass
-
-    return spec
 
 
 def parse_spec(spec: str, flag: str) -> dict[str, Any]:
@@ -163,7 +150,8 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
                               "nor a list of options")
         args = ["--preset", args[0]]
     try:
-        ctx = _spec_command().make_context(flag, args, resilient_parsing=False)
+        command = click.command(add_help_option=False)(scorer_options()(lambda **kwargs: None))  # parsed only
+        ctx = command.make_context(flag, args, resilient_parsing=False)
     except click.ClickException as exc:
         raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}

@@ -9,7 +9,7 @@ import click
 from ..errors import ConfigError
 from ..remap import METHODS, learn_files
 from . import main
-from .options import given, quiet_option, refuse, scorer_options, scorer_opts, spec_of
+from .options import compiled_of, given, quiet_option, refuse, scorer_options, scorer_opts
 
 
 @main.command()
@@ -39,7 +39,7 @@ def remap(src: str, tgt: str, layer: int, method: str, lang: str | None, output:
     refuse((output == "-", "-o -: a remapping is a binary file, not text for standard output; give a file name"))
     refuse((lang is not None and not lang.strip(), "--lang: a language code (de, cs, ...), not an empty name"),
            error=ConfigError)
-    spec = spec_of(scorer_opts(kwargs), progress=not quiet)
+    spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
     remapping, stats = learn_files(spec, src, tgt, output, layer, method, lang.strip() if lang else None)
     click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if lang else ''}, "
                f"{remapping.pairs} word pairs, their mean cosine {stats['cosine_before']:.4f} -> "

@@ -12,8 +12,8 @@ from ..scorefiles import score_file_stream, score_matrix, score_texts
 from ..textio import check_output
 from . import main
 from .inputs import Sources, input_options
-from .options import (needs, option_files, output_option, quiet_option, refuse, scorer_options, scorer_opts,
-                      seed_option, compiled_of)
+from .options import (compiled_of, needs, option_files, output_option, quiet_option, refuse, scorer_options,
+                      scorer_opts, seed_option)
 
 
 @main.command()
@@ -49,11 +49,11 @@ from .options import (needs, option_files, output_option, quiet_option, refuse, 
 @click.option("--pairwise", is_flag=True, help="Every line of CANDS against every line of CANDS (no -r): "
               "the primary metric's N x N matrix as float32 to -o OUT.npy (self-similarity, diversity).")
 def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...], ref_texts: tuple[str, ...],
-          tsv: str | None, fmt: str, output: str | None, quiet: bool, stream: bool, resume: bool, chunk_size: int,
-          human: str | None, confidence: bool, resamples: int, seed: int, ray_address: str | None, ray_actors: int,
-          ray_gpus: float, pairwise: bool, **kwargs: Any) -> None:
-    """Score each line of CANDS against the same line of REFS (or the pairs of --tsv FILE, or of
-    --cand-text/--ref-text).
+          source_file: str | None, tsv: str | None, fmt: str, output: str | None, quiet: bool, stream: bool,
+          resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
+          ray_address: str | None, ray_actors: int, ray_gpus: float, pairwise: bool, **kwargs: Any) -> None:
+    """Score each line of CANDS against the same line of REFS (or of --sources FILE, or the pairs
+    of --tsv FILE, or of --cand-text/--ref-text).
 
     The corpus means and the signature go to stderr; per-candidate scores go to OUT. Under
     torchrun (one process per GPU or node) the ranks share the work and rank 0 writes OUT; with
@@ -62,14 +62,15 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     needs(click.get_current_context(), {"chunk_size": ("stream", "resume"), "resamples": "confidence",
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address"})
     opts = scorer_opts(kwargs)
-    refuse((ray_address is not None and (pairwise or stream or resume),
-            "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
+    refuse((ray_address is not None and (pairwise or stream or resume or source_file),
+            "--ray scores the pairs at once, against references: not with --pairwise, --stream, --resume or "
+            "--sources"))
     if pairwise:
         refuse((human or confidence, "--pairwise writes a matrix: --human and --confidence do not apply"),
                (cand_texts or ref_texts or tsv, "--pairwise reads one file of texts: give -c CANDS only"))
         if not cands:
             raise click.UsageError("Missing option '-c' / '--cands'.")
-        refuse((refs, "--pairwise scores every line of -c against every line of -c: give no -r"),
+        refuse((refs or source_file, "--pairwise scores every line of -c against every line of -c: give no -r"),
                (not output or not output.endswith(".npy"),
                 "--pairwise writes a matrix: give -o OUT.npy (a file name ending in .npy)"),
                (stream or resume or fmt != "tsv",
@@ -77,7 +78,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         spec, provenance = compiled_of(opts, progress=not quiet)
         click.echo("\n".join(score_matrix(spec, cands, output, option_files(spec, opts), provenance)), err=True)
         return
-    sources = Sources(cands, refs, cand_texts, ref_texts, tsv)
+    sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file)
     shard, opts["device"] = init_from_env(opts.get("device"))
     streamed = stream or resume
     refuse((shard is not None and ray_address is not None,
@@ -94,11 +95,12 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *files, human])
     if streamed:
-        lines = score_file_stream(spec, sources.cands, sources.refs, output, fmt, resume, chunk_size, files, provenance)
+        lines = score_file_stream(spec, sources.cands, sources.sides, output, fmt, resume, chunk_size, files,
+                                  provenance, source_file is not None)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
         lines = score_texts(spec, *sources.read(), output, fmt, sources.several_refs, human, confidence, resamples,
-                            seed, shard, ray, not quiet, provenance)
+                            seed, shard, ray, not quiet, provenance, source_file is not None)
     for line in lines:
         click.echo(line, err=True)
     leave(shard)

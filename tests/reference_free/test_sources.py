@@ -12,6 +12,7 @@ import torch
 import alignscore
 from alignscore.errors import ConfigError, InputError
 from alignscore.remap import Remapping, model_digest, save_remapping
+from cli_checks import assert_one_error, invoke
 from fakes import CountingEncoder
 
 CANDS = ["the cat sat on the mat", "a dog ran", ""]
@@ -115,3 +116,45 @@ def test_the_xmoverscore_preset_is_the_papers_alignment(encoder: CountingEncoder
                                                    "remap": str(path)}), encoder=encoder)
     scores = scorer.score(CANDS[:2], sources=SOURCES[:2])
     assert scores.signature["align"] == "wmd(euclidean,1-d,n=2)" and "remap" in scores.signature
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {"cands": tmp_path / "mt.txt", "sources": tmp_path / "src.txt", "short": tmp_path / "short.txt"}
+    out["cands"].write_text("\n".join(CANDS[:2]) + "\n", encoding="utf-8")
+    out["sources"].write_text("\n".join(SOURCES[:2]) + "\n", encoding="utf-8")
+    out["short"].write_text(SOURCES[0] + "\n", encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_command_scores_against_sources_as_the_library(tiny_bert_dir: str, files: dict[str, Path],
+                                                             tmp_path: Path, stream: bool) -> None:
+    out = tmp_path / "out.tsv"
+    code, _, err = invoke("score", "-c", files["cands"], "--sources", files["sources"], "--model", tiny_bert_dir,
+                          "--layer", 2, "-o", out, "-q", *(["--stream"] if stream else []))
+    assert code == 0, err
+    want = alignscore.score(CANDS[:2], sources=SOURCES[:2], model=tiny_bert_dir, layer=2)
+    text = out.read_text(encoding="utf-8")
+    assert str(want.signature) in text and "refs:source" in err
+    rows = [line.split("\t") for line in text.splitlines() if not line.startswith("#")][1:]
+    assert [float(r[2]) for r in rows] == pytest.approx(want.f1.tolist(), abs=1e-6)
+
+
+def test_the_commands_bad_sources_are_one_line_and_write_nothing(tiny_bert_dir: str, files: dict[str, Path],
+                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "out.tsv"
+    base = ["score", "-c", files["cands"], "--model", tiny_bert_dir, "--layer", 2, "-o", out]
+    assert_one_error(*invoke(*base, "--sources", files["sources"], "-r", files["sources"])[::2], "not both")
+    assert_one_error(*invoke(*base, "--sources", files["short"])[::2], "has 1 lines but")
+    width_file = tmp_path / "m.remap"
+    encoder = CountingEncoder(tiny_bert_dir)
+    save_remapping(Remapping("umd", torch.ones(32, dtype=torch.float64), tiny_bert_dir, model_digest(encoder), 2),
+                   width_file)
+    assert_one_error(*invoke(*base, "-r", files["sources"], "--remap", width_file)[::2],
+                     "maps sources into the candidates' language")
+    assert_one_error(*invoke(*base, "--sources", files["sources"], "--remap", width_file, "--layer", 3)[::2],
+                     "--remap: remapping learned for model")
+    assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--pairwise", "-o",
+                             tmp_path / "m.npy", "--model", tiny_bert_dir)[::2], "--pairwise")
+    assert not out.exists() and not (tmp_path / "m.npy").exists()
