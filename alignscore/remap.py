@@ -33,7 +33,6 @@ import torch
 from .errors import ConfigError, InputError
 
 if TYPE_CHECKING:
-    from .config import RunSpec
     from .encoders.base import Encoder
     from .runtime import Runtime
 
@@ -365,10 +364,12 @@ def learn(encoder: Encoder, sources: Sequence[str], targets: Sequence[str], laye
     return remapping, stats
 
 
-def learn_files(spec: RunSpec, src: str, tgt: str, output: str, layer: int = 8, method: str = "clp-orthogonal",
-                lang: str | None = None) -> tuple[Remapping, dict[str, float]]:
+def learn_files(encoder: Encoder, runtime: Runtime, src: str, tgt: str, output: str, layer: int = 8,
+                method: str = "clp-orthogonal", lang: str | None = None, inputs: Sequence[str] = ()
+                ) -> tuple[Remapping, dict[str, float]]:
     """:func:`learn` from the parallel files ``src`` and ``tgt`` (line i of one translates line i
-    of the other) with the encoder and runtime of ``spec``, saved to ``output``.
+    of the other) with ``encoder`` and ``runtime``, saved to ``output`` (which may not be one of
+    the ``inputs``, the other files the run reads).
 
     Raises
     ------
@@ -376,21 +377,19 @@ def learn_files(spec: RunSpec, src: str, tgt: str, output: str, layer: int = 8, 
         An output that cannot be written or is an input, files that are not parallel or hold no
         pair of non-empty lines, a layer the model does not have: before the weights load.
     """
-    from .config import encoder_of
     from .textio import check_output, read_lines, replacing
 
-    check_output(output, [src, tgt, *spec.files()])  # before any work: writable, and not an input
+    check_output(output, [src, tgt, *inputs])  # before any work: writable, and not an input
     sources, targets = read_lines(src), read_lines(tgt)
     if len(sources) != len(targets):
         raise InputError(f"{tgt} has {len(targets)} lines but {src} has {len(sources)}: the files must be parallel, "
                          "one sentence and its translation per line")
     if not any(s.strip() and t.strip() for s, t in zip(sources, targets)):
         raise InputError(f"and {tgt} have no line where both sentences are non-empty: nothing to learn from", src)
-    encoder = encoder_of(spec.encoder, spec.runtime.device)
     if layer > encoder.num_layers:  # the model's configuration only: its weights load later
         raise ConfigError(f"--layer {layer}: model {encoder.name!r} has layers 0..{encoder.num_layers}")
     encoder.check()
-    remapping, stats = learn(encoder, sources, targets, layer=layer, method=method, lang=lang, runtime=spec.runtime)
+    remapping, stats = learn(encoder, sources, targets, layer=layer, method=method, lang=lang, runtime=runtime)
     with replacing(output) as tmp:
         save_remapping(remapping, tmp)
     return remapping, stats

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
+from ..config import encoder_of
 from ..remap import METHODS, learn_files
 from . import main
 from .options import compiled_of, given, quiet_option, refuse, scorer_options, scorer_opts
@@ -40,7 +41,8 @@ def remap(src: str, tgt: str, layer: int, method: str, lang: str | None, output:
     refuse((lang is not None and not lang.strip(), "--lang: a language code (de, cs, ...), not an empty name"),
            error=ConfigError)
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
-    remapping, stats = learn_files(spec, src, tgt, output, layer, method, lang.strip() if lang else None)
+    remapping, stats = learn_files(encoder_of(spec.encoder, spec.runtime.device), spec.runtime, src, tgt, output,
+                                   layer, method, lang.strip() if lang else None, spec.files())
     click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if lang else ''}, "
                f"{remapping.pairs} word pairs, their mean cosine {stats['cosine_before']:.4f} -> "
                f"{stats['cosine_after']:.4f}", err=True)
