@@ -62,9 +62,9 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     needs(click.get_current_context(), {"chunk_size": ("stream", "resume"), "resamples": "confidence",
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address"})
     opts = scorer_opts(kwargs)
-    refuse((ray_address is not None and (pairwise or stream or resume or source_file),
-            "--ray scores the pairs at once, against references: not with --pairwise, --stream, --resume or "
-            "--sources"))
+    refuse((ray_address is not None and (pairwise or stream or resume),
+            "--ray scores the pairs at once: not with --pairwise, --stream or --resume"),
+           (ray_address is not None and source_file, "--ray scores against references: not with --sources"))
     if pairwise:
         refuse((human or confidence, "--pairwise writes a matrix: --human and --confidence do not apply"),
                (cand_texts or ref_texts or tsv, "--pairwise reads one file of texts: give -c CANDS only"))
