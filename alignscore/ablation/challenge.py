@@ -17,7 +17,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..evaluation.challenge import ALL, CompositionResult, Item, categories, evaluate_scores, jsonl, run_challenge
+from ..evaluation.challenge import ALL, CompositionResult, Item, categories, evaluate_scores, run_challenge
+from ..evaluation.challenge_report import jsonl
 from ..config.compile import Source
 from ..evaluation.wmt import LangPair
 from ..textio import make_output_folder, replacing

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge import challenge_file
+from ..evaluation.challenge_report import challenge_file
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
 from .options import option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option, sides_specs

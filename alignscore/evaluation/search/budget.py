@@ -20,7 +20,7 @@ from .schedule import HARDER, SCHEDULES, Schedule
 DEFAULT_BUDGET_MIN = 30.0  # minutes: `alignscore tune` without --budget
 PROBE_SHARE = 0.1  # the probe takes at most this share of the budget
 PROBE_SECONDS = 60.0  # and at most this long
-HEADROOM = 0.8  # a plan takes at most this share of the time left: searches have run over their estimates
+HEADROOM = 0.65  # a plan takes at most this share of the time left: searches run over their estimates (RESULTS.md)
 
 
 def check_budget(minutes: object, label: str = "budget=") -> float:
