@@ -31,7 +31,7 @@ from .aligners.greedy import Greedy
 from .baseline import Baseline
 from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
-from .remap import Remapping, load_remapping
+from .remap import Remapping, load_remapping, model_digest
 from .settings import GIVEN, SettingError, check_settings, setting, settings_of
 from .signature import Signature
 from .weighting.base import Weighting
@@ -192,8 +192,6 @@ class Composition:
         out = replace(self, aggregator=aggregator, default_of=default_of)
         out.baseline_values()
         if self.remap is not None:
-            from .remap import model_digest
-
             try:
                 self.remap.check(model_digest(encoder), aggregator.layers_read()[0], model=encoder.name)
             except ConfigError as exc:

@@ -396,4 +396,5 @@ def learn_files(encoder: Encoder, runtime: Runtime, src: str, tgt: str, output: 
 
 
 __all__ = ["METHODS", "Remapping", "apply_clp", "apply_umd", "fit", "fit_clp", "fit_umd", "learn", "learn_files",
-           "load_remapping", "mean_cosine", "model_digest", "mutual_best", "paired_words", "save_remapping", "word_vectors"]
+           "load_remapping", "mean_cosine", "model_digest", "mutual_best", "paired_words", "save_remapping",
+           "word_vectors"]

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from .composition import Composition
     from .engine import Pairs, PairScores
 
-__all__ = ["PairwiseScores", "Scores", "check_references", "check_sides", "check_texts", "reduce", "reduce_groups", "why_empty"]
+__all__ = ["PairwiseScores", "Scores", "check_references", "check_sides", "check_texts", "reduce", "reduce_groups",
+           "why_empty"]
 
 
 class _ByMetric:

@@ -1,5 +1,6 @@
-"""Where ``alignscore score`` reads its pairs (``-c``/``-r`` files, ``-c``/``--sources`` files,
-``--cand-text``/``--ref-text`` or ``--tsv``: one way per run), and lists of names given comma-separated or repeated."""
+"""Where ``alignscore score`` reads its pairs (``-c`` with ``-r`` or ``--sources`` files,
+``--cand-text``/``--ref-text`` or ``--tsv``: one way per run), and lists of names given
+comma-separated or repeated."""
 
 from __future__ import annotations
 

@@ -78,8 +78,9 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
     results = run_challenge(scorers, items, names, bootstrap, seed, groups=groups)
     write_output(output, jsonl(results, by) if fmt == "jsonl" else
                  tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}; accuracy: good "
-                               f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap intervals "
-                               f"and paired tests with {bootstrap} resamples, seed {seed}; delta = accuracy - A's"], by))
+                               f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap "
+                               f"intervals and paired tests with {bootstrap} resamples, seed {seed}; delta = accuracy "
+                               "- A's"], by))
 
 
 __all__ = ["challenge_file", "columns", "jsonl", "rows", "tsv"]

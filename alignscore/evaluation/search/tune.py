@@ -154,7 +154,8 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     published = {}
     for name, (spec, provenance) in runs.items():
         try:
-            build(spec, provenance=provenance)  # a published configuration this model cannot run (no default layer) is left out
+            # a published configuration this model cannot run (no default layer) is left out
+            build(spec, provenance=provenance)
             published[name] = spec
         except ConfigError as exc:
             left_out.append(f"{name}: left out ({exc})")
