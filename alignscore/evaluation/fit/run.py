@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import torch
 from tqdm import tqdm
 
 from ...aggregators import AGGREGATORS
