@@ -170,6 +170,7 @@ class Remapping:
     lang: str | None = None
     pairs: int = 0
     source: str | None = field(default=None, repr=False)
+    _checksum: str = field(default="", init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -189,6 +190,10 @@ class Remapping:
             raise ConfigError(f"layer must be an integer >= 0, not {self.layer!r}")
         if isinstance(self.pairs, bool) or not isinstance(self.pairs, int) or self.pairs < 0:
             raise ConfigError(f"pairs must be an integer >= 0, not {self.pairs!r}")
+        # frozen: the checksum of the whole weight matrix is taken once, not at every signature or compare
+        h = hashlib.sha256(json.dumps(self.header(), sort_keys=True).encode("utf-8") + b"\0")
+        h.update(self.weights.numpy().astype("<f8").tobytes())
+        object.__setattr__(self, "_checksum", h.hexdigest())
 
     @property
     def width(self) -> int:
@@ -213,9 +218,7 @@ class Remapping:
 
     def checksum(self) -> str:
         """SHA-256 of the header (as canonical JSON) and the weights' float64 bytes."""
-        h = hashlib.sha256(json.dumps(self.header(), sort_keys=True).encode("utf-8") + b"\0")
-        h.update(self.weights.numpy().astype("<f8").tobytes())
-        return h.hexdigest()
+        return self._checksum
 
     def __eq__(self, other: object) -> bool:  # by content: two reads of one file are one remapping
         return isinstance(other, Remapping) and self.checksum() == other.checksum()
