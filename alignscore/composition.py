@@ -145,9 +145,8 @@ class Composition:
         if self.remap is not None and not isinstance(self.remap, Remapping):
             raise ConfigError(f"remap must be a Remapping (load_remapping(path)), not {describe(self.remap)}",
                               ("remap",))
-        if self.remap is not None and self.baseline is not None:
-            raise ConfigError("a baseline was computed on references in the candidates' language: a remapped run "
-                              "scores against sources; leave the baseline out", ("baseline", "remap"))
+        if self.remap is not None:  # a remapped run scores against sources only
+            self.check_side(sources=True)
         if self.remap is not None and not self.aggregator.output().one_layer:
             raise ConfigError(f"a remapping maps one layer's vectors: it needs the single-layer aggregator, not "
                               f"{self.aggregator.output()}", ("remap", "aggregator"))
