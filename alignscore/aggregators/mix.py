@@ -49,10 +49,21 @@ def mix_layers(states: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     >>> mix_layers(states, torch.tensor([0.0, math.inf])).tolist()
     [[0.0, 2.0]]
     """
+    weights = layer_weights(logits).to(states.dtype)
+    return torch.tensordot(weights, states, dims=([0], [0])) if states.shape[0] > 1 else weights[0] * states[0]
+
+
+def layer_weights(logits: torch.Tensor) -> torch.Tensor:
+    """``c = softmax(w)`` in float64, where logits of ``inf`` share the whole weight equally.
+
+    Examples
+    --------
+    >>> layer_weights(torch.tensor([0.0, math.inf, -math.inf])).tolist()
+    [0.0, 1.0, 0.0]
+    """
     logits = logits.double()
     top = torch.isposinf(logits)
-    weights = (top.double() / top.sum() if bool(top.any()) else torch.softmax(logits, dim=0)).to(states.dtype)
-    return torch.tensordot(weights, states, dims=([0], [0])) if states.shape[0] > 1 else weights[0] * states[0]
+    return top.double() / top.sum() if bool(top.any()) else torch.softmax(logits, dim=0)
 
 
 def digest(values: tuple[float, ...]) -> str:

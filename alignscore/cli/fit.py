@@ -35,11 +35,13 @@ from .options import progress_log, quiet_option, seed_option
 @click.option("--year", default=None, help="Which year, when the --data folder holds several.")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Resamples of the intervals of the nested estimate.")
+@click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="GiB the fit may keep (the products of the mixed layers' states; default 8); refused past it.")
 @seed_option(0, "Seed of the inner split and the resamples.")
 @quiet_option("No progress.")
 def fit(data: str, model: str | None, start: str | None, learn: str | None, layers: str | None, budget: float,
         steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None, bootstrap: int,
-        seed: int, quiet: bool) -> None:
+        max_memory: float | None, seed: int, quiet: bool) -> None:
     """Fit the continuous settings of a composition (the layer mix, a soft greedy match's
     temperature, the idf exponent, F-beta's beta) to the human judgments in --data, by gradient
     on the mean Pearson r over language pairs, every text encoded once.
@@ -53,9 +55,9 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
 
     result = run_fit(data, model, start, learn, budget, output, holdout,
                      int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,
-                     bootstrap, quiet, "flag", progress_log(quiet, "fit"))
+                     bootstrap, max_memory, quiet, "flag", progress_log(quiet, "fit"))
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)
     click.echo("\n".join(result.summary()))
-    click.echo(f"wrote {output}/best.toml and the leaderboard ({result.seconds:.1f} s; kept states "
+    click.echo(f"wrote {output}/best.toml and the leaderboard ({result.seconds:.1f} s; kept "
                f"{result.state_bytes / 2**20:.0f} MiB)", err=True)

@@ -114,6 +114,7 @@ def _edit(data: Path, kind: str, lp: str, lines: list[str]) -> None:
     ("from-wmd", ["aligner", "greedy"]),
     ("learn-unknown", ["--learn layer", "not a setting the fit learns"]),
     ("learn-idf", ["--learn idf_power", "idf-S or idf-L"]),
+    ("memory", ["--max-memory", "more than 0.00 GiB", "mix fewer layers"]),
 ])
 def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case, needles) -> None:
     data = write_daseg(tmp_path, PAIRS, 30)
@@ -138,6 +139,8 @@ def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case
         extra = ["--learn", "layer"]
     elif case == "learn-idf":
         extra = ["--learn", "idf_power"]
+    elif case == "memory":
+        extra = ["--max-memory", "0.000001"]
     start = write_toml(options, tmp_path / "start.toml")
     out = tmp_path / "out"
     code, _, stderr = invoke("fit", "--data", data, "--from", start, "-o", out, "-q", *extra)
@@ -152,3 +155,18 @@ def test_python_errors_are_config_or_input_errors(start, tmp_path) -> None:
     (tmp_path / "few").mkdir()
     with pytest.raises(InputError, match="at least 30"):
         alignscore.fit(write_daseg(tmp_path / "few", PAIRS, 10), start=start)
+    with pytest.raises(ConfigError, match="max_memory=: the fit would keep more than"):
+        alignscore.fit(data, start=start, max_memory=1e-6)
+
+
+def test_the_memory_bound_is_what_is_kept(tiny_bert_dir, data) -> None:
+    """The bound is checked from the token counts before the products are made, and that
+    estimate is exactly the bytes of the products then kept: a limit of that many bytes passes,
+    one byte less is refused."""
+    scorer = alignscore.build(run_spec({"model": tiny_bert_dir, "layer": 2}))
+    pairs = load_daseg(data)
+    full = extract(scorer, scorer.resolved(), pairs, (1, 2, 3))
+    need = sum(b.cross.nbytes + b.cand_gram.nbytes + b.ref_gram.nbytes for pf in full.pairs for b in pf.batches)
+    assert extract(scorer, scorer.resolved(), pairs, (1, 2, 3), limit=need).nbytes == full.nbytes
+    with pytest.raises(ConfigError, match="would keep more than"):
+        extract(scorer, scorer.resolved(), pairs, (1, 2, 3), limit=need - 1)

@@ -1,10 +1,13 @@
-"""What a fit keeps from one encoding: every layer it mixes, per token, and each language pair's
-pairs, masses and match targets, so that the scores are a differentiable function of the
-settings it learns (:mod:`alignscore.fit.model`)."""
+"""What a fit keeps from one encoding: for every pair, the dot products between each candidate
+token's and each reference token's states in every two layers it mixes, beside each token's own
+layer Gram matrix, masses and match targets. A mix of layers is linear, so its cosine similarity
+is a quadratic form in the mix's weights over these (:func:`alignscore.fit.model.mixed_similarity`):
+a step of the fit never touches the hidden states, which are dropped once each language pair's
+products are made."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -17,6 +20,7 @@ from ..wmt import LangPair
 from ...scorer import Scorer
 from ...tokens import pad_gather
 from ...weighting.schemes import _Idf
+from ...errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -44,94 +48,132 @@ class RawLayers(Aggregator):
         return f"raw(L{layer_list(self.layers)})"
 
 
+#: pairs per batch, in order of length (padding is the cost: one pad width for a whole language
+#: pair would be its longest text's)
+BATCH = 64
+
+
+@dataclass
+class Batch:
+    """Some pairs of one language pair, right-padded: ``rows [B]`` (which pairs), ``cross [B, Tc,
+    Tr, L * L]`` (candidate token i's layer l state . reference token j's layer m state, at
+    ``l * L + m``), ``cand_gram [B, Tc, L * L]`` and ``ref_gram [B, Tr, L * L]`` (each token's
+    own), the masses before the idf exponent (0 on padding) and who may be matched."""
+
+    rows: torch.Tensor
+    cross: torch.Tensor
+    cand_gram: torch.Tensor
+    ref_gram: torch.Tensor
+    cand_mass: torch.Tensor
+    ref_mass: torch.Tensor
+    cand_match: torch.Tensor
+    ref_match: torch.Tensor
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in vars(self).values())
+
+
 @dataclass
 class PairFeatures:
-    """One language pair: its pairs as unique-text indices (``ref [P]``, ``cand [P]``) into
-    the token table (``offsets``), each token's mass as a reference / candidate before the idf
-    exponent (``ref_mass``, ``cand_mass`` ``[N]``), who may be matched (``matchable [N]``) and
-    the human scores ``[P]``."""
+    """One language pair: its ``batches`` and the ``human`` scores ``[P]``."""
 
     name: str
-    ref: torch.Tensor
-    cand: torch.Tensor
-    offsets: torch.Tensor
-    ref_mass: torch.Tensor
-    cand_mass: torch.Tensor
-    matchable: torch.Tensor
     human: torch.Tensor
-    _batches: list[tuple[torch.Tensor, dict[str, torch.Tensor]]] | None = field(default=None, repr=False,
-                                                                                 compare=False)
+    batches: list[Batch]
 
     def __len__(self) -> int:
         return len(self.human)
 
-    def subset(self, rows: np.ndarray | torch.Tensor) -> "PairFeatures":
-        """These features for some of the pairs."""
-        rows = torch.as_tensor(rows, dtype=torch.long)
-        return replace(self, ref=self.ref[rows], cand=self.cand[rows], human=self.human[rows], _batches=None)
-
-    def batches(self, size: int = 64) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
-        """The pairs in batches of similar length (padding is the cost: one pad width for a
-        whole language pair would be its longest text's), each ``(rows, padded)``: the rows
-        and, right-padded, the token indices ``ref_idx``, ``cand_idx``, which are tokens
-        ``ref_ok``, ``cand_ok``, the masses and who may be matched (made once)."""
-        if self._batches is not None and size == 64:
-            return self._batches
-        lengths = self.offsets[1:] - self.offsets[:-1]
-        order = torch.argsort(lengths[self.ref] + lengths[self.cand], descending=True, stable=True)
-        out = []
-        for start in range(0, len(order), size):
-            rows = order[start:start + size]
-            r_idx, r_ok = pad_gather(self.offsets, self.ref[rows])
-            c_idx, c_ok = pad_gather(self.offsets, self.cand[rows])
-            out.append((rows, {"ref_idx": r_idx, "cand_idx": c_idx, "ref_ok": r_ok, "cand_ok": c_ok,
-                               "ref_mass": self.ref_mass[r_idx] * r_ok, "cand_mass": self.cand_mass[c_idx] * c_ok,
-                               "ref_match": self.matchable[r_idx] & r_ok, "cand_match": self.matchable[c_idx] & c_ok}))
-        if size == 64:
-            self._batches = out
-        return out
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self.batches)
 
 
 @dataclass
 class Features:
-    """The kept hidden states ``states [N, L, D]`` (float32, each token's layers scaled by one
-    common factor) of ``layers``, and one :class:`PairFeatures` per language pair."""
+    """What a fit keeps of ``layers``: one :class:`PairFeatures` per language pair."""
 
     layers: tuple[int, ...]
-    states: torch.Tensor
     pairs: list[PairFeatures]
 
     @property
     def nbytes(self) -> int:
-        return self.states.numel() * self.states.element_size()
+        return sum(pf.nbytes for pf in self.pairs)
 
 
-def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangPair], layers: Sequence[int]) -> Features:
-    """Encode every text of ``lang_pairs`` once (the engine's one encoding) and keep ``layers``.
+def pair_bytes(lengths: torch.Tensor, ref: torch.Tensor, cand: torch.Tensor, layers: int, itemsize: int) -> int:
+    """The bytes :func:`products` keeps for the pairs ``ref``, ``cand`` (text indices, token
+    counts ``lengths``): known before any product is taken."""
+    order = torch.argsort(lengths[ref] + lengths[cand], descending=True, stable=True)
+    total = 0
+    for start in range(0, len(order), BATCH):
+        rows = order[start:start + BATCH]
+        tr, tc = int(lengths[ref[rows]].max()), int(lengths[cand[rows]].max())
+        total += len(rows) * (tc * tr + tc + tr) * layers * layers * itemsize
+    return total
+
+
+def products(states: torch.Tensor, offsets: torch.Tensor, ref: torch.Tensor, cand: torch.Tensor,
+             ref_mass: torch.Tensor, cand_mass: torch.Tensor, matchable: torch.Tensor, dtype: torch.dtype
+             ) -> list[Batch]:
+    """The batches of the pairs ``ref``, ``cand`` (text indices into ``offsets``) from the
+    token states ``[N, L, D]``, in batches of similar length."""
+    n, layers, _ = states.shape
+    gram = torch.bmm(states, states.transpose(1, 2)).reshape(n, layers * layers)
+    lengths = offsets[1:] - offsets[:-1]
+    order = torch.argsort(lengths[ref] + lengths[cand], descending=True, stable=True)
+    out = []
+    for start in range(0, len(order), BATCH):
+        rows = order[start:start + BATCH]
+        r_idx, r_ok = pad_gather(offsets, ref[rows])
+        c_idx, c_ok = pad_gather(offsets, cand[rows])
+        b, tr, tc = len(rows), r_idx.shape[1], c_idx.shape[1]
+        r_states = (states[r_idx] * r_ok[..., None, None]).reshape(b, tr * layers, -1)
+        c_states = (states[c_idx] * c_ok[..., None, None]).reshape(b, tc * layers, -1)
+        cross = torch.bmm(c_states, r_states.transpose(1, 2)).reshape(b, tc, layers, tr, layers)
+        out.append(Batch(rows, cross.transpose(2, 3).reshape(b, tc, tr, layers * layers).to(dtype),
+                         (gram[c_idx] * c_ok[..., None]).to(dtype), (gram[r_idx] * r_ok[..., None]).to(dtype),
+                         cand_mass[c_idx] * c_ok, ref_mass[r_idx] * r_ok, matchable[c_idx] & c_ok,
+                         matchable[r_idx] & r_ok))
+    return out
+
+
+def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangPair], layers: Sequence[int],
+            limit: int | None = None, dtype: torch.dtype = torch.float32, too_big: str = "memory") -> Features:
+    """Encode each language pair's texts once (the engine's encoding), keep ``layers``' states
+    while its :func:`products` are made, then drop them.
 
     ``composition`` (resolved) gives the token roles and the weighting; an idf weighting is
     fitted per language pair, on its own references (as ``alignscore score`` on that pair's
-    files does), with exponent 1: the model raises it to the learned power. The states take
-    ``4 x tokens x layers x width`` bytes (:attr:`Features.nbytes`).
+    files does), with exponent 1: the model raises it to the learned power. What is kept takes
+    about ``itemsize x L^2 x (Tc Tr + Tc + Tr)`` bytes per pair (:attr:`Features.nbytes`); past
+    ``limit`` bytes, a :class:`~alignscore.errors.ConfigError` naming ``too_big`` before the
+    products of the language pair that would cross it are made.
     """
     encoder = scorer.scoring_encoder()
-    groups = [Pairs.from_pairs(lp.references, lp.candidates) for lp in lang_pairs]
-    merged = merge_pairs(groups)
     weighting = composition.weighting
     if isinstance(weighting, _Idf):
         weighting = replace(weighting, idf_power=1.0)
     raw = RawLayers(tuple(layers))
     comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None)
-    union = replace(merged[0], ref=torch.empty(0, dtype=torch.long), cand=torch.empty(0, dtype=torch.long))
-    encoded = encode(encoder, union, [raw], scorer.runtime)
-    vectors = encoded.vectors[raw.signature()]
-    states = vectors.reshape(len(vectors), len(layers), -1).float().cpu().contiguous()
-    out = []
-    roles: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    for lp, pairs in zip(lang_pairs, merged):
-        sub = replace(encoded, pairs=pairs)
-        (setting,) = aligner_inputs(sub, [comp], encoder, None, roles)
-        out.append(PairFeatures(lp.name, pairs.ref, pairs.cand, encoded.table.offsets, setting.ref_mass.float().cpu(),
-                                setting.cand_mass.float().cpu(), setting.matchable.cpu(),
-                                torch.as_tensor(lp.human, dtype=torch.float64)))
-    return Features(tuple(layers), states, out)
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    out: list[PairFeatures] = []
+    kept = 0
+    for lp in lang_pairs:
+        (pairs,) = merge_pairs([Pairs.from_pairs(lp.references, lp.candidates)])
+        union = replace(pairs, ref=torch.empty(0, dtype=torch.long), cand=torch.empty(0, dtype=torch.long))
+        encoded = encode(encoder, union, [raw], scorer.runtime)
+        offsets = encoded.table.offsets
+        kept += pair_bytes(offsets[1:] - offsets[:-1], pairs.ref, pairs.cand, len(layers), itemsize)
+        if limit is not None and kept > limit:
+            raise ConfigError(f"{too_big}: the fit would keep more than {limit / 2**30:.2f} GiB by {lp.name} "
+                              f"({kept / 2**30:.2f} GiB for {len(layers)} layers); mix fewer layers or allow more")
+        vectors = encoded.vectors[raw.signature()]
+        states = vectors.reshape(len(vectors), len(layers), -1).float().cpu()
+        (setting,) = aligner_inputs(replace(encoded, pairs=pairs), [comp], encoder, None, {})
+        out.append(PairFeatures(lp.name, torch.as_tensor(lp.human, dtype=torch.float64),
+                                products(states, offsets, pairs.ref, pairs.cand, setting.ref_mass.float().cpu(),
+                                         setting.cand_mass.float().cpu(), setting.matchable.cpu(), dtype)))
+        del encoded, vectors, states
+    return Features(tuple(layers), out)

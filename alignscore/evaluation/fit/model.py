@@ -1,5 +1,5 @@
 """The settings a fit learns, as a differentiable function from them to scores and to the mean
-Pearson r over language pairs: the layer mix (:func:`~alignscore.aggregators.mix.mix_layers`),
+Pearson r over language pairs: the layer mix (:func:`~alignscore.aggregators.mix.layer_weights`),
 the soft greedy match and F-beta (:func:`~alignscore.aligners.greedy.match_similarities`,
 :func:`~alignscore.aligners.greedy.f_beta`) and the idf exponent
 (:func:`~alignscore.weighting.schemes.idf_power`): the same functions the parts score with."""
@@ -12,11 +12,11 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..._ops import unit
-from ...aggregators.mix import mix_layers
+from ..._ops import UNIT_FLOOR
+from ...aggregators.mix import layer_weights
 from ...aligners.greedy import f_beta, match_similarities
 from ...weighting.schemes import idf_power
-from .features import Features, PairFeatures
+from .features import Batch, Features, PairFeatures
 
 #: where a learned temperature starts when the start is the exact greedy match (T = 0)
 T_START = 0.01
@@ -55,7 +55,7 @@ class Values:
 
     def weights(self) -> list[float]:
         """The layer weights ``softmax(logits)``."""
-        return mix_layers(torch.eye(len(self.logits), dtype=torch.float64), torch.tensor(self.logits)).tolist()
+        return layer_weights(torch.tensor(self.logits)).tolist()
 
 
 #: the settings a fit may learn, by their option names (the learnable fields of :class:`Values`)
@@ -115,38 +115,42 @@ class Model:
                               torch.zeros((), dtype=torch.float64))
 
 
-def token_vectors(states: torch.Tensor, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
-    """``[..., D]`` unit vectors of the mix of ``states [..., L, D]`` (what the ``mix``
-    aggregator and the engine make of the same layers)."""
+def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
+    """``[B, Tc, Tr]`` cosine similarities of the softmax mix of the kept layers (what the
+    ``mix`` aggregator and the engine make of them), from the batch's products::
+
+        cos(x_i, y_j) = c' X_ij c / sqrt(c' A_i c  c' B_j c),   c = softmax(w)
+
+    ``X_ij`` the ``L x L`` products of candidate token i's and reference token j's layers,
+    ``A_i``, ``B_j`` each token's own; norms floored as :func:`alignscore._ops.unit` floors them
+    (padding: 0). Differentiable in tensor ``logits``."""
     logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
-    return unit(mix_layers(states.movedim(-2, 0), logits))
+    c = layer_weights(logits).float()
+    cc = torch.outer(c, c).reshape(-1)
+    floor = UNIT_FLOOR * UNIT_FLOOR
+    cand_norm = (batch.cand_gram.float() @ cc).clamp_min(floor).sqrt()
+    ref_norm = (batch.ref_gram.float() @ cc).clamp_min(floor).sqrt()
+    return (batch.cross.float() @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
 
 
-def pair_scores(states: torch.Tensor, pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
+def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
     """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
-    among ``values`` (``logits``, ``temperature``, ``idf_power``, ``beta``); computed in
-    batches of similar length (:meth:`PairFeatures.batches`). Each batch gathers the kept
-    states of its tokens and mixes them there: the states need no gradient, so nothing of the
-    size of all the tokens is made per step."""
+    among ``values`` (``logits``, ``temperature``, ``idf_power``, ``beta``)."""
     a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
     powered = isinstance(a, torch.Tensor) or a != 1
     out = []
-    rows = []
-    for sel, b in pf.batches():
-        ref = token_vectors(states[b["ref_idx"]], values["logits"]) * b["ref_ok"].unsqueeze(-1)  # type: ignore[arg-type]
-        cand = token_vectors(states[b["cand_idx"]], values["logits"]) * b["cand_ok"].unsqueeze(-1)  # type: ignore[arg-type]
-        ref_mass = idf_power(b["ref_mass"], a) if powered else b["ref_mass"]  # type: ignore[arg-type]
-        cand_mass = idf_power(b["cand_mass"], a) if powered else b["cand_mass"]  # type: ignore[arg-type]
-        sim = torch.bmm(cand, ref.transpose(1, 2))
-        p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b["ref_match"],
-                                        b["cand_match"], t)  # type: ignore[arg-type]
+    for b in pf.batches:
+        sim = mixed_similarity(b, values["logits"])  # type: ignore[arg-type]
+        ref_mass = idf_power(b.ref_mass, a) if powered else b.ref_mass  # type: ignore[arg-type]
+        cand_mass = idf_power(b.cand_mass, a) if powered else b.cand_mass  # type: ignore[arg-type]
+        p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b.ref_match,
+                                        b.cand_match, t)  # type: ignore[arg-type]
         if metric == "fbeta":
             out.append(f_beta(p.double(), r.double(), values["beta"]))  # type: ignore[arg-type]
         else:
             out.append({"f1": f, "precision": p, "recall": r}[metric].double())
-        rows.append(sel)
-    order = torch.argsort(torch.cat(rows))
+    order = torch.argsort(torch.cat([b.rows for b in pf.batches]))
     return torch.cat(out)[order]
 
 
@@ -163,12 +167,13 @@ def pearson(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x * y).sum() / den.clamp_min(torch.finfo(den.dtype).tiny)
 
 
-def mean_r(features: Features, pairs: Sequence[PairFeatures], values: Mapping[str, object], metric: str
-           ) -> torch.Tensor:
-    """The objective: the mean over ``pairs`` (language pairs) of Pearson's r between the
-    scores and the human judgments."""
-    rs = [pearson(pair_scores(features.states, pf, values, metric), pf.human) for pf in pairs]
-    return torch.stack(rs).mean()
+def mean_r(scores: Sequence[torch.Tensor], pairs: Sequence[PairFeatures],
+           rows: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    """The objective: the mean over language ``pairs`` of Pearson's r between their ``scores``
+    and the human judgments, on each pair's ``rows`` where given."""
+    if rows is None:
+        return torch.stack([pearson(s, pf.human) for s, pf in zip(scores, pairs)]).mean()
+    return torch.stack([pearson(s[i], pf.human[i]) for s, pf, i in zip(scores, pairs, rows)]).mean()
 
 
 def plain(values: Values) -> dict[str, object]:
@@ -181,4 +186,4 @@ def scores_of(features: Features, values: Values) -> list[torch.Tensor]:
     """Each language pair's scores under plain ``values`` (no gradient)."""
     plain_values = plain(values)
     with torch.no_grad():
-        return [pair_scores(features.states, pf, plain_values, values.metric) for pf in features.pairs]
+        return [pair_scores(pf, plain_values, values.metric) for pf in features.pairs]

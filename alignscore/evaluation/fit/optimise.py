@@ -3,6 +3,7 @@ split of the segments (seeded), and the nested leave-one-language-pair-out estim
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -12,7 +13,7 @@ import torch
 
 from ..stats import bootstrap_indices, pearson_rows
 from .features import Features, PairFeatures
-from .model import Model, Values, mean_r, plain, scores_of
+from .model import Model, Values, mean_r, pair_scores, pearson, plain, scores_of
 
 #: the share of each language pair's segments an inner fold holds out for early stopping
 INNER_SHARE = 0.25
@@ -42,16 +43,16 @@ class Fitted:
     inner_best: float
 
 
-def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[PairFeatures], list[PairFeatures]]:
-    """Each language pair's segments split at random (``seed``) into a training part and an
-    inner fold of :data:`INNER_SHARE` (the segments early stopping reads)."""
+def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Each language pair's segments split at random (``seed``) into training rows and an inner
+    fold of :data:`INNER_SHARE` (the rows early stopping reads)."""
     rng = np.random.default_rng(seed)
     train, held = [], []
     for pf in pairs:
         order = rng.permutation(len(pf))
         k = max(int(round(INNER_SHARE * len(pf))), 4)
-        held.append(pf.subset(np.sort(order[:k])))
-        train.append(pf.subset(np.sort(order[k:])))
+        held.append(torch.as_tensor(np.sort(order[:k])))
+        train.append(torch.as_tensor(np.sort(order[k:])))
     return train, held
 
 
@@ -62,35 +63,41 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
     those of the step with the best mean r on the inner fold, where ``exact`` (the starting
     composition itself, when the optimisation starts elsewhere) and ``start`` compete too, so a
     fit never does worse there than where it began. Stops at ``deadline``
-    (``time.monotonic()``)."""
-    train, held = inner_split([features.pairs[i] for i in pairs], plan.seed)
+    (``time.monotonic()``). Each step scores every segment once: the inner fold's r of the
+    values before the step, and the gradient of the training segments'."""
+    chosen = [features.pairs[i] for i in pairs]
+    train, held = inner_split(chosen, plan.seed)
     model = Model(start, learn, plan.reg)
     opt = torch.optim.Adam(model.parameters(), lr=plan.lr)
-
-    def inner(values: Mapping[str, object] | None = None, metric: str | None = None) -> float:
-        with torch.no_grad():
-            return float(mean_r(features, held, values or model.current(), metric or model.values().metric))
-
-    best_r = first = inner()
-    best, since, steps = model.values(), 0, 0
+    best_r, best, first, since, steps = -math.inf, start, -math.inf, 0, 0
     if exact is not None:
-        first = inner(plain(exact), exact.metric)
-        if first >= best_r:
-            best_r, best = first, exact
-    for steps in range(1, plan.steps + 1):
+        with torch.no_grad():
+            exact_scores = [pair_scores(pf, plain(exact), exact.metric) for pf in chosen]
+        best_r = first = float(mean_r(exact_scores, chosen, held))
+        best = exact
+    while True:
+        values = model.values()
         opt.zero_grad()
-        loss = -mean_r(features, train, model.current(), model.values().metric) + model.penalty()
-        loss.backward()
+        held_r = []
+        for pf, fit_rows, held_rows in zip(chosen, train, held):
+            # one pair's graph at a time: what it keeps for the backward (its products in float32)
+            # is freed before the next pair's is made
+            scores = pair_scores(pf, model.current(), values.metric)
+            held_r.append(float(pearson(scores.detach()[held_rows], pf.human[held_rows])))
+            (-pearson(scores[fit_rows], pf.human[fit_rows]) / len(chosen)).backward()
+        now = sum(held_r) / len(held_r)
+        if steps == 0 and exact is None:
+            best_r, best, first = now, values, now
+        elif now > best_r + 1e-6:
+            best_r, best, since = now, values, 0
+        elif steps:
+            since += 1
+        if steps >= plan.steps or since >= plan.patience or time.monotonic() > deadline:
+            return Fitted(best, steps, first, best_r)
+        model.penalty().backward()
         opt.step()
         step_done()
-        now = inner()
-        if now > best_r + 1e-6:
-            best_r, best, since = now, model.values(), 0
-        else:
-            since += 1
-        if since >= plan.patience or time.monotonic() > deadline:
-            break
-    return Fitted(best, steps, first, best_r)
+        steps += 1
 
 
 @dataclass

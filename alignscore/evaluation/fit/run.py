@@ -32,6 +32,8 @@ from .outputs import FitResult, write_outputs
 
 #: the fewest segments of a language pair a fit learns from
 MIN_SEGMENTS = 30
+#: GiB the kept products of a fit may take unless told otherwise
+MAX_MEMORY = 8.0
 OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "layer_weights.png")
 
 
@@ -128,11 +130,12 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         learn: str | Sequence[str] | None = None, budget: float = 10.0, output: str | Path | None = None,
         holdout: str | Path | None = None, layers: Sequence[int] | None = None,
         lang_pairs: str | Sequence[str] | None = None, year: str | None = None,
-        seed: int = 0, steps: int = 200, resamples: int = 1000, quiet: bool = True, style: str = "keyword",
-        say: Callable[[str], None] | None = None) -> FitResult:
+        seed: int = 0, steps: int = 200, resamples: int = 1000, max_memory: float | None = None, quiet: bool = True,
+        style: str = "keyword", say: Callable[[str], None] | None = None) -> FitResult:
     """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
 
-    Every text is encoded once and the hidden states of the mixed layers kept; the settings
+    Every text is encoded once and what the mixed layers' states give a mix's similarities kept
+    (:mod:`~alignscore.fit.features`; the states themselves are dropped); the settings
     (:data:`~alignscore.fit.model.LEARNABLE`: the layer mix, the soft greedy temperature, the
     idf exponent, F-beta's beta) move by gradient ascent on the mean Pearson r over language
     pairs, with a penalty toward the start and early stopping on an inner fold of segments.
@@ -154,6 +157,9 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     seed : the seed of the inner split and the resamples (the fit is deterministic).
     steps : the most optimisation steps per fit.
     resamples : bootstrap resamples of the intervals.
+    max_memory : GiB the kept products may take (default :data:`MAX_MEMORY`): past it the fit stops with an error before they
+        are made (they take ``4 L^2 (Tc Tr + Tc + Tr)`` bytes per pair of ``Tc``, ``Tr`` tokens
+        mixing ``L`` layers).
     quiet : no progress bars.
 
     Returns
@@ -191,7 +197,9 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         names = [n for n in names if n not in mixed]
         if not names:
             raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
-    features = extract(scorer, composition, pairs, kept)
+    too_big = "--max-memory" if style == "flag" else "max_memory="
+    max_memory = MAX_MEMORY if max_memory is None else max_memory
+    features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), too_big=too_big)
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
         f"({features.nbytes / 2**20:.0f} MiB); learning {', '.join(names)}")
     plan = Plan(steps=steps, seed=seed)
@@ -221,7 +229,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     for name, v in (("start", exact), ("fitted", values)):
         result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)
     if held:
-        result.holdout = score_holdout(scorer, composition, held, kept, exact, values)
+        result.holdout = score_holdout(scorer, composition, held, kept, exact, values, int(max_memory * 2**30))
     result.seconds = time.monotonic() - began
     if output is not None:
         write_outputs(output, result, features)
@@ -229,10 +237,10 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
 
 
 def score_holdout(scorer: Any, composition: Any, held: Sequence[LangPair], kept: Sequence[int], exact: Values,
-                  values: Values) -> dict[str, float]:
+                  values: Values, limit: int) -> dict[str, float]:
     """Mean |r| over the holdout's language pairs of the start and of the fitted metric (one
     encoding of the holdout's texts)."""
-    features: Features = extract(scorer, composition, held, kept)
+    features: Features = extract(scorer, composition, held, kept, limit)
     out = {}
     for name, v in (("start", exact), ("fitted", values)):
         scores = scores_of(features, v)
