@@ -204,7 +204,7 @@ class Composition:
         try:
             values = self.baseline.values(self.aggregator.layers_read()[0])
         except ConfigError as exc:
-            raise ConfigError(str(exc), ("baseline", "layer")) from None
+            raise ConfigError(str(exc), ("baseline", *(s.name for s in settings_of(type(self.aggregator))))) from None
         missing = [m for m in self.metrics if m not in values]
         if missing:  # rescaling only some outputs would report rescaled and raw scores side by side
             raise ConfigError(f"the baseline has no value for the output(s) {', '.join(missing)} "

@@ -12,15 +12,13 @@ from typing import Any, Callable, Iterable, Mapping
 import click
 from click.core import ParameterSource
 
-from ..cache import ENV_VAR
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.compile import Source
-from ..config.schema import Option, options
+from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
 from ..errors import ConfigError, InputError
-from ..settings import SettingError
+from ..settings import Declaration, SettingError
 from ..textio import is_stdout
 
-SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 
@@ -46,9 +44,8 @@ class _Parsed(click.ParamType):
 
 
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    names = [option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
-    if option.name in SHORT:
-        names.insert(0, SHORT[option.name])
+    decl = option.setting.decl if option.setting is not None else Declaration()
+    names = [*([decl.short] if decl.short else []), option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
     kwargs: dict[str, Any] = {"default": None, "help": option.help}
     if option.boolean:  # --x/--no-x, None when neither is given
         kwargs.update(is_flag=True)
@@ -58,8 +55,8 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
         kwargs["type"] = click.Choice(option.choices)
     else:
         kwargs["type"] = _Parsed(option)
-    if option.name == "cache":
-        kwargs.update(envvar=ENV_VAR, show_envvar=True)
+    if decl.envvar:
+        kwargs.update(envvar=decl.envvar, show_envvar=True)
     return click.option(*names, option.name, **kwargs)
 
 
@@ -129,7 +126,7 @@ def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
 
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
     """The files a run reads besides its texts (the run file, those the spec names): no output's."""
-    return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
+    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
 
 
 def named_files(opts: Mapping[str, Any]) -> list[str]:
@@ -180,6 +177,13 @@ def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> N
 def given(ctx: click.Context, name: str) -> bool:
     """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
     return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def require_model(ctx: click.Context, why: str) -> None:
+    """Refuse a command run without a model (``--model``, or ``--lang`` where it takes it): ``why``
+    says what the model is for."""
+    if not any(given(ctx, name) for name in MODEL_OPTIONS):
+        raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:

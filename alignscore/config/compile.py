@@ -42,7 +42,7 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import Declaration, RequirementError, allows
-from .schema import DEFAULT_PARTS, FILTER_LIST, STAGES, options, part_settings, registry_of
+from .schema import DEFAULT_PARTS, FILTER_LIST, OPTION, STAGES, options, part_settings, registry_of
 from .sources import (CLEAR, Provenance, Source, file_source, flag_label, flat, keyword_label, make_source,
                       name_in, preset_source, sources_of)
 from .spec import RunSpec
@@ -334,7 +334,7 @@ def construct(merged: Merged) -> Compiled:
     own = made(lambda: CompositionOptions(**group("composition")))
     composition = made(lambda: own.compose(parts, filters))
     runtime = made(lambda: Runtime(**group("runtime")))
-    cache = made(lambda: CacheSpec(**group("cache"))) if "cache" in values else None
+    cache = made(lambda: CacheSpec(**group(OPTION.cache.group))) if OPTION.cache.name in values else None
     encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)
     return Compiled(made(lambda: RunSpec(encoder, composition, runtime, cache)), provenance)

@@ -216,6 +216,21 @@ def options() -> dict[str, Option]:
     return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
 
 
+class _Named:
+    """Each option's entry as an attribute (``OPTION.n_gram.flag == "--n-gram"``): code outside the
+    declarations names an option through it, so a name that no declaration has fails where it
+    is written instead of matching nothing."""
+
+    def __getattr__(self, name: str) -> Option:
+        table = options()
+        if name not in table:
+            raise AttributeError(f"no option {name!r}")
+        return table[name]
+
+
+OPTION = _Named()
+
+
 def aliases() -> dict[str, str]:
     """Older names that files and keywords may still use, each to its option (an alias that an
     option's own name or another alias already takes is left out: it stays valid inside its
@@ -248,5 +263,5 @@ def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "Option", "SOURCE_OPTIONS", "STAGES", "aliases",
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES", "aliases",
            "options", "part_aliases", "part_settings", "registry_of"]
