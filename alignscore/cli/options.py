@@ -16,31 +16,10 @@ from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.compile import Source
 from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
 from ..errors import ConfigError, InputError
-from ..settings import Declaration, SettingError
+from ..settings import Declaration
 from ..textio import is_stdout
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
-
-
-class _Parsed(click.ParamType):
-    """An option's value read by the option table's reader: one it cannot read is a usage error."""
-
-    def __init__(self, option: Option) -> None:
-        self.option = option
-        self.name = option.metavar or option.flag[2:].upper().replace("-", "_")
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            value = self.option.parse_text(value)
-            if self.option.setting is not None and len(self.option.parts) <= 1:  # one declaration: its range
-                value = self.option.setting.check(value)
-            return value
-        except SettingError as exc:
-            self.fail(exc.reason, param, ctx)
-        except ConfigError as exc:
-            self.fail(str(exc), param, ctx)
 
 
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -51,10 +30,9 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
         kwargs.update(is_flag=True)
     elif option.multiple:
         kwargs.update(multiple=True, default=(), metavar=option.metavar)
-    elif option.choices:
-        kwargs["type"] = click.Choice(option.choices)
-    else:
-        kwargs["type"] = _Parsed(option)
+    else:  # the text as typed: the compiler reads and checks it (one check, naming the flag)
+        kwargs["metavar"] = (f"[{'|'.join(option.choices)}]" if option.choices else
+                             option.metavar or option.flag[2:].upper().replace("-", "_"))
     if decl.envvar:
         kwargs.update(envvar=decl.envvar, show_envvar=True)
     return click.option(*names, option.name, **kwargs)
