@@ -24,7 +24,7 @@ SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     decl = option.setting.decl if option.setting is not None else Declaration()
-    names = [*([decl.short] if decl.short else []), option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
+    names = [*filter(None, [decl.short]), option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
     kwargs: dict[str, Any] = {"default": None, "help": option.help}
     if option.boolean:  # --x/--no-x, None when neither is given
         kwargs.update(is_flag=True)

@@ -18,7 +18,7 @@ Older names stay readable where a field declares them as ``aliases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -28,7 +28,7 @@ from ..cache import CacheSpec
 from ..encoders.layers import LANG_FALLBACK, LANG_MODELS, model_for_lang
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
-from ..composition import CompositionOptions
+from ..composition import Composition, CompositionOptions
 from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
@@ -38,7 +38,8 @@ from .presets import PRESETS
 
 #: the stages whose part is chosen by name, and their registries
 STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIGHTINGS, "aligner": ALIGNERS}
-DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+#: the part of each stage where none is named: the composition's own default
+DEFAULT_PARTS = {f.name: STAGES[f.name].name_of(f.default_factory()) for f in fields(Composition) if f.name in STAGES}
 #: the options that name a whole run to start from: a preset, a run file
 SOURCE_OPTIONS = ("preset", "config")
 #: the options that pick the model (``lang`` picks BERTScore's for a language)
@@ -259,9 +260,14 @@ def part_aliases(stage: str, name: str) -> dict[str, str]:
     return {a: s.name for s in part_settings(stage, name).values() for a in s.decl.aliases}
 
 
+def takers(stage: str, names: Any) -> list[str]:
+    """The parts of ``stage`` (``"filter"`` for token filters) that take every setting ``names``d."""
+    return [n for n in registry_of(stage).names() if all(k in part_settings(stage, n) for k in names)]
+
+
 def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES", "aliases",
-           "options", "part_aliases", "part_settings", "registry_of"]
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES",
+           "aliases", "options", "part_aliases", "part_settings", "registry_of", "takers"]

@@ -53,10 +53,11 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
             raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
     if c.baseline is not None:
-        raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not change r); "
-                          "leave the baseline out")
+        raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not "
+                          "change r); leave the baseline out")
     if spec.encoder.static is not None:
-        raise ConfigError(f"{named(OPTION.model.name)}: a static table has no layers to mix; the fit needs a transformer")
+        raise ConfigError(f"{named(OPTION.model.name)}: a static table has no layers to mix; the fit needs a "
+                          "transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
