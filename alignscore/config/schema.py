@@ -71,7 +71,6 @@ class Option:
     multiple: bool = False
     file: bool = False
     metavar: str | None = None
-    read: Callable[[str], Any] | None = None
     layered: bool = False
     means: tuple[str, Callable[[Any], Any]] | None = None
 
@@ -84,8 +83,6 @@ class Option:
         """A value given as text (on the command line, or a text where the setting holds
         something else) as the setting holds it. Raises ConfigError naming no option (the
         caller names it as it was given)."""
-        if self.read is not None:
-            return self.read(text)
         if self.file:
             return text  # a path (resolved against the folder of what names it)
         s = self.setting
@@ -140,11 +137,6 @@ def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
                               "(rename the setting)")
 
 
-def _part_name(registry: Registry[Any]) -> Callable[[str], str]:
-    """A part's name as read from text: an unknown one loads plugins, then names the known parts."""
-    return lambda text: text if text in registry else (registry.get(text), text)[1]
-
-
 @lru_cache(maxsize=1)
 def _table(*_parts: int) -> dict[str, Option]:
     out: dict[str, Option] = {}
@@ -171,7 +163,7 @@ def _table(*_parts: int) -> dict[str, Option]:
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), read=_part_name(registry), layered=stage in LAYERED))
+                   choices=tuple(registry.names()), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
                boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
