@@ -349,7 +349,7 @@ class CacheSpec:
     """A persistent cache of hidden states by name: its directory and size bound
     (:meth:`build` makes the :class:`EmbeddingCache`)."""
 
-    cache: str = setting("", file=True, metavar="DIR", help=(
+    cache: str = setting("", file=True, metavar="DIR", envvar=ENV_VAR, help=(
         "Directory of a persistent cache of hidden states: texts encoded before by the same model skip the "
         "encoder."))
     cache_size: int = setting(DEFAULT_MAX_BYTES, ge=1, parse=parse_size, metavar="SIZE", requires={"cache": GIVEN},

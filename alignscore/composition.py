@@ -40,7 +40,7 @@ from .weighting.schemes import Uniform
 if TYPE_CHECKING:
     from .encoders.base import Encoder
 
-MULTI_REF = ("max", "mean")
+MULTI_REF = ("max", "mean")  # how several references reduce; the first, bert_score's, is the default
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class CompositionOptions:
     metric: str | None = setting(None, metavar="OUTPUT", help=(
         "Which of the aligner's outputs is the score (picks the best reference; diff ranks by it). Default: f1 "
         "for greedy, score for optimal transport."))
-    multi_ref: str = setting("max", choices=MULTI_REF, help=(
+    multi_ref: str = setting(MULTI_REF[0], choices=MULTI_REF, help=(
         "Several references: max per metric (bert_score, the default) or mean."))
     rescale: bool = setting(False, requires={"baseline": GIVEN}, help=(
         "Rescale with the --baseline file (--baseline alone implies it; --no-rescale switches off a file's)."))
@@ -116,7 +116,7 @@ class Composition:
     weighting: Weighting = field(default_factory=Uniform)
     aligner: Aligner = field(default_factory=Greedy)
     metric: str | None = None
-    multi_ref: str = "max"
+    multi_ref: str = MULTI_REF[0]
     baseline: Baseline | None = None
     remap: Remapping | None = None
     default_of: str | None = field(default=None, repr=False)
@@ -204,7 +204,7 @@ class Composition:
         try:
             values = self.baseline.values(self.aggregator.layers_read()[0])
         except ConfigError as exc:
-            raise ConfigError(str(exc), ("baseline", "layer")) from None
+            raise ConfigError(str(exc), ("baseline", *(s.name for s in settings_of(type(self.aggregator))))) from None
         missing = [m for m in self.metrics if m not in values]
         if missing:  # rescaling only some outputs would report rescaled and raw scores side by side
             raise ConfigError(f"the baseline has no value for the output(s) {', '.join(missing)} "

@@ -81,7 +81,8 @@ class Runtime:
     pair_batch_size: int = setting(64, ge=1, help=(
         "Pairs per alignment batch (changes scores by float rounding at most)."))
     progress: bool = setting(False, option=False)
-    device: str | None = setting(None, help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
+    device: str | None = setting(None, unset="CUDA when available, else the CPU",
+                                 help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
     shard: Shard | None = setting(None, option=False)
 
     def __post_init__(self) -> None:

@@ -91,13 +91,17 @@ class Declaration:
     file: bool = False
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
+    short: str | None = None
+    envvar: str | None = None
+    unset: str | None = None
 
 
 def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
             gt: float | None = None, le: float | None = None, infinite: bool = False,
             requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
             layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
-            parse: Callable[[str], Any] | None = None, metavar: str | None = None, compare: bool = True) -> Any:
+            parse: Callable[[str], Any] | None = None, metavar: str | None = None, short: str | None = None,
+            envvar: str | None = None, unset: str | None = None, compare: bool = True) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -119,12 +123,15 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
         configuration layer resolves it against the folder of the file that names it.
     parse : how a text value is read, where the type alone does not say (``"4G"``).
     metavar : the placeholder in ``--help``.
+    short : the flag's one-letter form (``-m``: bert-score's).
+    envvar : the environment variable the flag reads when it is not given.
+    unset : what ``None`` means, said in a written run's comment (``"the model's own limit"``).
     compare : whether the setting takes part in equality (a large inline list need not).
     """
     if requires:
         requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
     decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
-                       file, parse, metavar)
+                       file, parse, metavar, short, envvar, unset)
     return field(default=default, metadata={KEY: decl}, compare=compare)
 
 

@@ -11,6 +11,7 @@ from ..ablation import load_grid
 from ..ablation.ablate import ablate_challenge, ablate_daseg
 from ..errors import ConfigError
 from ..evaluation.stats import CORRELATIONS
+from ..weighting.schemes import IdfL
 from . import main
 from .inputs import comma_list
 from .options import (command_line, flag_sources, named_files, needs, progress_log, quiet_option, scorer_options,
@@ -24,7 +25,7 @@ from .options import (command_line, flag_sources, named_files, needs, progress_l
 @click.option("--challenge", "challenge_set", default=None, type=click.Path(dir_okay=False),
               help="Or a challenge set (JSON lines, see 'alignscore challenge'): accuracy per category instead of "
                    "correlations; writes table.md, results.jsonl and heatmap.png.")
-@scorer_options(exclude=("idf_corpus",))
+@scorer_options(exclude=(IdfL.corpus_setting(),))  # --idf-corpus below: the data's corpus (a template)
 @click.option("--mnli-model", default=None, help="Use this model for the grid's 'mnli' role.")
 @click.option("--static-model", default=None,
               help="Use this static table (a model2vec folder or a word2vec file) for the grid's 'static' role.")

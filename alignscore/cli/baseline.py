@@ -11,11 +11,12 @@ from ..baseline import bert_score_baseline
 from ..rescale import baseline_file
 from ..textio import check_output, is_stdout, write_output
 from . import main
-from .options import compiled_of, given, quiet_option, refuse, scorer_options, scorer_opts, seed_option
+from ..config.schema import OPTION
+from .options import compiled_of, given, quiet_option, refuse, require_model, scorer_options, scorer_opts, seed_option
 
 
 @main.command()
-@scorer_options(groups=("encoder", "runtime", "cache"))
+@scorer_options(groups=("encoder", "runtime", OPTION.cache.group))
 @click.option("--corpus", type=click.Path(dir_okay=False),
               help="Text corpus, one sentence per line; random pairs of its lines are scored (required, but "
                    "with --bert-score).")
@@ -42,8 +43,7 @@ def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert
     For the models bert_score ships baselines for (roberta-large, deberta, xlm-roberta...),
     `--bert-score LANG` prints the path of its file instead, read as it is by --baseline."""
     ctx = click.get_current_context()
-    if not given(ctx, "model") and not given(ctx, "lang"):
-        raise click.UsageError("Missing option '--model' (the model whose layers the baseline is for).")
+    require_model(ctx, "the model whose layers the baseline is for")
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
     if bert_score is not None:
         extra = [f"--{name}" for name in ("corpus", "pairs", "seed") if given(ctx, name)]

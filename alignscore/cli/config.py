@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from ..textio import check_output, write_output
 from . import main
-from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
+from .options import command_line, compiled_of, option_files, output_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -26,7 +25,7 @@ def config(output: str | None, **kwargs: Any) -> None:
     """
     opts = scorer_opts(kwargs)
     spec = compiled_of(opts, progress=False).spec  # every setting checked, every file it names read
-    comment = "alignscore config " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["config"] else None
+    comment = command_line(click.get_current_context().info_name)
     check_output(output, option_files(spec, opts))
     write_output(output, spec.toml(comment if output else None))
     if output:

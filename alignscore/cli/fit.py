@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import click
 
+from ..config.schema import OPTION
 from ..settings import int_list
 from . import main
-from .options import progress_log, quiet_option, seed_option
+from .options import progress_log, quiet_option, scorer_options, seed_option
 
 
 @main.command()
 @click.option("--data", required=True, type=click.Path(file_okay=False),
               help="Folder of WMT DAseg files to fit on (DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>).")
-@click.option("--model", default=None, help="The encoder (hub id or local directory); overrides the --from file's.")
+@scorer_options(names=(OPTION.model.name,))
 @click.option("--from", "start", type=click.Path(dir_okay=False), default=None,
-              help="A run file to start from (e.g. tune's best.toml): aggregator single or mix, aligner greedy, "
-                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model.")
+              help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
+                   "or mix, aligner greedy, weighting none, idf-S or idf-L. Default: BERTScore's composition for "
+                   "--model.")
 @click.option("--learn", default=None, metavar="NAMES",
               help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta. Default: "
                    "every one that applies (idf_power only with an idf weighting).")

@@ -12,54 +12,29 @@ from typing import Any, Callable, Iterable, Mapping
 import click
 from click.core import ParameterSource
 
-from ..cache import ENV_VAR
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.compile import Source
-from ..config.schema import Option, options
+from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
 from ..errors import ConfigError, InputError
-from ..settings import SettingError
+from ..settings import Declaration
 from ..textio import is_stdout
 
-SHORT = {"model": "-m", "layer": "-l"}  # bert-score's short names
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
 
-class _Parsed(click.ParamType):
-    """An option's value read by the option table's reader: one it cannot read is a usage error."""
-
-    def __init__(self, option: Option) -> None:
-        self.option = option
-        self.name = option.metavar or option.flag[2:].upper().replace("-", "_")
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            value = self.option.parse_text(value)
-            if self.option.setting is not None and len(self.option.parts) <= 1:  # one declaration: its range
-                value = self.option.setting.check(value)
-            return value
-        except SettingError as exc:
-            self.fail(exc.reason, param, ctx)
-        except ConfigError as exc:
-            self.fail(str(exc), param, ctx)
-
-
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    names = [option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
-    if option.name in SHORT:
-        names.insert(0, SHORT[option.name])
+    decl = option.setting.decl if option.setting is not None else Declaration()
+    names = [*filter(None, [decl.short]), option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
     kwargs: dict[str, Any] = {"default": None, "help": option.help}
     if option.boolean:  # --x/--no-x, None when neither is given
         kwargs.update(is_flag=True)
     elif option.multiple:
         kwargs.update(multiple=True, default=(), metavar=option.metavar)
-    elif option.choices:
-        kwargs["type"] = click.Choice(option.choices)
-    else:
-        kwargs["type"] = _Parsed(option)
-    if option.name == "cache":
-        kwargs.update(envvar=ENV_VAR, show_envvar=True)
+    else:  # the text as typed: the compiler reads and checks it (one check, naming the flag)
+        kwargs["metavar"] = (f"[{'|'.join(option.choices)}]" if option.choices else
+                             option.metavar or option.flag[2:].upper().replace("-", "_"))
+    if decl.envvar:
+        kwargs.update(envvar=decl.envvar, show_envvar=True)
     return click.option(*names, option.name, **kwargs)
 
 
@@ -129,7 +104,7 @@ def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
 
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
     """The files a run reads besides its texts (the run file, those the spec names): no output's."""
-    return ([str(opts["config"])] if opts.get("config") else []) + spec.files()
+    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
 
 
 def named_files(opts: Mapping[str, Any]) -> list[str]:
@@ -180,6 +155,13 @@ def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> N
 def given(ctx: click.Context, name: str) -> bool:
     """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
     return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def require_model(ctx: click.Context, why: str) -> None:
+    """Refuse a command run without a model (``--model``, or ``--lang`` where it takes it): ``why``
+    says what the model is for."""
+    if not any(given(ctx, name) for name in MODEL_OPTIONS):
+        raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:

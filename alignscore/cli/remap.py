@@ -10,7 +10,8 @@ from ..errors import ConfigError
 from ..config import encoder_of
 from ..remap import METHODS, learn_files
 from . import main
-from .options import compiled_of, given, quiet_option, refuse, scorer_options, scorer_opts
+from ..config.schema import OPTION
+from .options import compiled_of, quiet_option, refuse, require_model, scorer_options, scorer_opts
 
 
 @main.command()
@@ -19,30 +20,30 @@ from .options import compiled_of, given, quiet_option, refuse, scorer_options, s
 @click.option("--tgt", required=True, type=click.Path(dir_okay=False),
               help="Their translations in the target language, line by line.")
 # the encoder's and runtime's options (nothing is scored: no composition); --lang here is the source's
-@scorer_options(groups=("encoder", "runtime"), exclude=("lang",))
+@scorer_options(groups=("encoder", "runtime"), exclude=(OPTION.lang.name,))
 @click.option("--layer", type=click.IntRange(min=0), default=8, show_default=True,
               help="The encoder layer whose vectors are remapped (XMoverScore: 8 of mBERT).")
 @click.option("--method", type=click.Choice(METHODS), default="clp-orthogonal", show_default=True,
               help="clp: least-squares linear map; clp-orthogonal: the orthogonal one (Procrustes); "
                    "umd: remove the first singular direction of the source-target differences.")
-@click.option("--lang", default=None, metavar="LANG",
+@click.option("--lang", "source_lang", default=None, metavar="LANG",
               help="The source language the remapping is for (recorded in the file), e.g. de.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The remapping file to write (safetensors with a checksum).")
 @quiet_option("No progress bar.")
-def remap(src: str, tgt: str, layer: int, method: str, lang: str | None, output: str, quiet: bool,
+def remap(src: str, tgt: str, layer: int, method: str, source_lang: str | None, output: str, quiet: bool,
           **kwargs: Any) -> None:
     """Learn a cross-lingual remapping of --model's --layer from parallel sentences (--src, --tgt:
     line i of one translates line i of the other): words paired by mutual best match in the
     encoder's own space, then CLP or UMD (XMoverScore; docs/reference-free.md)."""
-    if not given(click.get_current_context(), "model"):
-        raise click.UsageError("Missing option '--model' (the multilingual encoder the remapping is for).")
+    require_model(click.get_current_context(), "the multilingual encoder the remapping is for")
     refuse((output == "-", "-o -: a remapping is a binary file, not text for standard output; give a file name"))
-    refuse((lang is not None and not lang.strip(), "--lang: a language code (de, cs, ...), not an empty name"),
+    refuse((source_lang is not None and not source_lang.strip(),
+            "--lang: a language code (de, cs, ...), not an empty name"),
            error=ConfigError)
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
     remapping, stats = learn_files(encoder_of(spec.encoder, spec.runtime.device), spec.runtime, src, tgt, output,
-                                   layer, method, lang.strip() if lang else None, spec.files())
-    click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if lang else ''}, "
+                                   layer, method, source_lang.strip() if source_lang else None, spec.files())
+    click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if source_lang else ''}, "
                f"{remapping.pairs} word pairs, their mean cosine {stats['cosine_before']:.4f} -> "
                f"{stats['cosine_after']:.4f}", err=True)

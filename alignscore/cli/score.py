@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..config.schema import OPTION
 from ..distributed import init_from_env, leave
 from ..evaluation.stats import SACREBLEU_SEED
 from ..scorefiles import score_file_stream, score_matrix, score_texts
@@ -79,7 +80,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         click.echo("\n".join(score_matrix(spec, cands, output, option_files(spec, opts), provenance)), err=True)
         return
     sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file)
-    shard, opts["device"] = init_from_env(opts.get("device"))
+    shard, opts[OPTION.device.name] = init_from_env(opts.get(OPTION.device.name))
     streamed = stream or resume
     refuse((shard is not None and ray_address is not None,
             "--ray shares the work between Ray actors: not under torchrun"),

@@ -9,6 +9,7 @@ import click
 
 from ..evaluation.search import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
 from ..runtime import peak_memory_mib
+from ..weighting.schemes import IdfL
 from . import main
 from .options import command_line, flag_sources, progress_log, quiet_option, scorer_options, scorer_opts, seed_option
 
@@ -17,7 +18,7 @@ from .options import command_line, flag_sources, progress_log, quiet_option, sco
 @click.argument("space", required=False, type=click.Path(dir_okay=False))
 @click.option("--data", required=True, type=click.Path(file_okay=False),
               help="Folder of WMT DAseg files to select on (DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>).")
-@scorer_options(exclude=("idf_corpus",))
+@scorer_options(exclude=(IdfL.corpus_setting(),))  # --idf-corpus below: the data's corpus (a template)
 @click.option("-o", "--output", type=click.Path(file_okay=False), default="tune-out", show_default=True,
               help="Output folder.")
 @click.option("--lang-pairs", multiple=True, help="Language pairs to select on, e.g. 'cs-en,de-en' (default: all).")

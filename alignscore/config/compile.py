@@ -42,7 +42,7 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import Declaration, RequirementError, allows
-from .schema import DEFAULT_PARTS, FILTER_LIST, STAGES, options, part_settings, registry_of
+from .schema import DEFAULT_PARTS, FILTER_LIST, OPTION, STAGES, options, part_settings, takers
 from .sources import (CLEAR, Provenance, Source, file_source, flag_label, flat, keyword_label, make_source,
                       name_in, preset_source, sources_of)
 from .spec import RunSpec
@@ -175,21 +175,21 @@ def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], name
     takes = part_settings(stage, old_name)
     if all(k in takes for k in settings):
         return old_named, {**old, **settings}
-    takers = [n for n in registry_of(stage).names() if all(k in part_settings(stage, n) for k in settings)]
+    taking = takers(stage, settings)
     first = next(iter(settings.values()))
-    if len(takers) == 1:
-        return _merge_part(stage, current, Given(takers[0], first.label, first.rank), settings)
+    if len(taking) == 1:
+        return _merge_part(stage, current, Given(taking[0], first.label, first.rank), settings)
     missing = next(k for k in settings if k not in takes)
     raise _not_taken(stage, missing, settings[missing].label, old_name,
                      old_named.label if old_named is not None else None)
 
 
 def _not_taken(stage: str, setting: str, label: str, part: str, part_label: str | None) -> ConfigError:
-    takers = [n for n in registry_of(stage).names() if setting in part_settings(stage, n)]
-    which = f"{stage} {' or '.join(takers)}" if takers else "no registered part"
+    taking = takers(stage, (setting,))
+    which = f"{stage} {' or '.join(taking)}" if taking else "no registered part"
     current = f"{part} ({part_label})" if part_label else f"{part} (the default)" if part == DEFAULT_PARTS.get(stage) \
         else part
-    hint = f"; name one ({' or '.join(takers)})" if len(takers) > 1 else ""
+    hint = f"; name one ({' or '.join(taking)})" if len(taking) > 1 else ""
     return ConfigError(f"{label}: applies to {which}, not to {stage} {current}{hint}", (setting,))
 
 
@@ -207,11 +207,11 @@ def _merge_filters(out: Merged, given: dict[str, Given], src: Source, rank: int)
     flat = {k: g for k, g in given.items() if table[k].group == "filter"}
     if not flat:
         return
-    takers = [n for n in FILTERS.names() if all(k in part_settings("filter", n) for k in flat)]
-    if len(takers) != 1:
+    taking = takers("filter", flat)
+    if len(taking) != 1:
         k, g = next(iter(flat.items()))
         raise ConfigError(f"{g.label}: applies to no one token filter", (k,))
-    name = takers[0]
+    name = taking[0]
     named, settings = out.filters.get(name, (Given(name, next(iter(flat.values())).label, rank), {}))
     out.filters[name] = (named, {**settings, **flat})
 
@@ -334,7 +334,7 @@ def construct(merged: Merged) -> Compiled:
     own = made(lambda: CompositionOptions(**group("composition")))
     composition = made(lambda: own.compose(parts, filters))
     runtime = made(lambda: Runtime(**group("runtime")))
-    cache = made(lambda: CacheSpec(**group("cache"))) if "cache" in values else None
+    cache = made(lambda: CacheSpec(**group(OPTION.cache.group))) if OPTION.cache.name in values else None
     encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)
     return Compiled(made(lambda: RunSpec(encoder, composition, runtime, cache)), provenance)

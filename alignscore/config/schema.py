@@ -18,7 +18,7 @@ Older names stay readable where a field declares them as ``aliases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -28,7 +28,7 @@ from ..cache import CacheSpec
 from ..encoders.layers import LANG_FALLBACK, LANG_MODELS, model_for_lang
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
-from ..composition import CompositionOptions
+from ..composition import Composition, CompositionOptions
 from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
@@ -38,7 +38,8 @@ from .presets import PRESETS
 
 #: the stages whose part is chosen by name, and their registries
 STAGES: dict[str, Registry[Any]] = {"aggregator": AGGREGATORS, "weighting": WEIGHTINGS, "aligner": ALIGNERS}
-DEFAULT_PARTS = {"aggregator": "single", "weighting": "none", "aligner": "greedy"}
+#: the part of each stage where none is named: the composition's own default
+DEFAULT_PARTS = {f.name: STAGES[f.name].name_of(f.default_factory()) for f in fields(Composition) if f.name in STAGES}
 #: the options that name a whole run to start from: a preset, a run file
 SOURCE_OPTIONS = ("preset", "config")
 #: the options that pick the model (``lang`` picks BERTScore's for a language)
@@ -70,7 +71,6 @@ class Option:
     multiple: bool = False
     file: bool = False
     metavar: str | None = None
-    read: Callable[[str], Any] | None = None
     layered: bool = False
     means: tuple[str, Callable[[Any], Any]] | None = None
 
@@ -83,8 +83,6 @@ class Option:
         """A value given as text (on the command line, or a text where the setting holds
         something else) as the setting holds it. Raises ConfigError naming no option (the
         caller names it as it was given)."""
-        if self.read is not None:
-            return self.read(text)
         if self.file:
             return text  # a path (resolved against the folder of what names it)
         s = self.setting
@@ -139,11 +137,6 @@ def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
                               "(rename the setting)")
 
 
-def _part_name(registry: Registry[Any]) -> Callable[[str], str]:
-    """A part's name as read from text: an unknown one loads plugins, then names the known parts."""
-    return lambda text: text if text in registry else (registry.get(text), text)[1]
-
-
 @lru_cache(maxsize=1)
 def _table(*_parts: int) -> dict[str, Option]:
     out: dict[str, Option] = {}
@@ -170,7 +163,7 @@ def _table(*_parts: int) -> dict[str, Option]:
         add(_setting_option(s, "encoder", None))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), read=_part_name(registry), layered=stage in LAYERED))
+                   choices=tuple(registry.names()), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
                boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
@@ -216,6 +209,21 @@ def options() -> dict[str, Option]:
     return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
 
 
+class _Named:
+    """Each option's entry as an attribute (``OPTION.n_gram.flag == "--n-gram"``): code outside the
+    declarations names an option through it, so a name that no declaration has fails where it
+    is written instead of matching nothing."""
+
+    def __getattr__(self, name: str) -> Option:
+        table = options()
+        if name not in table:
+            raise AttributeError(f"no option {name!r}")
+        return table[name]
+
+
+OPTION = _Named()
+
+
 def aliases() -> dict[str, str]:
     """Older names that files and keywords may still use, each to its option (an alias that an
     option's own name or another alias already takes is left out: it stays valid inside its
@@ -244,9 +252,14 @@ def part_aliases(stage: str, name: str) -> dict[str, str]:
     return {a: s.name for s in part_settings(stage, name).values() for a in s.decl.aliases}
 
 
+def takers(stage: str, names: Any) -> list[str]:
+    """The parts of ``stage`` (``"filter"`` for token filters) that take every setting ``names``d."""
+    return [n for n in registry_of(stage).names() if all(k in part_settings(stage, n) for k in names)]
+
+
 def registry_of(stage: str) -> Registry[Any]:
     return FILTERS if stage == "filter" else STAGES[stage]
 
 
-__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "Option", "SOURCE_OPTIONS", "STAGES", "aliases",
-           "options", "part_aliases", "part_settings", "registry_of"]
+__all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES",
+           "aliases", "options", "part_aliases", "part_settings", "registry_of", "takers"]

@@ -144,8 +144,7 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
     try:
         if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
-                                                                   or s.decl.parse is not None))
-                                       or option.read is not None):
+                                                                   or s.decl.parse is not None))):
             value = option.parse_text(value)
     except ConfigError as exc:
         raise ConfigError(f"{label}: {exc}", (option.name,)) from None
@@ -157,7 +156,7 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
         value = [value]
-    if option.choices is not None and s is None and option.name not in STAGES and value not in option.choices:
+    if option.choices is not None and s is None and value not in option.choices:  # a preset
         raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
     if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
         try:

@@ -75,8 +75,9 @@ class RunSpec:
         (those that apply to this run and are unset)."""
         data = {**self.to_mapping(), **(changes or {})}
         table, mapping = options(), self._mapping()
-        unset = [f"{name} = {what}" for name, what in UNSET.items() if name in mapping and mapping[name] is None
-                 and name not in data and not (table[name].layered and self.encoder.static is not None)]
+        unset = [f"{name} = {o.setting.decl.unset}" for name, o in table.items() if o.setting and o.setting.decl.unset
+                 and name in mapping and mapping[name] is None and name not in data
+                 and not (o.layered and self.encoder.static is not None)]
         notes = (comment + "\n" if comment else "") + ("Not set here (decided when the run starts): "
                                                         + "; ".join(unset) if unset else "")
         return toml_text({k: _plain(v) for k, v in data.items()}, notes.strip() or None)
@@ -89,11 +90,6 @@ class RunSpec:
         out = [v for part in (*c.roles.filters, *c.parts().values(), CompositionOptions.of(c))
                for s in settings_of(type(part)) if s.decl.file and isinstance(v := getattr(part, s.name), str)]
         return out + ([self.encoder.model] if self.encoder.static == "vectors" else [])
-
-
-#: what a setting left unset means, said in a written run's comment
-UNSET = {"layer": "the model's tuned layer (BERTScore's table)", "max_length": "the model's own limit",
-         "device": "CUDA when available, else the CPU"}
 
 
 def _settings(part: Any) -> dict[str, Any]:

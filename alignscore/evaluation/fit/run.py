@@ -18,7 +18,7 @@ from ...aggregators.single import SingleLayer
 from ...aligners import ALIGNERS
 from ...aligners.greedy import Greedy
 from ...config import Provenance, RunSpec, build, run_compiled, run_spec
-from ...config.schema import MODEL_OPTIONS
+from ...config.schema import OPTION
 from ...errors import ConfigError, InputError
 from ...settings import settings_of
 from ..wmt import LangPair, load_daseg
@@ -55,10 +55,11 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
             raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
     if c.baseline is not None:
-        raise ConfigError(f"{named('baseline')}: a rescaled run cannot be fitted (rescaling does not change r); "
-                          "leave the baseline out")
+        raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not "
+                          "change r); leave the baseline out")
     if spec.encoder.static is not None:
-        raise ConfigError(f"{named(MODEL_OPTIONS[0])}: a static table has no layers to mix; the fit needs a transformer")
+        raise ConfigError(f"{named(OPTION.model.name)}: a static table has no layers to mix; the fit needs a "
+                          "transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:

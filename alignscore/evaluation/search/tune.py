@@ -14,7 +14,7 @@ from ...config import build
 from ...config.compile import Source, sources_of
 from ...errors import ConfigError
 from ...textio import check_output_folder
-from ...weighting.schemes import Corpus
+from ...weighting.schemes import Corpus, IdfL
 from ..challenge import read_items
 from ..space import load_space
 from ..wmt import LangPair, load_daseg
@@ -139,7 +139,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     pairs = load_daseg(data, wanted_pairs or None, year=year, idf_corpus=idf_corpus)
     held = load_daseg(holdout) if holdout is not None else []
     items = read_items(challenge) if challenge is not None else []
-    corpus = {"idf_corpus": data_corpus(data, year, pairs)}
+    corpus = {IdfL.corpus_setting(): data_corpus(data, year, pairs)}
     missing = _missing(parsed.models(flags))
     skip = set(missing) if skip_missing else set()
     candidates = parsed.candidates(flags, max_compositions, corpus, skip)  # compiled: nothing loaded yet
