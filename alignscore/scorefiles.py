@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
 from .errors import InputError
+from .lm import lm_named
 from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
@@ -71,8 +72,10 @@ def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: st
 
     check_inputs(cands, refs)
     spec.composition.check_side(against_sources)  # before the model loads
-    result = score_stream(build(spec, provenance=provenance), cands, refs, output, fmt=fmt, resume=resume, files=files,
-                          chunk_size=chunk_size, against_sources=against_sources)
+    scorer = build(spec, provenance=provenance)
+    with lm_named(provenance):
+        result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, files=files, chunk_size=chunk_size,
+                              against_sources=against_sources)
     means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
     return [f"{result.total} candidates ({result.scored} scored now): {means}", f"signature: {result.signature}"]
 
@@ -121,7 +124,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
                              progress=progress)
     elif against_sources:
-        scores = scorer.score(cands, sources=[group[0] for group in refs])
+        with lm_named(provenance):
+            scores = scorer.score(cands, sources=[group[0] for group in refs])
     else:
         scores = scorer.score(cands, refs)
     if shard is not None and shard.rank != 0:

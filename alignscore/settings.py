@@ -91,13 +91,15 @@ class Declaration:
     file: bool = False
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
+    names_model: bool = False
 
 
 def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
             gt: float | None = None, le: float | None = None, infinite: bool = False,
             requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
             layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
-            parse: Callable[[str], Any] | None = None, metavar: str | None = None, compare: bool = True) -> Any:
+            parse: Callable[[str], Any] | None = None, metavar: str | None = None, compare: bool = True,
+            names_model: bool = False) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -120,11 +122,13 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     parse : how a text value is read, where the type alone does not say (``"4G"``).
     metavar : the placeholder in ``--help``.
     compare : whether the setting takes part in equality (a large inline list need not).
+    names_model : the value names a model: a hub id, or a local folder or file (resolved against
+        the folder of the file that names it where it exists there).
     """
     if requires:
         requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
     decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
-                       file, parse, metavar)
+                       file, parse, metavar, names_model)
     return field(default=default, metadata={KEY: decl}, compare=compare)
 
 
