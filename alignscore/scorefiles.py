@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .lm import lm_named
 from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from .distributed import Shard
 
 __all__ = ["score_file_stream", "score_matrix", "score_texts"]
+
+
+def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | None) -> None:
+    """Refuse, before the model loads, a run that cannot score this side (see
+    :meth:`~alignscore.composition.Composition.check_side`), naming the option as it was given."""
+    try:
+        spec.composition.check_side(against_sources)
+    except ConfigError as exc:
+        raise provenance.relabel(exc) if provenance is not None else exc from None
 
 
 def score_matrix(spec: RunSpec, cands: str, output: str, files: Sequence[str] = (),
@@ -71,7 +80,7 @@ def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: st
     from .stream import score_stream
 
     check_inputs(cands, refs)
-    spec.composition.check_side(against_sources)  # before the model loads
+    _check_side(spec, against_sources, provenance)
     scorer = build(spec, provenance=provenance)
     with lm_named(provenance):
         result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, files=files, chunk_size=chunk_size,
@@ -116,7 +125,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     from .stream import clear_sidecar
 
     human_scores = read_human(human, len(cands)) if human else None
-    spec.composition.check_side(against_sources)  # before the model loads
+    _check_side(spec, against_sources, provenance)
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     if ray is not None:
         from .integrations.ray import score_pairs

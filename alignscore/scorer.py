@@ -210,6 +210,7 @@ class Scorer:
         """
         cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
         composition = self.resolved()
+        composition.check_side(False)
         signature = composition.signature(self.encoder)
         if not cands or not refs:
             shape = (len(cands), len(refs))
@@ -236,6 +237,7 @@ class Scorer:
         :func:`alignscore.explain.explain`)."""
         from .explain import explain
 
+        self.composition.check_side(False)
         return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
 
 
@@ -246,6 +248,8 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     one) and cache share one engine call: each text is encoded once for all of them (with the
     first one's runtime); caches are compared by directory."""
     cands, groups = check_references(cands, refs)
+    for s in scorers:  # against references: what scores against sources only is refused before encoding
+        s.composition.check_side(False)
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}

@@ -194,12 +194,33 @@ def test_a_missing_lm_folder_is_named_as_written_every_way_in(tiny_bert_dir, tmp
 
 
 def test_the_lm_term_refuses_references(encoder, tiny_gpt2_dir, files, tmp_path) -> None:
-    with pytest.raises(ConfigError, match="defined for scoring against sources only"):
-        _scorer(encoder, lm=tiny_gpt2_dir).score(CANDS, SOURCES)
+    from alignscore.scorer import score_together
+
+    scorer = _scorer(encoder, lm=tiny_gpt2_dir)
+    for against_references in (lambda: scorer.score(CANDS, SOURCES), lambda: scorer.pairwise(CANDS, CANDS),
+                               lambda: score_together([scorer], CANDS, SOURCES), lambda: scorer.explain(CANDS[0], "a")):
+        with pytest.raises(ConfigError, match="defined for scoring against sources only"):
+            against_references()
     out = tmp_path / "out.tsv"
     assert_one_error(*invoke("score", "-c", files["cands"], "-r", files["sources"], "--model", encoder.name,
-                             "--layer", 2, "--lm", tiny_gpt2_dir, "-o", out)[::2], "language-model term")
+                             "--layer", 2, "--lm", tiny_gpt2_dir, "-o", out)[::2], "--lm: the language-model term")
     assert not out.exists() and encoder.calls == 0
+
+
+def test_runs_planned_against_references_refuse_the_lm_term_before_anything_loads(tiny_bert_dir, tiny_gpt2_dir,
+                                                                                     tmp_path) -> None:
+    """Grids, searches, challenge sets and comparisons score against references: a grid row or a
+    space entry with an LM is refused with the others' errors, never scored without its term."""
+    from alignscore.config import plan_runs
+    from alignscore.config.plan import RunSources
+
+    grid = parse_grid({"models": {"base": {"model": tiny_bert_dir}}, "columns": [{"name": "c", "aligner": "greedy"}],
+                       "rows": [{"name": "r", "layer": 2, "lm": tiny_gpt2_dir}]}, {("rows", 0, "lm"): 7})
+    with pytest.raises(ConfigError, match=r"lm: the language-model term .* defined for scoring against sources only"):
+        plan_runs([RunSources(grid.sources(grid.rows[0], grid.columns[0]))])
+    spec = alignscore.run_spec({"model": tiny_bert_dir, "layer": 2, "lm": tiny_gpt2_dir})
+    (scorer,) = plan_runs([spec], sources=True).scorers()
+    assert scorer.composition.lm is not None and scorer.composition.lm._models == {}  # built, nothing loaded
 
 
 @pytest.mark.parametrize("stream", [False, True])
