@@ -37,7 +37,19 @@ PAPER_WEIGHT = 0.1
 
 
 class UnreadableTexts(ConfigError):
-    """Texts that the language model's tokenizer cannot read (no tokens, or only unknown ones)."""
+    """Texts that the language model ``model``'s tokenizer cannot read: ``count`` of them, the
+    first ``first`` (0-based, among the texts scored), of which it made no tokens (``empty``) or
+    only unknown ones."""
+
+    def __init__(self, model: str, count: int, first: int, empty: bool) -> None:
+        super().__init__(f"the language model {model!r} cannot read {count} of the texts (text {first + 1}: "
+                         f"{'no tokens' if empty else 'only unknown tokens'}): choose a language model of the "
+                         "target language", ("lm",))
+        self.model, self.count, self.first, self.empty = model, count, first, empty
+
+    def shifted(self, offset: int) -> "UnreadableTexts":
+        """The same error for texts that start ``offset`` texts later (a chunk of a stream)."""
+        return UnreadableTexts(self.model, self.count, self.first + offset, self.empty)
 
 
 def reference_score(logprob_sum: float, tokens: int) -> float:
@@ -158,9 +170,7 @@ class CausalLM:
         bad = [i for i, (text, row) in enumerate(zip(stripped, ids))
                if text and (not row or (unk is not None and all(t == unk for t in row)))]
         if bad:
-            raise UnreadableTexts(f"the language model {self.model!r} cannot read {len(bad)} of the texts (text "
-                              f"{bad[0] + 1}: {'no tokens' if not ids[bad[0]] else 'only unknown tokens'}): choose a "
-                              "language model of the target language", ("lm",))
+            raise UnreadableTexts(self.model, len(bad), bad[0], not ids[bad[0]])
         return [list(row) for row in ids]
 
     def log_likelihoods(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -227,11 +227,12 @@ def test_runs_planned_against_references_refuse_the_lm_term_before_anything_load
 def test_texts_the_lm_cannot_read_are_one_line_naming_the_lm_and_nothing_is_written(tiny_bert_dir, word_level_lm_dir,
                                                                                      tmp_path, stream) -> None:
     cands, sources, out = tmp_path / "mt.txt", tmp_path / "src.txt", tmp_path / "out.tsv"
-    cands.write_text("the people like cars\nzebras gallop\n", encoding="utf-8")
-    sources.write_text("die leute moegen autos\nzebras galoppieren\n", encoding="utf-8")
+    cands.write_text("the people like cars\nthe cars\nzebras gallop\n", encoding="utf-8")
+    sources.write_text("die leute moegen autos\ndie autos\nzebras galoppieren\n", encoding="utf-8")
+    streamed = ["--stream", "--chunk-size", 1] if stream else []  # the bad line in the last chunk: still nothing
     line = assert_one_error(*invoke("score", "-c", cands, "--sources", sources, "--model", tiny_bert_dir, "--layer",
-                                    2, "--lm", word_level_lm_dir, "-o", out, "-q", *(["--stream"] if stream else []))[::2],
-                            "--lm: the language model", "cannot read 1 of the texts (text 2: only unknown tokens)")
+                                    2, "--lm", word_level_lm_dir, "-o", out, "-q", *streamed)[::2],
+                            "--lm: the language model", "cannot read 1 of the texts (text 3: only unknown tokens)")
     assert "\t" not in line and not out.exists()
     with pytest.raises(ConfigError, match=r"^score\(\): lm=: the language model .* cannot read 1 of the texts"):
         alignscore.score(["the people like cars", "zebras gallop"], sources=["a", "b"], model=tiny_bert_dir, layer=2,
