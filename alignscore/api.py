@@ -17,6 +17,7 @@ from .config import build, run_compiled
 from .config.schema import options as option_table
 from .encoders.base import Encoder
 from .errors import ConfigError
+from .lm import lm_named
 from .scorer import Scorer
 from .scores import Scores
 
@@ -31,7 +32,8 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | 
     cands : the candidate texts.
     refs : one reference per candidate, or a list of references per candidate.
     sources : instead of ``refs``, the text each candidate translates (another language, a
-        multilingual ``model``; ``remap=FILE`` maps its vectors, see ``alignscore remap``).
+        multilingual ``model``; ``remap=FILE`` maps its vectors, see ``alignscore remap``;
+        ``lm=MODEL`` adds ``lm_weight`` times a causal LM's fluency score of each candidate).
     **options : the options of ``alignscore score`` by name (``model="all-MiniLM-L6-v2"``,
         ``layer=4``, ``idf=True``, ``aligner="wmd"``, ``n_gram=2``, ``preset="moverscore-v2"``,
         ``config="best.toml"``, ...). Default: BERTScore with roberta-large, layer 17.
@@ -65,7 +67,9 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | 
     alignscore.errors.ConfigError: score(): idf=: True or False, not 'no'
     """
     spec, provenance = run_compiled(options, where="score()")
-    return build(spec, provenance=provenance).score(cands, refs, sources=sources)
+    scorer = build(spec, provenance=provenance)
+    with lm_named(provenance, "score()"):
+        return scorer.score(cands, refs, sources=sources)
 
 
 def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bool | None = None) -> Scorer:

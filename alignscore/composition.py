@@ -31,6 +31,7 @@ from .aligners.greedy import Greedy
 from .baseline import Baseline
 from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
+from .lm import PAPER_WEIGHT, LMTerm
 from .remap import Remapping, load_remapping, model_digest
 from .settings import GIVEN, SettingError, check_settings, setting, settings_of
 from .signature import Signature
@@ -71,6 +72,12 @@ class CompositionOptions:
     remap: str | os.PathLike[str] | Remapping | None = setting(None, file=True, metavar="FILE", help=(
         "A cross-lingual remapping (alignscore remap) applied to the sources' vectors: scoring against --sources "
         "with the model and layer it was learned for."))
+    lm: str | os.PathLike[str] | None = setting(None, metavar="MODEL", names_model=True, help=(
+        "A causal language model (hub id or local directory) whose fluency score of each candidate is added to "
+        "its scores with --lm-weight (XMoverScore's target-side LM term): scoring against --sources only. "
+        "Default: none (the term is off)."))
+    lm_weight: float = setting(PAPER_WEIGHT, ge=0, requires={"lm": GIVEN}, metavar="W", help=(
+        "The weight of the --lm term: each score becomes score + W * lm_score (XMoverScore's 0.1, the default)."))
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -78,10 +85,11 @@ class CompositionOptions:
     @classmethod
     def of(cls, composition: "Composition") -> "CompositionOptions":
         """The options a composition was made with (its baseline as the file it was read from)."""
-        baseline, remap = composition.baseline, composition.remap
+        baseline, remap, lm = composition.baseline, composition.remap, composition.lm
         return cls(composition.roles.special, composition.metric, composition.multi_ref, baseline is not None,
                    baseline.source if baseline is not None and baseline.source else baseline,
-                   remap.source if remap is not None and remap.source else remap)
+                   remap.source if remap is not None and remap.source else remap,
+                   lm.lm if lm is not None else None, lm.lm_weight if lm is not None else PAPER_WEIGHT)
 
     def compose(self, parts: dict[str, Any], filters: tuple[Any, ...]) -> "Composition":
         """The composition of these options and ``parts`` (by stage) and token ``filters``; the
@@ -90,8 +98,9 @@ class CompositionOptions:
         if isinstance(baseline, (str, os.PathLike)):
             baseline = Baseline.read(baseline)
         remap = load_remapping(self.remap) if isinstance(self.remap, (str, os.PathLike)) else self.remap
+        lm = LMTerm(os.fspath(self.lm), self.lm_weight) if self.lm is not None else None
         return Composition(roles=TokenRoles(self.special_tokens, filters), metric=self.metric,
-                           multi_ref=self.multi_ref, baseline=baseline, remap=remap, **parts)
+                           multi_ref=self.multi_ref, baseline=baseline, remap=remap, lm=lm, **parts)
 
 
 @dataclass(frozen=True)
@@ -104,7 +113,9 @@ class Composition:
     optional ``baseline`` rescaling ``x' = (x - b) / (1 - b)`` (single-layer aggregators only).
     ``remap``: a cross-lingual :class:`~alignscore.remap.Remapping` of the reference side's
     vectors, for scoring against sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>`
-    with ``sources=``). ``default_of`` names the known model whose default layer a local copy of
+    with ``sources=``). ``lm``: XMoverScore's target-side language-model term
+    (:class:`~alignscore.lm.LMTerm`), added to each candidate's scores against sources.
+    ``default_of`` names the known model whose default layer a local copy of
     it was given (set by :meth:`resolve`; the signature says so).
 
     Built once per model with :meth:`resolve` (layers counted from the top and the model's
@@ -119,6 +130,7 @@ class Composition:
     multi_ref: str = MULTI_REF[0]
     baseline: Baseline | None = None
     remap: Remapping | None = None
+    lm: LMTerm | None = None
     default_of: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -145,7 +157,9 @@ class Composition:
         if self.remap is not None and not isinstance(self.remap, Remapping):
             raise ConfigError(f"remap must be a Remapping (load_remapping(path)), not {describe(self.remap)}",
                               ("remap",))
-        if self.remap is not None:  # a remapped run scores against sources only
+        if self.lm is not None and not isinstance(self.lm, LMTerm):
+            raise ConfigError(f"lm must be an LMTerm (LMTerm(model, weight)), not {describe(self.lm)}", ("lm",))
+        if self.remap is not None or self.lm is not None:  # a remapped run, an LM term: against sources only
             self.check_side(sources=True)
         if self.remap is not None and not self.aggregator.output().one_layer:
             raise ConfigError(f"a remapping maps one layer's vectors: it needs the single-layer aggregator, not "
@@ -212,19 +226,23 @@ class Composition:
         return values
 
     def check_side(self, sources: bool) -> None:
-        """Raise where the composition cannot score this side: a remapping maps sources, and a
-        baseline was computed against references."""
+        """Raise where the composition cannot score this side: a remapping maps sources, the LM
+        term is XMoverScore's (reference-free only), and a baseline was computed against references."""
         if sources and self.baseline is not None:
             raise ConfigError("a baseline rescales scores against references in the candidates' language: not "
                               "against sources; leave it out", ("baseline",))
         if not sources and self.remap is not None:
             raise ConfigError(f"remapping {self.remap.digest()} maps sources into the candidates' language: score "
                               "against sources (--sources), or leave it out", ("remap",))
+        if not sources and self.lm is not None:
+            raise ConfigError(f"the language-model term ({self.lm.lm}) is XMoverScore's, defined for scoring against "
+                              "sources only: score against sources (--sources), or leave it out", ("lm",))
 
     def signature(self, encoder: Encoder, sources: bool = False) -> Signature:
         """Everything that changes a number, sacreBLEU-style (resolved), e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
-        ``sources``: scored against sources (``refs:source``, reference-free)."""
+        ``sources``: scored against sources (``refs:source``, reference-free; then ``lm:`` names
+        the language-model term, or says ``none``)."""
         from ._version import __version__, installed_version
         import torch
 
@@ -241,6 +259,7 @@ class Composition:
             fields["remap"] = self.remap.digest()
         fields.update({
             "refs": "source" if sources else self.multi_ref,
+            **({"lm": self.lm.signature() if self.lm is not None else "none"} if sources else {}),
             "rescale": self.baseline.signature() if self.baseline else "no",
             "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
         })

@@ -11,18 +11,45 @@ predicts (each from the tokens before it; the first token is not predicted), and
 in (0, 1], higher for more probable texts. A text of one token, or an empty one, scores 0 as in
 the reference. A text that is not empty but of which the tokenizer makes no tokens, or only
 unknown ones, cannot be judged by that LM: an error (a language model for another language).
+
+:class:`LMTerm` is the term as a run holds it (the composition's ``lm`` and ``lm_weight``): which
+LM, its weight, its name in the signature, and the mix ``score + lm_weight * lm_score`` of each
+candidate's scores (XMoverScore's ``metric_combination`` with weights 1 and 0.1).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
+from .encoders.fingerprint import directory_fingerprint
+from .encoders.spec import local_model
 from .errors import ConfigError, ModelLoadError
+from .signature import DIGEST_HEX
+
+#: XMoverScore's weight of the LM term (the reference's ``metric_combination(..., [1, 0.1])``)
+PAPER_WEIGHT = 0.1
+
+
+class UnreadableTexts(ConfigError):
+    """Texts that the language model ``model``'s tokenizer cannot read: ``count`` of them, the
+    first ``first`` (0-based, among the texts scored), of which it made no tokens (``empty``) or
+    only unknown ones."""
+
+    def __init__(self, model: str, count: int, first: int, empty: bool) -> None:
+        super().__init__(f"the language model {model!r} cannot read {count} of the texts (text {first + 1}: "
+                         f"{'no tokens' if empty else 'only unknown tokens'}): choose a language model of the "
+                         "target language", ("lm",))
+        self.model, self.count, self.first, self.empty = model, count, first, empty
+
+    def shifted(self, offset: int) -> "UnreadableTexts":
+        """The same error for texts that start ``offset`` texts later (a chunk of a stream)."""
+        return UnreadableTexts(self.model, self.count, self.first + offset, self.empty)
 
 
 def reference_score(logprob_sum: float, tokens: int) -> float:
@@ -143,9 +170,7 @@ class CausalLM:
         bad = [i for i, (text, row) in enumerate(zip(stripped, ids))
                if text and (not row or (unk is not None and all(t == unk for t in row)))]
         if bad:
-            raise ConfigError(f"the language model {self.model!r} cannot read {len(bad)} of the texts (text "
-                              f"{bad[0] + 1}: {'no tokens' if not ids[bad[0]] else 'only unknown tokens'}): choose a "
-                              "language model of the target language", ("lm",))
+            raise UnreadableTexts(self.model, len(bad), bad[0], not ids[bad[0]])
         return [list(row) for row in ids]
 
     def log_likelihoods(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,9 +205,87 @@ class CausalLM:
         return torch.tensor([reference_score(float(s), int(n)) for s, n in zip(sums, lengths)], dtype=torch.float64)
 
 
+@dataclass(frozen=True)
+class LMTerm:
+    """The target-side LM term of a run: the causal LM ``lm`` (hub id or local folder) and its
+    weight; each candidate's scores become ``score + lm_weight * lm_score`` (every output of the
+    aligner). The LM loads when texts are first scored, once per device.
+
+    Parameters
+    ----------
+    lm : str
+        Hub id or local directory of a causal language model.
+    lm_weight : float
+        A finite number >= 0 (the paper's: 0.1).
+
+    Examples
+    --------
+    >>> LMTerm("gpt2").signature()
+    'gpt2(w=0.1)'
+    >>> [round(x, 6) for x in LMTerm("gpt2", 0.5).mix(torch.tensor([0.25, 0.5]), torch.tensor([0.5, 0.0])).tolist()]
+    [0.5, 0.5]
+    """
+
+    lm: str
+    lm_weight: float = PAPER_WEIGHT
+    _models: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _digest: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lm, os.PathLike):
+            object.__setattr__(self, "lm", os.fspath(self.lm))
+        if not isinstance(self.lm, str) or not self.lm.strip():
+            raise ConfigError(f"lm must name a causal language model (hub id or folder), not {self.lm!r}", ("lm",))
+        weight = self.lm_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+            raise ConfigError(f"lm_weight must be a finite number >= 0, not {weight!r}", ("lm_weight",))
+        object.__setattr__(self, "lm_weight", float(weight))
+
+    def locate(self) -> None:
+        """Raise (a SettingError naming ``lm``) where the LM names a path that does not exist;
+        a hub id is looked up when the LM loads."""
+        local_model(self.lm, "lm")
+
+    def signature(self) -> str:
+        """``<hub id>(w=<weight>)``, or for a local folder ``<folder name>#<digest of its files>(w=...)``
+        (the first 12 hex digits of the SHA-256 over its files, as a model's files are hashed)."""
+        if not self._digest:
+            folder = local_model(self.lm, "lm")
+            name = self.lm if folder is None or not folder.is_dir() else \
+                f"{folder.name}#{directory_fingerprint(folder.resolve())[:DIGEST_HEX]}"
+            self._digest.append(name)
+        return f"{self._digest[0]}(w={self.lm_weight!r})"
+
+    def model(self, device: str | None = None, batch_size: int = 8) -> CausalLM:
+        """The :class:`CausalLM` on ``device`` (made once per device and batch size; loads when used)."""
+        key = (device, batch_size)
+        if key not in self._models:
+            self._models[key] = CausalLM(self.lm, device_name=device, batch_size=batch_size)
+        return self._models[key]
+
+    def mix(self, values: torch.Tensor, lm_scores: torch.Tensor) -> torch.Tensor:
+        """``values + lm_weight * lm_scores`` (in float64), in ``values``' dtype."""
+        return (values.double() + self.lm_weight * lm_scores.double()).to(values.dtype)
+
+
+@contextmanager
+def lm_named(provenance: Any, where: str = "") -> Iterator[None]:
+    """Texts the language model cannot read, found while scoring, reported with the option that
+    named the LM as the user wrote it (``--lm``, ``lm=``, ``run.toml:3: lm``); ``where`` names
+    the caller (``score()``). ``provenance``: the run's
+    :class:`~alignscore.config.sources.Provenance` (None: the error goes as it is)."""
+    try:
+        yield
+    except UnreadableTexts as exc:
+        if provenance is None:
+            raise
+        named = provenance.relabel(exc)
+        raise ConfigError(f"{where}: {named}" if where else str(named), named.options) from None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 
 
-__all__ = ["CausalLM", "next_token_logprobs", "reference_score"]
+__all__ = ["CausalLM", "LMTerm", "PAPER_WEIGHT", "UnreadableTexts", "lm_named", "next_token_logprobs", "reference_score"]

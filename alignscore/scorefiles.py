@@ -8,7 +8,8 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
-from .errors import InputError
+from .errors import ConfigError, InputError
+from .lm import lm_named
 from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
@@ -17,6 +18,15 @@ if TYPE_CHECKING:
     from .distributed import Shard
 
 __all__ = ["score_file_stream", "score_matrix", "score_texts"]
+
+
+def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | None) -> None:
+    """Refuse, before the model loads, a run that cannot score this side (see
+    :meth:`~alignscore.composition.Composition.check_side`), naming the option as it was given."""
+    try:
+        spec.composition.check_side(against_sources)
+    except ConfigError as exc:
+        raise provenance.relabel(exc) if provenance is not None else exc from None
 
 
 def score_matrix(spec: RunSpec, cands: str, output: str, files: Sequence[str] = (),
@@ -70,9 +80,11 @@ def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: st
     from .stream import score_stream
 
     check_inputs(cands, refs)
-    spec.composition.check_side(against_sources)  # before the model loads
-    result = score_stream(build(spec, provenance=provenance), cands, refs, output, fmt=fmt, resume=resume, files=files,
-                          chunk_size=chunk_size, against_sources=against_sources)
+    _check_side(spec, against_sources, provenance)
+    scorer = build(spec, provenance=provenance)
+    with lm_named(provenance):
+        result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, files=files, chunk_size=chunk_size,
+                              against_sources=against_sources)
     means = " ".join(f"{k}={v:.6f}" for k, v in result.means.items())
     return [f"{result.total} candidates ({result.scored} scored now): {means}", f"signature: {result.signature}"]
 
@@ -113,7 +125,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     from .stream import clear_sidecar
 
     human_scores = read_human(human, len(cands)) if human else None
-    spec.composition.check_side(against_sources)  # before the model loads
+    _check_side(spec, against_sources, provenance)
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     if ray is not None:
         from .integrations.ray import score_pairs
@@ -121,7 +133,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
                              progress=progress)
     elif against_sources:
-        scores = scorer.score(cands, sources=[group[0] for group in refs])
+        with lm_named(provenance):
+            scores = scorer.score(cands, sources=[group[0] for group in refs])
     else:
         scores = scorer.score(cands, refs)
     if shard is not None and shard.rank != 0:

@@ -18,7 +18,7 @@ from .encoders.base import Encoder
 from .blocks import score_blocks
 from .engine import PairScores, score_many
 from .pairs import Blocks, Pairs
-from .errors import ConfigError, describe
+from .errors import ConfigError, NonFiniteError, describe
 from .runtime import Runtime
 from .scores import PairwiseScores, Scores, check_references, check_sides, check_texts, reduce, why_empty
 from .signature import Signature
@@ -143,7 +143,8 @@ class Scorer:
             Instead of ``refs``: the text each candidate translates, in another language, aligned
             with it by a multilingual encoder (XMoverScore), remapped where the composition has
             a ``remap``. Weightings fit on the sources where they would on the references; the
-            signature says ``refs:source``.
+            signature says ``refs:source``. With the composition's language-model term
+            (``lm``), each score becomes ``score + lm_weight * lm_score`` (:mod:`alignscore.lm`).
 
         Returns
         -------
@@ -156,9 +157,25 @@ class Scorer:
         cands, groups = check_sides(cands, refs, sources)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
         composition.check_side(sources is not None)
+        fluency = self.lm_scores(composition, cands)  # first: an LM that cannot read them fails before encoding
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
-        return self.reduce(composition, pairs, result, sources is not None)
+        scores = self.reduce(composition, pairs, result, sources is not None)
+        if fluency is not None and composition.lm is not None:
+            scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
+        return scores
+
+    def lm_scores(self, composition: Composition, cands: Sequence[str]) -> torch.Tensor | None:
+        """``[N]`` float64: the composition's language model's score of each candidate (see
+        :mod:`alignscore.lm`), on the runtime's device and in its batches; None without an LM
+        term. Raises :class:`~alignscore.lm.UnreadableTexts` for candidates its tokenizer cannot
+        read and :class:`~alignscore.errors.NonFiniteError` for a score that is not finite."""
+        if composition.lm is None or not cands:
+            return None
+        values = composition.lm.model(self.runtime.device, self.runtime.batch_size).score(cands)
+        if not torch.isfinite(values).all():
+            raise NonFiniteError(f"the language model {composition.lm.lm!r} gave a score that is not finite")
+        return values
 
     def pairwise(self, cands: Sequence[str], refs: Sequence[str], max_pairs: int = 1 << 16) -> PairwiseScores:
         """Every candidate against every reference: each metric as an ``[N, M]`` matrix
@@ -193,6 +210,7 @@ class Scorer:
         """
         cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
         composition = self.resolved()
+        composition.check_side(False)
         signature = composition.signature(self.encoder)
         if not cands or not refs:
             shape = (len(cands), len(refs))
@@ -219,6 +237,7 @@ class Scorer:
         :func:`alignscore.explain.explain`)."""
         from .explain import explain
 
+        self.composition.check_side(False)
         return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
 
 
@@ -229,6 +248,8 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     one) and cache share one engine call: each text is encoded once for all of them (with the
     first one's runtime); caches are compared by directory."""
     cands, groups = check_references(cands, refs)
+    for s in scorers:  # against references: what scores against sources only is refused before encoding
+        s.composition.check_side(False)
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}

@@ -94,6 +94,7 @@ class Declaration:
     short: str | None = None
     envvar: str | None = None
     unset: str | None = None
+    names_model: bool = False
 
 
 def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
@@ -101,7 +102,7 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
             requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
             layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
             parse: Callable[[str], Any] | None = None, metavar: str | None = None, short: str | None = None,
-            envvar: str | None = None, unset: str | None = None, compare: bool = True) -> Any:
+            envvar: str | None = None, unset: str | None = None, compare: bool = True, names_model: bool = False) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -127,11 +128,13 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     envvar : the environment variable the flag reads when it is not given.
     unset : what ``None`` means, said in a written run's comment (``"the model's own limit"``).
     compare : whether the setting takes part in equality (a large inline list need not).
+    names_model : the value names a model: a hub id, or a local folder or file (resolved against
+        the folder of the file that names it where it exists there).
     """
     if requires:
         requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
     decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
-                       file, parse, metavar, short, envvar, unset)
+                       file, parse, metavar, short, envvar, unset, names_model)
     return field(default=default, metadata={KEY: decl}, compare=compare)
 
 

@@ -55,9 +55,10 @@ from .encoders.base import Encoder
 from .encoders.fingerprint import file_digest
 from .engine import Pairs
 from .errors import ConfigError, InputError
+from .lm import UnreadableTexts
 from .scorer import Scorer
 from .signature import differences_text
-from .textio import check_inputs, check_output, is_stream, iter_pairs, replacing, rows, tsv_header
+from .textio import check_inputs, check_output, is_stream, iter_lines, iter_pairs, replacing, rows, tsv_header
 from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
 
@@ -304,6 +305,7 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
         scorer.resolved().check_side(True)
+        _check_readable(scorer, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
     frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
     names = list(frozen.aligner.metrics)
@@ -334,6 +336,22 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
                 skip, block = 0, next(blocks, None)
     means = _finish(output, fmt, names, columns, signature)
     return StreamResult(done + scored, scored, means, signature)
+
+
+def _check_readable(scorer: Scorer, cands_path: str | Path, chunk_size: int) -> None:
+    """Raise :class:`~alignscore.lm.UnreadableTexts`, naming the line, where the language model
+    of ``scorer``'s composition cannot read a candidate of the file (read ``chunk_size`` at a time)."""
+    lm = scorer.composition.lm
+    if lm is None:
+        return
+    model = lm.model(scorer.runtime.device, scorer.runtime.batch_size)
+    lines, start = iter_lines(cands_path), 0
+    while chunk := list(islice(lines, chunk_size)):
+        try:
+            model.token_ids(chunk)
+        except UnreadableTexts as exc:
+            raise exc.shifted(start) from None
+        start += len(chunk)
 
 
 def _scored_rows(scorer: Scorer, pairs: Iterator[tuple[str, list[str]]], chunk_size: int, fmt: str,

@@ -103,7 +103,7 @@ def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int] | None = None) -
 
 
 def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: bool = False,
-              download: bool = True) -> RunPlan:
+              download: bool = True, sources: bool = False) -> RunPlan:
     """Build every run, one encoder per encoder spec and device, and check each against its
     model (its configuration and tokenizer, not its weights) before anything is encoded.
 
@@ -116,6 +116,10 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
         download: let the encoder fetch a model that is not on this machine (as
             :func:`~alignscore.config.build.build` does); without it such a model is missing
             before anything is loaded.
+        sources: the runs score candidates against sources (reference-free), not references:
+            a run that cannot score that side (:meth:`~alignscore.composition.Composition.check_side`:
+            a remapping or a language-model term against references, a baseline against sources)
+            is an error.
 
     Returns:
         A :class:`RunPlan`, a :class:`PlannedRun` per run, in order.
@@ -150,6 +154,12 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
                 continue
         spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
         given.append(provenance)
+        try:
+            spec.composition.check_side(sources)
+        except ConfigError as exc:
+            errors.append((k, provenance.relabel(exc)))
+            out.append(PlannedRun(None))
+            continue
         if missing_model(spec.encoder.model):
             why = f"{provenance.name(MODEL)}: {not_here(spec.encoder.model)}"
             out.append(_missing(spec.encoder.model, why, skip_missing, errors, k, spec))

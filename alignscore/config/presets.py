@@ -60,8 +60,8 @@ _PRESETS = (
         model="bert-base-multilingual-cased", layer=8, special_tokens="keep", weighting="none", aligner="wmd",
         n_gram=2, cost="euclidean", score_form="1-d"),
         "XMoverScore (Zhao et al., 2020) against sources: mBERT layer 8, WMD on bigrams with uniform weights; "
-        "add remap = FILE (alignscore remap) for its remapping; its language-model term and flow dropout are not "
-        "in it"),
+        "add remap = FILE (alignscore remap) for its remapping and lm = MODEL for its target-side language-model "
+        "term (off without one; weight lm_weight, the paper's 0.1); flow dropout is not in it"),
 )
 for _preset in _PRESETS:
     PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets

@@ -148,7 +148,7 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
             value = option.parse_text(value)
     except ConfigError as exc:
         raise ConfigError(f"{label}: {exc}", (option.name,)) from None
-    model = option.name == MODEL_OPTIONS[0] and isinstance(value, str) and value.strip()
+    model = s is not None and s.decl.names_model and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
         path = Path(value).expanduser()
         local = root / path if root is not None and not path.is_absolute() else path

@@ -46,6 +46,8 @@ class RunSpec:
         self.composition.check_encoder(self.encoder.static, self.encoder.model)
         self.encoder.check_device(self.runtime.device)
         self.encoder.locate()  # last: every value and pairing is reported before the model's absence
+        if self.composition.lm is not None:  # and the language model's, where its model's is checked
+            self.composition.lm.locate()
 
     def to_mapping(self) -> dict[str, Any]:
         """The whole run as options (every setting that has a value; files as absolute paths)."""

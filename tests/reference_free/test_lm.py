@@ -5,58 +5,14 @@ changes nothing; texts the LM's tokenizer cannot read are one clear error."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import pytest
 import torch
 
 from alignscore.errors import ConfigError, ModelLoadError
 from alignscore.lm import CausalLM, reference_score
+from tiny_lm import LM_TEXTS, tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
 
-TEXTS = ["The people like foreign cars.", "Hello, world!", "a", "", "  it is a test  ",
-         "Unbelievable; it's a test of the language model with a longer sentence than the others."]
-
-
-def _save_lm(out: Path, tokenizer, vocab_size: int) -> str:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    tokenizer.save_pretrained(out)
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=vocab_size, n_layer=1, n_embd=32, n_head=2, n_positions=24, n_inner=64,
-                        bos_token_id=0, eos_token_id=0)
-    GPT2LMHeadModel(config).eval().save_pretrained(out)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A randomly initialised one-block GPT-2 with a byte-level BPE vocabulary trained here."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(TEXTS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", unk_token="<|endoftext|>")
-    return _save_lm(tmp_path_factory.mktemp("tiny-gpt2"), fast, tok.get_vocab_size())
-
-
-@pytest.fixture(scope="module")
-def word_level_lm_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The same kind of model with a word-level vocabulary of a few English words (and [UNK]),
-    whose normaliser drops control characters."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["[UNK]", "[PAD]", "the", "people", "like", "cars", "."]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False,
-                                                lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]")
-    return _save_lm(tmp_path_factory.mktemp("word-lm"), fast, len(words))
+TEXTS = LM_TEXTS[:6]
 
 
 def _direct(lm_dir: str, text: str) -> tuple[float, float, int]:
