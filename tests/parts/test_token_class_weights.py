@@ -163,7 +163,8 @@ def test_a_fitted_run_scores_the_same_from_every_way_in(tiny_bert_dir, tmp_path)
     stop_file.write_text("\n".join(STOP) + "\n", encoding="utf-8")
     opts = {"model": tiny_bert_dir, "aggregator": "mix", "layers": [1, 3], "mix_weights": [0.25, -1.5],
             "temperature": 0.05, "metric": "fbeta", "beta": 2.0, "weighting": "idf-S", "idf_power": 0.5,
-            "punct_weight": 0.5, "stopword_weight": 0.0, "subword_weight": 2.0, "class_stopwords": str(stop_file)}
+            "punct_weight": 0.5, "stopword_weight": 0.0, "subword_weight": 2.0, "class_stopwords": str(stop_file),
+            "special_tokens": "keep", "special_weight": 0.5}
     ways = {"keyword": run_spec(opts)}
     flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),
                                                   ",".join(map(str, v)) if isinstance(v, list) else str(v))]
@@ -184,7 +185,7 @@ def test_a_fitted_run_scores_the_same_from_every_way_in(tiny_bert_dir, tmp_path)
     want = alignscore.score(CANDS, REFS, **opts)
     sig = str(want.signature)
     assert "mix(L1,3;w=" in sig and "T=0.05" in sig and "metric:fbeta" in sig
-    assert "w:idf-S^0.5+classes(punct=0.5,stopword=0.0@stop(stop.txt#" in sig and "subword=2.0)" in sig
+    assert "w:idf-S^0.5+classes(special=0.5,punct=0.5,stopword=0.0@stop(stop.txt#" in sig and "subword=2.0)" in sig
     assert torch.isfinite(want["fbeta"]).all()
     for way in ("file", "grid row", "space entry"):
         got = alignscore.build(ways[way]).score(CANDS, REFS)
