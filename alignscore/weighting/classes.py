@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -117,7 +117,9 @@ def token_class_multipliers(classes: torch.Tensor, weights: torch.Tensor | Seque
     return out
 
 
-_RANGE = dict(ge=0, le=10)
+def _class_weight(tokens: str, zero: str) -> Any:
+    """The declaration of one class's weight: a number in [0, 10], 1 by default."""
+    return setting(1.0, ge=0, le=10, help=f"Token-class weight of {tokens}: their mass is multiplied by it ({zero}).")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,18 +128,14 @@ class TokenClassWeights:
     a token's mass is the weighting's, times the product of its classes' weights. All 1 (the
     default): the weighting's masses exactly, and its signature unchanged."""
 
-    special_weight: float = setting(1.0, **_RANGE, help=(
-        "Token-class weight of special tokens ([CLS]/[SEP], <s>/</s>): their mass is multiplied by it. They carry "
-        "mass only with special_tokens = keep (weight 0 there is match-only)."))
-    punct_weight: float = setting(1.0, **_RANGE, help=(
-        "Token-class weight of punctuation (a word that is all punctuation): its mass is multiplied by it "
-        "(0 with subword_weight 0: the rm filter's masses)."))
-    stopword_weight: float = setting(1.0, **_RANGE, help=(
-        "Token-class weight of stop words (the words of class_stopwords): their mass is multiplied by it "
-        "(0: the stopwords filter's masses)."))
-    subword_weight: float = setting(1.0, **_RANGE, help=(
-        "Token-class weight of subword continuations (every token of a word after its first): their mass is "
-        "multiplied by it."))
+    special_weight: float = _class_weight("special tokens ([CLS]/[SEP], <s>/</s>; they carry mass under "
+                                          "special_tokens = keep only)", "0: match-only")
+    punct_weight: float = _class_weight("punctuation (a word that is all punctuation)",
+                                        "0 with subword_weight 0: the rm filter's masses")
+    stopword_weight: float = _class_weight("stop words (the words of class_stopwords)",
+                                           "0: the stopwords filter's masses")
+    subword_weight: float = _class_weight("subword continuations (a word's tokens after its first)",
+                                          "0 with punct_weight 0: the rm filter's masses")
     class_stopwords: str | tuple[str, ...] | None = setting(None, file=True, metavar="FILE", help=(
         "The stop words of stopword_weight, one per line in FILE (or a list): default, the packaged English list "
         "(the one the default search space filters)."))
