@@ -143,13 +143,29 @@ class TokenClassWeights:
 
     def __post_init__(self) -> None:
         check_settings(self)
-        if self.stopword_weight != 1:
-            try:
-                stop = StopWords(stopwords=self.class_stopwords if self.class_stopwords is not None
-                                 else ENGLISH_STOPWORDS)
-            except SettingError as exc:
-                raise SettingError("class_stopwords", exc.reason) from None
-            object.__setattr__(self, "_stop", stop)
+        if self.stopword_weight != 1 or self.class_stopwords is not None:  # a list given is read (checked) here
+            object.__setattr__(self, "_stop", self._read_stopwords())
+
+    def _read_stopwords(self) -> StopWords:
+        try:
+            return StopWords(stopwords=self.class_stopwords if self.class_stopwords is not None else ENGLISH_STOPWORDS)
+        except SettingError as exc:
+            raise SettingError("class_stopwords", exc.reason) from None
+
+    def token_class_ids(self, table: TokenTable) -> torch.Tensor:
+        """``[N]`` int64: the classes of ``table``'s tokens as bit flags (:func:`token_classes`
+        with this weighting's stop words, whatever the weights): what a fit multiplies through
+        :func:`token_class_multipliers` to learn the weights.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> from alignscore.weighting import Uniform
+        >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat."]))
+        >>> Uniform(class_stopwords=("the",)).token_class_ids(table).tolist()   # [CLS] the cat . [SEP]
+        [1, 4, 0, 2, 1]
+        """
+        return token_classes(table, self._stop if self._stop is not None else self._read_stopwords())
 
     def check_special_policy(self, policy: str, option: str) -> None:
         """Raise where ``special_weight`` is given but special tokens carry no mass: under any

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 
 import pytest
 import torch
@@ -149,6 +150,7 @@ def test_signature_only_when_not_all_one() -> None:
     ({"stopword_weight": float("nan")}, "stopword_weight="),
     ({"special_weight": 0.5}, "special_weight=: applies with special_tokens= keep only"),
     ({"stopword_weight": 0.5, "class_stopwords": ["  "]}, "class_stopwords=: "),
+    ({"class_stopwords": ["  "]}, "class_stopwords=: "),  # read where given, whatever the weight
 ])
 def test_bad_values_are_one_clear_error(opts, message) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -204,3 +206,21 @@ def test_a_fitted_run_scores_the_same_from_every_way_in(tiny_bert_dir, tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to warn of
         alignscore.score(CANDS, REFS, **opts)
+
+
+def test_what_a_fit_computes_is_what_the_engine_multiplies(tiny_bert_dir) -> None:
+    """The masses the engine gives a weighting with class weights are its masses without them
+    times token_class_multipliers(token_class_ids(table), class_weights()): the fit's path."""
+    from alignscore.engine import Pairs, aligner_inputs, encode
+
+    weighting = IdfS(punct_weight=0.5, stopword_weight=0.25, subword_weight=3.0, class_stopwords=tuple(STOP))
+    scorer = alignscore.build(run_spec({"model": tiny_bert_dir, "layer": 2}))
+    encoder = scorer.scoring_encoder()
+    plain = replace(scorer.composition.resolve(encoder), weighting=IdfS())
+    classed = replace(plain, weighting=weighting)
+    encoded = encode(encoder, Pairs.from_pairs(CANDS, REFS), [plain.aggregator], scorer.runtime)
+    without, with_classes = aligner_inputs(encoded, [plain, classed], encoder)
+    m = token_class_multipliers(weighting.token_class_ids(encoded.table), torch.tensor(weighting.class_weights()))
+    assert torch.equal(with_classes.ref_mass, without.ref_mass * m)
+    assert torch.equal(with_classes.cand_mass, without.cand_mass * m)
+    assert (m != 1).any() and len(set(m.tolist())) >= 3
