@@ -36,6 +36,7 @@ from .remap import Remapping, load_remapping, model_digest
 from .settings import GIVEN, SettingError, check_settings, setting, settings_of
 from .signature import Signature
 from .weighting.base import Weighting
+from .weighting.classes import TokenClassWeights
 from .weighting.schemes import Uniform
 
 if TYPE_CHECKING:
@@ -141,6 +142,8 @@ class Composition:
                                   (name,))
         own = {s.name: s for s in settings_of(CompositionOptions)}
         object.__setattr__(self, "multi_ref", own["multi_ref"].check(self.multi_ref))
+        if isinstance(self.weighting, TokenClassWeights):  # the special-token policy: the options' first
+            self.weighting.check_special_policy(self.roles.special, next(iter(own)))
         if self.baseline is not None and not isinstance(self.baseline, Baseline):
             raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {describe(self.baseline)}",
                               ("baseline",))

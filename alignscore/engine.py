@@ -134,6 +134,9 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
             (ref_w, cand_w), (carries, matchable) = fitted[w_sig], roles[r_sig]
             device = vectors.device
             ref_mass, cand_mass = (ref_w[table.ids] * carries).to(device), (cand_w[table.ids] * carries).to(device)
+            multipliers = comp.weighting.token_multipliers(table)
+            if multipliers is not None:  # token-class weights, per occurrence
+                ref_mass, cand_mass = ref_mass * multipliers.to(device), cand_mass * multipliers.to(device)
             if comp.weighting.reads_norms():
                 if a_sig not in encoded.norms:
                     raise ValueError(f"weighting {w_sig} reads the norms of {a_sig}'s vectors, which were not "

@@ -12,6 +12,7 @@ import torch
 from .baseline import rescale
 from .errors import InputError, describe
 from .signature import Signature
+from .weighting.classes import TOKEN_CLASSES, TokenClassWeights
 from .weighting.schemes import _Idf
 
 if TYPE_CHECKING:
@@ -221,6 +222,12 @@ def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, sta
             "does), so nothing carries mass and they score 0; use idf-L with a larger corpus (--weighting "
             "idf-L --idf-corpus FILE), or no idf"),
     }
+    classed = getattr(w, "source", w)  # a streamed run's weighting, fitted beforehand: the one it was fitted from
+    zeroed = [f"{name}_weight = 0" for name, weight in zip(TOKEN_CLASSES, classed.class_weights())
+              if weight == 0] if isinstance(classed, TokenClassWeights) else []
+    if zeroed:  # a class weight 0 is the likelier cause: name it first
+        messages[3] = (f"{{n}} pair(s) have a text whose every token weighs 0 (token-class weights "
+                       f"{', '.join(zeroed)}, weighting {w.signature()}), so nothing carries mass and they score 0")
     return [messages[k].format(n=n) for k, n in counts.items() if n]
 
 

@@ -66,15 +66,20 @@ from .weighting.base import WeightState, Weighting
 class FrozenWeighting(Weighting):
     """Token weights fitted beforehand (on the whole stream): :meth:`compute` returns them as
     they are, and the signature is the original weighting's, as is whether the masses are scaled
-    by the vectors' norms (``norms``: :meth:`~Weighting.reads_norms`)."""
+    by the vectors' norms (``norms``: :meth:`~Weighting.reads_norms`) and the per-token
+    multipliers (``source``'s :meth:`~Weighting.token_multipliers`: its token-class weights)."""
 
     ref: torch.Tensor
     cand: torch.Tensor
     name: str
     norms: bool = False
+    source: Weighting | None = None
 
     def reads_norms(self) -> bool:
         return self.norms
+
+    def token_multipliers(self, table: TokenTable) -> torch.Tensor | None:
+        return None if self.source is None else self.source.token_multipliers(table)
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
@@ -106,7 +111,7 @@ def count_texts(weighting: Weighting, encoder: Encoder, chunks: Iterable[tuple[S
 def frozen_weighting(weighting: Weighting, state: WeightState, encoder: Encoder) -> FrozenWeighting:
     """``weighting``'s weights from ``state`` (what it counted over the whole input), computed once."""
     ref, cand = weighting.compute(state, encoder)
-    return FrozenWeighting(ref, cand, weighting.signature(), weighting.reads_norms())
+    return FrozenWeighting(ref, cand, weighting.signature(), weighting.reads_norms(), weighting)
 
 
 def with_weighting(scorer: Scorer, weighting: Weighting) -> Scorer:

@@ -70,6 +70,36 @@ def _per_word(flags: list[bool], wid: torch.Tensor) -> torch.Tensor:
     return torch.tensor(flags + [False], dtype=torch.bool)[wid]
 
 
+def word_pieces(table: TokenTable) -> tuple[torch.Tensor, torch.Tensor]:
+    """What [RM] reads of each token: ``(first, punct)``, both ``[N]`` bool.
+
+    ``first``: the token is its word's first token that covers text (the first subword; a bare
+    "Ġ" / "▁" piece that covers only the space before a word is passed over); never a special
+    token. ``punct``: the token belongs to a word whose whole surface text is punctuation
+    (:func:`is_punctuation`), whatever the tokenizer split it into (special tokens read their
+    previous word's flag: mask them).
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["Alignment, done."]))
+    >>> first, punct = word_pieces(table)   # [CLS] alig ##nme ##nt , done . [SEP]
+    >>> first.int().tolist(), punct.int().tolist()
+    ([0, 1, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 1, 0, 1, 1])
+    """
+    wid, text = word_surfaces(table)
+    punct = _per_word([is_punctuation(t) for t in text], wid)
+    covers = torch.tensor([bool(s.strip()) for s in surfaces(table)], dtype=torch.bool)
+    covers = covers.reshape(wid.shape) & ~table.special & (wid >= 0)
+    # a word's first text-covering token: its word differs from the previous such token's
+    idx = torch.nonzero(covers).flatten()
+    w = wid[idx]
+    first_idx = idx[torch.cat([torch.ones(min(len(w), 1), dtype=torch.bool), w[1:] != w[:-1]])]
+    first = torch.zeros_like(covers)
+    first[first_idx] = True
+    return first, punct
+
+
 @dataclass(frozen=True)
 class RemoveSubwordsPunct(TokenFilter):
     """[RM] (MoverScore): keep one token per word, none for punctuation.
@@ -100,16 +130,7 @@ class RemoveSubwordsPunct(TokenFilter):
     """
 
     def keep(self, table: TokenTable) -> torch.Tensor:
-        wid, text = word_surfaces(table)
-        punct = _per_word([is_punctuation(t) for t in text], wid)
-        covers = torch.tensor([bool(s.strip()) for s in surfaces(table)], dtype=torch.bool)
-        covers = covers.reshape(wid.shape) & ~table.special & (wid >= 0)
-        # a word's first text-covering token: its word differs from the previous such token's
-        idx = torch.nonzero(covers).flatten()
-        w = wid[idx]
-        first_idx = idx[torch.cat([torch.ones(min(len(w), 1), dtype=torch.bool), w[1:] != w[:-1]])]
-        first = torch.zeros_like(covers)
-        first[first_idx] = True
+        first, punct = word_pieces(table)
         return first & ~punct
 
     def signature(self) -> str:

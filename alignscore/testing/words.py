@@ -216,13 +216,20 @@ def _check_engine_masses(weighting: Weighting, encoder: Encoder, texts: Sequence
         h = agg(encoder.forward(ids, torch.ones_like(ids), agg.layers_read()))[0]
         norms.append(h.norm(dim=-1) if reads else torch.ones(len(h), dtype=h.dtype))
     norm = torch.cat(norms) if norms else torch.zeros(0)
+    multipliers = call("token_multipliers", "token_multipliers()", weighting.token_multipliers, table)
+    if multipliers is not None:
+        if not isinstance(multipliers, torch.Tensor) or multipliers.shape != table.ids.shape:
+            raise fail("token_multipliers", f"token_multipliers() returned {getattr(multipliers, 'shape', multipliers)}"
+                                            f", not None or one factor per token [{len(table.ids)}]")
+        norm = norm * multipliers
     for side, w, got in (("reference", weights[0], inputs.ref_mass), ("candidate", weights[1], inputs.cand_mass)):
         want = (w[table.ids] * carries * norm).double()
         got = got.detach().double().cpu()
         diff = (got - want).abs()
         if got.shape != want.shape or not bool((diff <= tolerance(torch.float32) * want.clamp_min(1.0)).all()):
             worst = float(diff.max()) if got.shape == want.shape else float("nan")
-            what = "weight[id] * role" + (" * |vector|" if reads else "")
+            what = "weight[id] * role" + (" * |vector|" if reads else "") + (" * multiplier" if multipliers is not None
+                                                                             else "")
             raise fail("engine's masses", f"a {side} token's mass differs from {what} by {worst:.2g} "
                                            f"(reads_norms() is {reads})")
 

@@ -162,6 +162,13 @@ class Weighting(ABC):
         over token ids; only the vectors differ per occurrence, so the engine multiplies."""
         return False
 
+    def token_multipliers(self, table: TokenTable) -> torch.Tensor | None:
+        """``[N]``: a factor per token occurrence of ``table`` that its mass is multiplied by,
+        on both sides (the token-class weights of
+        :class:`~alignscore.weighting.classes.TokenClassWeights`), or ``None``: none (the
+        default). The weights stay a table over token ids; the engine multiplies."""
+        return None
+
     @abstractmethod
     def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         """The weights from what ``state`` counted (``encoder`` tokenizes an outside corpus)."""

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..errors import ConfigError
-from ..settings import SettingError, check_settings, setting, settings_of
+from ..settings import SettingError, setting, settings_of
 from ..signature import content_digest
 from ..textio import read_lines
 from ..tokens import TokenTable
 from .base import DocumentFrequencies, WeightState, Weighting
+from .classes import TokenClassWeights
 
 if TYPE_CHECKING:
     from ..encoders.base import Encoder
@@ -78,7 +79,7 @@ class Corpus:
 
 
 @dataclass(frozen=True)
-class Uniform(Weighting):
+class Uniform(TokenClassWeights, Weighting):
     """Every kept token has mass 1 (special tokens follow the filter's policy).
 
     Returns
@@ -111,11 +112,11 @@ class Uniform(Weighting):
         return ones, ones
 
     def signature(self) -> str:
-        return "none"
+        return "none" + self._class_text()
 
 
 @dataclass(frozen=True)
-class Norm(Weighting):
+class Norm(TokenClassWeights, Weighting):
     """Word Rotator's Distance's masses (Yokoi et al., 2020): a token's mass is the norm of its
     vector before the engine scales it to unit length::
 
@@ -184,7 +185,7 @@ class Norm(Weighting):
         return ones, ones
 
     def signature(self) -> str:
-        return "norm"
+        return "norm" + self._class_text()
 
 
 def idf_power(idf: torch.Tensor, power: float | torch.Tensor) -> torch.Tensor:
@@ -205,7 +206,7 @@ def idf_power(idf: torch.Tensor, power: float | torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class _Idf(Weighting):
+class _Idf(TokenClassWeights, Weighting):
     """Inverse document frequency, ``idf(w) = log((M + 1) / (df(w) + 1))`` over M sentences,
     for references; with ``sep`` (SEP) candidates are weighted by an idf computed over the
     candidates being scored, otherwise the reference-side idf weighs both sides."""
@@ -260,7 +261,7 @@ class IdfS(_Idf):
     """
 
     def __post_init__(self) -> None:
-        check_settings(self)
+        super().__post_init__()
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
@@ -275,7 +276,7 @@ class IdfS(_Idf):
         return state.ref.idf()
 
     def signature(self) -> str:
-        return "idf-S" + self._power_text() + ("+sep" if self.sep else "")
+        return "idf-S" + self._power_text() + ("+sep" if self.sep else "") + self._class_text()
 
 
 @dataclass(frozen=True)
@@ -317,10 +318,11 @@ class IdfL(_Idf):
     @classmethod
     def corpus_setting(cls) -> str:
         """The name of the setting that gives the corpus (its option and run-file key)."""
-        return next(s.name for s in settings_of(cls) if s.decl.file)
+        shared = {s.name for s in settings_of(TokenClassWeights)}  # their stop-word file is not the corpus
+        return next(s.name for s in settings_of(cls) if s.decl.file and s.name not in shared)
 
     def __post_init__(self) -> None:
-        check_settings(self)
+        super().__post_init__()
         corpus = self.idf_corpus
         if corpus is None:
             raise SettingError("idf_corpus", "weighting idf-L needs a corpus (a file, one sentence per line)")
@@ -349,4 +351,4 @@ class IdfL(_Idf):
     def signature(self) -> str:
         corpus = self.corpus
         return (f"idf-L({corpus.name or 'corpus'}#{corpus.digest},M={len(corpus)})" + self._power_text()
-                + ("+sep" if self.sep else ""))
+                + ("+sep" if self.sep else "") + self._class_text())

@@ -70,7 +70,7 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "cache_size": {"cache": "dir"}, "cache_timeout": {"cache": "dir"}, "rescale": {"baseline": "baseline"},
          "lowercase": {"model": "vec"}, "sinkhorn_dtype": {"reg": 0.05},
          "revision": {"model": "roberta-large"},  # a hub id: a local folder has no revisions
-         "mix_weights": {"layers": (-2, -1)}, "lm_weight": {"lm": "v1"}}
+         "mix_weights": {"layers": (-2, -1)}, "lm_weight": {"lm": "v1"}, "special_weight": {"special_tokens": "keep"}}
 # sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
 SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline", "remap"}
 

@@ -44,10 +44,12 @@ def _table(path):
     return lines[:3], torch.tensor([[float(x) for x in line.split("\t")] for line in lines[3:]])
 
 
-@pytest.mark.parametrize("weighting", ["none", "idf-S"])
+@pytest.mark.parametrize("weighting", ["none", "idf-S", "idf-S+classes"])
 def test_stream_gives_the_rows_of_a_whole_run(files, tiny_bert_dir, tmp_path, weighting):
+    name, _, classes = weighting.partition("+")  # token-class weights: the streamed weighting keeps them
     common = ["-c", files["c"], "-r", files["r"], "-r", files["r2"], "--model", tiny_bert_dir, "--layer", "3",
-              "--weighting", weighting, "-q"] + (["--sep"] if weighting == "idf-S" else [])
+              "--weighting", name, "-q"] + (["--sep"] if name == "idf-S" else []) + (
+                  ["--punct-weight", "0", "--subword-weight", "0.5"] if classes else [])
     _cli("score", *common, "-o", tmp_path / "whole.tsv")
     _cli("score", *common, "-o", tmp_path / "stream.tsv", "--stream", "--chunk-size", 25)
     head_w, whole = _table(tmp_path / "whole.tsv")
