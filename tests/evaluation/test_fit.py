@@ -115,6 +115,7 @@ def _edit(data: Path, kind: str, lp: str, lines: list[str]) -> None:
     ("learn-unknown", ["--learn layer", "not a setting the fit learns"]),
     ("learn-idf", ["--learn idf_power", "idf-S or idf-L"]),
     ("memory", ["--max-memory", "more than 0.00 GiB", "mix fewer layers"]),
+    ("from-classes", ["weighting", "token-class weights"]),
 ])
 def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case, needles) -> None:
     data = write_daseg(tmp_path, PAIRS, 30)
@@ -139,6 +140,8 @@ def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case
         extra = ["--learn", "layer"]
     elif case == "learn-idf":
         extra = ["--learn", "idf_power"]
+    elif case == "from-classes":
+        options = {"model": tiny_bert_dir, "layer": 2, "punct_weight": 0.5}
     elif case == "memory":
         extra = ["--max-memory", "0.000001"]
     start = write_toml(options, tmp_path / "start.toml")

@@ -54,6 +54,9 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
         if not isinstance(part, kinds):
             raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
+    if any(w != 1 for w in c.weighting.class_weights()):
+        raise ConfigError(f"{named(WEIGHTINGS.stage)}: the fit does not learn through token-class weights yet; start "
+                          "from a run whose class weights are all 1")
     if c.baseline is not None:
         raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not "
                           "change r); leave the baseline out")
