@@ -45,12 +45,15 @@ def _tune(args: argparse.Namespace, out: Path) -> dict:
     import alignscore
 
     t = time.perf_counter()
-    result = alignscore.tune(WMT16, budget=args.tune_budget, output=out / "tune", model=args.model)
+    result = alignscore.tune(WMT16, budget=args.tune_budget, output=out / "tune", model=args.model,
+                             holdout=args.holdout)
     took = time.perf_counter() - t
     run = result.run
     return {"seconds": took, "peak_mib": _peak_mib(), "selected": f"{result.best.id} ({result.best.label})",
             "best_toml": str(out / "tune" / "best.toml"),
-            "estimates": {k: [e.estimate, e.low, e.high] for k, e in run.estimates.items()}}
+            "estimates": {k: [e.estimate, e.low, e.high] for k, e in run.estimates.items()},
+            "holdout": {k: sum(h.abs_r[k] for h in run.holdout) / len(run.holdout)
+                        for k in (run.holdout[0].abs_r if run.holdout else {})}}
 
 
 def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
@@ -58,13 +61,13 @@ def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
 
     t = time.perf_counter()
     result = alignscore.fit(WMT16, model=args.model, start=start, budget=args.fit_budget, output=out / "fit",
-                            steps=args.steps, quiet=True)
+                            steps=args.steps, holdout=args.holdout, quiet=True)
     took = time.perf_counter() - t
     v, est = result.values, result.estimate
     return {"seconds": took, "peak_mib": _peak_mib(), "kept_mib": result.state_bytes / 2**20,
             "layers": list(result.layers), "weights": v.weights(), "start_weights": result.start_values.weights(),
             "temperature": v.temperature, "idf_power": v.idf_power, "beta": v.beta, "metric": v.metric,
-            "final_steps": result.final.steps, "in_sample": result.in_sample,
+            "final_steps": result.final.steps, "in_sample": result.in_sample, "holdout": result.holdout,
             "start": "; ".join(line for line in result.start.toml().splitlines() if line and not line.startswith("#")),
             "intervals": {k: [i.estimate, i.low, i.high] for k, i in est.intervals.items()} if est else {},
             "folds": [[f.held_out, f.r_fitted, f.r_start, f.fitted.steps] for f in est.folds] if est else []}
@@ -125,7 +128,8 @@ def _run_child(which: str, args: argparse.Namespace, work: Path, start_file: str
     path = work / f"{which}.json"
     cmd = [sys.executable, __file__, "--child", which, "--json", str(path), "--workdir", str(work),
            "--model", args.model, "--tune-budget", str(args.tune_budget), "--fit-budget", str(args.fit_budget),
-           "--steps", str(args.steps)] + (["--start-file", start_file] if start_file else [])
+           "--steps", str(args.steps)] + (["--start-file", start_file] if start_file else []) + (
+               ["--holdout", args.holdout] if args.holdout else [])
     subprocess.run(cmd, check=True, cwd=REPO)
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -138,6 +142,7 @@ def main() -> None:
     ap.add_argument("--fit-budget", type=float, default=30.0, help="minutes")
     ap.add_argument("--tune-budget", type=float, default=30.0, help="minutes")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--holdout", default=None, help="another year's DAseg folder (benchmarks/wmt17_daseg.py)")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     ap.add_argument("--note", default="")
     ap.add_argument("--child", choices=("tune", "fit"), help=argparse.SUPPRESS)
@@ -200,6 +205,12 @@ def _report(args: argparse.Namespace, tune: dict | None, fit: dict) -> str:
               + f"; temperature {fit['temperature']:.4g}; idf exponent {fit['idf_power']:.4g}; beta {fit['beta']:.4g}; "
               f"metric {fit['metric']}. In-sample mean |r|: start {fit['in_sample'].get('start', float('nan')):.4f}, "
               f"fitted {fit['in_sample'].get('fitted', float('nan')):.4f}.", ""]
+    if args.holdout:
+        lines += [f"On another year ({Path(args.holdout).name}, every language pair; nothing of it seen by the fit or "
+                  "the search): mean |r|.", "", "| run | mean \\|r\\| |", "|---|---:|"]
+        lines += [f"| fit: {k} | {v:.4f} |" for k, v in fit["holdout"].items()]
+        lines += [f"| tune: {'its selection' if k == 'selected' else k} | {v:.4f} |"
+                  for k, v in (tune["holdout"] if tune else {}).items()] + [""]
     return "\n".join(lines)
 
 
