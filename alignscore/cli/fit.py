@@ -19,8 +19,10 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
                    "or mix, aligner greedy, weighting none, idf-S or idf-L. Default: BERTScore's composition for "
                    "--model.")
 @click.option("--learn", default=None, metavar="NAMES",
-              help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta. Default: "
-                   "every one that applies (idf_power only with an idf weighting).")
+              help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta and the "
+                   "token-class weights (special_weight, punct_weight, stopword_weight, subword_weight). Default: "
+                   "every one that applies (idf_power only with an idf weighting, special_weight only with "
+                   "special_tokens keep).")
 @click.option("--layers", default=None, metavar="LIST",
               help="The layers a single-layer start is mixed over, e.g. '2-6' (default: every block; the start's "
                    "layer among them).")

@@ -79,11 +79,13 @@ def test_differentiable_scores_equal_the_engine(tiny_bert_dir, data) -> None:
     scorer = alignscore.build(spec)
     pairs = load_daseg(data)
     features = extract(scorer, scorer.resolved(), pairs, (1, 2, 3))
-    values = Values((0.3, -0.2, 0.5), temperature=0.05, idf_power=0.7, beta=2.0, metric="fbeta")
+    values = Values((0.3, -0.2, 0.5), temperature=0.05, idf_power=0.7, beta=2.0, punct_weight=0.5,
+                    stopword_weight=0.25, subword_weight=2.0, metric="fbeta")
     ours = scores_of(features, values)
     engine = alignscore.build(run_spec({"model": tiny_bert_dir, "aggregator": "mix", "layers": [1, 2, 3],
                                         "mix_weights": [0.3, -0.2, 0.5], "temperature": 0.05, "weighting": "idf-S",
-                                        "idf_power": 0.7, "beta": 2.0, "metric": "fbeta"}))
+                                        "idf_power": 0.7, "beta": 2.0, "metric": "fbeta", "punct_weight": 0.5,
+                                        "stopword_weight": 0.25, "subword_weight": 2.0}))
     for lp, got in zip(pairs, ours):
         want = engine.score(lp.candidates, lp.references)["fbeta"]
         assert torch.allclose(got, want.double(), atol=1e-6)
@@ -114,6 +116,7 @@ def _edit(data: Path, kind: str, lp: str, lines: list[str]) -> None:
     ("from-wmd", ["aligner", "greedy"]),
     ("learn-unknown", ["--learn layer", "not a setting the fit learns"]),
     ("learn-idf", ["--learn idf_power", "idf-S or idf-L"]),
+    ("learn-special", ["--learn special_weight", "special_tokens keep"]),
     ("memory", ["--max-memory", "more than 0.00 GiB", "mix fewer layers"]),
     ("from-classes", ["weighting", "token-class weights"]),
 ])
@@ -140,6 +143,8 @@ def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case
         extra = ["--learn", "layer"]
     elif case == "learn-idf":
         extra = ["--learn", "idf_power"]
+    elif case == "learn-special":
+        extra = ["--learn", "special_weight"]
     elif case == "from-classes":
         options = {"model": tiny_bert_dir, "layer": 2, "punct_weight": 0.5}
     elif case == "memory":

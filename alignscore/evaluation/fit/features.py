@@ -19,6 +19,8 @@ from ...engine import Pairs, aligner_inputs, encode, merge_pairs
 from ..wmt import LangPair
 from ...scorer import Scorer
 from ...tokens import pad_gather
+from ...settings import settings_of
+from ...weighting.classes import TokenClassWeights
 from ...weighting.schemes import _Idf
 from ...errors import ConfigError
 
@@ -58,7 +60,8 @@ class Batch:
     """Some pairs of one language pair, right-padded: ``rows [B]`` (which pairs), ``cross [B, Tc,
     Tr, L * L]`` (candidate token i's layer l state . reference token j's layer m state, at
     ``l * L + m``), ``cand_gram [B, Tc, L * L]`` and ``ref_gram [B, Tr, L * L]`` (each token's
-    own), the masses before the idf exponent (0 on padding) and who may be matched."""
+    own), the masses before the idf exponent and the class weights (0 on padding), who may be
+    matched and each token's classes (:func:`~alignscore.weighting.token_classes`)."""
 
     rows: torch.Tensor
     cross: torch.Tensor
@@ -68,6 +71,8 @@ class Batch:
     ref_mass: torch.Tensor
     cand_match: torch.Tensor
     ref_match: torch.Tensor
+    cand_classes: torch.Tensor
+    ref_classes: torch.Tensor
 
     @property
     def nbytes(self) -> int:
@@ -115,8 +120,8 @@ def pair_bytes(lengths: torch.Tensor, ref: torch.Tensor, cand: torch.Tensor, lay
 
 
 def products(states: torch.Tensor, offsets: torch.Tensor, ref: torch.Tensor, cand: torch.Tensor,
-             ref_mass: torch.Tensor, cand_mass: torch.Tensor, matchable: torch.Tensor, dtype: torch.dtype
-             ) -> list[Batch]:
+             ref_mass: torch.Tensor, cand_mass: torch.Tensor, matchable: torch.Tensor, classes: torch.Tensor,
+             dtype: torch.dtype) -> list[Batch]:
     """The batches of the pairs ``ref``, ``cand`` (text indices into ``offsets``) from the
     token states ``[N, L, D]``, in batches of similar length."""
     n, layers, _ = states.shape
@@ -135,7 +140,7 @@ def products(states: torch.Tensor, offsets: torch.Tensor, ref: torch.Tensor, can
         out.append(Batch(rows, cross.transpose(2, 3).reshape(b, tc, tr, layers * layers).to(dtype),
                          (gram[c_idx] * c_ok[..., None]).to(dtype), (gram[r_idx] * r_ok[..., None]).to(dtype),
                          cand_mass[c_idx] * c_ok, ref_mass[r_idx] * r_ok, matchable[c_idx] & c_ok,
-                         matchable[r_idx] & r_ok))
+                         matchable[r_idx] & r_ok, classes[c_idx] * c_ok, classes[r_idx] * r_ok))
     return out
 
 
@@ -146,7 +151,8 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
 
     ``composition`` (resolved) gives the token roles and the weighting; an idf weighting is
     fitted per language pair, on its own references (as ``alignscore score`` on that pair's
-    files does), with exponent 1: the model raises it to the learned power. What is kept takes
+    files does), with exponent 1 and every token-class weight 1: the model raises it to the
+    learned power and multiplies each token's by its classes' learned weights. What is kept takes
     about ``itemsize x L^2 x (Tc Tr + Tc + Tr)`` bytes per pair (:attr:`Features.nbytes`); past
     ``limit`` bytes, a :class:`~alignscore.errors.ConfigError` naming ``too_big`` before the
     products of the language pair that would cross it are made.
@@ -155,6 +161,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     weighting = composition.weighting
     if isinstance(weighting, _Idf):
         weighting = replace(weighting, idf_power=1.0)
+    weighting = replace(weighting, **{s.name: 1.0 for s in settings_of(TokenClassWeights) if s.hint is float})
     raw = RawLayers(tuple(layers))
     comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None)
     itemsize = torch.empty(0, dtype=dtype).element_size()
@@ -174,6 +181,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
         (setting,) = aligner_inputs(replace(encoded, pairs=pairs), [comp], encoder, None, {})
         out.append(PairFeatures(lp.name, torch.as_tensor(lp.human, dtype=torch.float64),
                                 products(states, offsets, pairs.ref, pairs.cand, setting.ref_mass.float().cpu(),
-                                         setting.cand_mass.float().cpu(), setting.matchable.cpu(), dtype)))
+                                         setting.cand_mass.float().cpu(), setting.matchable.cpu(),
+                                         weighting.token_class_ids(encoded.table).cpu(), dtype)))
         del encoded, vectors, states
     return Features(tuple(layers), out)

@@ -15,6 +15,8 @@ import torch
 from ..._ops import UNIT_FLOOR
 from ...aggregators.mix import layer_weights
 from ...aligners.greedy import f_beta, match_similarities
+from ...settings import settings_of
+from ...weighting.classes import TokenClassWeights, token_class_multipliers
 from ...weighting.schemes import idf_power
 from .features import Batch, Features, PairFeatures
 
@@ -22,21 +24,31 @@ from .features import Batch, Features, PairFeatures
 T_START = 0.01
 #: the logit of the start's layer when a single layer becomes a mix (softmax weight about 0.8 of 6)
 LAYER_START = 3.0
-#: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta)
-BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6, 1e6)}
+#: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta and the
+#: token-class weights of every weighting)
+#: the token-class weights' settings, in the order of TOKEN_CLASSES
+CLASS_SETTINGS = tuple(s for s in settings_of(TokenClassWeights) if s.hint is float)
+BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6, 1e6),
+          **{s.name: (s.decl.ge, s.decl.le) for s in CLASS_SETTINGS}}
+#: where a learned logarithm starts from a value of 0 (exact greedy, a class weighed 0, no idf)
+LOG_START = {"temperature": T_START}
 
 
 @dataclass(frozen=True)
 class Values:
     """Values of the learnable settings, each field named as the option it sets: the mix's
     ``mix_weights`` (logits, one per kept layer; ``inf`` marks exactly one layer), the greedy
-    ``temperature`` (0: exact), the ``idf_power`` and ``beta`` (used where ``metric`` is
-    ``"fbeta"``)."""
+    ``temperature`` (0: exact), the ``idf_power``, ``beta`` (used where ``metric`` is
+    ``"fbeta"``) and the token-class weights (:data:`CLASS_SETTINGS`)."""
 
     mix_weights: tuple[float, ...]
     temperature: float = 0.0
     idf_power: float = 1.0
     beta: float = 1.0
+    special_weight: float = 1.0
+    punct_weight: float = 1.0
+    stopword_weight: float = 1.0
+    subword_weight: float = 1.0
     metric: str = "f1"
 
     @property
@@ -44,11 +56,17 @@ class Values:
         """The mix's logits (as :attr:`LayerMix.logits <alignscore.aggregators.mix.LayerMix.logits>`)."""
         return self.mix_weights
 
+    @property
+    def class_weights(self) -> tuple[float, ...]:
+        """The token-class weights in the order of :data:`CLASS_SETTINGS`."""
+        return self.special_weight, self.punct_weight, self.stopword_weight, self.subword_weight
+
     def options(self, learn: Sequence[str]) -> dict[str, Any]:
         """The options these values set in a fitted run: the mix's weights, and each setting of
         ``learn`` (``beta`` with ``metric = "fbeta"``, where these values score F-beta)."""
         out: dict[str, Any] = {"mix_weights": list(self.mix_weights)}
-        out.update({name: getattr(self, name) for name in ("temperature", "idf_power") if name in learn})
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name in learn and f.name in BOUNDS
+                    and f.name != "beta"})
         if "beta" in learn and self.metric == "fbeta":
             out.update(beta=self.beta, metric="fbeta")
         return out
@@ -61,13 +79,13 @@ class Values:
 #: the settings a fit may learn, by their option names (the learnable fields of :class:`Values`)
 LEARNABLE = tuple(f.name for f in fields(Values) if f.name != "metric")
 #: the learnable settings that are numbers (the mix's weights are a list)
-NUMBERS = tuple(f.name for f in fields(Values) if f.name in LEARNABLE and f.type == "float")
+NUMBERS = tuple(name for name in LEARNABLE if name in BOUNDS)
 
 
 @dataclass
 class Model:
     """Unconstrained parameters for the ``learn``-ed settings (the others keep ``start``'s):
-    the logits as they are, the temperature, idf exponent and beta as logarithms; a penalty
+    the logits as they are, every number as its logarithm; a penalty
     ``reg * |theta - theta_0|^2`` pulls them toward where they started."""
 
     start: Values
@@ -78,25 +96,25 @@ class Model:
 
     def __post_init__(self) -> None:
         s = self.start
-        first = {"mix_weights": torch.tensor([max(min(w, 20.0), -20.0) for w in s.logits], dtype=torch.float64),
-                 "temperature": torch.tensor(math.log(max(s.temperature, T_START)), dtype=torch.float64),
-                 "idf_power": torch.tensor(math.log(max(s.idf_power, 1e-3)), dtype=torch.float64),
-                 "beta": torch.tensor(math.log(s.beta), dtype=torch.float64)}
         for name in self.learn:
-            self.origin[name] = first[name].clone()
-            self.params[name] = first[name].clone().requires_grad_(True)
+            if name in NUMBERS:
+                first = torch.tensor(math.log(max(getattr(s, name), LOG_START.get(name, 1e-3))), dtype=torch.float64)
+            else:
+                first = torch.tensor([max(min(w, 20.0), -20.0) for w in s.logits], dtype=torch.float64)
+            self.origin[name] = first.clone()
+            self.params[name] = first.clone().requires_grad_(True)
 
     def parameters(self) -> list[torch.Tensor]:
         return list(self.params.values())
 
     def current(self) -> dict[str, torch.Tensor | float | tuple[float, ...]]:
-        """The settings' values now: tensors for the learned ones (differentiable)."""
+        """The settings' values now (``logits`` and every number): tensors for the learned ones
+        (differentiable)."""
         s, p = self.start, self.params
-        lo, hi = BOUNDS["temperature"]
-        return {"logits": p["mix_weights"] if "mix_weights" in p else s.logits,
-                "temperature": p["temperature"].exp().clamp(lo, hi) if "temperature" in p else s.temperature,
-                "idf_power": p["idf_power"].exp().clamp(*BOUNDS["idf_power"]) if "idf_power" in p else s.idf_power,
-                "beta": p["beta"].exp().clamp(*BOUNDS["beta"]) if "beta" in p else s.beta}
+        out: dict[str, torch.Tensor | float | tuple[float, ...]] = {"logits": p.get("mix_weights", s.logits)}
+        for name in NUMBERS:
+            out[name] = p[name].exp().clamp(*BOUNDS[name]) if name in p else getattr(s, name)
+        return out
 
     def values(self) -> Values:
         """The learned values as plain numbers."""
@@ -106,9 +124,9 @@ class Model:
             return x.detach().tolist() if isinstance(x, torch.Tensor) else x
 
         logits = plain(now["logits"])
-        return Values(tuple(float(w) for w in logits), float(plain(now["temperature"])),  # type: ignore[arg-type]
-                      float(plain(now["idf_power"])), float(plain(now["beta"])),  # type: ignore[arg-type]
-                      "fbeta" if "beta" in self.learn else self.start.metric)
+        numbers = {name: float(plain(now[name])) for name in NUMBERS}  # type: ignore[arg-type]
+        return Values(tuple(float(w) for w in logits), **numbers,  # type: ignore[arg-type]
+                      metric="fbeta" if "beta" in self.learn else self.start.metric)
 
     def penalty(self) -> torch.Tensor:
         return self.reg * sum((((self.params[k] - self.origin[k]) ** 2).sum() for k in self.params),
@@ -135,15 +153,22 @@ def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> to
 
 def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
     """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
-    among ``values`` (``logits``, ``temperature``, ``idf_power``, ``beta``)."""
+    among ``values`` (``logits`` and the numbers of :data:`NUMBERS`). A token's mass is
+    ``idf^a`` times its class multiplier, as the engine weighs it."""
     a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
     powered = isinstance(a, torch.Tensor) or a != 1
+    weights = [values[s.name] for s in CLASS_SETTINGS]
+    classes = (torch.stack([torch.as_tensor(w, dtype=torch.float32) for w in weights])  # type: ignore[arg-type]
+               if any(isinstance(w, torch.Tensor) or w != 1 for w in weights) else None)
     out = []
     for b in pf.batches:
         sim = mixed_similarity(b, values["logits"])  # type: ignore[arg-type]
         ref_mass = idf_power(b.ref_mass, a) if powered else b.ref_mass  # type: ignore[arg-type]
         cand_mass = idf_power(b.cand_mass, a) if powered else b.cand_mass  # type: ignore[arg-type]
+        if classes is not None:
+            ref_mass = ref_mass * token_class_multipliers(b.ref_classes, classes)
+            cand_mass = cand_mass * token_class_multipliers(b.cand_classes, classes)
         p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b.ref_match,
                                         b.cand_match, t)  # type: ignore[arg-type]
         if metric == "fbeta":
@@ -177,9 +202,8 @@ def mean_r(scores: Sequence[torch.Tensor], pairs: Sequence[PairFeatures],
 
 
 def plain(values: Values) -> dict[str, object]:
-    """``values`` as :func:`mean_r` and :func:`pair_scores` take them."""
-    return {"logits": values.logits, "temperature": values.temperature, "idf_power": values.idf_power,
-            "beta": values.beta}
+    """``values`` as :func:`pair_scores` takes them."""
+    return {"logits": values.logits, **{name: getattr(values, name) for name in NUMBERS}}
 
 
 def scores_of(features: Features, values: Values) -> list[torch.Tensor]:

@@ -24,9 +24,10 @@ from ...settings import settings_of
 from ..wmt import LangPair, load_daseg
 from ...textio import check_output_folder
 from ...weighting import WEIGHTINGS
+from ...weighting.classes import TokenClassWeights
 from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
-from .model import LAYER_START, LEARNABLE, Values, scores_of
+from .model import CLASS_SETTINGS, LAYER_START, LEARNABLE, Values, scores_of
 from .optimise import Plan, abs_r, fit_values, nested
 from .outputs import FitResult, write_outputs
 
@@ -66,18 +67,27 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
-    """The settings to learn: ``names`` checked, or every one that applies to ``spec`` (a
-    setting of the idf weightings where the start weighs by one)."""
-    idf = isinstance(spec.composition.weighting, _Idf)
+    """The settings to learn: ``names`` checked, or every one that applies to ``spec`` (the idf
+    exponent where the start weighs by idf; the special tokens' class weight where they carry
+    mass, ``special_tokens = "keep"``)."""
+    c = spec.composition
+    idf = isinstance(c.weighting, _Idf)
+    of_idf = {s.name for s in settings_of(_Idf)} - {s.name for s in settings_of(TokenClassWeights)}
+    special = CLASS_SETTINGS[0].name
+    applies = {n: (idf or n not in of_idf) and (n != special or c.roles.special == "keep")
+               for n in LEARNABLE}
     if names is None:
-        return [n for n in LEARNABLE if idf or not _declares(_Idf, n)]
+        return [n for n in LEARNABLE if applies[n]]
     unknown = [n for n in names if n not in LEARNABLE]
     if unknown:
         raise ConfigError(f"--learn {unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
-    of_idf = [n for n in names if _declares(_Idf, n)]
-    if of_idf and not idf:
-        raise ConfigError(f"--learn {of_idf[0]}: applies with weighting idf-S or idf-L only (the start weighs by "
-                          f"{type(spec.composition.weighting).__name__})")
+    for n in names:
+        if n in of_idf and not idf:
+            raise ConfigError(f"--learn {n}: applies with weighting idf-S or idf-L only (the start weighs by "
+                              f"{type(c.weighting).__name__})")
+        if not applies[n]:
+            raise ConfigError(f"--learn {n}: special tokens carry mass with special_tokens keep only (the start's: "
+                              f"{c.roles.special})")
     if not names:
         raise ConfigError("--learn: name at least one setting")
     return list(dict.fromkeys(names))
