@@ -1,5 +1,5 @@
 """What ``alignscore fit`` writes: best.toml, scores.csv, folds.csv, leaderboard.md/.csv and a
-figure of the learned layer weights, as one set (each file renamed into place once all are
+figure of the learned layer and token-class weights, as one set (each file renamed into place once all are
 written)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from ...config import RunSpec
 from ...textio import make_output_folder, replacing
 from .features import Features
-from .model import NUMBERS, Values
+from .model import CLASS_SETTINGS, NUMBERS, Values
 from .optimise import Estimate, Fitted
 
 
@@ -106,21 +106,28 @@ def markdown(result: FitResult) -> str:
 
 
 def write_figure(path: Path, result: FitResult) -> None:
-    """A bar chart of the learned layer weights beside the start's."""
+    """Bar charts of the learned layer weights and token-class weights beside the start's."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2), 3.6))
-    ax = fig.subplots()
-    xs = range(len(result.layers))
+    fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2) + 3.6, 3.6))
+    layers_ax, classes_ax = fig.subplots(1, 2, width_ratios=(max(len(result.layers), 2), 4))
     width = 0.4
-    ax.bar([x - width / 2 for x in xs], result.start_values.weights(), width, label="start", color="C7")
-    ax.bar([x + width / 2 for x in xs], result.values.weights(), width, label="fitted", color="C0")
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels([str(k) for k in result.layers])
-    ax.set_xlabel("layer")
-    ax.set_ylabel("softmax weight")
-    ax.set_title(f"learned layer mix ({', '.join(result.lang_pairs)})", fontsize=8)
-    ax.legend(fontsize=8)
+    panels = ((layers_ax, [str(k) for k in result.layers], result.start_values.weights(), result.values.weights(),
+               "layer", "softmax weight"),
+              (classes_ax, [s.name.removesuffix("_weight") for s in CLASS_SETTINGS],
+               list(result.start_values.class_weights), list(result.values.class_weights), "token class",
+               "mass multiplier"))
+    for ax, labels, start, fitted, xlabel, ylabel in panels:
+        xs = range(len(labels))
+        ax.bar([x - width / 2 for x in xs], start, width, label="start", color="C7")
+        ax.bar([x + width / 2 for x in xs], fitted, width, label="fitted", color="C0")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    layers_ax.set_title(f"learned layer mix ({', '.join(result.lang_pairs)})", fontsize=8)
+    classes_ax.set_title("learned token-class weights", fontsize=8)
+    layers_ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
