@@ -1,11 +1,8 @@
 """How a part, an encoder or the runtime declares its settings: each setting is a dataclass field
-whose metadata says its help, its range or choices, what it requires of the other settings of
-the same object, its aliases and whether it names a file. :func:`check_settings` enforces the
-declarations where the object is built (``__post_init__``), so a part made directly in Python
-and one compiled from flags, keywords, files, grid cells or search spaces are checked by the
-same code; the configuration layer (:mod:`alignscore.config`) reads the same declarations to make
-the command-line flags (``--`` + the field's name, ``_`` as ``-``) and to name a bad value the
-way the user wrote it::
+(:func:`setting`) whose metadata says its help, range or choices, requirements, aliases and whether
+it names a file. :func:`check_settings` enforces them where the object is built
+(``__post_init__``); the configuration layer reads the same declarations (DESIGN.md,
+"Configuration"). A field whose name starts with ``_`` is private (not a setting)::
 
     @dataclass(frozen=True)
     class MyAligner(Aligner):
@@ -13,8 +10,6 @@ way the user wrote it::
 
         def __post_init__(self) -> None:
             check_settings(self)
-
-A field whose name starts with ``_`` is private (not a setting).
 """
 
 from __future__ import annotations
@@ -96,12 +91,7 @@ class Declaration:
     unset: str | None = None
 
 
-def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
-            gt: float | None = None, le: float | None = None, infinite: bool = False,
-            requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
-            layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
-            parse: Callable[[str], Any] | None = None, metavar: str | None = None, short: str | None = None,
-            envvar: str | None = None, unset: str | None = None, compare: bool = True) -> Any:
+def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -128,11 +118,9 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     unset : what ``None`` means, said in a written run's comment (``"the model's own limit"``).
     compare : whether the setting takes part in equality (a large inline list need not).
     """
-    if requires:
-        requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
-    decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
-                       file, parse, metavar, short, envvar, unset)
-    return field(default=default, metadata={KEY: decl}, compare=compare)
+    requires = declared.get("requires") or {}
+    declared["requires"] = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
+    return field(default=default, metadata={KEY: Declaration(**declared)}, compare=compare)
 
 
 def hints(cls: Any) -> dict[str, Any]:
@@ -184,6 +172,39 @@ class Setting:
             if typing.get_origin(kind) is tuple:
                 return typing.get_args(kind)[0]
         return None
+
+    def read(self, value: Any, text: bool = False, check: bool = True) -> Any:
+        """``value`` as this setting holds it: a text read (``text``: from the command line; else
+        where the setting is a list or declares how it reads text), then checked (``check``:
+        :meth:`check`). Raises :class:`SettingError`."""
+        if isinstance(value, str) and (text or self.sequence is not None and str not in self.kinds
+                                       or self.decl.parse is not None):
+            value = self._parse(value)
+        return self.check(value) if check else value
+
+    def _parse(self, text: str) -> Any:
+        kinds, item, parse = self.kinds, self.sequence, self.decl.parse
+        if self.decl.file or kinds == {str}:
+            return text  # a path is resolved against the folder of what names it
+        try:
+            if item is not None:
+                return float_list(text) if item is float else int_list(text) if item is int else (text,)
+            if parse is not None:
+                return parse(text)
+        except ConfigError as exc:
+            raise SettingError(self.name, exc.message) from None
+        except ValueError:
+            raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})") from None
+        if int in kinds and text.strip().lstrip("+-").isdigit():
+            return int(text)
+        if float in kinds:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+        if str in kinds:
+            return text
+        raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})")
 
     def check(self, value: Any) -> Any:
         """``value`` as this setting holds it (an int as a float for a float setting, a list as

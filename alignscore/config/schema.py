@@ -32,7 +32,7 @@ from ..composition import Composition, CompositionOptions
 from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
-from ..settings import Setting, float_list, int_list, settings_of
+from ..settings import Setting, settings_of
 from ..weighting import WEIGHTINGS
 from .presets import PRESETS
 
@@ -78,35 +78,6 @@ class Option:
     def flag(self) -> str:
         """The command-line flag: ``--`` + the name, ``_`` as ``-``."""
         return "--" + self.name.replace("_", "-")
-
-    def parse_text(self, text: str) -> Any:
-        """A value given as text (on the command line, or a text where the setting holds
-        something else) as the setting holds it. Raises ConfigError naming no option (the
-        caller names it as it was given)."""
-        if self.file:
-            return text  # a path (resolved against the folder of what names it)
-        s = self.setting
-        if s is None or s.kinds == {str}:
-            return text
-        item = s.sequence
-        if item is not None:
-            return float_list(text) if item is float else int_list(text) if item is int else (text,)
-        kinds = s.kinds
-        if s.decl.parse is not None:
-            try:
-                return s.decl.parse(text)
-            except ValueError:
-                raise ConfigError(f"cannot read {text!r} ({s.describe()})") from None
-        if int in kinds and text.strip().lstrip("+-").isdigit():
-            return int(text)
-        if float in kinds:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-        if str in kinds:
-            return text
-        raise ConfigError(f"cannot read {text!r} ({s.describe()})")
 
 
 def _shown(value: Any) -> str:

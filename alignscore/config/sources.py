@@ -136,18 +136,11 @@ def _close(key: str, table: Mapping[str, Any]) -> str:
 
 
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
-    """A value as the option holds it: text read (always from the command line; elsewhere
-    where the setting is a list, or declares how it reads text), files resolved."""
+    """A value as the option holds it: files resolved, then read and checked by its declaration."""
     s = option.setting
     if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
         spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
-    try:
-        if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
-                                                                   or s.decl.parse is not None))):
-            value = option.parse_text(value)
-    except ConfigError as exc:
-        raise ConfigError(f"{label}: {exc}", (option.name,)) from None
     model = option.name == MODEL_OPTIONS[0] and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
         path = Path(value).expanduser()
@@ -158,12 +151,10 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
         value = [value]
     if option.choices is not None and s is None and value not in option.choices:  # a preset
         raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
-    if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
-        try:
-            value = s.check(value)
-        except SettingError as exc:
-            raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
-    return value
+    try:  # a setting several parts share is checked by the part chosen
+        return value if s is None else s.read(value, text, check=len(option.parts) <= 1)
+    except SettingError as exc:
+        raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
 
 
 def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
