@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import typing
+from contextlib import suppress
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from numbers import Integral, Real
 from types import UnionType
@@ -117,6 +118,8 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     envvar : the environment variable the flag reads when it is not given.
     unset : what ``None`` means, said in a written run's comment (``"the model's own limit"``).
     compare : whether the setting takes part in equality (a large inline list need not).
+
+    The keywords but ``default`` and ``compare`` are :class:`Declaration`'s fields.
     """
     requires = declared.get("requires") or {}
     declared["requires"] = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
@@ -158,10 +161,6 @@ class Setting:
         return {self.hint}
 
     @property
-    def optional(self) -> bool:
-        return typing.get_origin(self.hint) in (typing.Union, UnionType) and type(None) in typing.get_args(self.hint)
-
-    @property
     def boolean(self) -> bool:
         return self.kinds == {bool}
 
@@ -198,10 +197,8 @@ class Setting:
         if int in kinds and text.strip().lstrip("+-").isdigit():
             return int(text)
         if float in kinds:
-            try:
+            with suppress(ValueError):  # a text setting may be a number too: else the text
                 return float(text)
-            except ValueError:
-                pass
         if str in kinds:
             return text
         raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})")
@@ -210,13 +207,13 @@ class Setting:
         """``value`` as this setting holds it (an int as a float for a float setting, a list as
         a tuple), after checking its type, range and choices. Raises :class:`SettingError`."""
         if value is None:
-            if self.optional or self.default is None:
+            union = typing.get_origin(self.hint) in (typing.Union, UnionType)
+            if union and type(None) in typing.get_args(self.hint) or self.default is None:
                 return None
             raise SettingError(self.name, f"a value is needed ({self.describe()})")
-        kinds = self.kinds
+        kinds, item = self.kinds, self.sequence
         if Any in kinds:
             return value
-        item = self.sequence
         scalars = {k for k in kinds if typing.get_origin(k) is not tuple}
         if item is not None and isinstance(value, (list, tuple)):
             if not value:
@@ -232,13 +229,15 @@ class Setting:
             return value
         if isinstance(value, bool):
             raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-        if int in kinds and isinstance(value, Integral):
-            return self._in_range(int(value))
-        if float in kinds and isinstance(value, Real):
-            value = float(value)
-            if math.isnan(value) or (math.isinf(value) and not d.infinite):
+        number = int if int in kinds and isinstance(value, Integral) else float if float in kinds and isinstance(
+            value, Real) else None
+        if number is not None:
+            value = number(value)
+            if (number is float and (math.isnan(value) or math.isinf(value) and not d.infinite)
+                    or d.ge is not None and not value >= d.ge or d.gt is not None and not value > d.gt
+                    or d.le is not None and not value <= d.le):
                 raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-            return self._in_range(value)
+            return value
         if str in kinds and isinstance(value, str):
             if d.choices is not None and value not in d.choices:
                 raise SettingError(self.name, f"one of {', '.join(map(str, d.choices))}, not {value!r}")
@@ -249,21 +248,10 @@ class Setting:
             return value
         raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
 
-    def _in_range(self, value: float) -> Any:
-        d = self.decl
-        if ((d.ge is not None and not value >= d.ge) or (d.gt is not None and not value > d.gt)
-                or (d.le is not None and not value <= d.le)):
-            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-        return value
-
     def describe(self) -> str:
         """The values it takes, in words (``"an integer >= 1"``, ``"one of truncate, window"``)."""
-        d = self.decl
-        words = []
-        kinds = self.kinds
-        item = self.sequence
-        if item is not None:
-            kinds = {item}
+        d, words, item = self.decl, [], self.sequence
+        kinds = {item} if item is not None else self.kinds
         if bool in kinds:
             words.append("true or false")
         number = "an integer" if int in kinds else "a number" if float in kinds else None
@@ -319,14 +307,9 @@ def check_settings(obj: Any) -> None:
                 raise RequirementError(s.name, other, allowed, getattr(obj, other), held.decl.metavar or "VALUE")
 
 
-def int_list(value: Any, what: str = "") -> tuple[int, ...]:
-    """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` or a list of integers -> a tuple."""
+def int_list(value: str, what: str = "") -> tuple[int, ...]:
+    """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` -> a tuple."""
     named = f"{what}: " if what else ""
-    if not isinstance(value, str):
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if any(isinstance(v, bool) or not isinstance(v, Integral) for v in items):
-            raise ConfigError(f"{named}expected whole numbers, not {value!r}")
-        return tuple(int(v) for v in items)
     out: list[int] = []
     for part in value.split(","):
         part = part.strip()

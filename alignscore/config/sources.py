@@ -21,8 +21,7 @@ from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
 from .files import dotted, line_of, load_toml
 from .presets import PRESETS
-from .schema import (FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_aliases, part_settings,
-                     registry_of)
+from .schema import FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_settings, registry_of
 
 CLEAR = "none"  # --filters none: no filter from the sources below
 PRESET, CONFIG = SOURCE_OPTIONS
@@ -171,11 +170,10 @@ def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
             raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
                               f"not {value!r}")
         known(registry, name, label(path + ("name",)))
-        takes, older = part_settings(stage, name), part_aliases(stage, name)
+        takes = part_settings(stage, name)
+        older = {a: s.name for s in takes.values() for a in s.decl.aliases}  # valid in its table only
         out: dict[str, tuple[Any, str]] = {}
-        for k, v in value.items():
-            if k == "name":
-                continue
+        for k, v in [(k, v) for k, v in value.items() if k != "name"]:
             setting = k if k in takes else older.get(k)
             if setting is None:
                 raise ConfigError(f"{label(path + (k,))}: {stage} {name} has no setting {k!r} "
