@@ -155,7 +155,6 @@ def baryscore(model: str | None = None, idf: bool = True, reg: float | None = No
 
 
 #: the function of each preset, by the preset's name
-PRESET_FUNCTIONS = {"bertscore": bertscore, "moverscore-v2": moverscore_v2, "moverscore-v1": moverscore_v1,
-                    "baryscore": baryscore}
+PRESET_FUNCTIONS = {f.__name__.replace("_", "-"): f for f in (bertscore, moverscore_v2, moverscore_v1, baryscore)}
 
 __all__ = ["PRESET_FUNCTIONS", "baryscore", "bertscore", "moverscore_v1", "moverscore_v2", "score"]

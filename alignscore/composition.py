@@ -1,21 +1,10 @@
 """A composition: the parts of a metric after the encoder.
 
-A :class:`Composition` holds the aggregator, the token roles (special-token policy and filters),
-the weighting, the aligner, which of the aligner's outputs is *the* score (``metric``), how
-several references reduce and the baseline rescaling. Its parts are frozen dataclasses whose
-fields are their settings (:mod:`alignscore.settings`): a composition is its own description,
-and two equal compositions compute the same numbers. The encoder is apart: one encoding serves
-every composition over the same model (:mod:`alignscore.engine`).
-
-Where the parts must fit each other, the composition checks it where it is made: the aligner is
-fitted to what the aggregator declares it produces (:meth:`Aggregator.output
-<alignscore.aggregators.base.Aggregator.output>`; BaryScore reads a stack of layers), the
-metric must be one of the aligner's outputs, and baseline rescaling reads one row per layer (a
-single-layer aggregator). :meth:`Composition.resolve` does the rest once a model is known:
-layers counted from the top, the model's default layer, a baseline row for that layer.
-
-Every way in (flags, keywords, files, presets, grid cells, search spaces) describes a
-composition with the same names and is compiled into one by :mod:`alignscore.config`.
+The aggregator, token roles, weighting and aligner, which output is the score, how several
+references reduce and the baseline rescaling. Its parts are frozen dataclasses whose fields are
+their settings (:mod:`alignscore.settings`); the parts are checked against each other where it
+is made, and against the model by :meth:`Composition.resolve`. The encoder is apart: one
+encoding serves every composition over the same model (:mod:`alignscore.engine`).
 """
 
 from __future__ import annotations
@@ -96,8 +85,7 @@ class CompositionOptions:
         """The composition of these options and ``parts`` (by stage) and token ``filters``; the
         baseline file is read where rescaling is on."""
         baseline = self.baseline if self.rescale else None
-        if isinstance(baseline, (str, os.PathLike)):
-            baseline = Baseline.read(baseline)
+        baseline = Baseline.read(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
         remap = load_remapping(self.remap) if isinstance(self.remap, (str, os.PathLike)) else self.remap
         lm = LMTerm(os.fspath(self.lm), self.lm_weight) if self.lm is not None else None
         return Composition(roles=TokenRoles(self.special_tokens, filters), metric=self.metric,
@@ -151,12 +139,11 @@ class Composition:
             object.__setattr__(self, "aligner", self.aligner.fit(self.aggregator.output()))
         except ConfigError as exc:
             raise ConfigError(str(exc), ("aligner", "aggregator")) from None
-        metrics = self.aligner.metrics
         if self.metric is None:
             object.__setattr__(self, "metric", self.aligner.primary)
-        elif self.metric not in metrics:
+        elif self.metric not in self.aligner.metrics:
             raise ConfigError(f"aligner {self.aligner.signature()} has no output {self.metric!r} "
-                              f"(it gives {', '.join(metrics)})", ("metric", "aligner"))
+                              f"(it gives {', '.join(self.aligner.metrics)})", ("metric", "aligner"))
         if self.remap is not None and not isinstance(self.remap, Remapping):
             raise ConfigError(f"remap must be a Remapping (load_remapping(path)), not {describe(self.remap)}",
                               ("remap",))
@@ -164,12 +151,11 @@ class Composition:
             raise ConfigError(f"lm must be an LMTerm (LMTerm(model, weight)), not {describe(self.lm)}", ("lm",))
         if self.remap is not None or self.lm is not None:  # a remapped run, an LM term: against sources only
             self.check_side(sources=True)
-        if self.remap is not None and not self.aggregator.output().one_layer:
-            raise ConfigError(f"a remapping maps one layer's vectors: it needs the single-layer aggregator, not "
-                              f"{self.aggregator.output()}", ("remap", "aggregator"))
-        if self.baseline is not None and not self.aggregator.output().one_layer:
-            raise ConfigError(f"baseline rescaling reads one row per layer: it needs the single-layer aggregator, "
-                              f"not {self.aggregator.output()}", ("baseline", "aggregator"))
+        for name, why in (("remap", "a remapping maps one layer's vectors"),
+                          ("baseline", "baseline rescaling reads one row per layer")):
+            if getattr(self, name) is not None and not self.aggregator.output().one_layer:
+                raise ConfigError(f"{why}: it needs the single-layer aggregator, not {self.aggregator.output()}",
+                                  (name, "aggregator"))
 
     def check_encoder(self, static: str | None, name: str) -> None:
         """Raise where this composition cannot read an encoder of this kind: a static table
@@ -202,9 +188,7 @@ class Composition:
             aggregator = self.aggregator.resolve(encoder.num_layers, encoder.default_layer())
         except SettingError as exc:
             raise SettingError(exc.field, f"{exc.reason} (model {encoder.name!r})") from None
-        default_of = None
-        if self.aggregator.takes_default:
-            default_of = encoder.default_layer_origin()
+        default_of = encoder.default_layer_origin() if self.aggregator.takes_default else None
         out = replace(self, aggregator=aggregator, default_of=default_of)
         out.baseline_values()
         if self.remap is not None:
@@ -222,8 +206,8 @@ class Composition:
             values = self.baseline.values(self.aggregator.layers_read()[0])
         except ConfigError as exc:
             raise ConfigError(str(exc), ("baseline", *(s.name for s in settings_of(type(self.aggregator))))) from None
-        missing = [m for m in self.metrics if m not in values]
-        if missing:  # rescaling only some outputs would report rescaled and raw scores side by side
+        # rescaling only some outputs would report rescaled and raw scores side by side
+        if missing := [m for m in self.metrics if m not in values]:
             raise ConfigError(f"the baseline has no value for the output(s) {', '.join(missing)} "
                               f"of {self.aligner.signature()}", ("baseline", "aligner"))
         return values
@@ -255,18 +239,14 @@ class Composition:
             "tokens": self.roles.signature(),
             "w": self.weighting.signature(),
             "align": self.aligner.signature(),
-        }
-        if self.metric != self.aligner.primary:
-            fields["metric"] = self.metric
-        if self.remap is not None:
-            fields["remap"] = self.remap.digest()
-        fields.update({
+            "metric": self.metric if self.metric != self.aligner.primary else None,
+            "remap": self.remap.digest() if self.remap is not None else None,
             "refs": "source" if sources else self.multi_ref,
             **({"lm": self.lm.signature() if self.lm is not None else "none"} if sources else {}),
             "rescale": self.baseline.signature() if self.baseline else "no",
             "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
-        })
-        return Signature.of(fields)
+        }
+        return Signature.of({k: v for k, v in fields.items() if v is not None})
 
 
 __all__ = ["MULTI_REF", "Composition", "CompositionOptions"]

@@ -1,11 +1,8 @@
 """How a part, an encoder or the runtime declares its settings: each setting is a dataclass field
-whose metadata says its help, its range or choices, what it requires of the other settings of
-the same object, its aliases and whether it names a file. :func:`check_settings` enforces the
-declarations where the object is built (``__post_init__``), so a part made directly in Python
-and one compiled from flags, keywords, files, grid cells or search spaces are checked by the
-same code; the configuration layer (:mod:`alignscore.config`) reads the same declarations to make
-the command-line flags (``--`` + the field's name, ``_`` as ``-``) and to name a bad value the
-way the user wrote it::
+(:func:`setting`) whose metadata says its help, range or choices, requirements, aliases and whether
+it names a file. :func:`check_settings` enforces them where the object is built
+(``__post_init__``); the configuration layer reads the same declarations (DESIGN.md,
+"Configuration"). A field whose name starts with ``_`` is private (not a setting)::
 
     @dataclass(frozen=True)
     class MyAligner(Aligner):
@@ -13,8 +10,6 @@ way the user wrote it::
 
         def __post_init__(self) -> None:
             check_settings(self)
-
-A field whose name starts with ``_`` is private (not a setting).
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ import math
 import os
 import sys
 import typing
+from contextlib import suppress
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from numbers import Integral, Real
 from types import UnionType
@@ -97,12 +93,7 @@ class Declaration:
     names_model: bool = False
 
 
-def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = None, ge: float | None = None,
-            gt: float | None = None, le: float | None = None, infinite: bool = False,
-            requires: Mapping[str, Any] | None = None, implies: Mapping[str, Any] | None = None,
-            layered: bool = False, aliases: tuple[str, ...] = (), option: bool = True, file: bool = False,
-            parse: Callable[[str], Any] | None = None, metavar: str | None = None, short: str | None = None,
-            envvar: str | None = None, unset: str | None = None, compare: bool = True, names_model: bool = False) -> Any:
+def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     """A dataclass field that is a setting.
 
     Parameters
@@ -130,12 +121,12 @@ def setting(default: Any, *, help: str = "", choices: tuple[Any, ...] | None = N
     compare : whether the setting takes part in equality (a large inline list need not).
     names_model : the value names a model: a hub id, or a local folder or file (resolved against
         the folder of the file that names it where it exists there).
+
+    The keywords but ``default`` and ``compare`` are :class:`Declaration`'s fields.
     """
-    if requires:
-        requires = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
-    decl = Declaration(help, choices, ge, gt, le, infinite, requires or {}, implies or {}, layered, aliases, option,
-                       file, parse, metavar, short, envvar, unset, names_model)
-    return field(default=default, metadata={KEY: decl}, compare=compare)
+    requires = declared.get("requires") or {}
+    declared["requires"] = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
+    return field(default=default, metadata={KEY: Declaration(**declared)}, compare=compare)
 
 
 def hints(cls: Any) -> dict[str, Any]:
@@ -173,10 +164,6 @@ class Setting:
         return {self.hint}
 
     @property
-    def optional(self) -> bool:
-        return typing.get_origin(self.hint) in (typing.Union, UnionType) and type(None) in typing.get_args(self.hint)
-
-    @property
     def boolean(self) -> bool:
         return self.kinds == {bool}
 
@@ -188,17 +175,48 @@ class Setting:
                 return typing.get_args(kind)[0]
         return None
 
+    def read(self, value: Any, text: bool = False, check: bool = True) -> Any:
+        """``value`` as this setting holds it: a text read (``text``: from the command line; else
+        where the setting is a list or declares how it reads text), then checked (``check``:
+        :meth:`check`). Raises :class:`SettingError`."""
+        if isinstance(value, str) and (text or self.sequence is not None and str not in self.kinds
+                                       or self.decl.parse is not None):
+            value = self._parse(value)
+        return self.check(value) if check else value
+
+    def _parse(self, text: str) -> Any:
+        kinds, item, parse = self.kinds, self.sequence, self.decl.parse
+        if self.decl.file or kinds == {str}:
+            return text  # a path is resolved against the folder of what names it
+        try:
+            if item is not None:
+                return float_list(text) if item is float else int_list(text) if item is int else (text,)
+            if parse is not None:
+                return parse(text)
+        except ConfigError as exc:
+            raise SettingError(self.name, exc.message) from None
+        except ValueError:
+            raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})") from None
+        if int in kinds and text.strip().lstrip("+-").isdigit():
+            return int(text)
+        if float in kinds:
+            with suppress(ValueError):  # a text setting may be a number too: else the text
+                return float(text)
+        if str in kinds:
+            return text
+        raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})")
+
     def check(self, value: Any) -> Any:
         """``value`` as this setting holds it (an int as a float for a float setting, a list as
         a tuple), after checking its type, range and choices. Raises :class:`SettingError`."""
         if value is None:
-            if self.optional or self.default is None:
+            union = typing.get_origin(self.hint) in (typing.Union, UnionType)
+            if union and type(None) in typing.get_args(self.hint) or self.default is None:
                 return None
             raise SettingError(self.name, f"a value is needed ({self.describe()})")
-        kinds = self.kinds
+        kinds, item = self.kinds, self.sequence
         if Any in kinds:
             return value
-        item = self.sequence
         scalars = {k for k in kinds if typing.get_origin(k) is not tuple}
         if item is not None and isinstance(value, (list, tuple)):
             if not value:
@@ -214,13 +232,15 @@ class Setting:
             return value
         if isinstance(value, bool):
             raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-        if int in kinds and isinstance(value, Integral):
-            return self._in_range(int(value))
-        if float in kinds and isinstance(value, Real):
-            value = float(value)
-            if math.isnan(value) or (math.isinf(value) and not d.infinite):
+        number = int if int in kinds and isinstance(value, Integral) else float if float in kinds and isinstance(
+            value, Real) else None
+        if number is not None:
+            value = number(value)
+            if (number is float and (math.isnan(value) or math.isinf(value) and not d.infinite)
+                    or d.ge is not None and not value >= d.ge or d.gt is not None and not value > d.gt
+                    or d.le is not None and not value <= d.le):
                 raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-            return self._in_range(value)
+            return value
         if str in kinds and isinstance(value, str):
             if d.choices is not None and value not in d.choices:
                 raise SettingError(self.name, f"one of {', '.join(map(str, d.choices))}, not {value!r}")
@@ -231,21 +251,10 @@ class Setting:
             return value
         raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
 
-    def _in_range(self, value: float) -> Any:
-        d = self.decl
-        if ((d.ge is not None and not value >= d.ge) or (d.gt is not None and not value > d.gt)
-                or (d.le is not None and not value <= d.le)):
-            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-        return value
-
     def describe(self) -> str:
         """The values it takes, in words (``"an integer >= 1"``, ``"one of truncate, window"``)."""
-        d = self.decl
-        words = []
-        kinds = self.kinds
-        item = self.sequence
-        if item is not None:
-            kinds = {item}
+        d, words, item = self.decl, [], self.sequence
+        kinds = {item} if item is not None else self.kinds
         if bool in kinds:
             words.append("true or false")
         number = "an integer" if int in kinds else "a number" if float in kinds else None
@@ -301,14 +310,9 @@ def check_settings(obj: Any) -> None:
                 raise RequirementError(s.name, other, allowed, getattr(obj, other), held.decl.metavar or "VALUE")
 
 
-def int_list(value: Any, what: str = "") -> tuple[int, ...]:
-    """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` or a list of integers -> a tuple."""
+def int_list(value: str, what: str = "") -> tuple[int, ...]:
+    """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` -> a tuple."""
     named = f"{what}: " if what else ""
-    if not isinstance(value, str):
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if any(isinstance(v, bool) or not isinstance(v, Integral) for v in items):
-            raise ConfigError(f"{named}expected whole numbers, not {value!r}")
-        return tuple(int(v) for v in items)
     out: list[int] = []
     for part in value.split(","):
         part = part.strip()

@@ -1,12 +1,8 @@
 """Ablation grids: a table of runs, read from TOML (format: ``docs/ablation.md``).
 
-A grid has model roles (``[models.<role>]``), columns and rows, and optional ``[defaults]``.
-Every one of them is a mapping of options with the names every way in uses (the option table,
-:mod:`alignscore.config.schema`): a role names its ``model`` and may set any other option (its
-layer, dtype, long-text mode, ...); a column, a row or ``[defaults]`` may set any option, and
-names its role with ``model = "<role>"``. A cell is a row composed with a column, compiled by
-the one compiler from these sources, lowest first: the role, the command's own options (their
-``--model`` replaces the role, but for the ``mnli`` and ``static`` roles), ``[defaults]``, the
+Model roles (``[models.<role>]``), columns, rows and ``[defaults]``, each a mapping of options. A
+cell is compiled by the one compiler from, lowest first: the role, the command's options (their
+``--model`` replaces the role's, but for the ``mnli`` and ``static`` roles), ``[defaults]``, the
 column, the row (:meth:`Grid.sources`).
 """
 
@@ -60,14 +56,12 @@ class Grid:
         whose model the command replaces keeps none of its own settings (its layer was its
         model's)."""
         role = self.role(row, column)
-        kind = _kind(role)
-        own = dict(models or {})
+        kind, base = _kind(role), self.roles[role]
+        own = (models or {}).get(kind)
         command = [_for_role(s, kind) for s in flags]
-        replaced = own.get(kind) or (kind == "" and any("model" in s.values for s in command))
-        base = self.roles[role]
-        if replaced:
+        if own or kind == "" and any("model" in s.values for s in command):
             base = Source(base.kind, {}, {}, base.style)
-        extra = [Source("flags", {"model": own[kind]}, {"model": _MODEL_FLAGS[kind]}, "flag")] if own.get(kind) else []
+        extra = [Source("flags", {"model": own}, {"model": _MODEL_FLAGS[kind]}, "flag")] if own else []
         return [base, *command, *extra, self.defaults.source, column.source, row.source]
 
     def model(self, role: str, flags: Sequence[Source] = (), models: Mapping[str, str] | None = None) -> str:
@@ -86,9 +80,7 @@ def _kind(role: str) -> str:
 
 
 def _for_role(source: Source, kind: str) -> Source:
-    """The command's options that reach a role: all of them, but the model for the ``mnli``
-    and ``static`` roles (their own flags name theirs), and nothing of a transformer's model
-    or layers for ``static``."""
+    """The command's options that reach a role (not the model of ``mnli`` and ``static``, nor layers of ``static``)."""
     if kind == "":
         return source
     drop = set(MODEL_OPTIONS) | ({n for n, o in options().items() if o.layered} if kind == STATIC_ROLE else set())
@@ -104,8 +96,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
     label = key_label(where, lines or {})
 
     known = {"title", "models", "defaults", "columns", "rows"}
-    extra = sorted(set(data) - known)
-    if extra:
+    if extra := sorted(set(data) - known):
         raise ConfigError(f"{label((extra[0],))}: not a grid key (a grid has: {', '.join(sorted(known))})")
     models = data.get("models")
     if not isinstance(models, dict) or not models:
@@ -131,8 +122,8 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
         return Entry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir, style="key"))
 
     defaults = entry(data.get("defaults", {}), ("defaults",), named=False)
-    columns = tuple(entry(c, ("columns", i), True) for i, c in enumerate(_tables(data, "columns", label, where)))
-    rows = tuple(entry(r, ("rows", i), True) for i, r in enumerate(_tables(data, "rows", label, where)))
+    columns, rows = (tuple(entry(t, (key, i), True) for i, t in enumerate(_tables(data, key, label, where)))
+                     for key in ("columns", "rows"))
     for i, column in enumerate(columns):
         if "aligner" not in column.source.values:
             raise ConfigError(f"{label(('columns', i))}: a column names its `aligner`")

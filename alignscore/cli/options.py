@@ -7,13 +7,12 @@ from __future__ import annotations
 import shlex
 import sys
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import click
 from click.core import ParameterSource
 
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
-from ..config.compile import Source
 from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
 from ..errors import ConfigError, InputError
 from ..settings import Declaration
@@ -66,18 +65,14 @@ def command_line(command: str) -> str | None:
     return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
 
 
-def scorer_options(groups: Iterable[str] | None = None, exclude: Iterable[str] = (),
-                   names: Iterable[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def scorer_options(groups: Collection[str] | None = None, exclude: Collection[str] = (),
+                   names: Collection[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The run's options (the table's, in its order): all, those of ``groups`` (``"encoder"``,
     ...) or those ``names``d, but the ``exclude``d."""
-    chosen = set(groups) if groups is not None else None
-    named = set(names) if names is not None else None
-    left_out = set(exclude)
-
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         for option in reversed(list(options().values())):
-            wanted = (chosen is None or option.group in chosen) and (named is None or option.name in named)
-            if wanted and option.name not in left_out:
+            if ((groups is None or option.group in groups) and (names is None or option.name in names)
+                    and option.name not in exclude):
                 fn = _click_option(option)(fn)
         return fn
 
@@ -90,15 +85,10 @@ def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in table}
 
 
-def flag_sources(opts: Mapping[str, Any]) -> list[Source]:
-    """The sources the run options describe (the preset or run file they name, then the flags)."""
-    return sources_of(opts, style="flag")
-
-
 def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
     """The run the options describe (progress bars on stderr or not), with how each option was
     given beside the spec (for ``build``)."""
-    spec, provenance = compile_labelled(flag_sources(opts))
+    spec, provenance = compile_labelled(sources_of(opts, style="flag"))
     return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
 

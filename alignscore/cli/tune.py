@@ -8,10 +8,11 @@ from typing import Any
 import click
 
 from ..evaluation.search import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
+from ..config import sources_of
 from ..runtime import peak_memory_mib
 from ..weighting.schemes import IdfL
 from . import main
-from .options import command_line, flag_sources, progress_log, quiet_option, scorer_options, scorer_opts, seed_option
+from .options import command_line, progress_log, quiet_option, scorer_options, scorer_opts, seed_option
 
 
 @main.command()
@@ -71,7 +72,7 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
                       output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
                       max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
                       progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
-                      sources=flag_sources(scorer_opts(kwargs)))
+                      sources=sources_of(scorer_opts(kwargs), style="flag"))
     for line in result.summary():
         click.echo(line.replace("**", ""))
     peak = peak_memory_mib()

@@ -1,9 +1,8 @@
-"""From a :class:`~alignscore.config.spec.RunSpec` to what runs: :func:`build` makes the
-:class:`~alignscore.scorer.Scorer` and checks, before any text is encoded, what needs the model's
-configuration and tokenizer (its depth against the layers asked for, its default layer, its
-special tokens against ``max_length``); the model's weights are not loaded. Many runs are planned
-together by :func:`alignscore.config.plan.plan_runs`, which shares one encoder wherever the encoder
-specs (and devices) are equal."""
+"""From a :class:`~alignscore.config.spec.RunSpec` to what runs.
+
+:func:`build` makes the :class:`~alignscore.scorer.Scorer` and checks what needs the model's
+configuration and tokenizer (not its weights) before any text is encoded.
+"""
 
 from __future__ import annotations
 

@@ -1,33 +1,14 @@
-"""The one compiler: mappings of options -> a :class:`~alignscore.config.spec.RunSpec`.
+"""The one compiler: sources (mappings of options) -> a :class:`~alignscore.config.spec.RunSpec`.
 
-Every way in hands over one or more *sources*, each a mapping of option names
-(:mod:`alignscore.config.schema`) to values, and how the user wrote each of them (``--n-gram``,
-``n_gram=``, ``best.toml:4: n_gram``, ``table9.toml:31: rows[3].layer``). :func:`compile_run`
-merges them, lowest first, by one rule:
+Each source keeps how the user wrote each option (``--n-gram``, ``n_gram=``, ``best.toml:4:
+n_gram``). :func:`merge` merges the sources, lowest first, by the rules of docs/concepts.md
+("Sources and precedence"): 1. a higher source replaces a lower one; 2. naming another part
+keeps the settings the new part takes too; 3. token filters add up (``filters = []`` clears
+them); 4. what a setting requires or implies, from its declaration.
 
-1. Precedence: a later source replaces what an earlier one says. The sources, lowest first:
-   a preset *or* a run file (``--preset`` and ``--config`` together are refused: a file
-   already fixes every setting), then the flags or keywords. A grid cell is the cell's model
-   role, the command's flags, the grid's ``[defaults]``, its column, its row; a search
-   candidate is the command's flags, then the candidate (the space's choice wins).
-2. Parts: naming another part replaces the current one; of the settings that came with the
-   old part, those the new part takes too are kept (wmd -> sinkhorn keeps ``cost`` and
-   ``n_gram``) and the others go with it. A setting given without a part applies to the
-   current part, or selects the one registered part that takes it (``--n-gram 2`` alone is
-   refused: wmd and sinkhorn both take it; ``--beta 2`` is greedy's); a setting the part named
-   beside it does not take is refused.
-3. Token filters add up over the sources (a filter named again replaces its settings);
-   ``filters = []`` (``--filters none``) clears those below.
-4. A setting that requires another (``window_stride`` requires ``long_texts = "window"``,
-   ``cache_size`` a ``cache``, ``baseline`` rescaling) is refused when the requirement fails in
-   the same or a higher source, and goes with the requirement when a higher source changed it.
-   ``baseline = FILE`` implies ``rescale``; ``--no-rescale`` switches a lower source's off.
-
-Then every part is built (files read) and checked where it is made (the declarations of
-:mod:`alignscore.settings`), the parts are checked against each other
-(:class:`~alignscore.composition.Composition`) and against the encoder; an error names the
-option as the user wrote it. Nothing here loads a model: :func:`alignscore.config.build.build`
-does the checks that need the model's configuration (its depth, its tokenizer).
+:func:`construct` then builds and checks every part; an error names the option as written.
+Nothing here loads a model (:func:`~alignscore.config.build.build` does the checks that need
+its configuration).
 """
 from __future__ import annotations
 
@@ -41,10 +22,9 @@ from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
-from ..settings import Declaration, RequirementError, allows
+from ..settings import RequirementError, allows
 from .schema import DEFAULT_PARTS, FILTER_LIST, OPTION, STAGES, options, part_settings, takers
-from .sources import (CLEAR, Provenance, Source, file_source, flag_label, flat, keyword_label, make_source,
-                      name_in, preset_source, sources_of)
+from .sources import Provenance, Source, flat, make_source, name_in, preset_source, sources_of
 from .spec import RunSpec
 
 
@@ -124,7 +104,7 @@ class Merged:
         for stage, (named, settings) in self.parts.items():
             given.update({stage: named} if named is not None else {}, **settings)
         for named, settings in self.filters.values():
-            given.setdefault("filters", named)
+            given.setdefault(FILTER_LIST, named)
             given.update(settings)
         return Provenance({k: g.label for k, g in given.items()}, self.style, {k: g.rank for k, g in given.items()})
 
@@ -135,8 +115,7 @@ def merge(sources: Sequence[Source]) -> Merged:
     sources = flat(sources)
     out = Merged(style=sources[-1].style if sources else "keyword")
     for rank, src in enumerate(sources):
-        values = dict(src.values)
-        given = {k: Given(v, src.labels[k], rank) for k, v in values.items()}
+        given = {k: Given(v, src.labels[k], rank) for k, v in src.values.items()}
         for name in [k for k in given if table[k].means]:  # shorthands: lang is a model, idf a weighting
             short = given.pop(name)
             target, read = table[name].means  # type: ignore[misc]
@@ -145,9 +124,9 @@ def merge(sources: Sequence[Source]) -> Merged:
                 raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
                                   f"{other.value}", (name,))
             given[target] = Given(meant, short.label, rank)
-        for name, g in given.items():
-            if table[name].group not in (*STAGES, "filter") and name not in (*STAGES, FILTER_LIST):
-                out.simple[name] = g  # the encoder's, the runtime's, the cache's, the composition's own
+        # the encoder's, the runtime's, the cache's, the composition's own options
+        out.simple.update({k: g for k, g in given.items()
+                           if table[k].group not in (*STAGES, "filter") and k not in (*STAGES, FILTER_LIST)})
         for stage in STAGES:
             settings = {k: g for k, g in given.items() if table[k].group == stage}
             out.parts[stage] = _merge_part(stage, out.parts[stage], given.get(stage), settings)
@@ -160,19 +139,16 @@ def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], name
                 settings: dict[str, Given]) -> tuple[Given | None, dict[str, Given]]:
     old_named, old = current
     old_name = old_named.value if old_named is not None else DEFAULT_PARTS[stage]
-    target = named.value if named is not None else old_name
+    takes = part_settings(stage, named.value if named is not None else old_name)
     # a switch given off to a part without it says nothing: the part has it off
-    settings = {k: g for k, g in settings.items() if g.value is not False or k in part_settings(stage, target)}
+    settings = {k: g for k, g in settings.items() if g.value is not False or k in takes}
     if named is not None:
-        takes = part_settings(stage, named.value)
-        wrong = [k for k in settings if k not in takes]
-        if wrong:
+        if wrong := [k for k in settings if k not in takes]:
             raise _not_taken(stage, wrong[0], settings[wrong[0]].label, named.value, named.label)
         kept = dict(old) if named.value == old_name else {k: g for k, g in old.items() if k in takes}
         return named, {**kept, **settings}
     if not settings:
         return current
-    takes = part_settings(stage, old_name)
     if all(k in takes for k in settings):
         return old_named, {**old, **settings}
     taking = takers(stage, settings)
@@ -195,33 +171,30 @@ def _not_taken(stage: str, setting: str, label: str, part: str, part_label: str 
 
 def _merge_filters(out: Merged, given: dict[str, Given], src: Source, rank: int) -> None:
     table = options()
-    if "filters" in given:
-        items = given["filters"].value
-        if not items:
+    listed = given.get(FILTER_LIST)
+    if listed is not None:
+        if not listed.value:
             out.filters = {}
-        for name, settings in items:
+        for name, settings in listed.value:
             labels = src.filter_labels.get(name, {})
-            out.filters[name] = (Given(name, given["filters"].label, rank),
-                                 {k: Given(v, labels.get(k, given["filters"].label), rank)
-                                  for k, v in settings.items()})
+            out.filters[name] = (Given(name, listed.label, rank),
+                                 {k: Given(v, labels.get(k, listed.label), rank) for k, v in settings.items()})
     flat = {k: g for k, g in given.items() if table[k].group == "filter"}
     if not flat:
         return
-    taking = takers("filter", flat)
+    taking, (k, first) = takers("filter", flat), next(iter(flat.items()))
     if len(taking) != 1:
-        k, g = next(iter(flat.items()))
-        raise ConfigError(f"{g.label}: applies to no one token filter", (k,))
-    name = taking[0]
-    named, settings = out.filters.get(name, (Given(name, next(iter(flat.values())).label, rank), {}))
-    out.filters[name] = (named, {**settings, **flat})
+        raise ConfigError(f"{first.label}: applies to no one token filter", (k,))
+    named, settings = out.filters.get(taking[0], (Given(taking[0], first.label, rank), {}))
+    out.filters[taking[0]] = (named, {**settings, **flat})
 
 
 def _requirements(out: Merged) -> None:
     """Rule 4 of the module's docstring, from the declarations: what a setting implies (a
     ``baseline`` rescales), then what it requires (``cache_size`` a ``cache``)."""
     simple, table = out.simple, options()
-    for name, g in list(simple.items()):
-        for other, value in _declared(name).implies.items():
+    for name, g in list(simple.items()):  # every option of ``simple`` is a setting's
+        for other, value in table[name].setting.decl.implies.items():
             held = simple.get(other)
             if held is None or held.rank < g.rank:
                 simple[other] = Given(value, g.label, g.rank)
@@ -231,10 +204,10 @@ def _requirements(out: Merged) -> None:
             elif held.value != value:
                 del simple[name]  # switched off above it: it goes
     for name, g in list(simple.items()):
-        if g.value is None or g.value == _default(name):
+        if g.value is None or g.value == table[name].setting.default:
             continue
-        for other, allowed in _declared(name).requires.items():
-            holder, default = simple.get(other), _default(other)
+        for other, allowed in table[name].setting.decl.requires.items():
+            holder, default = simple.get(other), table[other].setting.default
             value = holder.value if holder is not None else default
             if allows(allowed, value, default):
                 continue
@@ -243,27 +216,6 @@ def _requirements(out: Merged) -> None:
                 break
             reason = RequirementError(name, other, allowed, value, table[other].metavar or "VALUE")
             raise ConfigError(f"{g.label}: {reason.named(lambda o: name_in(out.style, o))}", (name,))
-
-
-def _declared(name: str) -> Declaration:
-    setting = options()[name].setting
-    return setting.decl if setting is not None else Declaration()
-
-
-def _default(name: str) -> Any:
-    option = options()[name]
-    return option.setting.default if option.setting is not None else None
-
-
-def supply(merged: Merged, values: Mapping[str, Any], label: str = "(data)") -> None:
-    """Settings that the data provide (a language pair's idf-L corpus) where the part chosen
-    takes them and the sources do not give them; they never select a part."""
-    table = options()
-    for name, value in values.items():
-        stage = table[name].group
-        named, settings = merged.parts[stage]
-        if name not in settings and name in part_settings(stage, merged.part(stage)):
-            settings[name] = Given(value, label, -1)
 
 
 # -- building -----------------------------------------------------------------------------------
@@ -276,7 +228,7 @@ class Compiled(NamedTuple):
 
 def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> RunSpec:
     """The :class:`RunSpec` of ``sources`` (lowest first; see the module's docstring), with
-    ``data`` supplied where the chosen parts take it (:func:`supply`).
+    ``data`` supplied where the chosen parts take it.
 
     Parameters
     ----------
@@ -302,8 +254,11 @@ def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None
 def compile_labelled(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> Compiled:
     """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec."""
     merged = merge(sources)
-    if data:
-        supply(merged, data)
+    for name, value in (data or {}).items():  # what the data provide, where the part chosen takes it
+        stage = options()[name].group
+        settings = merged.parts[stage][1]
+        if name not in settings and name in part_settings(stage, merged.part(stage)):
+            settings[name] = Given(value, "(data)", -1)  # never selects a part
     return construct(merged)
 
 
@@ -326,8 +281,7 @@ def construct(merged: Merged) -> Compiled:
     parts = {}
     for stage, registry in STAGES.items():
         named, settings = merged.parts[stage]
-        name = merged.part(stage)
-        parts[stage] = made(lambda: registry.get(name)(**{k: g.value for k, g in settings.items()}),
+        parts[stage] = made(lambda: registry.get(merged.part(stage))(**{k: g.value for k, g in settings.items()}),
                             named.label if named is not None else None)
     filters = tuple(made(lambda n=name, s=settings: FILTERS.get(n)(**{k: g.value for k, g in s.items()}), named.label)
                     for name, (named, settings) in merged.filters.items())
@@ -340,6 +294,5 @@ def construct(merged: Merged) -> Compiled:
     return Compiled(made(lambda: RunSpec(encoder, composition, runtime, cache)), provenance)
 
 
-__all__ = ["CLEAR", "Compiled", "Given", "Merged", "Provenance", "Source", "compile_labelled", "compile_run",
-           "construct", "file_source", "flag_label", "keyword_label", "make_source", "merge", "name_in",
-           "preset_source", "run_compiled", "run_spec", "sources_of", "supply"]
+__all__ = ["Compiled", "Given", "Merged", "Provenance", "Source", "compile_labelled", "compile_run", "construct",
+           "make_source", "merge", "preset_source", "run_compiled", "run_spec", "sources_of"]

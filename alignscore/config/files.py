@@ -1,16 +1,7 @@
-"""Run files (TOML): reading them with the line of every key, so that a bad value is named
-``file:line: key``, and writing a whole run back.
+"""Run files (TOML): read with the line of every key, and a whole run written back.
 
-A run file's keys are the options' names (:mod:`alignscore.config.schema`); a part may also be
-given as a table of its name and settings (``aligner = { name = "wmd", n_gram = 2 }``)::
-
-    model = "all-MiniLM-L6-v2"
-    layer = 4
-    weighting = "idf-S"
-    sep = true
-    aligner = "wmd"
-    n_gram = 2
-    batch_size = 32
+A bad value is named ``file:line: key``. The keys are the options' names; a part may be given as
+a table of its name and settings (``aligner = { name = "wmd", n_gram = 2 }``).
 """
 
 from __future__ import annotations
@@ -50,27 +41,21 @@ def load_toml(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], i
 
 
 def key_lines(text: str) -> dict[tuple[Any, ...], int]:
-    """The line (1-based) where each key of a TOML text is set, by its path: ``("layer",)``,
-    ``("aligner", "n_gram")`` (a key of an inline or a ``[aligner]`` table), ``("rows", 2,
-    "layer")`` (the third ``[[rows]]`` table). A key set over several lines (a long list) is at
-    its first line."""
+    """The line (1-based) where each key of a TOML text is first set, by its path: ``("layer",)``,
+    ``("aligner", "n_gram")`` (an inline or ``[aligner]`` table), ``("rows", 2, "layer")`` (the third ``[[rows]]``)."""
     out: dict[tuple[Any, ...], int] = {}
     table: tuple[Any, ...] = ()
     counts: dict[tuple[Any, ...], int] = {}
     for n, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if stripped.startswith("[["):
-            name = _dotted(stripped[2:stripped.find("]]")])
-            counts[name] = counts.get(name, -1) + 1
-            table = name + (counts[name],)
+        if stripped.startswith("["):
+            array = stripped.startswith("[[")  # the n-th table of an array is its path and n
+            table = _dotted(stripped[1 + array:stripped.find("]" * (1 + array))])
+            if array:
+                counts[table] = counts.get(table, -1) + 1
+                table += (counts[table],)
             out.setdefault(table, n)
-        elif stripped.startswith("["):
-            table = _dotted(stripped[1:stripped.find("]")])
-            out.setdefault(table, n)
-        else:
-            m = _KEY.match(line)
-            if m is None:
-                continue
+        elif (m := _KEY.match(line)) is not None:
             path = table + _dotted(m.group(1))
             out.setdefault(path, n)
             for inner in _INNER.finditer(line, m.end()):

@@ -1,12 +1,8 @@
-"""Many runs over one encoding, planned once: :func:`plan_runs` takes run specs (or the sources
-of runs, still to compile) and returns each built, as a :class:`~alignscore.scorer.Scorer`, or
-skipped with the reason, every one checked against its model before anything is encoded.
+"""Many runs over one encoding, planned once.
 
-Runs whose encoder specs and devices are equal share one encoder object (one model loaded), so
-the engine encodes each text once for all of them (:meth:`RunPlan.groups`,
-:func:`~alignscore.scorer.score_together`). Every error of every run (an option, a layer the
-model does not have, a model that is not on this machine) is collected before any is raised: one
-raises as itself, several as one :class:`~alignscore.errors.ConfigErrors`.
+:func:`plan_runs` builds each run (or skips it, with the reason), checked against its model
+before anything is encoded; runs whose encoder specs and devices are equal share one encoder.
+Every error of every run is collected before any is raised.
 """
 
 from __future__ import annotations
@@ -117,9 +113,8 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
             :func:`~alignscore.config.build.build` does); without it such a model is missing
             before anything is loaded.
         sources: the runs score candidates against sources (reference-free), not references:
-            a run that cannot score that side (:meth:`~alignscore.composition.Composition.check_side`:
-            a remapping or a language-model term against references, a baseline against sources)
-            is an error.
+            each run's composition is checked for that side (:meth:`Composition.check_side`:
+            a remapping or a language-model term against references, a baseline against sources).
 
     Returns:
         A :class:`RunPlan`, a :class:`PlannedRun` per run, in order.
@@ -135,41 +130,52 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
         >>> plan.runs[0].skipped, plan.scorers()
         ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
     """
-    errors: list[tuple[int, AlignScoreError]] = []  # (the run's position, what is wrong with it)
+    errors: list[AlignScoreError] = []
+    encoders: dict[Any, Encoder | AlignScoreError] = {}  # by encoder spec and device: one model loaded
     out: list[PlannedRun] = []
-    given: list[Provenance] = []
-    missing_model = (lambda name: False) if download else (lambda name: not model_available(name))
-    for k, run in enumerate(runs):
-        if isinstance(run, RunSources):
-            try:
-                run = compile_labelled(run.sources, run.data)
-            except ConfigError as exc:
-                model = _named_model(run.sources)
-                given.append(Provenance())
-                if model is not None and MODEL in exc.options and missing_model(model):
-                    out.append(_missing(model, str(exc), skip_missing, errors, k))
-                else:  # an option error, or a model path that cannot be fetched either
-                    errors.append((k, exc))
-                    out.append(PlannedRun(None))
-                continue
-        spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
-        given.append(provenance)
-        try:
-            spec.composition.check_side(sources)
-        except ConfigError as exc:
-            errors.append((k, provenance.relabel(exc)))
-            out.append(PlannedRun(None))
-            continue
-        if missing_model(spec.encoder.model):
-            why = f"{provenance.name(MODEL)}: {not_here(spec.encoder.model)}"
-            out.append(_missing(spec.encoder.model, why, skip_missing, errors, k, spec))
-            continue
-        out.append(PlannedRun(spec))
-    _build(out, given, skip_missing, errors)
-    if errors:
-        unique = list({str(e): e for _, e in sorted(errors, key=lambda ke: ke[0])}.values())
+    for run in runs:
+        planned, error = _plan(run, encoders, download, sources)
+        if error is not None and not (skip_missing and planned.skipped is not None):
+            errors.append(error)
+        out.append(planned)
+    unique = list({str(e): e for e in errors}.values())
+    if unique:
         raise unique[0] if len(unique) == 1 else ConfigErrors(unique)
     return RunPlan(out)
+
+
+def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | AlignScoreError], download: bool,
+          sources: bool) -> tuple[PlannedRun, AlignScoreError | None]:
+    """One run built, or skipped (the error it is unless missing models are skipped), or failed."""
+    missing = (lambda name: False) if download else (lambda name: not model_available(name))
+    if isinstance(run, RunSources):
+        try:
+            run = compile_labelled(run.sources, run.data)
+        except ConfigError as exc:
+            model = _named_model(run.sources)
+            if model is not None and MODEL in exc.options and missing(model):
+                return _missing(model, str(exc))
+            return PlannedRun(None), exc  # an option error, or a model path that cannot be fetched either
+    spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
+    try:
+        spec.composition.check_side(sources)
+    except ConfigError as exc:
+        return PlannedRun(None), provenance.relabel(exc)
+    if missing(spec.encoder.model):
+        return _missing(spec.encoder.model, f"{provenance.name(MODEL)}: {not_here(spec.encoder.model)}", spec)
+    key = (spec.encoder, spec.runtime.device)
+    try:
+        if key not in encoders:
+            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)  # nothing loaded yet
+        encoder = encoders[key]
+        if isinstance(encoder, AlignScoreError):
+            raise encoder
+        return PlannedRun(spec, build(spec, encoder, provenance=provenance)), None
+    except ModelLoadError as exc:
+        encoders[key] = exc  # one that fails fails every run of it
+        return PlannedRun(spec, skipped=str(exc)), exc
+    except ConfigError as exc:
+        return PlannedRun(spec), exc
 
 
 def _named_model(sources: Sequence[Source]) -> str | None:
@@ -181,44 +187,9 @@ def _named_model(sources: Sequence[Source]) -> str | None:
     return str(given.value) if given is not None else None
 
 
-def _missing(model: str, why: str, skip: bool, errors: list[tuple[int, AlignScoreError]], k: int,
-             spec: RunSpec | None = None) -> PlannedRun:
-    if not skip:
-        errors.append((k, ConfigError(f"{why}; --skip-missing skips the runs that need it", (MODEL,))))
-    return PlannedRun(spec, skipped=not_here(model))
-
-
-def _build(runs: list[PlannedRun], given: list[Provenance], skip_missing: bool,
-           errors: list[tuple[int, AlignScoreError]]) -> None:
-    """Build, in place, each run that has a spec and no reason to skip: one encoder per encoder
-    spec and device, loaded once (one that fails fails every run of it)."""
-    encoders: dict[Any, Encoder | AlignScoreError] = {}
-    for k, run in enumerate(runs):
-        spec = run.spec
-        if spec is None or run.skipped is not None:
-            continue
-        key = (spec.encoder, spec.runtime.device)
-        if key not in encoders:
-            try:
-                encoders[key] = encoder_of(spec.encoder, spec.runtime.device)
-            except AlignScoreError as exc:
-                encoders[key] = exc
-        encoder = encoders[key]
-        try:
-            if isinstance(encoder, AlignScoreError):
-                raise encoder
-            scorer = build(spec, encoder, provenance=given[k])
-        except ModelLoadError as exc:
-            encoders[key] = exc
-            if skip_missing:
-                runs[k] = PlannedRun(spec, skipped=str(exc))
-            else:
-                errors.append((k, exc))
-            continue
-        except ConfigError as exc:
-            errors.append((k, exc))
-            continue
-        runs[k] = PlannedRun(spec, scorer)
+def _missing(model: str, why: str, spec: RunSpec | None = None) -> tuple[PlannedRun, ConfigError]:
+    return PlannedRun(spec, skipped=not_here(model)), ConfigError(
+        f"{why}; --skip-missing skips the runs that need it", (MODEL,))
 
 
 def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:

@@ -1,24 +1,17 @@
 """The options of a run: one table, read from the settings the parts declare.
 
-Every setting of the encoder (:class:`~alignscore.encoders.spec.EncoderSpec`), of every
-registered part (aggregators, token filters, weightings, aligners; a part registered from
-outside the package included), of the runtime and of the cache is one option, named by its
-field. That name is the Python keyword, the TOML key of a run file, the key of a grid cell and
-of a search space; the command-line flag is made from it by one rule (``--`` + the name, ``_``
-as ``-``: ``n_gram`` is ``--n-gram``). A few options belong to the run itself: the part of
-each stage by name (``aggregator``, ``weighting``, ``aligner``, ``filters``), the composition's
-own settings (``special_tokens``, ``metric``, ``multi_ref``, ``rescale``, ``baseline``), two
-shorthands (``lang`` names BERTScore's model for a language, ``idf`` is ``weighting =
-"idf-S"``) and the two sources a run may start from (``preset``, ``config``).
-
-The same setting name in several parts of one stage is one option (``reg`` is sinkhorn's and
-baryscore's); a name may not mean settings of two stages (checked when the table is made).
-Older names stay readable where a field declares them as ``aliases``.
+The encoder's, every registered part's, the composition's own, the runtime's and the cache's
+settings, each named by its field: the Python keyword, the TOML key, the grid and space key; the
+flag is ``--`` + the name with ``_`` as ``-``. A few options are the run's own (the part of each
+stage by name, ``filters``, the shorthands ``lang`` and ``idf``, the sources ``preset`` and
+``config``). A setting several parts of one stage share is one option; a name may not mean
+settings of two stages.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from collections import Counter
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -32,7 +25,7 @@ from ..composition import Composition, CompositionOptions
 from ..filters import FILTERS
 from ..registry import Registry
 from ..runtime import Runtime
-from ..settings import Setting, float_list, int_list, settings_of
+from ..settings import Setting, settings_of
 from ..weighting import WEIGHTINGS
 from .presets import PRESETS
 
@@ -79,41 +72,12 @@ class Option:
         """The command-line flag: ``--`` + the name, ``_`` as ``-``."""
         return "--" + self.name.replace("_", "-")
 
-    def parse_text(self, text: str) -> Any:
-        """A value given as text (on the command line, or a text where the setting holds
-        something else) as the setting holds it. Raises ConfigError naming no option (the
-        caller names it as it was given)."""
-        if self.file:
-            return text  # a path (resolved against the folder of what names it)
-        s = self.setting
-        if s is None or s.kinds == {str}:
-            return text
-        item = s.sequence
-        if item is not None:
-            return float_list(text) if item is float else int_list(text) if item is int else (text,)
-        kinds = s.kinds
-        if s.decl.parse is not None:
-            try:
-                return s.decl.parse(text)
-            except ValueError:
-                raise ConfigError(f"cannot read {text!r} ({s.describe()})") from None
-        if int in kinds and text.strip().lstrip("+-").isdigit():
-            return int(text)
-        if float in kinds:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-        if str in kinds:
-            return text
-        raise ConfigError(f"cannot read {text!r} ({s.describe()})")
-
 
 def _shown(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
-def _setting_option(s: Setting, group: str, part: str | None, defaults: str | None = None) -> Option:
+def _setting_option(s: Setting, group: str, parts: tuple[str, ...] = (), defaults: str | None = None) -> Option:
     d = s.decl
     help_text = d.help or f"{group} setting {s.name}"
     if defaults is not None:
@@ -122,7 +86,7 @@ def _setting_option(s: Setting, group: str, part: str | None, defaults: str | No
         help_text += f" (default: {_shown(s.default)})"
     choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
     exclusive = choices is not None and s.kinds <= {str}
-    return Option(s.name, group, help_text, s, (part,) if part else (), choices if exclusive else None,
+    return Option(s.name, group, help_text, s, parts, choices if exclusive else None,
                   boolean=s.boolean, file=d.file, metavar=d.metavar, layered=d.layered or group in LAYERED)
 
 
@@ -142,14 +106,10 @@ def _table(*_parts: int) -> dict[str, Option]:
     out: dict[str, Option] = {}
 
     def add(option: Option) -> None:
-        same = out.get(option.name)
-        if same is None:
-            out[option.name] = option
-        elif same.group == option.group and option.group in STAGES or option.group == "filter" == same.group:
-            out[option.name] = replace(same, parts=same.parts + option.parts)  # one setting of several parts
-        else:
-            raise ConfigError(f"the setting {option.name!r} of {option.group} {', '.join(option.parts)} is also "
-                              f"a {same.group} option: a part's setting needs a name of its own (rename it)")
+        if option.name in out:
+            raise ConfigError(f"the setting {option.name!r} of {option.group} {', '.join(option.parts[:1])} is also a "
+                              f"{out[option.name].group} option: a part's setting needs a name of its own (rename it)")
+        out[option.name] = option
 
     add(Option(SOURCE_OPTIONS[0], "source", "A named run (its model and composition); the options below override it.",
                choices=tuple(PRESETS.names())))
@@ -160,7 +120,7 @@ def _table(*_parts: int) -> dict[str, Option]:
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
                metavar="CODE", means=(MODEL_OPTIONS[0], model_for_lang)))
     for s in settings_of(EncoderSpec):
-        add(_setting_option(s, "encoder", None))
+        add(_setting_option(s, "encoder"))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
                    choices=tuple(registry.names()), layered=stage in LAYERED))
@@ -170,24 +130,22 @@ def _table(*_parts: int) -> dict[str, Option]:
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
     for s in settings_of(CompositionOptions):
-        add(_setting_option(s, "composition", None))
+        add(_setting_option(s, "composition"))
     for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
-            for s in settings_of(registry.get(name)):
-                if s.decl.option:
-                    shared.setdefault(s.name, []).append((name, s))
-        for setting_name, takers in shared.items():
+            for s in part_settings(stage, name).values():
+                shared.setdefault(s.name, []).append((name, s))
+        for takers in shared.values():  # a setting several parts of a stage share is one option
             _same_kind(stage, takers)
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
             helped = next((s for _, s in takers if s.decl.help), takers[0][1])
-            for part, s in takers:
-                add(_setting_option(helped if s is takers[0][1] else s, stage, part, shown))
+            add(_setting_option(helped, stage, tuple(part for part, _ in takers), shown))
     for group, cls in (("runtime", Runtime), ("cache", CacheSpec)):
         for s in settings_of(cls):
             if s.decl.option:
-                add(_setting_option(s, group, None))
+                add(_setting_option(s, group))
     return out
 
 
@@ -210,9 +168,7 @@ def options() -> dict[str, Option]:
 
 
 class _Named:
-    """Each option's entry as an attribute (``OPTION.n_gram.flag == "--n-gram"``): code outside the
-    declarations names an option through it, so a name that no declaration has fails where it
-    is written instead of matching nothing."""
+    """Each option's entry as an attribute (``OPTION.n_gram.flag``): an undeclared name fails where it is written."""
 
     def __getattr__(self, name: str) -> Option:
         table = options()
@@ -225,31 +181,17 @@ OPTION = _Named()
 
 
 def aliases() -> dict[str, str]:
-    """Older names that files and keywords may still use, each to its option (an alias that an
-    option's own name or another alias already takes is left out: it stays valid inside its
-    part's table, :func:`part_aliases`)."""
+    """Older names that files and keywords may still use, each to its option (one that another name
+    takes too is valid inside its part's table only: ``aligner = {name = "sinkhorn", dtype = "float32"}``)."""
     table = options()
-    out: dict[str, str] = {}
-    taken: set[str] = set(table)
-    for option in table.values():
-        for alias in (option.setting.decl.aliases if option.setting else ()):
-            if alias in taken:
-                out.pop(alias, None)
-                continue
-            out[alias] = option.name
-            taken.add(alias)
-    return out
+    pairs = [(alias, o.name) for o in table.values() if o.setting for alias in o.setting.decl.aliases]
+    taken = Counter(alias for alias, _ in pairs)
+    return {alias: name for alias, name in pairs if alias not in table and taken[alias] == 1}
 
 
 def part_settings(stage: str, name: str) -> dict[str, Setting]:
     """The settings of the part ``name`` of ``stage`` (``"filter"`` for token filters), by name."""
     return {s.name: s for s in settings_of(registry_of(stage).get(name)) if s.decl.option}
-
-
-def part_aliases(stage: str, name: str) -> dict[str, str]:
-    """``{alias: setting}`` of one part (valid in its table: ``aligner = {name = "sinkhorn",
-    dtype = "float32"}``)."""
-    return {a: s.name for s in part_settings(stage, name).values() for a in s.decl.aliases}
 
 
 def takers(stage: str, names: Any) -> list[str]:
@@ -262,4 +204,4 @@ def registry_of(stage: str) -> Registry[Any]:
 
 
 __all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES",
-           "aliases", "options", "part_aliases", "part_settings", "registry_of", "takers"]
+           "aliases", "options", "part_settings", "registry_of", "takers"]

@@ -21,8 +21,7 @@ from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
 from .files import dotted, line_of, load_toml
 from .presets import PRESETS
-from .schema import (FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_aliases, part_settings,
-                     registry_of)
+from .schema import FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_settings, registry_of
 
 CLEAR = "none"  # --filters none: no filter from the sources below
 PRESET, CONFIG = SOURCE_OPTIONS
@@ -136,18 +135,11 @@ def _close(key: str, table: Mapping[str, Any]) -> str:
 
 
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
-    """A value as the option holds it: text read (always from the command line; elsewhere
-    where the setting is a list, or declares how it reads text), files resolved."""
+    """A value as the option holds it: files resolved, then read and checked by its declaration."""
     s = option.setting
     if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
         spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
-    try:
-        if isinstance(value, str) and (text or (s is not None and (s.sequence is not None and str not in s.kinds
-                                                                   or s.decl.parse is not None))):
-            value = option.parse_text(value)
-    except ConfigError as exc:
-        raise ConfigError(f"{label}: {exc}", (option.name,)) from None
     model = s is not None and s.decl.names_model and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
         path = Path(value).expanduser()
@@ -158,12 +150,10 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
         value = [value]
     if option.choices is not None and s is None and value not in option.choices:  # a preset
         raise ConfigError(f"{label}: one of {', '.join(option.choices)}, not {value!r}", (option.name,))
-    if s is not None and len(option.parts) <= 1:  # one declaration: the value's type and range now
-        try:
-            value = s.check(value)
-        except SettingError as exc:
-            raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
-    return value
+    try:  # a setting several parts share is checked by the part chosen
+        return value if s is None else s.read(value, text, check=len(option.parts) <= 1)
+    except SettingError as exc:
+        raise ConfigError(f"{label}: {exc.reason}", (option.name,)) from None
 
 
 def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
@@ -180,11 +170,10 @@ def _part_value(stage: str, value: Any, label: Label, path: tuple[Any, ...]
             raise ConfigError(f"{label(path)}: a table with `name` (the {stage}'s name) and its settings, "
                               f"not {value!r}")
         known(registry, name, label(path + ("name",)))
-        takes, older = part_settings(stage, name), part_aliases(stage, name)
+        takes = part_settings(stage, name)
+        older = {a: s.name for s in takes.values() for a in s.decl.aliases}  # valid in its table only
         out: dict[str, tuple[Any, str]] = {}
-        for k, v in value.items():
-            if k == "name":
-                continue
+        for k, v in [(k, v) for k, v in value.items() if k != "name"]:
             setting = k if k in takes else older.get(k)
             if setting is None:
                 raise ConfigError(f"{label(path + (k,))}: {stage} {name} has no setting {k!r} "

@@ -1,10 +1,7 @@
-"""One description of a run: which encoder, which composition, how to run it and which cache.
+"""One description of a run: encoder, composition, runtime and cache.
 
-Every way in compiles to a :class:`RunSpec` (:mod:`alignscore.config.compile`), and one writer
-writes it back whole (:meth:`RunSpec.to_mapping`, :meth:`RunSpec.toml`): every setting of the
-encoder, of each part chosen, of the composition, of the runtime and of the cache, under the
-options' names, so that the file fixes every number (``None`` settings, such as "the model's
-default layer", are named in the file's comment instead).
+Every way in compiles to a :class:`RunSpec`, and one writer writes it back whole
+(:meth:`RunSpec.toml`): a written file fixes every number.
 """
 
 from __future__ import annotations
@@ -96,13 +93,8 @@ class RunSpec:
 
 def _settings(part: Any) -> dict[str, Any]:
     """A part's (or the encoder's, the runtime's, the cache's) options and their values."""
-    out = {}
-    for s in settings_of(type(part)):
-        if not s.decl.option:
-            continue
-        value = getattr(part, s.name)
-        out[s.name] = list(value.texts) if isinstance(value, Corpus) else value
-    return out
+    values = {s.name: getattr(part, s.name) for s in settings_of(type(part)) if s.decl.option}
+    return {k: list(v.texts) if isinstance(v, Corpus) else v for k, v in values.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -1,40 +1,8 @@
 """Search spaces of runs for ``alignscore tune``: TOML files of lists of choices.
 
-A space is a product of lists, one list per option (the names every way in uses:
-:mod:`alignscore.config.schema`), with optional sub-spaces and exclusions::
-
-    # shared by every sub-space: each list holds the choices of one option
-    layer = [-4, -3, -2]                    # layers from the top fit any model depth
-    weighting = ["none", "idf-S"]
-    filters = [[], ["rm"]]                  # each choice is one list of filters
-
-    [[subspace]]                            # a product of its own lists and the shared ones
-    name = "greedy"
-    aligner = ["greedy"]
-    metric = ["precision", "recall", "f1"]  # by output name, as ``score --format jsonl`` keys
-
-    [[subspace]]
-    name = "wmd"
-    aligner = [{ name = "wmd", n_gram = 1 }, { name = "wmd", n_gram = 2 }]
-    special_tokens = ["keep"]               # replaces the shared list for this sub-space
-
-    [[exclude]]                             # drop every candidate whose options equal all of these
-    weighting = "none"
-    sep = true
-
-    [[published]]                           # a published configuration: one run, named
-    name = "MoverScore v2"                  # "Group: name" puts it in a group (a paper's table)
-    layer = -1
-    weighting = "idf-S"
-    ...
-
-Without ``[[subspace]]`` tables the space is the product of the shared lists. A choice may be a
-part's table (its name and settings: several options at once). Each candidate is a source of
-the one compiler, above the command's own options: what the space chooses replaces what the
-command says, and an option a candidate does not give takes the command's value or the
-default. Candidates that come out the same (same signature) are kept once. The published
-configurations are runs too, searched with the others and marked on the leaderboard; the
-search reports how each compares on language pairs it never saw (a group: by its best run).
+One list per option (the names every way in uses), with ``[[subspace]]`` tables, ``[[exclude]]``
+tables and ``[[published]]`` configurations (format: docs/tune-compare.md). Each candidate is a
+source of the one compiler above the command's own options (what the space chooses wins).
 """
 
 from __future__ import annotations
@@ -126,8 +94,7 @@ class Space:
             ConfigError: more than ``limit`` runs, or a run that does not compile (naming
                 ``file:line: key[i]``).
         """
-        size = self.size()
-        if limit is not None and size > limit:
+        if limit is not None and (size := self.size()) > limit:
             raise ConfigError(f"{self.path}: the space holds {size} runs, more than --max-compositions {limit}; "
                               "narrow its lists or raise the limit")
         out = []
@@ -159,9 +126,8 @@ class Space:
         chains = [self._sources(values, paths) for _, values, paths in self.mappings()]
         for sources in chains + [s for _, s in self._published_sources()]:
             chain = [*flags, *sources]
-            model = model_of(chain)
             given = next((s.labels[MODEL] for s in reversed(chain) if MODEL in s.values), "the default model")
-            out.setdefault(model, given)
+            out.setdefault(model_of(chain), given)
         return out
 
     def _published_sources(self) -> list[tuple[str, list[Source]]]:
@@ -191,12 +157,10 @@ def model_of(sources: Sequence[Source]) -> str:
 
 def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[str, tuple[Any, ...]]:
     """The lists of choices of a table (each checked when its candidates compile)."""
-    out = {}
     for key, values in table.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{label(at + (key,))}: a non-empty list of choices, e.g. {key} = [...], not {values!r}")
-        out[key] = tuple(values)
-    return out
+    return {key: tuple(values) for key, values in table.items()}
 
 
 def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | None = None,
@@ -206,25 +170,24 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
     lines = lines or {}
     label = key_label(path, lines)
     shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude", "published")}, (), label)
-    subs = data.get("subspace", [])
-    if not isinstance(subs, list) or not all(isinstance(s, dict) for s in subs):
-        raise ConfigError(f"{label(('subspace',))}: expected [[subspace]] tables")
+
+    def tables(key: str, what: str = "") -> list[dict[str, Any]]:
+        found = data.get(key, [])
+        if not isinstance(found, list) or not all(isinstance(t, dict) and (t or key != "exclude") for t in found):
+            raise ConfigError(f"{label((key,))}: expected [[{key}]] tables{what}")
+        return found
+
     subspaces = []
-    for i, sub in enumerate(subs):
+    for i, sub in enumerate(tables("subspace")):
         name = sub.get("name", f"#{i + 1}")
         if not isinstance(name, str):
             raise ConfigError(f"{label(('subspace', i, 'name'))}: expected a text, not {name!r}")
         subspaces.append((name, _choices({k: v for k, v in sub.items() if k != "name"}, ("subspace", i), label)))
     if len({n for n, _ in subspaces}) != len(subspaces):
         raise ConfigError(f"{path}: sub-space names must be unique")
-    excludes = data.get("exclude", [])
-    if not isinstance(excludes, list) or not all(isinstance(e, dict) and e for e in excludes):
-        raise ConfigError(f"{label(('exclude',))}: expected [[exclude]] tables of option = value")
-    published = data.get("published", [])
-    if not isinstance(published, list) or not all(isinstance(p, dict) for p in published):
-        raise ConfigError(f"{label(('published',))}: expected [[published]] tables of name and options")
+    excludes = tables("exclude", " of option = value")
     points, bases = [], []
-    for i, point in enumerate(published):
+    for i, point in enumerate(tables("published", " of name and options")):
         name = point.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{label(('published', i))}: a published configuration needs a `name`")
@@ -245,12 +208,9 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
     its models (:meth:`~alignscore.ablation.grid.Grid.sources`)."""
     name = point["name"]
     own = {k: v for k, v in point.items() if k not in ("name", *BASE_KEYS)}
-    below = []
-    if PRESET in point:
-        below.append(_preset_base(point[PRESET], label(PRESET)))
+    below = [_preset_base(point[PRESET], label(PRESET))] if PRESET in point else []
     if "grid" not in point:
-        extra = next((k for k in BASE_KEYS[2:] if k in point), None)
-        if extra:
+        if extra := next((k for k in BASE_KEYS[2:] if k in point), None):
             raise ConfigError(f"{label(extra)}: names a cell of a grid: give the grid too (grid = \"table9.toml\")")
         return [(name, own, tuple(below))]
     from ..ablation.grid import load_grid
@@ -264,8 +224,7 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
     rows = _named(grid.rows, [point["row"]] if single else point.get("rows"), label("row" if single else "rows"))
     columns = _named(grid.columns, [point["column"]] if single else point.get("columns"),
                      label("column" if single else "columns"))
-    base = next(iter(grid.roles))
-    out = []
+    base, out = next(iter(grid.roles)), []
     for row in rows:
         for column in columns:
             if grid.role(row, column) != base:
@@ -301,21 +260,17 @@ def _named(entries: Sequence[Any], names: Any, label: str) -> list[Any]:
     known = {(_row_name(e) if "{" in e.name else e.name): e for e in entries}
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"{label}: a list of names, not {names!r}")
-    missing = [n for n in names if n not in known]
-    if missing:
+    if missing := [n for n in names if n not in known]:
         raise ConfigError(f"{label}: no {missing[0]!r} in the grid (it has: {', '.join(known)})")
     return [known[n] for n in names]
 
 
 def load_space(path: str | Path | None = None) -> Space:
     """Read a space file (TOML); ``None``: the packaged default space."""
-    if path is None:
-        ref = resources.files("alignscore.evaluation") / "spaces" / DEFAULT_SPACE
-        with resources.as_file(ref) as p:
-            data, lines = load_toml(p)
-            return parse_space(data, f"default space ({DEFAULT_SPACE})", Path(p).resolve().parent, lines)
-    data, lines = load_toml(path)
-    return parse_space(data, str(path), Path(path).resolve().parent, lines)
+    with resources.as_file(resources.files("alignscore.evaluation") / "spaces" / DEFAULT_SPACE) as default:
+        data, lines = load_toml(path or default)
+        name = str(path) if path is not None else f"default space ({DEFAULT_SPACE})"
+        return parse_space(data, name, Path(path or default).resolve().parent, lines)
 
 
 __all__ = ["Candidate", "DEFAULT_SPACE", "Space", "load_space", "model_of", "parse_space"]

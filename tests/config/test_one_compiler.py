@@ -23,9 +23,8 @@ import alignscore
 from alignscore import Composition, Runtime, RunSpec, Scorer, Signature, run_spec
 from alignscore.ablation import parse_grid
 from alignscore.cli.options import parse_spec
-from alignscore.cli.options import flag_sources
 from alignscore.config import compile_run, file_source
-from alignscore.config.compile import merge
+from alignscore.config.compile import merge, sources_of
 from alignscore.config.schema import STAGES, options, part_settings
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
@@ -149,7 +148,7 @@ def test_every_option_compiles_the_same_from_every_way_in(example_files, tmp_pat
             opts["layer"] = 2  # the tiny model has no default layer
         ways: dict[str, RunSpec] = {}
         ways["keyword"] = run_spec(opts)
-        ways["flag"] = compile_run(flag_sources(parse_spec(shlex.join(_flags(opts)), "--a")))
+        ways["flag"] = compile_run(sources_of(parse_spec(shlex.join(_flags(opts)), "--a"), style="flag"))
         run_file = write_toml({k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()},
                               tmp_path / f"run{i}.toml")
         ways["file"] = compile_run([file_source(run_file)])
