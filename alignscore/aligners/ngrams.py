@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -181,3 +181,55 @@ def window_sqnorms(bands: Sequence[np.ndarray], w: np.ndarray, k: int) -> np.nda
     for d in range(1, k):
         out += 2 * sliding_sums(w[..., :m - d] * w[..., d:] * bands[d], k - d)
     return out
+
+
+class Windows(NamedTuple):
+    """One side's n-gram windows in a block of pairs (see :meth:`~alignscore.aligners.optimal.WMD._window_problems`)."""
+
+    index: np.ndarray  # [V, B, P] positions of the members, in order (0 past a text's last)
+    weight: np.ndarray  # [V, B, P] their masses (0 past a text's last member)
+    k: int  # members per window
+    count: np.ndarray  # [V, B] windows per text: max(m - k + 1, 1) for m members, 0 for none
+    mass: np.ndarray  # [V, B, W] window masses (0 past a text's last window)
+    norm: np.ndarray  # [V, B, W] |p_s| of the windows p_s = sum_(i < k) w_(s+i) x_(s+i)
+    prefix: bool  # every text's members are its first tokens (index[..., p] = p below its count)
+
+
+def windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int | str) -> Windows | None:
+    """The windows of texts ``x [B, T, D]`` (float64) with masses and members ``[V, B, T]``;
+    None when no text has a member."""
+    index, members_per_text = compact_members(members)
+    if not index.shape[-1]:
+        return None
+    k = window_size(n_gram, index.shape[-1])
+    weight = np.take_along_axis(mass.astype(np.float64), index, -1)
+    weight *= np.arange(index.shape[-1]) < members_per_text[..., None]
+    count = np.where(members_per_text > 0, np.maximum(members_per_text - k + 1, 1), 0)
+    window_mass = sliding_sums(weight, k) * (np.arange(index.shape[-1] - k + 1) < count[..., None])
+    prefix = bool((members[..., 1:] <= members[..., :-1]).all())  # no member after a non-member
+    bands = _bands(x, None if prefix else index, index.shape[-1], k)
+    return Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(bands, weight, k)), prefix)
+
+
+def _bands(x: np.ndarray, index: np.ndarray | None, width: int, k: int) -> list[np.ndarray]:
+    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, width - d]`` (``[1, B, ...]``
+    when ``index`` is None: the members are the first ``width`` tokens): the inner products of
+    the members ``index [V, B, width]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
+    per distinct member layout (variants mostly share one), from the members' vectors: ``O(k P D)``
+    per text for short windows, the members' whole Gram matrix for long ones (SMD)."""
+    if index is None:
+        members, which = x[None, :, :width], [0]  # [1, B, P, D], a view
+    else:
+        layouts: list[np.ndarray] = []
+        which = []
+        for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
+            u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
+            layouts += [layout] if u == len(layouts) else []
+            which.append(u)
+        members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
+    if k <= 4:
+        bands = [np.einsum("ubpd,ubpd->ubp", members[:, :, :width - d], members[:, :, d:]) for d in range(k)]
+    else:
+        gram = members @ members.transpose(0, 1, 3, 2)
+        bands = [np.diagonal(gram, d, -2, -1) for d in range(k)]
+    return [b[which] for b in bands]
