@@ -11,7 +11,10 @@ import pytest
 import torch
 
 import alignscore
+from alignscore.ablation import parse_grid
 from alignscore.aligners import WMD
+from alignscore.config import compile_run
+from alignscore.evaluation.space import parse_space
 from alignscore.aligners.transport import drop_flows, network_simplex, pairwise_cost
 from alignscore.errors import ConfigError
 from cli_checks import assert_one_error, invoke, write_toml
@@ -96,6 +99,11 @@ def test_every_way_in_takes_flow_dropout(tmp_path: Path) -> None:
     assert alignscore.run_spec({"preset": "xmoverscore"}).composition.aligner.flow_dropout == 0.3
     run_file = write_toml({"aligner": "wmd", "n_gram": 2, "flow_dropout": 0.25}, tmp_path / "run.toml")
     assert alignscore.run_spec({"config": str(run_file)}).composition.aligner.flow_dropout == 0.25
+    grid = parse_grid({"models": {"base": {"model": "m"}}, "columns": [{"name": "c", "aligner": "wmd"}],
+                       "rows": [{"name": "r", "flow_dropout": 0.3}]})
+    assert compile_run(grid.sources(grid.rows[0], grid.columns[0])).composition.aligner.flow_dropout == 0.3
+    (candidate,) = parse_space({"aligner": ["wmd"], "flow_dropout": [0.3]}).candidates()
+    assert candidate.spec.composition.aligner.flow_dropout == 0.3
     with pytest.raises(ConfigError, match="flow_dropout"):
         alignscore.run_spec({"aligner": "wmd", "flow_dropout": 1.0})
     with pytest.raises(ConfigError, match="flow_dropout"):
