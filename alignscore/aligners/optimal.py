@@ -41,6 +41,12 @@ def _ends(takes_part: np.ndarray) -> np.ndarray:
     return np.where(any_variant.any(-1), any_variant.shape[-1] - np.argmax(any_variant[:, ::-1], -1), 0)
 
 
+def _norms(norm: torch.Tensor | None) -> torch.Tensor:
+    if norm is None:
+        raise ValueError("the n-gram mean of states needs the batch's vector norms (ref_norm, cand_norm)")
+    return norm
+
+
 def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
     """A score from a distance ``d``, higher for closer texts::
 
@@ -126,8 +132,11 @@ class TransportAligner(Aligner):
         """The units of a batch; ``dense``: the window-by-token matrices too (:meth:`alignment`)."""
         if self.n_gram == 1:
             return _Units(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass, None, None)
-        ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram)
-        cand, cand_mass = pool_ngrams(batch.cand, batch.cand_mass, batch.cand_match, self.n_gram)
+        raw = self.reads_norms()
+        ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram,
+                                    _norms(batch.ref_norm) if raw else None)
+        cand, cand_mass = pool_ngrams(batch.cand, batch.cand_mass, batch.cand_match, self.n_gram,
+                                      _norms(batch.cand_norm) if raw else None)
         ur = ngram_units(batch.ref_match, self.n_gram) if dense else None
         uc = ngram_units(batch.cand_match, self.n_gram) if dense else None
         return _Units(ref, cand, ref_mass, cand_mass, ur, uc)
@@ -189,6 +198,10 @@ class WMD(TransportAligner):
         ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
     n_gram : int or str
         1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+    ngram_mean : str
+        The vector of an n-gram window: ``"unit"`` (the default), the mean of its tokens' unit
+        vectors (MoverScore v1's); ``"states"``, the mean of the tokens' vectors before they were
+        scaled to unit length (after a remapping, of the remapped ones), XMoverScore's.
     flow_dropout : float
         XMoverScore's flow dropout, a share in ``[0, 1)``: after the exact plan is found, its
         smallest nonzero flows are set to 0 (:func:`~alignscore.aligners.transport.drop_flows`)
@@ -209,7 +222,14 @@ class WMD(TransportAligner):
         "wmd: XMoverScore's flow dropout, the share (in [0, 1)) of the optimal plan's nonzero flows whose "
         "smallest are set to 0 before the distance is summed (the reference code's 0.3); 0, the default, keeps all."))
 
+    ngram_mean: str = setting("unit", choices=("unit", "states"), help=(
+        "wmd with --n-gram 2 or more: an n-gram's vector, the mean of its tokens' unit vectors (unit, the default, "
+        "MoverScore v1's) or of their vectors before unit scaling (states, XMoverScore's)."))
+
     name = "wmd"
+
+    def reads_norms(self) -> bool:
+        return self.ngram_mean == "states" and self.n_gram != 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -248,6 +268,9 @@ class WMD(TransportAligner):
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
         sides = [[np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
                   for f in ("ref_mass", "ref_match", "cand_mass", "cand_match")] for _, batches in jobs]
+        norms = None
+        if any(a.reads_norms() for a in aligners):
+            norms = [_norms(n).detach().cpu().numpy() for n in (first.ref_norm, first.cand_norm)]
         wmd = [np.zeros((len(batches), xs.shape[0])) for _, batches in jobs]
         empty = [np.ones((len(batches), xs.shape[0]), dtype=bool) for _, batches in jobs]
         ends_r = _ends(np.concatenate([(mr > 0) | sr for mr, sr, _, _ in sides]))
@@ -276,7 +299,8 @@ class WMD(TransportAligner):
                     cost = cos if aligner.cost == "cos" else sq if aligner.cost == "sqeuclidean" else np.sqrt(sq)
                     problems = aligner._token_problems(cost, mr, mc)
                 else:
-                    problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc])
+                    scale = (norms[0][sel, :tr], norms[1][sel, :tc]) if aligner.reads_norms() and norms else None
+                    problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc], scale)
                 done = [(v, k, distance(aligner, a, b, c)) for v, k, a, b, c in problems]
                 if done:
                     v, k, value = zip(*done)
@@ -310,7 +334,8 @@ class WMD(TransportAligner):
                 yield v, k, a[v, k, :n], b[v, k, :m], c
 
     def _window_problems(self, x: np.ndarray, y: np.ndarray, gram: np.ndarray, mr: np.ndarray, sr: np.ndarray,
-                         mc: np.ndarray, sc: np.ndarray) -> Iterator[Problem]:
+                         mc: np.ndarray, sc: np.ndarray,
+                         scale: tuple[np.ndarray, np.ndarray] | None = None) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of n-gram problems: tokens ``x [B, Tr, D]``,
         ``y [B, Tc, D]`` (float64) with inner products ``gram [B, Tr, Tc]``, masses ``mr``, ``mc``
         and members ``sr``, ``sc`` (``[V, B, tokens]``) per variant.
@@ -322,7 +347,8 @@ class WMD(TransportAligner):
         t, the cost between their unit vectors is ``||p_s/|p_s| - q_t/|q_t|||^2 = 2 - 2 p_s . q_t
         / (|p_s| |q_t|)``, where ``p_s . q_t`` and ``|p_s|^2`` are window sums of the members'
         inner products (:func:`window_inner`, :func:`window_sqnorms`)."""
-        ref, cand = windows(x, mr, sr, self.n_gram), windows(y, mc, sc, self.n_gram)
+        sx, sy = scale if scale is not None else (None, None)
+        ref, cand = windows(x, mr, sr, self.n_gram, sx), windows(y, mc, sc, self.n_gram, sy)
         if ref is None or cand is None:
             return
         pr, pc = ref.index.shape[-1], cand.index.shape[-1]
@@ -346,7 +372,8 @@ class WMD(TransportAligner):
 
     def signature(self) -> str:
         dropout = f",flow_dropout={number(self.flow_dropout)}" if self.flow_dropout else ""
-        return f"wmd({self._signature_parts()}{dropout})"
+        mean = ",mean=states" if self.reads_norms() else ""
+        return f"wmd({self._signature_parts()}{mean}{dropout})"
 
 
 # The smallest Sinkhorn reg, in units of the dtype's machine epsilon: the log-domain potentials

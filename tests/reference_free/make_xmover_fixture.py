@@ -19,8 +19,8 @@ current ``transformers`` to what the reference was written for (documented where
 Each run records the reference's scores and, from the flows its solver returned (recorded by
 :class:`FlowRecorder`), per pair the number of flows its dropout split off from equal ones by
 rounding and the score with those kept (:func:`tie_analysis`). Runs marked ``states=unit`` give
-the reference unit-length token states (its n-gram vectors are means of raw states; alignscore's
-are means of unit vectors): they are not the reference's numbers, they isolate that difference.
+the reference unit-length token states (its n-gram vectors are means of raw states, alignscore's
+``ngram_mean="states"``; they are not the reference's numbers: they check ``ngram_mean="unit"``).
 """
 
 from __future__ import annotations
