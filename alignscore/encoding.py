@@ -118,9 +118,9 @@ def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], ru
 
 
 def norms_read(compositions: Iterable[Composition]) -> set[str]:
-    """The signatures of the aggregators whose norms a composition's weighting reads (what
-    :func:`encode` must keep)."""
-    return {c.aggregator.signature() for c in compositions if c.weighting.reads_norms()}
+    """The signatures of the aggregators whose norms a composition's weighting or aligner reads
+    (what :func:`encode` must keep)."""
+    return {c.aggregator.signature() for c in compositions if c.weighting.reads_norms() or c.aligner.reads_norms()}
 
 
 def check_vectors(vectors: torch.Tensor) -> None:

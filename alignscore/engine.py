@@ -56,6 +56,8 @@ class AlignerInputs:
     matchable: torch.Tensor
     carries: torch.Tensor
     ref_vectors: torch.Tensor | None = None
+    norms: torch.Tensor | None = None  # [N] the vectors' lengths before unit scaling, when kept
+    ref_norms: torch.Tensor | None = None  # [N] the same on the reference side where it is remapped
 
     @property
     def reference_vectors(self) -> torch.Tensor:
@@ -144,8 +146,15 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
                 ref_mass, cand_mass = ref_mass * encoded.norms[a_sig], cand_mass * encoded.norms[a_sig]
             if comp.remap is not None and (a_sig, m_sig) not in remapped:
                 remapped[a_sig, m_sig] = remap_vectors(comp.remap, vectors)
+            norms = encoded.norms.get(a_sig)
+            if comp.aligner.reads_norms() and norms is None:
+                raise ValueError(f"aligner {comp.aligner.signature()} reads the norms of {a_sig}'s vectors, which "
+                                 "were not kept: encode(..., norms=norms_read(compositions))")
+            ref_norms = None
+            if norms is not None and comp.remap is not None:  # |apply(v)| = |v| |apply(v / |v|)| (linear maps)
+                ref_norms = norms * comp.remap.apply(vectors).norm(dim=-1).to(norms)
             out[key] = AlignerInputs(vectors, ref_mass, cand_mass, matchable.to(device), carries.cpu(),
-                                     remapped.get((a_sig, m_sig)))
+                                     remapped.get((a_sig, m_sig)), norms, ref_norms)
         result.append(out[key])
     return result
 
@@ -189,8 +198,12 @@ def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand
                   ref_match=inputs.matchable[r_idx] & r_ok, cand_match=inputs.matchable[c_idx] & c_ok)
     if like is not None:
         return replace(like, **masses)
+    norms = {}
+    if inputs.norms is not None:
+        ref_norms = inputs.norms if inputs.ref_norms is None else inputs.ref_norms
+        norms = dict(ref_norm=ref_norms.to(device)[r_idx] * r_ok, cand_norm=inputs.norms.to(device)[c_idx] * c_ok)
     return PairBatch(ref=padded_blocks(inputs.reference_vectors, r_idx, r_ok),
-                     cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses)
+                     cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses, **norms)
 
 
 def batch_order(encoded: Encoded) -> torch.Tensor:

@@ -33,6 +33,8 @@ class PairBatch:
     ref_match: torch.Tensor  # [B, Tr] bool
     cand_match: torch.Tensor  # [B, Tc] bool
     finite: bool = False
+    ref_norm: torch.Tensor | None = None  # [B, Tr] the vectors' lengths before unit scaling (when asked for)
+    cand_norm: torch.Tensor | None = None  # [B, Tc]
 
 
 @dataclass
@@ -74,6 +76,11 @@ class Aligner(ABC):
     @abstractmethod
     def signature(self) -> str:
         """What pins this aligner's numbers (cost, score form, ...)."""
+
+    def reads_norms(self) -> bool:
+        """Whether it reads the tokens' vector lengths before unit scaling (``PairBatch.ref_norm``,
+        ``cand_norm``): the engine then keeps them (after a remapping, the remapped vectors')."""
+        return False
 
     def fit(self, vectors: Vectors) -> "Aligner":
         """This aligner for token vectors of the kind ``vectors`` (what the aggregator declares,

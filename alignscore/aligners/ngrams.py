@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -61,14 +61,16 @@ def ngram_units(members: torch.Tensor, n_gram: int | str) -> torch.Tensor:
     return inside.float()
 
 
-def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor, n_gram: int | str
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor, n_gram: int | str,
+                scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Unit vectors ``[B, W, D]`` and masses ``[B, W]`` of the windows of :func:`ngram_units`.
 
     With ``U`` the windows of ``members``, a window's mass is the sum of its tokens' masses,
     ``M_s = sum_t U_st m_t``, and its vector the mass-weighted average of its tokens' (unit)
     vectors, ``v_s = sum_t U_st m_t x_t / M_s``, scaled to unit length (the costs are between
-    unit vectors). Windows without mass get mass 0 and vector 0.
+    unit vectors). Windows without mass get mass 0 and vector 0. ``scale [B, T]`` (the tokens'
+    vector lengths before unit scaling): the vector is ``sum_t U_st m_t s_t x_t`` instead, the
+    direction of the mass-weighted mean of the unscaled vectors (XMoverScore's); masses unchanged.
 
     Computed without the dense ``U``: the members of each text are first moved to the front in
     order (``c_r`` = the member of rank r, weight ``w_r = m`` of it, 0 past the last member),
@@ -87,7 +89,8 @@ def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor
     rows = torch.arange(b, device=members.device).unsqueeze(1)
     ranked = torch.arange(t, device=members.device).unsqueeze(0) < m.unsqueeze(1)
     weight = mass[rows, pos] * ranked  # [B, T]: mass of the member of rank r, 0 past the last
-    weighted = vectors[rows, pos] * weight.to(vectors.dtype).unsqueeze(-1)  # [B, T, D]
+    vector_weight = weight if scale is None else weight * scale[rows, pos].to(weight)
+    weighted = vectors[rows, pos] * vector_weight.to(vectors.dtype).unsqueeze(-1)  # [B, T, D]
     if w == 1:  # one window per text: all its members
         pooled, unit_mass = weighted.sum(1, keepdim=True), weight.sum(1, keepdim=True)
     else:
@@ -181,3 +184,59 @@ def window_sqnorms(bands: Sequence[np.ndarray], w: np.ndarray, k: int) -> np.nda
     for d in range(1, k):
         out += 2 * sliding_sums(w[..., :m - d] * w[..., d:] * bands[d], k - d)
     return out
+
+
+class Windows(NamedTuple):
+    """One side's n-gram windows in a block of pairs (see :meth:`~alignscore.aligners.optimal.WMD._window_problems`)."""
+
+    index: np.ndarray  # [V, B, P] positions of the members, in order (0 past a text's last)
+    weight: np.ndarray  # [V, B, P] their weights in the window vectors: masses (times the norms), 0 past the last
+    k: int  # members per window
+    count: np.ndarray  # [V, B] windows per text: max(m - k + 1, 1) for m members, 0 for none
+    mass: np.ndarray  # [V, B, W] window masses (0 past a text's last window)
+    norm: np.ndarray  # [V, B, W] |p_s| of the windows p_s = sum_(i < k) w_(s+i) x_(s+i)
+    prefix: bool  # every text's members are its first tokens (index[..., p] = p below its count)
+
+
+def windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int | str,
+            scale: np.ndarray | None = None) -> Windows | None:
+    """The windows of texts ``x [B, T, D]`` (float64) with masses and members ``[V, B, T]``;
+    None when no text has a member. ``scale [B, T]``: the tokens' vector lengths before unit
+    scaling, by which the vectors (not the masses) are weighted too (:func:`pool_ngrams`)."""
+    index, members_per_text = compact_members(members)
+    if not index.shape[-1]:
+        return None
+    k = window_size(n_gram, index.shape[-1])
+    weight = np.take_along_axis(mass.astype(np.float64), index, -1)
+    weight *= np.arange(index.shape[-1]) < members_per_text[..., None]
+    count = np.where(members_per_text > 0, np.maximum(members_per_text - k + 1, 1), 0)
+    window_mass = sliding_sums(weight, k) * (np.arange(index.shape[-1] - k + 1) < count[..., None])
+    if scale is not None:
+        weight = weight * np.take_along_axis(np.broadcast_to(scale, mass.shape).astype(np.float64), index, -1)
+    prefix = bool((members[..., 1:] <= members[..., :-1]).all())  # no member after a non-member
+    bands = _bands(x, None if prefix else index, index.shape[-1], k)
+    return Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(bands, weight, k)), prefix)
+
+
+def _bands(x: np.ndarray, index: np.ndarray | None, width: int, k: int) -> list[np.ndarray]:
+    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, width - d]`` (``[1, B, ...]``
+    when ``index`` is None: the members are the first ``width`` tokens): the inner products of
+    the members ``index [V, B, width]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
+    per distinct member layout (variants mostly share one), from the members' vectors: ``O(k P D)``
+    per text for short windows, the members' whole Gram matrix for long ones (SMD)."""
+    if index is None:
+        members, which = x[None, :, :width], [0]  # [1, B, P, D], a view
+    else:
+        layouts: list[np.ndarray] = []
+        which = []
+        for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
+            u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
+            layouts += [layout] if u == len(layouts) else []
+            which.append(u)
+        members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
+    if k <= 4:
+        bands = [np.einsum("ubpd,ubpd->ubp", members[:, :, :width - d], members[:, :, d:]) for d in range(k)]
+    else:
+        gram = members @ members.transpose(0, 1, 3, 2)
+        bands = [np.diagonal(gram, d, -2, -1) for d in range(k)]
+    return [b[which] for b in bands]

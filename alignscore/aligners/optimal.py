@@ -7,17 +7,16 @@ import warnings
 from abc import abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence, cast
+from typing import Iterator, Sequence, cast
 
 import numpy as np
 import torch
 
 from .._ops import balanced_rows, normalise_mass
 from ..settings import SettingError, check_settings, setting
-from .base import Aligner, Alignment, PairBatch, check_finite, same_vectors
-from .ngrams import (SENTENCE, compact_members, ngram_units, pool_ngrams, sliding_sums, window_inner,
-                     window_size, window_sqnorms)
-from .transport import (COSTS, exact_plans, network_simplex, pairwise_cost,
+from .base import Aligner, Alignment, PairBatch, check_finite, number, same_vectors
+from .ngrams import SENTENCE, ngram_units, pool_ngrams, window_inner, windows
+from .transport import (COSTS, drop_flows, exact_plans, network_simplex, pairwise_cost,
                         single_threaded_blas, sinkhorn_plans)
 
 SCORE_FORMS = ("1-d", "1/(1+d)")
@@ -27,63 +26,11 @@ Problem = tuple[int, int, np.ndarray, np.ndarray, np.ndarray]  # (variant, pair,
 PAIRS_PER_BLOCK = 16
 
 
-class _Windows(NamedTuple):
-    """One side's n-gram windows in a block of pairs (see :meth:`WMD._window_problems`)."""
-
-    index: np.ndarray  # [V, B, P] positions of the members, in order (0 past a text's last)
-    weight: np.ndarray  # [V, B, P] their masses (0 past a text's last member)
-    k: int  # members per window
-    count: np.ndarray  # [V, B] windows per text: max(m - k + 1, 1) for m members, 0 for none
-    mass: np.ndarray  # [V, B, W] window masses (0 past a text's last window)
-    norm: np.ndarray  # [V, B, W] |p_s| of the windows p_s = sum_(i < k) w_(s+i) x_(s+i)
-    prefix: bool  # every text's members are its first tokens (index[..., p] = p below its count)
-
-
-def _windows(x: np.ndarray, mass: np.ndarray, members: np.ndarray, n_gram: int | str) -> _Windows | None:
-    """The windows of texts ``x [B, T, D]`` (float64) with masses and members ``[V, B, T]``;
-    None when no text has a member."""
-    index, members_per_text = compact_members(members)
-    if not index.shape[-1]:
-        return None
-    k = window_size(n_gram, index.shape[-1])
-    weight = np.take_along_axis(mass.astype(np.float64), index, -1)
-    weight *= np.arange(index.shape[-1]) < members_per_text[..., None]
-    count = np.where(members_per_text > 0, np.maximum(members_per_text - k + 1, 1), 0)
-    window_mass = sliding_sums(weight, k) * (np.arange(index.shape[-1] - k + 1) < count[..., None])
-    prefix = bool((members[..., 1:] <= members[..., :-1]).all())  # no member after a non-member
-    bands = _bands(x, None if prefix else index, index.shape[-1], k)
-    return _Windows(index, weight, k, count, window_mass, np.sqrt(window_sqnorms(bands, weight, k)), prefix)
-
-
 def _token_sqdist(x: np.ndarray, y: np.ndarray, gram: np.ndarray) -> np.ndarray:
     """``|x_i|^2 + |y_j|^2 - 2 x_i . y_j`` (clipped at 0) ``[B, Tr, Tc]`` of tokens ``x [B, Tr, D]``,
     ``y [B, Tc, D]`` with inner products ``gram [B, Tr, Tc]``: shared by a block's token-level jobs."""
     sqx, sqy = np.einsum("btd,btd->bt", x, x), np.einsum("btd,btd->bt", y, y)
     return np.maximum(sqx[:, :, None] + sqy[:, None, :] - 2.0 * gram, 0.0)
-
-
-def _bands(x: np.ndarray, index: np.ndarray | None, width: int, k: int) -> list[np.ndarray]:
-    """``[x_(index_p) . x_(index_(p+d)) for d < k]``, each ``[V, B, width - d]`` (``[1, B, ...]``
-    when ``index`` is None: the members are the first ``width`` tokens): the inner products of
-    the members ``index [V, B, width]`` of texts ``x [B, T, D]`` that are ``d`` apart. Computed once
-    per distinct member layout (variants mostly share one), from the members' vectors: ``O(k P D)``
-    per text for short windows, the members' whole Gram matrix for long ones (SMD)."""
-    if index is None:
-        members, which = x[None, :, :width], [0]  # [1, B, P, D], a view
-    else:
-        layouts: list[np.ndarray] = []
-        which = []
-        for layout in index:  # a handful of variants: comparing them is cheaper than np.unique
-            u = next((u for u, seen in enumerate(layouts) if np.array_equal(seen, layout)), len(layouts))
-            layouts += [layout] if u == len(layouts) else []
-            which.append(u)
-        members = x[np.arange(x.shape[0])[:, None], np.stack(layouts)]  # [U, B, P, D]
-    if k <= 4:
-        bands = [np.einsum("ubpd,ubpd->ubp", members[:, :, :width - d], members[:, :, d:]) for d in range(k)]
-    else:
-        gram = members @ members.transpose(0, 1, 3, 2)
-        bands = [np.diagonal(gram, d, -2, -1) for d in range(k)]
-    return [b[which] for b in bands]
 
 
 def _ends(takes_part: np.ndarray) -> np.ndarray:
@@ -92,6 +39,12 @@ def _ends(takes_part: np.ndarray) -> np.ndarray:
     if not any_variant.shape[-1]:
         return np.zeros(any_variant.shape[0], dtype=np.int64)
     return np.where(any_variant.any(-1), any_variant.shape[-1] - np.argmax(any_variant[:, ::-1], -1), 0)
+
+
+def _norms(norm: torch.Tensor | None) -> torch.Tensor:
+    if norm is None:
+        raise ValueError("the n-gram mean of states needs the batch's vector norms (ref_norm, cand_norm)")
+    return norm
 
 
 def score_from_distance(wmd: torch.Tensor, form: str) -> torch.Tensor:
@@ -179,8 +132,11 @@ class TransportAligner(Aligner):
         """The units of a batch; ``dense``: the window-by-token matrices too (:meth:`alignment`)."""
         if self.n_gram == 1:
             return _Units(batch.ref, batch.cand, batch.ref_mass, batch.cand_mass, None, None)
-        ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram)
-        cand, cand_mass = pool_ngrams(batch.cand, batch.cand_mass, batch.cand_match, self.n_gram)
+        raw = self.reads_norms()
+        ref, ref_mass = pool_ngrams(batch.ref, batch.ref_mass, batch.ref_match, self.n_gram,
+                                    _norms(batch.ref_norm) if raw else None)
+        cand, cand_mass = pool_ngrams(batch.cand, batch.cand_mass, batch.cand_match, self.n_gram,
+                                      _norms(batch.cand_norm) if raw else None)
         ur = ngram_units(batch.ref_match, self.n_gram) if dense else None
         uc = ngram_units(batch.cand_match, self.n_gram) if dense else None
         return _Units(ref, cand, ref_mass, cand_mass, ur, uc)
@@ -242,6 +198,14 @@ class WMD(TransportAligner):
         ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
     n_gram : int or str
         1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+    ngram_mean : str
+        The vector of an n-gram window: ``"unit"`` (the default), the mean of its tokens' unit
+        vectors (MoverScore v1's); ``"states"``, the mean of the tokens' vectors before they were
+        scaled to unit length (after a remapping, of the remapped ones), XMoverScore's.
+    flow_dropout : float
+        XMoverScore's flow dropout, a share in ``[0, 1)``: after the exact plan is found, its
+        smallest nonzero flows are set to 0 (:func:`~alignscore.aligners.transport.drop_flows`)
+        and the distance is ``<C, T>`` over the flows left; 0 (the default) keeps them all.
 
     Examples
     --------
@@ -254,10 +218,30 @@ class WMD(TransportAligner):
     (0.5286, 0.6667)
     """
 
+    flow_dropout: float = setting(0.0, ge=0, le=1, help=(
+        "wmd: XMoverScore's flow dropout, the share (in [0, 1)) of the optimal plan's nonzero flows whose "
+        "smallest are set to 0 before the distance is summed (the reference code's 0.3); 0, the default, keeps all."))
+
+    ngram_mean: str = setting("unit", choices=("unit", "states"), help=(
+        "wmd with --n-gram 2 or more: an n-gram's vector, the mean of its tokens' unit vectors (unit, the default, "
+        "MoverScore v1's) or of their vectors before unit scaling (states, XMoverScore's)."))
+
     name = "wmd"
 
+    def reads_norms(self) -> bool:
+        return self.ngram_mean == "states" and self.n_gram != 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.flow_dropout == 1:
+            raise SettingError("flow_dropout", "must be below 1 (a share of the flows), not 1")
+
     def plans(self, cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return exact_plans(cost, a, b)
+        plans = exact_plans(cost, a, b)
+        if not self.flow_dropout:
+            return plans
+        kept = [torch.from_numpy(drop_flows(p.cpu().numpy(), self.flow_dropout)) for p in plans]
+        return torch.stack(kept).to(plans.device) if kept else plans
 
     def __call__(self, batch: PairBatch) -> dict[str, torch.Tensor]:
         return self.score_variants([batch])[0]
@@ -284,12 +268,20 @@ class WMD(TransportAligner):
         xs, ys = (t.detach().cpu().numpy() for t in (first.ref, first.cand))
         sides = [[np.stack([getattr(b, f).detach().cpu().numpy() for b in batches])
                   for f in ("ref_mass", "ref_match", "cand_mass", "cand_match")] for _, batches in jobs]
+        norms = None
+        if any(a.reads_norms() for a in aligners):
+            norms = [_norms(n).detach().cpu().numpy() for n in (first.ref_norm, first.cand_norm)]
         wmd = [np.zeros((len(batches), xs.shape[0])) for _, batches in jobs]
         empty = [np.ones((len(batches), xs.shape[0]), dtype=bool) for _, batches in jobs]
         ends_r = _ends(np.concatenate([(mr > 0) | sr for mr, sr, _, _ in sides]))
         ends_c = _ends(np.concatenate([(mc > 0) | sc for _, _, mc, sc in sides]))
         order = np.lexsort((ends_c, ends_r))
-        solve = network_simplex(balanced=True)
+        solve, solve_plan = network_simplex(balanced=True), network_simplex(plans=True, balanced=True)
+
+        def distance(aligner: WMD, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+            if not aligner.flow_dropout:
+                return solve(a, b, c)
+            return float((drop_flows(solve_plan(a, b, c), aligner.flow_dropout) * c).sum())
 
         def block(start: int) -> None:  # writes only its own pairs' entries
             sel = order[start:start + PAIRS_PER_BLOCK]
@@ -307,8 +299,9 @@ class WMD(TransportAligner):
                     cost = cos if aligner.cost == "cos" else sq if aligner.cost == "sqeuclidean" else np.sqrt(sq)
                     problems = aligner._token_problems(cost, mr, mc)
                 else:
-                    problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc])
-                done = [(v, k, solve(a, b, c)) for v, k, a, b, c in problems]
+                    scale = (norms[0][sel, :tr], norms[1][sel, :tc]) if aligner.reads_norms() and norms else None
+                    problems = aligner._window_problems(x, y, gram, mr, sr[:, sel, :tr], mc, sc[:, sel, :tc], scale)
+                done = [(v, k, distance(aligner, a, b, c)) for v, k, a, b, c in problems]
                 if done:
                     v, k, value = zip(*done)
                     at = (np.array(v), sel[np.array(k)])
@@ -341,7 +334,8 @@ class WMD(TransportAligner):
                 yield v, k, a[v, k, :n], b[v, k, :m], c
 
     def _window_problems(self, x: np.ndarray, y: np.ndarray, gram: np.ndarray, mr: np.ndarray, sr: np.ndarray,
-                         mc: np.ndarray, sc: np.ndarray) -> Iterator[Problem]:
+                         mc: np.ndarray, sc: np.ndarray,
+                         scale: tuple[np.ndarray, np.ndarray] | None = None) -> Iterator[Problem]:
         """``(variant, pair, a, b, C)`` of n-gram problems: tokens ``x [B, Tr, D]``,
         ``y [B, Tc, D]`` (float64) with inner products ``gram [B, Tr, Tc]``, masses ``mr``, ``mc``
         and members ``sr``, ``sc`` (``[V, B, tokens]``) per variant.
@@ -353,7 +347,8 @@ class WMD(TransportAligner):
         t, the cost between their unit vectors is ``||p_s/|p_s| - q_t/|q_t|||^2 = 2 - 2 p_s . q_t
         / (|p_s| |q_t|)``, where ``p_s . q_t`` and ``|p_s|^2`` are window sums of the members'
         inner products (:func:`window_inner`, :func:`window_sqnorms`)."""
-        ref, cand = _windows(x, mr, sr, self.n_gram), _windows(y, mc, sc, self.n_gram)
+        sx, sy = scale if scale is not None else (None, None)
+        ref, cand = windows(x, mr, sr, self.n_gram, sx), windows(y, mc, sc, self.n_gram, sy)
         if ref is None or cand is None:
             return
         pr, pc = ref.index.shape[-1], cand.index.shape[-1]
@@ -376,7 +371,9 @@ class WMD(TransportAligner):
             yield v, k, a[v, k, :n], b[v, k, :m], np.ascontiguousarray(cost[v, k, :n, :m])
 
     def signature(self) -> str:
-        return f"wmd({self._signature_parts()})"
+        dropout = f",flow_dropout={number(self.flow_dropout)}" if self.flow_dropout else ""
+        mean = ",mean=states" if self.reads_norms() else ""
+        return f"wmd({self._signature_parts()}{mean}{dropout})"
 
 
 # The smallest Sinkhorn reg, in units of the dtype's machine epsilon: the log-domain potentials

@@ -58,10 +58,11 @@ _PRESETS = (
         "BaryScore (Colombo et al., 2021): Wasserstein barycenters of the last five layers"),
     Preset("xmoverscore", dict(
         model="bert-base-multilingual-cased", layer=8, special_tokens="keep", weighting="none", aligner="wmd",
-        n_gram=2, cost="euclidean", score_form="1-d"),
-        "XMoverScore (Zhao et al., 2020) against sources: mBERT layer 8, WMD on bigrams with uniform weights; "
-        "add remap = FILE (alignscore remap) for its remapping and lm = MODEL for its target-side language-model "
-        "term (off without one; weight lm_weight, the paper's 0.1); flow dropout is not in it"),
+        n_gram=2, cost="euclidean", score_form="1/(1+d)", flow_dropout=0.3, ngram_mean="states"),
+        "XMoverScore (Zhao et al., 2020) against sources: mBERT layer 8, WMD on bigrams (means of the layer's "
+        "states) with uniform weights, flow dropout 0.3 and 1/(1+d) (the reference code's); add remap = FILE (alignscore remap) for its "
+        "remapping and lm = MODEL for its target-side language-model term (off without one; weight lm_weight, "
+        "the paper's 0.1)"),
 )
 for _preset in _PRESETS:
     PRESETS.register(_preset.name)(_preset)  # type: ignore[arg-type]  # the registry holds the presets

@@ -108,14 +108,15 @@ def test_the_xmoverscore_preset_is_the_papers_alignment(encoder: CountingEncoder
     spec = alignscore.run_spec({"preset": "xmoverscore"})
     c = spec.composition
     assert spec.encoder.model == "bert-base-multilingual-cased" and c.aggregator.layer == 8
-    assert (c.aligner.n_gram, c.aligner.cost, c.aligner.score_form) == (2, "euclidean", "1-d")
+    assert (c.aligner.n_gram, c.aligner.cost, c.aligner.score_form) == (2, "euclidean", "1/(1+d)")
+    assert (c.aligner.flow_dropout, c.aligner.ngram_mean) == (0.3, "states")  # the reference code's
     assert c.roles.special == "keep" and c.remap is None
     width = encoder.load_model().config.hidden_size
     path = _remap_file(tmp_path, encoder, "clp", torch.eye(width, dtype=torch.float64))
     scorer = alignscore.build(alignscore.run_spec({"preset": "xmoverscore", "model": encoder.name, "layer": 2,
                                                    "remap": str(path)}), encoder=encoder)
     scores = scorer.score(CANDS[:2], sources=SOURCES[:2])
-    assert scores.signature["align"] == "wmd(euclidean,1-d,n=2)" and "remap" in scores.signature
+    assert scores.signature["align"] == "wmd(euclidean,1/(1+d),n=2,mean=states,flow_dropout=0.3)" and "remap" in scores.signature
 
 
 @pytest.fixture
