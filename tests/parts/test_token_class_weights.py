@@ -16,7 +16,8 @@ import torch
 import alignscore
 from alignscore import run_spec
 from alignscore.ablation import parse_grid
-from alignscore.cli.options import flag_sources, parse_spec
+from alignscore.cli.options import parse_spec
+from alignscore.config.sources import sources_of
 from alignscore.config import compile_run, file_source
 from alignscore.errors import ConfigError
 from alignscore.evaluation.space import parse_space
@@ -170,7 +171,7 @@ def test_a_fitted_run_scores_the_same_from_every_way_in(tiny_bert_dir, tmp_path)
     ways = {"keyword": run_spec(opts)}
     flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),
                                                   ",".join(map(str, v)) if isinstance(v, list) else str(v))]
-    ways["flag"] = compile_run(flag_sources(parse_spec(" ".join(flags), "--a")))
+    ways["flag"] = compile_run(sources_of(parse_spec(" ".join(flags), "--a"), style="flag"))
     run_file = write_toml(opts, tmp_path / "run.toml")
     ways["file"] = compile_run([file_source(run_file)])
     grid = parse_grid({"models": {"base": {"model": tiny_bert_dir}}, "columns": [{"name": "c", "aligner": "greedy"}],
