@@ -62,14 +62,15 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
     ``start``: Adam on ``-mean r + penalty`` over the training segments; the values kept are
     those of the step with the best mean r on the inner fold, where ``exact`` (the starting
     composition itself, when the optimisation starts elsewhere) and ``start`` compete too, so a
-    fit never does worse there than where it began. Stops at ``deadline``
+    fit never does worse there than where it began. Stops after ``plan.patience`` steps without
+    a better inner r than the path's own best so far, or at ``deadline``
     (``time.monotonic()``). Each step scores every segment once: the inner fold's r of the
     values before the step, and the gradient of the training segments'."""
     chosen = [features.pairs[i] for i in pairs]
     train, held = inner_split(chosen, plan.seed)
     model = Model(start, learn, plan.reg)
     opt = torch.optim.Adam(model.parameters(), lr=plan.lr)
-    best_r, best, first, since, steps = -math.inf, start, -math.inf, 0, 0
+    best_r, best, first, path_r, since, steps = -math.inf, start, -math.inf, -math.inf, 0, 0
     if exact is not None:
         with torch.no_grad():
             exact_scores = [pair_scores(pf, plain(exact), exact.metric) for pf in chosen]
@@ -86,12 +87,14 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
             held_r.append(float(pearson(scores.detach()[held_rows], pf.human[held_rows])))
             (-pearson(scores[fit_rows], pf.human[fit_rows]) / len(chosen)).backward()
         now = sum(held_r) / len(held_r)
-        if steps == 0 and exact is None:
-            best_r, best, first = now, values, now
-        elif now > best_r + 1e-6:
-            best_r, best, since = now, values, 0
-        elif steps:
+        if steps == 0:
+            path_r, first = now, (first if exact is not None else now)
+        elif now > path_r + 1e-6:  # patience runs out on the path's own best, not the start's: a path
+            path_r, since = now, 0  # from a softened start may need many steps to climb past it
+        else:
             since += 1
+        if now > best_r + 1e-6 or (steps == 0 and exact is None):
+            best_r, best = now, values
         if steps >= plan.steps or since >= plan.patience or time.monotonic() > deadline:
             return Fitted(best, steps, first, best_r)
         model.penalty().backward()
