@@ -61,7 +61,8 @@ def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
 
     t = time.perf_counter()
     result = alignscore.fit(WMT16, model=args.model, start=start, budget=args.fit_budget, output=out / "fit",
-                            steps=args.steps, holdout=args.holdout, quiet=True)
+                            steps=args.steps, holdout=args.holdout, quiet=True,
+                            layers=[int(x) for x in args.layers.split(",")] if args.layers else None)
     took = time.perf_counter() - t
     v, est = result.values, result.estimate
     return {"seconds": took, "peak_mib": _peak_mib(), "kept_mib": result.state_bytes / 2**20,
@@ -129,6 +130,7 @@ def _run_child(which: str, args: argparse.Namespace, work: Path, start_file: str
     cmd = [sys.executable, __file__, "--child", which, "--json", str(path), "--workdir", str(work),
            "--model", args.model, "--tune-budget", str(args.tune_budget), "--fit-budget", str(args.fit_budget),
            "--steps", str(args.steps)] + (["--start-file", start_file] if start_file else []) + (
+               ["--layers", args.layers] if args.layers else []) + (
                ["--holdout", args.holdout] if args.holdout else [])
     subprocess.run(cmd, check=True, cwd=REPO)
     return json.loads(path.read_text(encoding="utf-8"))
@@ -142,6 +144,7 @@ def main() -> None:
     ap.add_argument("--fit-budget", type=float, default=30.0, help="minutes")
     ap.add_argument("--tune-budget", type=float, default=30.0, help="minutes")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--layers", default=None, help="the layers a single-layer start is mixed over, e.g. 5,6,7,8,9")
     ap.add_argument("--holdout", default=None, help="another year's DAseg folder (benchmarks/wmt17_daseg.py)")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     ap.add_argument("--note", default="")
