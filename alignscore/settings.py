@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import typing
 from contextlib import suppress
@@ -197,7 +198,7 @@ class Setting:
             raise SettingError(self.name, exc.message) from None
         except ValueError:
             raise SettingError(self.name, f"cannot read {text!r} ({self.describe()})") from None
-        if int in kinds and text.strip().lstrip("+-").isdigit():
+        if int in kinds and re.fullmatch(r"\s*[+-]?\d+\s*", text):  # "+-5" is no integer: int() would raise
             return int(text)
         if float in kinds:
             with suppress(ValueError):  # a text setting may be a number too: else the text

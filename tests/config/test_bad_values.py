@@ -656,3 +656,11 @@ def test_a_local_copy_of_a_known_model_gets_its_default_layer(tmp_path, tiny_ber
     assert alignscore.HFEncoder("roberta-large").default_layer_origin() is None
     with pytest.raises(ConfigError, match="no default layer"):
         alignscore.bertscore(tiny_bert_dir).layers()
+
+
+@pytest.mark.parametrize("text", ["+-5", "--3", "5-", "1 2"])
+def test_an_integer_that_is_not_one_is_a_clear_error(text) -> None:
+    from alignscore.config import run_compiled
+
+    with pytest.raises(ConfigError, match=r"--batch-size: cannot read"):
+        run_compiled({"batch_size": text}, style="flag")
