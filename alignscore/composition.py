@@ -92,6 +92,12 @@ class CompositionOptions:
                            multi_ref=self.multi_ref, baseline=baseline, remap=remap, lm=lm, **parts)
 
 
+#: the type each object field of a :class:`Composition` holds, and how to make one
+KINDS = {"aggregator": (Aggregator, ""), "roles": (TokenRoles, ""), "weighting": (Weighting, ""), "aligner": (Aligner, ""),
+         "baseline": (Baseline, " (Baseline.read(path))"), "remap": (Remapping, " (load_remapping(path))"),
+         "lm": (LMTerm, " (LMTerm(model, weight))")}
+
+
 @dataclass(frozen=True)
 class Composition:
     """A metric, given an encoder: which layers and how they become token vectors
@@ -123,18 +129,15 @@ class Composition:
     default_of: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for name, kind in (("aggregator", Aggregator), ("roles", TokenRoles), ("weighting", Weighting),
-                           ("aligner", Aligner)):
-            if not isinstance(getattr(self, name), kind):
-                raise ConfigError(f"{name} must be an instance of {kind.__name__}, not {describe(getattr(self, name))}",
-                                  (name,))
+        for f in fields(self):  # every part and object field holds what its type says (None where optional)
+            kind, value = KINDS.get(f.name), getattr(self, f.name)
+            if kind is not None and not isinstance(value, kind[0]) and not (value is None and f.default is None):
+                raise ConfigError(f"{f.name} must be an instance of {kind[0].__name__}{kind[1]}, not {describe(value)}",
+                                  (f.name,))
         own = {s.name: s for s in settings_of(CompositionOptions)}
         object.__setattr__(self, "multi_ref", own["multi_ref"].check(self.multi_ref))
         if isinstance(self.weighting, TokenClassWeights):  # the special-token policy: the options' first
             self.weighting.check_special_policy(self.roles.special, next(iter(own)))
-        if self.baseline is not None and not isinstance(self.baseline, Baseline):
-            raise ConfigError(f"baseline must be a Baseline (Baseline.read(path)), not {describe(self.baseline)}",
-                              ("baseline",))
         try:
             object.__setattr__(self, "aligner", self.aligner.fit(self.aggregator.output()))
         except ConfigError as exc:
@@ -144,11 +147,6 @@ class Composition:
         elif self.metric not in self.aligner.metrics:
             raise ConfigError(f"aligner {self.aligner.signature()} has no output {self.metric!r} "
                               f"(it gives {', '.join(self.aligner.metrics)})", ("metric", "aligner"))
-        if self.remap is not None and not isinstance(self.remap, Remapping):
-            raise ConfigError(f"remap must be a Remapping (load_remapping(path)), not {describe(self.remap)}",
-                              ("remap",))
-        if self.lm is not None and not isinstance(self.lm, LMTerm):
-            raise ConfigError(f"lm must be an LMTerm (LMTerm(model, weight)), not {describe(self.lm)}", ("lm",))
         if self.remap is not None or self.lm is not None:  # a remapped run, an LM term: against sources only
             self.check_side(sources=True)
         for name, why in (("remap", "a remapping maps one layer's vectors"),

@@ -326,7 +326,7 @@ def test_generators_are_read_once(tiny_bert_dir) -> None:
     (lambda m: compose(alignscore.HFEncoder(m), aligner="wmd"), "aligner must be an instance of Aligner"),
     (lambda m: compose(m), "encoder must be an instance of Encoder"),
     (lambda m: compose(alignscore.HFEncoder(m), filters=["rm"]), "filters must be a list of TokenFilter"),
-    (lambda m: compose(alignscore.HFEncoder(m), baseline="b.csv"), "baseline must be a Baseline"),
+    (lambda m: compose(alignscore.HFEncoder(m), baseline="b.csv"), "baseline must be an instance of Baseline"),
     (lambda m: PowerMeans(layers=(1, "2")), "layers: expected a list of integers, not '2'"),
     (lambda m: PowerMeans(layers=3), "layers: expected a list of integers, not 3"),
 ])
