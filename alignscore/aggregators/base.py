@@ -62,7 +62,20 @@ class Vectors:
 class Aggregator(ABC):
     """Turns ``[L, B, T, D]`` hidden states of :attr:`layers` into ``[B, T, D']`` token vectors
     (the engine scales them to unit length). Every token is aggregated on its own, so padding
-    never changes a real token's vector."""
+    never changes a real token's vector.
+
+    Parameters
+    ----------
+    None here: each aggregator is a frozen dataclass whose fields are its settings (the layers
+    it reads, ...), checked where it is built.
+
+    Examples
+    --------
+    >>> from alignscore import SingleLayer
+    >>> layer = SingleLayer(-2).resolve(num_layers=12)   # the second layer from the top
+    >>> layer.layers_read(), layer.signature(), layer(torch.ones(1, 4, 3, 8)).shape
+    ((11,), 'L11', torch.Size([4, 3, 8]))
+    """
 
     @abstractmethod
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "Aggregator":

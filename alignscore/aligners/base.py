@@ -24,6 +24,25 @@ class PairBatch:
     (False at padding). A token with mass is always matchable. ``finite``: whoever built the
     batch has checked that its vectors are finite (the engine, once per encoding), so
     :func:`check_finite` need not read them back from the device.
+
+    Parameters
+    ----------
+    ref, cand : torch.Tensor
+        ``[B, Tr, D]`` and ``[B, Tc, D]`` token vectors.
+    ref_mass, cand_mass : torch.Tensor
+        ``[B, Tr]`` and ``[B, Tc]`` masses ``>= 0``.
+    ref_match, cand_match : torch.Tensor
+        ``[B, Tr]`` and ``[B, Tc]`` bool.
+    finite : bool
+        The vectors are known to be finite.
+
+    Examples
+    --------
+    >>> from alignscore import Greedy
+    >>> x = torch.eye(2).unsqueeze(0)                  # one pair: the same two tokens each side
+    >>> mass, match = torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> Greedy()(PairBatch(x, x, mass, mass, match, match))["f1"].tolist()
+    [1.0]
     """
 
     ref: torch.Tensor  # [B, Tr, D]
@@ -60,7 +79,19 @@ class Alignment:
 class Aligner(ABC):
     """Scores pairs. ``name`` is its registry name; ``metrics`` names the outputs, in the order
     :meth:`__call__` returns them (fixed for an instance; it may depend on its settings, so ask
-    an instance, not the class); ``primary`` picks the best reference."""
+    an instance, not the class); ``primary`` picks the best reference.
+
+    Parameters
+    ----------
+    None here: each aligner is a frozen dataclass whose fields are its settings (cost, score
+    form, ...), checked where it is built.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Greedy
+    >>> Greedy().metrics, Greedy().primary, WMD().metrics, WMD().signature()
+    (('precision', 'recall', 'f1'), 'f1', ('score',), 'wmd(euclidean,1-d,n=1)')
+    """
 
     name: ClassVar[str]
     metrics: tuple[str, ...]

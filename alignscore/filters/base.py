@@ -33,7 +33,20 @@ def check_special_policy(policy: str) -> str:
 
 
 class TokenFilter(ABC):
-    """Removes ordinary (non-special) tokens from the alignment."""
+    """Removes ordinary (non-special) tokens from the alignment.
+
+    Parameters
+    ----------
+    None here: each filter is a frozen dataclass whose fields are its settings.
+
+    Examples
+    --------
+    >>> from alignscore.filters import StopWords
+    >>> from alignscore.testing import WordEncoder
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat"]))   # [CLS] the cat [SEP]
+    >>> StopWords(stopwords=("the",)).keep(table).tolist()
+    [True, False, True, True]
+    """
 
     @abstractmethod
     def keep(self, table: TokenTable) -> torch.Tensor:

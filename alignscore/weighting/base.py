@@ -139,7 +139,22 @@ class WeightState:
 class Weighting(ABC):
     """Produces ``(ref_weights, cand_weights)``, each ``[V]`` over token ids; a token's mass is
     its id's weight (times 0/1 from the token roles, and times its vector's norm for a weighting
-    that :meth:`reads_norms`), normalised per sentence by the aligner."""
+    that :meth:`reads_norms`), normalised per sentence by the aligner.
+
+    Parameters
+    ----------
+    None here: each weighting is a frozen dataclass whose fields are its settings.
+
+    Examples
+    --------
+    >>> from alignscore import IdfS
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat", "the dog"]))
+    >>> ref, cand = IdfS().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> [round(w, 4) for w in ref[table.ids].tolist()]   # "the" is in both texts: idf log(3/3)
+    [0.0, 0.0, 0.4055, 0.0, 0.0, 0.0, 0.4055, 0.0]
+    """
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:
