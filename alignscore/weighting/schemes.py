@@ -28,7 +28,21 @@ class Corpus:
     """The sentences of an idf-L corpus (blank lines dropped), and a ``name`` for signatures (its
     file). Its document frequencies are counted once per encoder, however many weightings and
     language pairs read it; :attr:`digest` names its content (the sentences kept, see
-    :func:`~alignscore.signature.content_digest`), whatever file or list they came from."""
+    :func:`~alignscore.signature.content_digest`), whatever file or list they came from.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The sentences (a list, not one string); at least one not blank.
+    name : str, optional
+        Its name in signatures (:meth:`read` gives the file's name).
+
+    Examples
+    --------
+    >>> corpus = Corpus(["the cat sat", "", "a dog"], name="news.txt")
+    >>> corpus.texts, corpus.digest
+    (('the cat sat', 'a dog'), 'f46c1a2e21b9')
+    """
 
     texts: Sequence[str]
     name: str | None = None
