@@ -96,6 +96,12 @@ class Corpus:
 class Uniform(TokenClassWeights, Weighting):
     """Every kept token has mass 1 (special tokens follow the filter's policy).
 
+    Parameters
+    ----------
+    special_weight, punct_weight, stopword_weight, subword_weight, class_stopwords : optional
+        The token-class weights every built-in weighting takes
+        (:class:`~alignscore.weighting.classes.TokenClassWeights`); all 1 by default.
+
     Returns
     -------
     Uniform
