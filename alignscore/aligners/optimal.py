@@ -141,14 +141,25 @@ class _Units:
 
 @dataclass(frozen=True)
 class TransportAligner(Aligner):
-    """Shared by the OT aligners: units, cost, score form, scores and alignment details.
+    """Shared by the OT aligners (:class:`WMD`, :class:`Sinkhorn`): units, cost, score form, scores
+    and alignment details. For unit vectors ``x`` (reference), ``y`` (candidate), normalised
+    masses ``a``, ``b`` and cost ``C``, a plan ``T`` (:meth:`plans`) gives ``WMD = <C, T>``; only
+    units with mass carry flow, and a pair with a side without mass scores 0.
 
-    For unit vectors ``x`` (reference), ``y`` (candidate), normalised masses ``a``, ``b`` and
-    cost ``C`` (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T``
-    (:meth:`plans`) gives ``WMD = <C, T>`` and ``score = 1 - WMD`` or ``1 / (1 + WMD)``; only
-    units with mass carry flow, and a pair with a side without mass scores 0. Units are tokens
-    (``n_gram=1``) or windows of ``n_gram`` consecutive tokens that take part, weighted by their
-    masses (``"sentence"``: one per text, SMD; :mod:`alignscore.aligners.ngrams`).
+    Parameters
+    ----------
+    cost : str
+        ``C``: ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"`` (``1 - cos``).
+    score_form : str
+        ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
+    n_gram : int or str
+        The units: 1 (tokens), n >= 2 (windows of n consecutive tokens that take part, weighted by
+        their masses) or ``"sentence"`` (one per text, SMD; :mod:`alignscore.aligners.ngrams`).
+
+    Examples
+    --------
+    >>> WMD(n_gram=2, score_form="1/(1+d)").signature()
+    'wmd(euclidean,1/(1+d),n=2)'
     """
 
     cost: str = setting("euclidean", choices=COSTS, help=(
@@ -213,18 +224,11 @@ class TransportAligner(Aligner):
         ref_share = (a - k.unsqueeze(-1) * (plan * cost).sum(2)) / 2
         cand_share = (b - k.unsqueeze(-1) * (plan * cost).sum(1)) / 2
         zero = torch.zeros((), dtype=cost.dtype, device=cost.device)
-        ref_share = torch.where(empty, zero, ref_share)
-        cand_share = torch.where(empty, zero, cand_share)
+        ref_share, cand_share = torch.where(empty, zero, ref_share), torch.where(empty, zero, cand_share)
         takes_part = (u.ref_mass > 0).unsqueeze(2) & (u.cand_mass > 0).unsqueeze(1)
-        return Alignment(
-            kind="cost",
-            matrix=cost.masked_fill(~takes_part, float("nan")),
-            flows={"transport": plan},
-            contributions={"score": (ref_share, cand_share)},
-            scores={"score": score},
-            ref_units=u.ref_units,
-            cand_units=u.cand_units,
-        )
+        return Alignment(kind="cost", matrix=cost.masked_fill(~takes_part, float("nan")), flows={"transport": plan},
+                         contributions={"score": (ref_share, cand_share)}, scores={"score": score},
+                         ref_units=u.ref_units, cand_units=u.cand_units)
 
     def _signature_parts(self) -> str:
         return f"{self.cost},{self.score_form},n={self.n_gram}"
@@ -236,12 +240,8 @@ class WMD(TransportAligner):
 
     Parameters
     ----------
-    cost : str
-        ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"`` (``1 - cos``).
-    score_form : str
-        ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
-    n_gram : int or str
-        1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
+    cost, score_form, n_gram
+        As for :class:`TransportAligner`.
 
     Examples
     --------
@@ -398,7 +398,7 @@ class Sinkhorn(TransportAligner):
     Parameters
     ----------
     cost, score_form, n_gram
-        As for :class:`WMD`.
+        As for :class:`TransportAligner`.
     reg : float
         Entropic regularisation (finite, at least ``MIN_REG_EPS`` times the dtype's machine
         epsilon: 8.9e-13 in float64, 4.8e-4 in float32), in the units of the cost.
