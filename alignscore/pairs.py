@@ -31,6 +31,25 @@ class Pairs:
     candidate i's pairs are ``groups[i]:groups[i+1]`` (one per reference). For the weightings,
     text u counts as ``ref_counts[u]`` reference documents (every reference occurrence, as
     bert_score counts idf) and ``cand_counts[u]`` candidate documents (each candidate once).
+
+    Parameters
+    ----------
+    texts : list of str
+        The unique texts.
+    ref, cand : torch.Tensor
+        ``[P]`` int64: each pair's reference and candidate, as indices into ``texts``.
+    ref_counts, cand_counts : torch.Tensor
+        ``[U]`` float64: each text's documents as a reference / as a candidate.
+    groups : torch.Tensor
+        ``[C + 1]`` int64: where each candidate's pairs start, then ``P``.
+
+    Examples
+    --------
+    Made by :meth:`from_groups` or :meth:`from_pairs` rather than by hand:
+
+    >>> pairs = Pairs.from_pairs(["the dog", "a cat"], ["a dog", "a dog"])
+    >>> len(pairs), pairs.texts, pairs.ref.tolist(), pairs.cand.tolist()
+    (2, ['the dog', 'a cat', 'a dog'], [0, 1], [2, 2])
     """
 
     texts: list[str]
