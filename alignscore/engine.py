@@ -25,42 +25,22 @@ only the batches differ, which changes nothing beyond float rounding. All-agains
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import torch
 
-from .aligners.base import Aligner, PairBatch
+from .aligners.base import Aligner
+from .batching import AlignerInputs, batch_order, padded_blocks, pair_batch, pair_batches
 from .composition import Composition
 from .encoders.base import Encoder
 from .encoding import Encoded, check_vectors, encode, norms_read
 from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
 from .remap import Remapping
 from .runtime import Runtime
-from .tokens import TokenTable, pad_gather
+from .tokens import TokenTable
 from .weighting.base import Weighting
 
 Weights = tuple[torch.Tensor, torch.Tensor]
-
-
-@dataclass
-class AlignerInputs:
-    """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
-    each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
-    ``[N]``), who may be aligned to (``matchable [N]``) and who the token roles let carry mass
-    (``carries [N]``, on the CPU); ``ref_vectors [N, D]``: the vectors a text has on the
-    reference side where they differ (a source's, remapped toward the candidates' language)."""
-
-    vectors: torch.Tensor
-    ref_mass: torch.Tensor
-    cand_mass: torch.Tensor
-    matchable: torch.Tensor
-    carries: torch.Tensor
-    ref_vectors: torch.Tensor | None = None
-
-    @property
-    def reference_vectors(self) -> torch.Tensor:
-        """The vectors of the reference side."""
-        return self.vectors if self.ref_vectors is None else self.ref_vectors
 
 
 # Why a side of a pair carries no mass (:func:`empty_reasons`); 0: it does.
@@ -163,50 +143,6 @@ def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
     """
     out = remap.apply(vectors)
     return out / out.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(out.dtype).tiny)
-
-
-def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """``[B, T, D]``: row b holds the packed rows of its text (its tokens), then 0 (``index``,
-    ``valid``: :func:`~alignscore.tokens.pad_gather` of the texts, on ``packed``'s device). One
-    row gather and one multiplication by the validity mask: the vectors are finite
-    (:func:`check_vectors`), so padding becomes 0 (a masked fill, or a loop over texts, took
-    several times longer on the CPU)."""
-    rows = torch.index_select(packed, 0, index.reshape(-1)).view(*index.shape, packed.shape[-1])
-    return rows.mul_(valid.unsqueeze(-1))
-
-
-
-def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
-               like: PairBatch | None = None) -> PairBatch:
-    """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
-    under ``inputs``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
-    the same pairs over the same vectors, whose vectors are reused (only masses differ). The
-    vectors were checked finite when they were encoded (:func:`encode`)."""
-    device = inputs.vectors.device
-    r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
-    c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
-    masses = dict(ref_mass=inputs.ref_mass[r_idx] * r_ok, cand_mass=inputs.cand_mass[c_idx] * c_ok,
-                  ref_match=inputs.matchable[r_idx] & r_ok, cand_match=inputs.matchable[c_idx] & c_ok)
-    if like is not None:
-        return replace(like, **masses)
-    return PairBatch(ref=padded_blocks(inputs.reference_vectors, r_idx, r_ok),
-                     cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses)
-
-
-def batch_order(encoded: Encoded) -> torch.Tensor:
-    """The pairs by total length, longest first: batches of similar length pad little."""
-    lengths, p = encoded.table.lengths, encoded.pairs
-    return torch.argsort(lengths[p.ref] + lengths[p.cand], descending=True, stable=True)
-
-
-def pair_batches(encoded: Encoded, inputs: AlignerInputs, runtime: Runtime = Runtime()
-                 ) -> Iterator[tuple[torch.Tensor, PairBatch]]:
-    """``(pairs, batch)`` over every pair in batches of ``runtime.pair_batch_size`` in input
-    order (for inspecting alignments: ``alignscore show``)."""
-    p = encoded.pairs
-    for start in range(0, len(p), runtime.pair_batch_size):
-        sel = torch.arange(start, min(start + runtime.pair_batch_size, len(p)))
-        yield sel, pair_batch(inputs, encoded.table, p.ref[sel], p.cand[sel])
 
 
 def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequence[AlignerInputs],
@@ -384,4 +320,5 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
 
 __all__ = ["EMPTY_REASONS", "AlignerInputs", "Blocks", "Encoded", "PairScores", "Pairs", "Weights", "align",
            "aligner_inputs", "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge_pairs",
-           "norms_read", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons", "unique_texts"]
+           "norms_read", "padded_blocks", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons",
+           "unique_texts"]
