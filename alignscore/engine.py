@@ -49,8 +49,21 @@ EMPTY_REASONS = {1: "empty text", 2: "every token taken out by the token roles",
 
 @dataclass
 class PairScores:
-    """One composition's scores per pair: ``metrics`` (``{output: [P]}``) and ``reasons [P, 2]``,
-    why the reference / candidate side carries no mass (:data:`EMPTY_REASONS`; 0: it does)."""
+    """One composition's scores per pair, and why a side carries no mass.
+
+    Parameters
+    ----------
+    metrics : dict of str to torch.Tensor
+        ``{output: [P]}``, in the aligner's order.
+    reasons : torch.Tensor
+        ``[P, 2]``: why the reference / candidate side carries no mass (:data:`EMPTY_REASONS`; 0: it does).
+
+    Examples
+    --------
+    >>> scores = PairScores({"f1": torch.tensor([0.9, 0.0])}, torch.tensor([[0, 0], [1, 0]]))
+    >>> scores.empty.tolist()   # the second pair's reference is an empty text
+    [False, True]
+    """
 
     metrics: dict[str, torch.Tensor]
     reasons: torch.Tensor
@@ -62,9 +75,34 @@ class PairScores:
         return (self.reasons > 0).any(-1)
 
 
-
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
-    """``weighting`` fitted on the pairs' texts: ``(ref [V], cand [V])``."""
+    """``weighting`` fitted on the pairs' texts.
+
+    Parameters
+    ----------
+    weighting : Weighting
+        The weighting to fit.
+    encoded : Encoded
+        The pairs and their texts' tokens (each text's documents: :class:`~alignscore.pairs.Pairs`).
+    encoder : Encoder
+        Its tokenizer reads an outside corpus (idf-L).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ``(ref [V], cand [V])``: a weight per token id on each side.
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> from alignscore import IdfS
+    >>> ref, cand = fit_weights(IdfS(), encoded, encoder)
+    >>> [round(w, 4) for w in ref[encoded.table.ids[:5]].tolist()]   # [CLS] the cat sat [SEP]: log(3/2)
+    [0.0, 0.4055, 0.4055, 0.4055, 0.0]
+    """
     p = encoded.pairs
     return weighting.fit(encoded.table, p.ref_counts, p.cand_counts, encoder)
 
@@ -94,6 +132,17 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
     -------
     list of AlignerInputs
         One per composition, in order (shared objects where they are equal).
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> from alignscore import WMD
+    >>> first, second = aligner_inputs(encoded, [greedy, Composition(aligner=WMD()).resolve(encoder)], encoder)
+    >>> first is second, first.vectors.shape   # the aligner is no part of the inputs
+    (True, torch.Size([15, 8]))
     """
     fitted: dict[str, Weights] = dict(weights or {})
     roles = {} if roles is None else roles
@@ -134,6 +183,18 @@ def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
     """``vectors [N, D]`` remapped (:meth:`~alignscore.remap.Remapping.apply`) and unit-normalised
     again, as every encoder's vectors are (a vector of 0 stays 0).
 
+    Parameters
+    ----------
+    remap : Remapping
+        The map toward the candidates' language.
+    vectors : torch.Tensor
+        ``[N, D]`` unit vectors.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N, D]``, unit length (0 where the map gives 0).
+
     Examples
     --------
     >>> from alignscore.remap import Remapping
@@ -170,6 +231,18 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
     -------
     list of dict of str to torch.Tensor
         Per composition, ``{metric: [P]}``.
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> from alignscore import WMD
+    >>> comps = [greedy, Composition(aligner=WMD()).resolve(encoder)]
+    >>> bert, wmd = align(encoded, comps, aligner_inputs(encoded, comps, encoder))
+    >>> [round(f, 3) for f in bert["f1"].tolist()], list(wmd)   # an empty reference scores 0
+    ([0.795, 0.0], ['score'])
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (inputs, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -224,16 +297,58 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
 
 
 def empty_reasons(encoded: Encoded, inputs: AlignerInputs) -> torch.Tensor:
-    """``[P, 2]``: why the reference / candidate side of each pair carries no mass
-    (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every token out, 3 every
-    token weighs 0), 0 where it does."""
+    """Why the reference / candidate side of each pair carries no mass.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The pairs and their texts' tokens.
+    inputs : AlignerInputs
+        One composition's masses over ``encoded.table``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[P, 2]`` int8 (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every
+        token out, 3 every token weighs 0), 0 where it does.
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> empty_reasons(encoded, aligner_inputs(encoded, [greedy], encoder)[0]).tolist()
+    [[0, 0], [1, 0]]
+    """
     reasons, p = text_reasons(encoded.table, inputs), encoded.pairs
     return torch.stack([reasons[p.ref, 0], reasons[p.cand, 1]], 1)
 
 
 def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
-    """``[U, 2]``: why each unique text carries no mass as a reference / as a candidate
-    (:data:`EMPTY_REASONS`), 0 where it does."""
+    """Why each unique text carries no mass as a reference / as a candidate.
+
+    Parameters
+    ----------
+    table : TokenTable
+        The unique texts' tokens.
+    inputs : AlignerInputs
+        One composition's masses over ``table``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[U, 2]`` int8 (:data:`EMPTY_REASONS`), 0 where it does.
+
+    Examples
+    --------
+    >>> from alignscore import Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> encoded.pairs.texts, text_reasons(encoded.table, aligner_inputs(encoded, [greedy], encoder)[0]).tolist()
+    (['the cat sat', '', 'a cat', 'a dog'], [[0, 0], [1, 1], [0, 0], [0, 0]])
+    """
     text = table.text_index()
 
     def per_text(x: torch.Tensor) -> torch.Tensor:
@@ -303,6 +418,16 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
     -------
     list of lists of PairScores
         Per set, one per composition, in order.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> greedy, wmd = Composition().resolve(encoder), Composition(aligner=WMD()).resolve(encoder)
+    >>> groups = [Pairs.from_pairs(["the cat"], ["a cat"]), Pairs.from_pairs(["a dog", "the dog"], ["a dog", "dog"])]
+    >>> [[list(s.metrics) for s in scored] for scored in score_groups(encoder, groups, [[greedy], [greedy, wmd]])]
+    [[['precision', 'recall', 'f1']], [['precision', 'recall', 'f1'], ['score']]]
     """
     merged = merge_pairs(groups)
     aggregators = [c.aggregator for comps in compositions for c in comps]
