@@ -65,6 +65,25 @@ class Alignment:
     token's best match, weighted by its normalised mass) and ``"precision"`` (the same for
     candidate tokens); for OT ``"transport"``, the optimal plan. ``contributions`` maps each
     metric to ``(ref [B, Tr], cand [B, Tc])`` per-unit shares that sum exactly to the metric.
+
+    Parameters
+    ----------
+    kind : str
+        ``"similarity"`` or ``"cost"``: what ``matrix`` holds.
+    matrix : torch.Tensor
+        ``[B, Tr, Tc]``.
+    flows, contributions, scores : dict
+        As above; ``scores`` is ``{metric: [B]}``, what :meth:`Aligner.__call__` returns.
+    ref_units, cand_units : torch.Tensor, optional
+        ``[B, U, T]`` 0/1 for n-gram units; None for tokens.
+
+    Examples
+    --------
+    >>> from alignscore import Greedy
+    >>> x, mass, match = torch.eye(2).unsqueeze(0), torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> why = Greedy().alignment(PairBatch(x, x, mass, mass, match, match))
+    >>> why.kind, why.matrix.shape, sorted(why.flows), why.scores["f1"].tolist()
+    ('similarity', torch.Size([1, 2, 2]), ['precision', 'recall'], [1.0])
     """
 
     kind: str  # "similarity" or "cost"
@@ -137,7 +156,25 @@ class Aligner(ABC):
 def check_finite(batch: PairBatch) -> PairBatch:
     """``batch``, after checking that its vectors are finite: a NaN would become a NaN score, or
     (through a NaN cost matrix, on which the exact solver returns 0) a perfect one. A batch
-    marked ``finite`` is not read again (no host synchronisation)."""
+    marked ``finite`` is not read again (no host synchronisation).
+
+    Parameters
+    ----------
+    batch : PairBatch
+        The batch an aligner is about to score.
+
+    Returns
+    -------
+    PairBatch
+        ``batch`` itself; :class:`~alignscore.errors.NonFiniteError` where a vector is not finite.
+
+    Examples
+    --------
+    >>> x, mass = torch.tensor([[[float("nan"), 0.0]]]), torch.ones(1, 1)
+    >>> check_finite(PairBatch(x, x, mass, mass, mass.bool(), mass.bool()))
+    Traceback (most recent call last):
+    alignscore.errors.NonFiniteError: the token vectors hold NaN or infinity (...): no score is computed from them
+    """
     if batch.finite:
         return batch
     for side in (batch.ref, batch.cand):

@@ -59,7 +59,29 @@ class TokenFilter(ABC):
 
 def token_roles(table: TokenTable, filters: tuple[TokenFilter, ...], special_policy: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(carries_mass, matchable)``, both ``[N]`` bool, for the packed tokens of ``table``."""
+    """Which tokens of ``table`` carry mass and which may be matched.
+
+    Parameters
+    ----------
+    table : TokenTable
+        The packed tokens.
+    filters : tuple of TokenFilter
+        A token goes when any filter drops it (special tokens are never filtered).
+    special_policy : str
+        ``match-only``, ``drop`` or ``keep`` (:class:`TokenRoles`).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ``(carries_mass, matchable)``, both ``[N]`` bool.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat"]))   # [CLS] the cat [SEP]
+    >>> [t.tolist() for t in token_roles(table, (), "drop")]
+    [[False, True, True, False], [False, True, True, False]]
+    """
     kept = torch.ones_like(table.special)
     for f in filters:
         kept &= f.keep(table)

@@ -89,7 +89,23 @@ def idf_from_df(df: torch.Tensor, num_docs: float) -> torch.Tensor:
 
 @dataclass
 class DocumentFrequencies:
-    """``df[w]`` of ``docs`` documents (float64 counts: exact sums in any order)."""
+    """``df[w]`` of ``docs`` documents (float64 counts: exact sums in any order).
+
+    Parameters
+    ----------
+    df : torch.Tensor
+        ``[V]`` float64 document frequencies.
+    docs : float
+        How many documents were counted.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> counts = DocumentFrequencies.empty(WordEncoder().vocab_size)
+    >>> counts.update(TokenTable.from_tokenized(WordEncoder().tokenize(["the cat", "the dog"])), torch.ones(2))
+    >>> counts.docs, [round(x, 4) for x in counts.idf()[[1, 25]].tolist()]   # [CLS], "the": in both
+    (2.0, [0.0, 0.0])
+    """
 
     df: torch.Tensor
     docs: float = 0.0
@@ -110,7 +126,21 @@ class DocumentFrequencies:
 @dataclass
 class WeightState:
     """What a weighting has counted: document frequencies of the references and of the
-    candidates. Sum-reducible: :meth:`merge` and :meth:`sync` add counts."""
+    candidates. Sum-reducible: :meth:`merge` and :meth:`sync` add counts.
+
+    Parameters
+    ----------
+    ref, cand : DocumentFrequencies
+        The references' and the candidates' counts.
+
+    Examples
+    --------
+    >>> state, other = WeightState.empty(8), WeightState.empty(8)
+    >>> other.ref.docs = 3.0
+    >>> state.merge(other); state.merge(other)   # two chunks' counts add up
+    >>> state.ref.docs, state.cand.docs
+    (6.0, 0.0)
+    """
 
     ref: DocumentFrequencies
     cand: DocumentFrequencies
