@@ -184,7 +184,7 @@ def pair_batches(encoded: Encoded, inputs: AlignerInputs, runtime: Runtime = Run
     --------
     >>> from alignscore.pairs import Pairs
     >>> from alignscore.testing import WordEncoder
-    >>> pairs = Pairs.from_pairs(["a", "the cat sat", "a dog"], ["b", "a cat", "the dog"])
+    >>> pairs = Pairs.from_groups(["a cat", "a dog"], [["the cat"], ["dog", "a dog ran"]])
     >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(pairs.texts))
     >>> n, yes = len(table.ids), torch.ones(len(table.ids), dtype=torch.bool)
     >>> inputs = AlignerInputs(torch.eye(n), torch.ones(n), torch.ones(n), yes, yes)

@@ -94,11 +94,10 @@ def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Wei
 
     Examples
     --------
-    >>> from alignscore import Composition
-    >>> from alignscore.testing import WordEncoder
-    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
-    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
     >>> from alignscore import IdfS
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder, pairs = WordEncoder(), Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"])
+    >>> encoded = encode(encoder, pairs, [Composition().resolve(encoder).aggregator])
     >>> ref, cand = fit_weights(IdfS(), encoded, encoder)
     >>> [round(w, 4) for w in ref[encoded.table.ids[:5]].tolist()]   # [CLS] the cat sat [SEP]: log(3/2)
     [0.0, 0.4055, 0.4055, 0.4055, 0.0]
@@ -135,7 +134,6 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
 
     Examples
     --------
-    >>> from alignscore import Composition
     >>> from alignscore.testing import WordEncoder
     >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
     >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
@@ -234,11 +232,10 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
 
     Examples
     --------
-    >>> from alignscore import Composition
+    >>> from alignscore.aligners import WMD
     >>> from alignscore.testing import WordEncoder
     >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
     >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
-    >>> from alignscore import WMD
     >>> comps = [greedy, Composition(aligner=WMD()).resolve(encoder)]
     >>> bert, wmd = align(encoded, comps, aligner_inputs(encoded, comps, encoder))
     >>> [round(f, 3) for f in bert["f1"].tolist()], list(wmd)   # an empty reference scores 0
@@ -314,7 +311,6 @@ def empty_reasons(encoded: Encoded, inputs: AlignerInputs) -> torch.Tensor:
 
     Examples
     --------
-    >>> from alignscore import Composition
     >>> from alignscore.testing import WordEncoder
     >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
     >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
@@ -342,7 +338,6 @@ def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
 
     Examples
     --------
-    >>> from alignscore import Composition
     >>> from alignscore.testing import WordEncoder
     >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
     >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])

@@ -385,7 +385,7 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     cands : sequence of str
         The candidates.
     refs : sequence of str, or of sequences of str
-        One reference, or a list of references, per candidate.
+        Each candidate's reference, or list of references.
 
     Returns
     -------
