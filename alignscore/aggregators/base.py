@@ -56,6 +56,23 @@ def resolve_layers(spec: Sequence[int], num_layers: int, setting: str = "layers"
 
 
 def layer_list(layers: Sequence[int]) -> str:
+    """Layers as a signature writes them.
+
+    Parameters
+    ----------
+    layers : sequence of int
+        Layer numbers.
+
+    Returns
+    -------
+    str
+        Joined by commas.
+
+    Examples
+    --------
+    >>> layer_list((9, 10, 11))
+    '9,10,11'
+    """
     return ",".join(map(str, layers))
 
 

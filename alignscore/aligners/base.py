@@ -224,6 +224,22 @@ def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
 
 
 def number(x: float) -> str:
-    """``x`` for a signature: the shortest text that reads back as exactly ``x`` (``2``, ``0.01``)."""
+    """``x`` for a signature: the shortest text that reads back as exactly ``x``.
+
+    Parameters
+    ----------
+    x : float
+        A setting's value.
+
+    Returns
+    -------
+    str
+        Without a trailing ``.0``.
+
+    Examples
+    --------
+    >>> number(2.0), number(0.01), number(1e-7)
+    ('2', '0.01', '1e-07')
+    """
     text = repr(float(x))
     return text[:-2] if text.endswith(".0") else text

@@ -27,6 +27,29 @@ SPECIAL_POLICIES = ("match-only", "drop", "keep")
 
 
 def check_special_policy(policy: str) -> str:
+    """``policy``, after checking it is a special-token policy.
+
+    Parameters
+    ----------
+    policy : str
+        ``match-only``, ``drop`` or ``keep`` (:class:`TokenRoles`).
+
+    Returns
+    -------
+    str
+        ``policy`` itself.
+
+    Raises
+    ------
+    ConfigError
+        For any other value.
+
+    Examples
+    --------
+    >>> check_special_policy("skip")
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: unknown special-token policy 'skip'; choose one of: match-only, drop, keep
+    """
     if policy not in SPECIAL_POLICIES:
         raise ConfigError(f"unknown special-token policy {policy!r}; choose one of: {', '.join(SPECIAL_POLICIES)}")
     return policy
