@@ -25,54 +25,57 @@ only the batches differ, which changes nothing beyond float rounding. All-agains
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import torch
 
-from .aligners.base import Aligner
-from .batching import AlignerInputs, batch_order, padded_blocks, pair_batch, pair_batches
+from .aligners.base import Aligner, PairBatch
+from .batching import batch_order, padded_blocks
 from .composition import Composition
 from .encoders.base import Encoder
 from .encoding import Encoded, check_vectors, encode, norms_read
 from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
-from .remap import Remapping
+from .pairscores import EMPTY_REASONS, PairScores, empty_reasons, text_reasons
+from .remap import remap_vectors
 from .runtime import Runtime
-from .tokens import TokenTable
+from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
 
 Weights = tuple[torch.Tensor, torch.Tensor]
 
 
-# Why a side of a pair carries no mass (:func:`empty_reasons`); 0: it does.
-EMPTY_REASONS = {1: "empty text", 2: "every token taken out by the token roles", 3: "every token weighs 0"}
-
-
 @dataclass
-class PairScores:
-    """One composition's scores per pair, and why a side carries no mass.
+class AlignerInputs:
+    """What an aligner sees for one composition, over the packed tokens of the unique texts.
 
     Parameters
     ----------
-    metrics : dict of str to torch.Tensor
-        ``{output: [P]}``, in the aligner's order.
-    reasons : torch.Tensor
-        ``[P, 2]``: why the reference / candidate side carries no mass (:data:`EMPTY_REASONS`; 0: it does).
+    vectors, ref_mass, cand_mass : torch.Tensor
+        ``[N, D]`` unit token vectors; ``[N]`` each token's mass when its text is the reference / the candidate.
+    matchable, carries : torch.Tensor
+        ``[N]`` bool: who may be aligned to; who the token roles let carry mass (on the CPU).
+    ref_vectors : torch.Tensor, optional
+        ``[N, D]``: the reference side's vectors where they differ (a source's, remapped).
 
     Examples
     --------
-    >>> scores = PairScores({"f1": torch.tensor([0.9, 0.0])}, torch.tensor([[0, 0], [1, 0]]))
-    >>> scores.empty.tolist()   # the second pair's reference is an empty text
-    [False, True]
+    >>> mass, yes = torch.ones(3), torch.ones(3, dtype=torch.bool)
+    >>> inputs = AlignerInputs(torch.eye(3), mass, mass, yes, yes)
+    >>> inputs.reference_vectors is inputs.vectors   # no remapping: one set of vectors
+    True
     """
 
-    metrics: dict[str, torch.Tensor]
-    reasons: torch.Tensor
+    vectors: torch.Tensor
+    ref_mass: torch.Tensor
+    cand_mass: torch.Tensor
+    matchable: torch.Tensor
+    carries: torch.Tensor
+    ref_vectors: torch.Tensor | None = None
 
     @property
-    def empty(self) -> torch.Tensor:
-        """``[P]`` (or the shape of the metrics) bool: pairs where either side carries no mass
-        (they score 0)."""
-        return (self.reasons > 0).any(-1)
+    def reference_vectors(self) -> torch.Tensor:
+        """The vectors of the reference side."""
+        return self.vectors if self.ref_vectors is None else self.ref_vectors
 
 
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
@@ -80,12 +83,10 @@ def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Wei
 
     Parameters
     ----------
-    weighting : Weighting
-        The weighting to fit.
+    weighting, encoder : Weighting, Encoder
+        The weighting to fit; the encoder whose tokenizer reads an outside corpus (idf-L).
     encoded : Encoded
         The pairs and their texts' tokens (each text's documents: :class:`~alignscore.pairs.Pairs`).
-    encoder : Encoder
-        Its tokenizer reads an outside corpus (idf-L).
 
     Returns
     -------
@@ -177,31 +178,80 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
     return result
 
 
-def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
-    """``vectors [N, D]`` remapped (:meth:`~alignscore.remap.Remapping.apply`) and unit-normalised
-    again, as every encoder's vectors are (a vector of 0 stays 0).
+def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
+               like: PairBatch | None = None) -> PairBatch:
+    """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])``.
+
+    Padding gets vector 0, mass 0 and is not matchable. The vectors were checked finite when they
+    were encoded (:func:`~alignscore.encoding.encode`), so the batch says so.
 
     Parameters
     ----------
-    remap : Remapping
-        The map toward the candidates' language.
-    vectors : torch.Tensor
-        ``[N, D]`` unit vectors.
+    inputs, table : AlignerInputs, TokenTable
+        One composition's vectors and masses (:func:`aligner_inputs`), over the texts' tokens.
+    ref, cand : torch.Tensor
+        ``[B]`` int64 unique-text indices.
+    like : PairBatch, optional
+        A batch of the same pairs over the same vectors: its vectors are reused (only masses differ).
 
     Returns
     -------
-    torch.Tensor
-        ``[N, D]``, unit length (0 where the map gives 0).
+    PairBatch
+        ``B`` pairs on the vectors' device.
 
     Examples
     --------
-    >>> from alignscore.remap import Remapping
-    >>> umd = Remapping("umd", torch.tensor([0.0, 1.0], dtype=torch.float64), "m", "0" * 64, 8)
-    >>> remap_vectors(umd, torch.tensor([[0.6, 0.8], [0.0, 0.0]])).tolist()
-    [[1.0, 0.0], [0.0, 0.0]]
+    >>> from alignscore.testing import WordEncoder
+    >>> pairs = Pairs.from_pairs(["the cat sat", "a dog"], ["a cat", "the dog"])
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(pairs.texts))
+    >>> n, yes = len(table.ids), torch.ones(len(table.ids), dtype=torch.bool)
+    >>> batch = pair_batch(AlignerInputs(torch.eye(n), torch.ones(n), torch.ones(n), yes, yes), table,
+    ...                    pairs.ref, pairs.cand)
+    >>> batch.ref.shape, batch.ref_mass.tolist()   # [CLS] the cat sat [SEP], [CLS] a dog [SEP] + padding
+    (torch.Size([2, 5, 17]), [[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 0.0]])
     """
-    out = remap.apply(vectors)
-    return out / out.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(out.dtype).tiny)
+    device = inputs.vectors.device
+    r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
+    c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
+    masses = dict(ref_mass=inputs.ref_mass[r_idx] * r_ok, cand_mass=inputs.cand_mass[c_idx] * c_ok,
+                  ref_match=inputs.matchable[r_idx] & r_ok, cand_match=inputs.matchable[c_idx] & c_ok)
+    if like is not None:
+        return replace(like, **masses)
+    return PairBatch(ref=padded_blocks(inputs.reference_vectors, r_idx, r_ok),
+                     cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses)
+
+
+def pair_batches(encoded: Encoded, inputs: AlignerInputs, runtime: Runtime = Runtime()
+                 ) -> Iterator[tuple[torch.Tensor, PairBatch]]:
+    """Every pair in batches of ``runtime.pair_batch_size``, in input order (for inspecting
+    alignments: ``alignscore show``).
+
+    Parameters
+    ----------
+    encoded, inputs : Encoded, AlignerInputs
+        The pairs and their texts' tokens; one composition's vectors and masses over them.
+    runtime : Runtime
+        Its ``pair_batch_size``.
+
+    Returns
+    -------
+    iterator of (torch.Tensor, PairBatch)
+        Each batch's pair indices and the batch (:func:`pair_batch`).
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> pairs = Pairs.from_groups(["a cat", "a dog"], [["the cat"], ["dog", "a dog ran"]])
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(pairs.texts))
+    >>> n, yes = len(table.ids), torch.ones(len(table.ids), dtype=torch.bool)
+    >>> inputs = AlignerInputs(torch.eye(n), torch.ones(n), torch.ones(n), yes, yes)
+    >>> [sel.tolist() for sel, _ in pair_batches(Encoded(pairs, table, {}), inputs, Runtime(pair_batch_size=2))]
+    [[0, 1], [2]]
+    """
+    p = encoded.pairs
+    for start in range(0, len(p), runtime.pair_batch_size):
+        sel = torch.arange(start, min(start + runtime.pair_batch_size, len(p)))
+        yield sel, pair_batch(inputs, encoded.table, p.ref[sel], p.cand[sel])
 
 
 def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequence[AlignerInputs],
@@ -293,70 +343,6 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
     return out
 
 
-def empty_reasons(encoded: Encoded, inputs: AlignerInputs) -> torch.Tensor:
-    """Why the reference / candidate side of each pair carries no mass.
-
-    Parameters
-    ----------
-    encoded : Encoded
-        The pairs and their texts' tokens.
-    inputs : AlignerInputs
-        One composition's masses over ``encoded.table``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[P, 2]`` int8 (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every
-        token out, 3 every token weighs 0), 0 where it does.
-
-    Examples
-    --------
-    >>> from alignscore.testing import WordEncoder
-    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
-    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
-    >>> empty_reasons(encoded, aligner_inputs(encoded, [greedy], encoder)[0]).tolist()
-    [[0, 0], [1, 0]]
-    """
-    reasons, p = text_reasons(encoded.table, inputs), encoded.pairs
-    return torch.stack([reasons[p.ref, 0], reasons[p.cand, 1]], 1)
-
-
-def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
-    """Why each unique text carries no mass as a reference / as a candidate.
-
-    Parameters
-    ----------
-    table : TokenTable
-        The unique texts' tokens.
-    inputs : AlignerInputs
-        One composition's masses over ``table``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[U, 2]`` int8 (:data:`EMPTY_REASONS`), 0 where it does.
-
-    Examples
-    --------
-    >>> from alignscore.testing import WordEncoder
-    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
-    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
-    >>> encoded.pairs.texts, text_reasons(encoded.table, aligner_inputs(encoded, [greedy], encoder)[0]).tolist()
-    (['the cat sat', '', 'a cat', 'a dog'], [[0, 0], [1, 1], [0, 0], [0, 0]])
-    """
-    text = table.text_index()
-
-    def per_text(x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(len(table), dtype=torch.float64).index_add_(0, text, x.detach().double().cpu())
-
-    words, carrying = per_text(~table.special), per_text(inputs.carries)
-
-    def reason(mass: torch.Tensor) -> torch.Tensor:
-        return (per_text(mass) <= 0) * torch.where(words == 0, 1, torch.where(carrying == 0, 2, 3))
-
-    return torch.stack([reason(inputs.ref_mass), reason(inputs.cand_mass)], 1).to(torch.int8)
-
-
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
                weights: Mapping[str, Weights] | None = None) -> list[PairScores]:
     """Score every pair with every composition, encoding each unique text once.
@@ -440,5 +426,4 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
 
 __all__ = ["EMPTY_REASONS", "AlignerInputs", "Blocks", "Encoded", "PairScores", "Pairs", "Weights", "align",
            "aligner_inputs", "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge_pairs",
-           "norms_read", "padded_blocks", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons",
-           "unique_texts"]
+           "norms_read", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons", "unique_texts"]

@@ -141,20 +141,16 @@ class _Units:
 
 @dataclass(frozen=True)
 class TransportAligner(Aligner):
-    """Shared by the OT aligners (:class:`WMD`, :class:`Sinkhorn`): units, cost, score form, scores
-    and alignment details. For unit vectors ``x`` (reference), ``y`` (candidate), normalised
-    masses ``a``, ``b`` and cost ``C``, a plan ``T`` (:meth:`plans`) gives ``WMD = <C, T>``; only
-    units with mass carry flow, and a pair with a side without mass scores 0.
+    """Shared by the OT aligners (:class:`WMD`, :class:`Sinkhorn`): units, cost, score form, scores and alignment
+    details. For unit vectors ``x`` (reference), ``y`` (candidate), normalised masses ``a``, ``b`` and cost ``C``
+    (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T`` (:meth:`plans`) gives ``WMD = <C, T>``
+    and ``score = 1 - WMD`` or ``1 / (1 + WMD)``; only units with mass carry flow, and a pair with a side without
+    mass scores 0. Units: tokens, or windows of tokens weighted by their masses (:mod:`alignscore.aligners.ngrams`).
 
     Parameters
     ----------
-    cost : str
-        ``C``: ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"`` (``1 - cos``).
-    score_form : str
-        ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
-    n_gram : int or str
-        The units: 1 (tokens), n >= 2 (windows of n consecutive tokens that take part, weighted by
-        their masses) or ``"sentence"`` (one per text, SMD; :mod:`alignscore.aligners.ngrams`).
+    cost, score_form, n_gram
+        As for :class:`WMD`.
 
     Examples
     --------
@@ -240,8 +236,12 @@ class WMD(TransportAligner):
 
     Parameters
     ----------
-    cost, score_form, n_gram
-        As for :class:`TransportAligner`.
+    cost : str
+        ``"euclidean"`` (moverscore_v2), ``"sqeuclidean"`` (MoverScore v1) or ``"cos"`` (``1 - cos``).
+    score_form : str
+        ``"1-d"`` (``1 - WMD``, moverscore 1.0.3) or ``"1/(1+d)"``.
+    n_gram : int or str
+        1 (tokens), n >= 2 (WMD-n) or ``"sentence"`` (SMD).
 
     Examples
     --------
@@ -398,7 +398,7 @@ class Sinkhorn(TransportAligner):
     Parameters
     ----------
     cost, score_form, n_gram
-        As for :class:`TransportAligner`.
+        As for :class:`WMD`.
     reg : float
         Entropic regularisation (finite, at least ``MIN_REG_EPS`` times the dtype's machine
         epsilon: 8.9e-13 in float64, 4.8e-4 in float32), in the units of the cost.
