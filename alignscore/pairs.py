@@ -16,7 +16,23 @@ __all__ = ["Blocks", "Pairs", "merge_pairs", "texts_only", "unique_texts"]
 
 def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
     """Unique texts (first-seen order) and, for each input, its index among them. Texts are
-    compared after stripping, as the tokenizer sees them."""
+    compared after stripping, as the tokenizer sees them.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts, with repeats.
+
+    Returns
+    -------
+    (list of str, torch.Tensor)
+        The unique texts, stripped, and ``[len(texts)]`` int64 indices into them.
+
+    Examples
+    --------
+    >>> unique_texts(["a cat", " a cat ", "the dog"])
+    (['a cat', 'the dog'], tensor([0, 0, 1]))
+    """
     index: dict[str, int] = {}
     inverse = [index.setdefault(t.strip(), len(index)) for t in texts]
     return list(index), torch.tensor(inverse, dtype=torch.long)
@@ -116,7 +132,24 @@ class Pairs:
 
 def merge_pairs(groups: Sequence[Pairs]) -> list[Pairs]:
     """Several sets of pairs over one list of unique texts (the union, first-seen order): each
-    keeps its pairs and counts, so weights fitted on it are its own."""
+    keeps its pairs and counts, so weights fitted on it are its own.
+
+    Parameters
+    ----------
+    groups : sequence of Pairs
+        The sets of pairs.
+
+    Returns
+    -------
+    list of Pairs
+        One per set, in order, all over the same ``texts``.
+
+    Examples
+    --------
+    >>> first, second = merge_pairs([Pairs.from_pairs(["the cat"], ["a cat"]), Pairs.from_pairs(["a dog"], ["a cat"])])
+    >>> second.texts, second.ref.tolist(), second.cand.tolist(), second.ref_counts.tolist()
+    (['the cat', 'a cat', 'a dog'], [2], [1], [0.0, 0.0, 1.0])
+    """
     index: dict[str, int] = {}
     for g in groups:
         for t in g.texts:
