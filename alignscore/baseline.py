@@ -48,10 +48,29 @@ def _layer_list(layers: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class Baseline:
-    """Per-layer baseline values ``{layer: {"precision": b_P, "recall": b_R, "f1": b_F}}``; each
-    ``b`` finite and below 1 (checked here: :class:`~alignscore.errors.ConfigError`). ``name``:
-    its file's name (or a label); ``source``: the file it was read from (absolute), if any. The
-    signature names it by both name and values (:meth:`signature`)."""
+    """Per-layer baseline values for rescaling, each finite and below 1.
+
+    Parameters
+    ----------
+    rows : dict of int to dict of str to float
+        ``{layer: {"precision": b_P, "recall": b_R, "f1": b_F}}``; checked here
+        (:class:`~alignscore.errors.ConfigError`).
+    name : str
+        Its file's name (or a label).
+    source : str, optional
+        The file it was read from (absolute), if any; not part of equality.
+
+    Examples
+    --------
+    The signature names it by both name and values (:meth:`signature`):
+
+    >>> toy = Baseline({9: {"precision": 0.83, "recall": 0.83, "f1": 0.83}}, name="toy")
+    >>> toy.signature(), toy.csv()
+    ('toy#d4f8da3ec8df', 'LAYER,P,R,F\\n9,0.83,0.83,0.83\\n')
+    >>> Baseline({9: {"precision": 1.5, "recall": 0.8, "f1": 0.8}}, name="toy")
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: baseline toy: layer 9: the precision baseline 1.5 is not below 1 (rescaling divides by 1 - b)
+    """
 
     rows: dict[int, dict[str, float]]
     name: str = "baseline"

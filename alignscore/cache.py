@@ -347,7 +347,27 @@ def parse_size(text: str) -> int:
 @dataclass(frozen=True)
 class CacheSpec:
     """A persistent cache of hidden states by name: its directory and size bound
-    (:meth:`build` makes the :class:`EmbeddingCache`)."""
+    (:meth:`build` makes the :class:`EmbeddingCache`).
+
+    Parameters
+    ----------
+    cache : str
+        The cache's directory (not empty).
+    cache_size : int
+        Bound on its size in bytes; least recently used states go first.
+    cache_timeout : float
+        Seconds a writer waits for another process's hold on the cache.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> spec = CacheSpec(tempfile.mkdtemp(), cache_size=2**20)
+    >>> type(spec.build()).__name__
+    'EmbeddingCache'
+    >>> CacheSpec("")
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: cache: a directory, not an empty name
+    """
 
     cache: str = setting("", file=True, metavar="DIR", envvar=ENV_VAR, help=(
         "Directory of a persistent cache of hidden states: texts encoded before by the same model skip the "

@@ -94,6 +94,17 @@ def encode(encoder: Encoder, pairs: Pairs, aggregators: Sequence[Aggregator], ru
         The token table and, per aggregator signature, the unit vectors ``[N, D]`` (and the
         norms asked for). Raises :class:`~alignscore.errors.NonFiniteError` when a vector is
         not finite.
+
+    Examples
+    --------
+    Two aggregators, one forward pass:
+
+    >>> from alignscore import SingleLayer
+    >>> from alignscore.testing import WordEncoder
+    >>> pairs = Pairs.from_pairs(["the cat"], ["a dog"])
+    >>> encoded = encode(WordEncoder(), pairs, [SingleLayer(3), SingleLayer(1)])
+    >>> len(encoded.table.ids), {sig: tuple(v.shape) for sig, v in encoded.vectors.items()}
+    (8, {'L3': (8, 8), 'L1': (8, 8)})
     """
     if table is None:
         table = TokenTable.from_tokenized(encoder.tokenize(pairs.texts))
@@ -125,6 +136,23 @@ def norms_read(compositions: Iterable[Composition]) -> set[str]:
 
 def check_vectors(vectors: torch.Tensor) -> None:
     """Raise :class:`~alignscore.errors.NonFiniteError` when ``vectors`` hold NaN or infinity (once
-    per encoding: the batches built from them need no check of their own)."""
+    per encoding: the batches built from them need no check of their own).
+
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        Token vectors, any shape.
+
+    Returns
+    -------
+    None
+        Returns when every value is finite.
+
+    Examples
+    --------
+    >>> check_vectors(torch.tensor([[1.0, float("inf")]]))
+    Traceback (most recent call last):
+    alignscore.errors.NonFiniteError: the token vectors hold NaN or infinity (...): no score is computed from them
+    """
     if not bool(torch.isfinite(vectors.sum())):
         raise NonFiniteError(f"the token vectors {NOT_FINITE}")

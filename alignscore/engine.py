@@ -30,11 +30,13 @@ from typing import Iterator, Mapping, Sequence
 import torch
 
 from .aligners.base import Aligner, PairBatch
+from .batching import batch_order, padded_blocks
 from .composition import Composition
 from .encoders.base import Encoder
 from .encoding import Encoded, check_vectors, encode, norms_read
 from .pairs import Blocks, Pairs, merge_pairs, texts_only, unique_texts
-from .remap import Remapping
+from .pairscores import EMPTY_REASONS, PairScores, empty_reasons, text_reasons
+from .remap import remap_vectors
 from .runtime import Runtime
 from .tokens import TokenTable, pad_gather
 from .weighting.base import Weighting
@@ -44,11 +46,24 @@ Weights = tuple[torch.Tensor, torch.Tensor]
 
 @dataclass
 class AlignerInputs:
-    """What an aligner sees for one composition: the token ``vectors [N, D]`` of its aggregator,
-    each token's mass when its text is the reference / candidate (``ref_mass``, ``cand_mass``
-    ``[N]``), who may be aligned to (``matchable [N]``) and who the token roles let carry mass
-    (``carries [N]``, on the CPU); ``ref_vectors [N, D]``: the vectors a text has on the
-    reference side where they differ (a source's, remapped toward the candidates' language)."""
+    """What an aligner sees for one composition, over the packed tokens of the unique texts.
+
+    Parameters
+    ----------
+    vectors, ref_mass, cand_mass : torch.Tensor
+        ``[N, D]`` unit token vectors; ``[N]`` each token's mass when its text is the reference / the candidate.
+    matchable, carries : torch.Tensor
+        ``[N]`` bool: who may be aligned to; who the token roles let carry mass (on the CPU).
+    ref_vectors : torch.Tensor, optional
+        ``[N, D]``: the reference side's vectors where they differ (a source's, remapped).
+
+    Examples
+    --------
+    >>> mass, yes = torch.ones(3), torch.ones(3, dtype=torch.bool)
+    >>> inputs = AlignerInputs(torch.eye(3), mass, mass, yes, yes)
+    >>> inputs.reference_vectors is inputs.vectors   # no remapping: one set of vectors
+    True
+    """
 
     vectors: torch.Tensor
     ref_mass: torch.Tensor
@@ -65,28 +80,31 @@ class AlignerInputs:
         return self.vectors if self.ref_vectors is None else self.ref_vectors
 
 
-# Why a side of a pair carries no mass (:func:`empty_reasons`); 0: it does.
-EMPTY_REASONS = {1: "empty text", 2: "every token taken out by the token roles", 3: "every token weighs 0"}
-
-
-@dataclass
-class PairScores:
-    """One composition's scores per pair: ``metrics`` (``{output: [P]}``) and ``reasons [P, 2]``,
-    why the reference / candidate side carries no mass (:data:`EMPTY_REASONS`; 0: it does)."""
-
-    metrics: dict[str, torch.Tensor]
-    reasons: torch.Tensor
-
-    @property
-    def empty(self) -> torch.Tensor:
-        """``[P]`` (or the shape of the metrics) bool: pairs where either side carries no mass
-        (they score 0)."""
-        return (self.reasons > 0).any(-1)
-
-
-
 def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
-    """``weighting`` fitted on the pairs' texts: ``(ref [V], cand [V])``."""
+    """``weighting`` fitted on the pairs' texts.
+
+    Parameters
+    ----------
+    weighting, encoder : Weighting, Encoder
+        The weighting to fit; the encoder whose tokenizer reads an outside corpus (idf-L).
+    encoded : Encoded
+        The pairs and their texts' tokens (each text's documents: :class:`~alignscore.pairs.Pairs`).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ``(ref [V], cand [V])``: a weight per token id on each side.
+
+    Examples
+    --------
+    >>> from alignscore import IdfS
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder, pairs = WordEncoder(), Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"])
+    >>> encoded = encode(encoder, pairs, [Composition().resolve(encoder).aggregator])
+    >>> ref, cand = fit_weights(IdfS(), encoded, encoder)
+    >>> [round(w, 4) for w in ref[encoded.table.ids[:5]].tolist()]   # [CLS] the cat sat [SEP]: log(3/2)
+    [0.0, 0.4055, 0.4055, 0.4055, 0.0]
+    """
     p = encoded.pairs
     return weighting.fit(encoded.table, p.ref_counts, p.cand_counts, encoder)
 
@@ -116,6 +134,16 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
     -------
     list of AlignerInputs
         One per composition, in order (shared objects where they are equal).
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> from alignscore import WMD
+    >>> first, second = aligner_inputs(encoded, [greedy, Composition(aligner=WMD()).resolve(encoder)], encoder)
+    >>> first is second, first.vectors.shape   # the aligner is no part of the inputs
+    (True, torch.Size([15, 8]))
     """
     fitted: dict[str, Weights] = dict(weights or {})
     roles = {} if roles is None else roles
@@ -159,38 +187,38 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
     return result
 
 
-def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
-    """``vectors [N, D]`` remapped (:meth:`~alignscore.remap.Remapping.apply`) and unit-normalised
-    again, as every encoder's vectors are (a vector of 0 stays 0).
+def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
+               like: PairBatch | None = None) -> PairBatch:
+    """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])``.
+
+    Padding gets vector 0, mass 0 and is not matchable. The vectors were checked finite when they
+    were encoded (:func:`~alignscore.encoding.encode`), so the batch says so.
+
+    Parameters
+    ----------
+    inputs, table : AlignerInputs, TokenTable
+        One composition's vectors and masses (:func:`aligner_inputs`), over the texts' tokens.
+    ref, cand : torch.Tensor
+        ``[B]`` int64 unique-text indices.
+    like : PairBatch, optional
+        A batch of the same pairs over the same vectors: its vectors are reused (only masses differ).
+
+    Returns
+    -------
+    PairBatch
+        ``B`` pairs on the vectors' device.
 
     Examples
     --------
-    >>> from alignscore.remap import Remapping
-    >>> umd = Remapping("umd", torch.tensor([0.0, 1.0], dtype=torch.float64), "m", "0" * 64, 8)
-    >>> remap_vectors(umd, torch.tensor([[0.6, 0.8], [0.0, 0.0]])).tolist()
-    [[1.0, 0.0], [0.0, 0.0]]
+    >>> from alignscore.testing import WordEncoder
+    >>> pairs = Pairs.from_pairs(["the cat sat", "a dog"], ["a cat", "the dog"])
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(pairs.texts))
+    >>> n, yes = len(table.ids), torch.ones(len(table.ids), dtype=torch.bool)
+    >>> batch = pair_batch(AlignerInputs(torch.eye(n), torch.ones(n), torch.ones(n), yes, yes), table,
+    ...                    pairs.ref, pairs.cand)
+    >>> batch.ref.shape, batch.ref_mass.tolist()   # [CLS] the cat sat [SEP], [CLS] a dog [SEP] + padding
+    (torch.Size([2, 5, 17]), [[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 0.0]])
     """
-    out = remap.apply(vectors)
-    return out / out.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(out.dtype).tiny)
-
-
-def padded_blocks(packed: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """``[B, T, D]``: row b holds the packed rows of its text (its tokens), then 0 (``index``,
-    ``valid``: :func:`~alignscore.tokens.pad_gather` of the texts, on ``packed``'s device). One
-    row gather and one multiplication by the validity mask: the vectors are finite
-    (:func:`check_vectors`), so padding becomes 0 (a masked fill, or a loop over texts, took
-    several times longer on the CPU)."""
-    rows = torch.index_select(packed, 0, index.reshape(-1)).view(*index.shape, packed.shape[-1])
-    return rows.mul_(valid.unsqueeze(-1))
-
-
-
-def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand: torch.Tensor,
-               like: PairBatch | None = None) -> PairBatch:
-    """The right-padded :class:`PairBatch` of pairs ``(ref[k], cand[k])`` (unique-text indices)
-    under ``inputs``; padding gets vector 0, mass 0 and is not matchable. ``like``: a batch of
-    the same pairs over the same vectors, whose vectors are reused (only masses differ). The
-    vectors were checked finite when they were encoded (:func:`encode`)."""
     device = inputs.vectors.device
     r_idx, r_ok = (t.to(device) for t in pad_gather(table.offsets, ref))
     c_idx, c_ok = (t.to(device) for t in pad_gather(table.offsets, cand))
@@ -206,16 +234,33 @@ def pair_batch(inputs: AlignerInputs, table: TokenTable, ref: torch.Tensor, cand
                      cand=padded_blocks(inputs.vectors, c_idx, c_ok), finite=True, **masses, **norms)
 
 
-def batch_order(encoded: Encoded) -> torch.Tensor:
-    """The pairs by total length, longest first: batches of similar length pad little."""
-    lengths, p = encoded.table.lengths, encoded.pairs
-    return torch.argsort(lengths[p.ref] + lengths[p.cand], descending=True, stable=True)
-
-
 def pair_batches(encoded: Encoded, inputs: AlignerInputs, runtime: Runtime = Runtime()
                  ) -> Iterator[tuple[torch.Tensor, PairBatch]]:
-    """``(pairs, batch)`` over every pair in batches of ``runtime.pair_batch_size`` in input
-    order (for inspecting alignments: ``alignscore show``)."""
+    """Every pair in batches of ``runtime.pair_batch_size``, in input order (for inspecting
+    alignments: ``alignscore show``).
+
+    Parameters
+    ----------
+    encoded, inputs : Encoded, AlignerInputs
+        The pairs and their texts' tokens; one composition's vectors and masses over them.
+    runtime : Runtime
+        Its ``pair_batch_size``.
+
+    Returns
+    -------
+    iterator of (torch.Tensor, PairBatch)
+        Each batch's pair indices and the batch (:func:`pair_batch`).
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> pairs = Pairs.from_groups(["a cat", "a dog"], [["the cat"], ["dog", "a dog ran"]])
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(pairs.texts))
+    >>> n, yes = len(table.ids), torch.ones(len(table.ids), dtype=torch.bool)
+    >>> inputs = AlignerInputs(torch.eye(n), torch.ones(n), torch.ones(n), yes, yes)
+    >>> [sel.tolist() for sel, _ in pair_batches(Encoded(pairs, table, {}), inputs, Runtime(pair_batch_size=2))]
+    [[0, 1], [2]]
+    """
     p = encoded.pairs
     for start in range(0, len(p), runtime.pair_batch_size):
         sel = torch.arange(start, min(start + runtime.pair_batch_size, len(p)))
@@ -247,6 +292,17 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
     -------
     list of dict of str to torch.Tensor
         Per composition, ``{metric: [P]}``.
+
+    Examples
+    --------
+    >>> from alignscore.aligners import WMD
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder(); greedy = Composition().resolve(encoder)
+    >>> encoded = encode(encoder, Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"]), [greedy.aggregator])
+    >>> comps = [greedy, Composition(aligner=WMD()).resolve(encoder)]
+    >>> bert, wmd = align(encoded, comps, aligner_inputs(encoded, comps, encoder))
+    >>> [round(f, 3) for f in bert["f1"].tolist()], list(wmd)   # an empty reference scores 0
+    ([0.795, 0.0], ['score'])
     """
     jobs: dict[tuple[int, str], list[int]] = {}  # (inputs, aligner signature) -> compositions
     aligners: dict[tuple[int, str], Aligner] = {}
@@ -298,30 +354,6 @@ def align(encoded: Encoded, compositions: Sequence[Composition], inputs: Sequenc
         values = results[(id(s), comp.aligner.signature())]
         out.append({name: values.get(name, torch.zeros(0)) for name in comp.metrics})
     return out
-
-
-def empty_reasons(encoded: Encoded, inputs: AlignerInputs) -> torch.Tensor:
-    """``[P, 2]``: why the reference / candidate side of each pair carries no mass
-    (:data:`EMPTY_REASONS`: 1 an empty text, 2 the token roles took every token out, 3 every
-    token weighs 0), 0 where it does."""
-    reasons, p = text_reasons(encoded.table, inputs), encoded.pairs
-    return torch.stack([reasons[p.ref, 0], reasons[p.cand, 1]], 1)
-
-
-def text_reasons(table: TokenTable, inputs: AlignerInputs) -> torch.Tensor:
-    """``[U, 2]``: why each unique text carries no mass as a reference / as a candidate
-    (:data:`EMPTY_REASONS`), 0 where it does."""
-    text = table.text_index()
-
-    def per_text(x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(len(table), dtype=torch.float64).index_add_(0, text, x.detach().double().cpu())
-
-    words, carrying = per_text(~table.special), per_text(inputs.carries)
-
-    def reason(mass: torch.Tensor) -> torch.Tensor:
-        return (per_text(mass) <= 0) * torch.where(words == 0, 1, torch.where(carrying == 0, 2, 3))
-
-    return torch.stack([reason(inputs.ref_mass), reason(inputs.cand_mass)], 1).to(torch.int8)
 
 
 def score_many(encoder: Encoder, pairs: Pairs, compositions: Sequence[Composition], runtime: Runtime = Runtime(),
@@ -380,6 +412,16 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
     -------
     list of lists of PairScores
         Per set, one per composition, in order.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Composition
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> greedy, wmd = Composition().resolve(encoder), Composition(aligner=WMD()).resolve(encoder)
+    >>> groups = [Pairs.from_pairs(["the cat"], ["a cat"]), Pairs.from_pairs(["a dog", "the dog"], ["a dog", "dog"])]
+    >>> [[list(s.metrics) for s in scored] for scored in score_groups(encoder, groups, [[greedy], [greedy, wmd]])]
+    [[['precision', 'recall', 'f1']], [['precision', 'recall', 'f1'], ['score']]]
     """
     merged = merge_pairs(groups)
     aggregators = [c.aggregator for comps in compositions for c in comps]

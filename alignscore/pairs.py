@@ -16,7 +16,23 @@ __all__ = ["Blocks", "Pairs", "merge_pairs", "texts_only", "unique_texts"]
 
 def unique_texts(texts: Sequence[str]) -> tuple[list[str], torch.Tensor]:
     """Unique texts (first-seen order) and, for each input, its index among them. Texts are
-    compared after stripping, as the tokenizer sees them."""
+    compared after stripping, as the tokenizer sees them.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts, with repeats.
+
+    Returns
+    -------
+    (list of str, torch.Tensor)
+        The unique texts, stripped, and ``[len(texts)]`` int64 indices into them.
+
+    Examples
+    --------
+    >>> unique_texts(["a cat", " a cat ", "the dog"])
+    (['a cat', 'the dog'], tensor([0, 0, 1]))
+    """
     index: dict[str, int] = {}
     inverse = [index.setdefault(t.strip(), len(index)) for t in texts]
     return list(index), torch.tensor(inverse, dtype=torch.long)
@@ -31,6 +47,25 @@ class Pairs:
     candidate i's pairs are ``groups[i]:groups[i+1]`` (one per reference). For the weightings,
     text u counts as ``ref_counts[u]`` reference documents (every reference occurrence, as
     bert_score counts idf) and ``cand_counts[u]`` candidate documents (each candidate once).
+
+    Parameters
+    ----------
+    texts : list of str
+        The unique texts.
+    ref, cand : torch.Tensor
+        ``[P]`` int64: each pair's reference and candidate, as indices into ``texts``.
+    ref_counts, cand_counts : torch.Tensor
+        ``[U]`` float64: each text's documents as a reference / as a candidate.
+    groups : torch.Tensor
+        ``[C + 1]`` int64: where each candidate's pairs start, then ``P``.
+
+    Examples
+    --------
+    Made by :meth:`from_groups` or :meth:`from_pairs` rather than by hand:
+
+    >>> pairs = Pairs.from_pairs(["the dog", "a cat"], ["a dog", "a dog"])
+    >>> len(pairs), pairs.texts, pairs.ref.tolist(), pairs.cand.tolist()
+    (2, ['the dog', 'a cat', 'a dog'], [0, 1], [2, 2])
     """
 
     texts: list[str]
@@ -97,7 +132,24 @@ class Pairs:
 
 def merge_pairs(groups: Sequence[Pairs]) -> list[Pairs]:
     """Several sets of pairs over one list of unique texts (the union, first-seen order): each
-    keeps its pairs and counts, so weights fitted on it are its own."""
+    keeps its pairs and counts, so weights fitted on it are its own.
+
+    Parameters
+    ----------
+    groups : sequence of Pairs
+        The sets of pairs.
+
+    Returns
+    -------
+    list of Pairs
+        One per set, in order, all over the same ``texts``.
+
+    Examples
+    --------
+    >>> first, second = merge_pairs([Pairs.from_pairs(["the cat"], ["a cat"]), Pairs.from_pairs(["a dog"], ["a cat"])])
+    >>> second.texts, second.ref.tolist(), second.cand.tolist(), second.ref_counts.tolist()
+    (['the cat', 'a cat', 'a dog'], [2], [1], [0.0, 0.0, 1.0])
+    """
     index: dict[str, int] = {}
     for g in groups:
         for t in g.texts:

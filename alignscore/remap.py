@@ -248,6 +248,30 @@ class Remapping:
             raise ConfigError(f"remapping learned for {self.width}-dimensional vectors, not {width}-dimensional ones")
 
 
+def remap_vectors(remap: Remapping, vectors: torch.Tensor) -> torch.Tensor:
+    """``vectors [N, D]`` remapped (:meth:`~alignscore.remap.Remapping.apply`) and unit-normalised
+    again, as every encoder's vectors are (a vector of 0 stays 0).
+
+    Parameters
+    ----------
+    remap, vectors : Remapping, torch.Tensor
+        The map toward the candidates' language, and ``[N, D]`` unit vectors.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N, D]``, unit length (0 where the map gives 0).
+
+    Examples
+    --------
+    >>> umd = Remapping("umd", torch.tensor([0.0, 1.0], dtype=torch.float64), "m", "0" * 64, 8)
+    >>> remap_vectors(umd, torch.tensor([[0.6, 0.8], [0.0, 0.0]])).tolist()
+    [[1.0, 0.0], [0.0, 0.0]]
+    """
+    out = remap.apply(vectors)
+    return out / out.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(out.dtype).tiny)
+
+
 def model_digest(encoder: Encoder) -> str:
     """The SHA-256 of the encoder's model files: its fingerprint without the backend, dtype and
     long-text fields (a remapping learned in float32 serves a bfloat16 run of the same model)."""

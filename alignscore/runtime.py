@@ -55,23 +55,38 @@ def _token_budget(text: str) -> int | str:
 
 @dataclass(frozen=True)
 class Runtime:
-    """How to run.
+    """How to run: batching, device, progress and sharding; a score changes by float rounding at
+    most with any of them.
 
-    Args:
-        batch_size: texts per encoder batch.
-        token_budget: also at most this many padded tokens per encoder batch (bounds the
-            encoder's memory on long texts, whose attention grows with ``B T^2``); ``None``: only
-            ``batch_size``; ``"auto"``: on CUDA, from the free GPU memory
-            (:func:`auto_token_budget`), on a CPU none. On CUDA, a batch that runs out of
-            memory is split in halves and retried (a warning says so once; later batches keep
-            to the smaller size): scores depend on the batching by float rounding at most.
-        pair_batch_size: pairs per alignment batch (64: large padded batches cost more in page
-            faults than they save on a CPU).
-        progress: progress bars on stderr.
-        device: where encoders built for this run place their weights (``"cpu"``, ``"cuda"``,
-            ``"cuda:1"``; ``None``: CUDA when available).
-        shard: this process's place in a torch.distributed group: the ranks split the encoding
-            and the alignment, and every rank receives every result.
+    Parameters
+    ----------
+    batch_size : int
+        Texts per encoder batch.
+    token_budget : int or "auto", optional
+        Also at most this many padded tokens per encoder batch (bounds the encoder's memory on
+        long texts, whose attention grows with ``B T^2``); ``None``: only ``batch_size``;
+        ``"auto"``: on CUDA, from the free GPU memory (:func:`auto_token_budget`), on a CPU
+        none. On CUDA, a batch that runs out of memory is split in halves and retried (a
+        warning says so once; later batches keep to the smaller size).
+    pair_batch_size : int
+        Pairs per alignment batch (64: large padded batches cost more in page faults than they
+        save on a CPU).
+    progress : bool
+        Progress bars on stderr.
+    device : str, optional
+        Where encoders built for this run place their weights (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``; ``None``: CUDA when available).
+    shard : Shard, optional
+        This process's place in a torch.distributed group: the ranks split the encoding and
+        the alignment, and every rank receives every result.
+
+    Examples
+    --------
+    >>> Runtime(batch_size=16).pair_batch_size
+    64
+    >>> Runtime(batch_size=0)
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: batch_size: expected an integer >= 1, not 0
     """
 
     batch_size: int = setting(64, ge=1, help="Texts per encoder batch (changes scores by float rounding at most).")

@@ -100,12 +100,39 @@ class Scorer:
 
     def resolved(self) -> Composition:
         """The composition for this encoder's model (its layers resolved; ConfigError if it
-        cannot be built for it)."""
+        cannot be built for it).
+
+        Returns
+        -------
+        Composition
+            ``composition`` with absolute layers, as the engine runs it.
+
+        Examples
+        --------
+        >>> from alignscore import SingleLayer
+        >>> from alignscore.testing import WordEncoder   # a model of three layers
+        >>> Scorer(WordEncoder(), Composition(SingleLayer(-2))).resolved().aggregator
+        SingleLayer(layer=2)
+        """
         return self.composition.resolve(self.scoring_encoder())
 
     def scoring_encoder(self) -> Encoder:
         """The encoder the engine runs: the scorer's own, through the cache when there is one
-        (one wrapper per encoder and cache, so the model's facts are read once)."""
+        (one wrapper per encoder and cache, so the model's facts are read once).
+
+        Returns
+        -------
+        Encoder
+            ``encoder``, or a :class:`~alignscore.encoders.cached.CachedEncoder` around it.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from alignscore.testing import WordEncoder
+        >>> scorer = Scorer(WordEncoder(), cache=tempfile.mkdtemp())
+        >>> type(scorer.scoring_encoder()).__name__, scorer.scoring_encoder() is scorer.scoring_encoder()
+        ('CachedEncoder', True)
+        """
         if self.cache is None:
             return self.encoder
         if self._cached is None or self._cached.inner is not self.encoder or self._cached.cache is not self.cache:
@@ -115,13 +142,44 @@ class Scorer:
         return self._cached
 
     def layers(self) -> list[int]:
-        """The encoder layers this composition reads."""
+        """The encoder layers this composition reads.
+
+        Returns
+        -------
+        list of int
+            Absolute layers (0: the embeddings), in the order the aggregator reads them.
+
+        Examples
+        --------
+        >>> from alignscore import LayerMix
+        >>> from alignscore.testing import WordEncoder
+        >>> Scorer(WordEncoder()).layers(), Scorer(WordEncoder(), Composition(LayerMix((1, 3)))).layers()
+        ([3], [1, 3])
+        """
         return list(self.resolved().aggregator.layers_read())
 
     def signature(self, sources: bool = False) -> Signature:
         """Everything that changes a number, sacreBLEU-style, e.g.
         ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``
-        (``sources``: of scores against sources, ``refs:source``)."""
+        (``sources``: of scores against sources, ``refs:source``).
+
+        Parameters
+        ----------
+        sources : bool
+            The signature of scores against sources rather than references.
+
+        Returns
+        -------
+        Signature
+            Its fields in order; ``str()`` gives the text.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> sig = Scorer(WordEncoder()).signature()
+        >>> sig["layers"], sig["align"], sig["refs"], Scorer(WordEncoder()).signature(sources=True)["refs"]
+        ('L3', 'greedy(cos)', 'max', 'source')
+        """
         return self.resolved().signature(self.encoder, sources)
 
     # -- scoring -----------------------------------------------------------------------------
@@ -153,6 +211,13 @@ class Scorer:
             and the signature. Raises :class:`~alignscore.errors.InputError` for what is not a
             text, and :class:`~alignscore.errors.ConfigError` when the composition cannot be
             built for this encoder's model (before any text is encoded).
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> scores = Scorer(WordEncoder()).score(["the cat sat", "a dog"], ["the cat", ["the dog", "a dog ran"]])
+        >>> list(scores.metrics), scores.best_reference.tolist()
+        (['precision', 'recall', 'f1'], [0, 1])
         """
         cands, groups = check_sides(cands, refs, sources)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
@@ -169,7 +234,27 @@ class Scorer:
         """``[N]`` float64: the composition's language model's score of each candidate (see
         :mod:`alignscore.lm`), on the runtime's device and in its batches; None without an LM
         term. Raises :class:`~alignscore.lm.UnreadableTexts` for candidates its tokenizer cannot
-        read and :class:`~alignscore.errors.NonFiniteError` for a score that is not finite."""
+        read and :class:`~alignscore.errors.NonFiniteError` for a score that is not finite.
+
+        Parameters
+        ----------
+        composition : Composition
+            Resolved (:meth:`resolved`); its ``lm`` term, if any, is read.
+        cands : sequence of str
+            The candidates.
+
+        Returns
+        -------
+        torch.Tensor or None
+            ``[N]`` float64, or None.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> scorer = Scorer(WordEncoder())
+        >>> scorer.lm_scores(scorer.resolved(), ["a cat"]) is None   # no language-model term
+        True
+        """
         if composition.lm is None or not cands:
             return None
         values = composition.lm.model(self.runtime.device, self.runtime.batch_size).score(cands)
@@ -226,15 +311,60 @@ class Scorer:
         return PairwiseScores(metrics, result.empty, signature)
 
     def reduce(self, composition: Composition, pairs: Pairs, result: PairScores, sources: bool = False) -> Scores:
-        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`);
-        ``sources``: scored against sources."""
+        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`).
+
+        Parameters
+        ----------
+        composition : Composition
+            Resolved; its ``multi_ref`` reduction and baseline apply.
+        pairs : Pairs
+            The pairs scored, grouped by candidate.
+        result : PairScores
+            The engine's scores of ``pairs`` under ``composition``.
+        sources : bool
+            Scored against sources (the signature says ``refs:source``).
+
+        Returns
+        -------
+        Scores
+            One score per candidate and metric, the best reference and the signature.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> scorer = Scorer(WordEncoder())
+        >>> pairs = Pairs.from_groups(["a dog"], [["the dog", "a dog ran"]])
+        >>> (result,) = score_many(scorer.encoder, pairs, [scorer.resolved()])
+        >>> scorer.reduce(scorer.resolved(), pairs, result).best_reference.tolist()   # the better of two
+        [1]
+        """
         return reduce(result, pairs, composition, composition.signature(self.encoder, sources),
                       not self.encoder.has_layers)
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the
         similarity or cost matrix, matches or transport plan and per-token contributions (see
-        :func:`alignscore.explain.explain`)."""
+        :func:`alignscore.explain.explain`).
+
+        Parameters
+        ----------
+        cand : str
+            The candidate.
+        refs : str or sequence of str
+            Its reference, or its references.
+
+        Returns
+        -------
+        Explanation
+            One alignment per reference, the scores and the best reference.
+
+        Examples
+        --------
+        >>> from alignscore.testing import WordEncoder
+        >>> why = Scorer(WordEncoder()).explain("the cat", ["a cat", "the dog"])
+        >>> why.best_reference, why.best.ref_tokens, why.best.kind
+        (1, ['[CLS]', 'the', 'dog', '[SEP]'], 'similarity')
+        """
         from .explain import explain
 
         self.composition.check_side(False)
@@ -246,7 +376,31 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
     (the same object: :func:`alignscore.config.build_all` gives scorers of equal encoder specs
     one) and cache share one engine call: each text is encoded once for all of them (with the
-    first one's runtime); caches are compared by directory."""
+    first one's runtime); caches are compared by directory.
+
+    Parameters
+    ----------
+    scorers : sequence of Scorer
+        The scorers, each against references.
+    cands : sequence of str
+        The candidates.
+    refs : sequence of str, or of sequences of str
+        Each candidate's reference, or list of references.
+
+    Returns
+    -------
+    list of Scores
+        One per scorer, in order.
+
+    Examples
+    --------
+    >>> from alignscore import WMD
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()   # one encoder object: one encoding for both
+    >>> both = score_together([Scorer(encoder), Scorer(encoder, Composition(aligner=WMD()))], ["a dog"], ["the dog"])
+    >>> [list(s.metrics) for s in both]
+    [['precision', 'recall', 'f1'], ['score']]
+    """
     cands, groups = check_references(cands, refs)
     for s in scorers:  # against references: what scores against sources only is refused before encoding
         s.composition.check_side(False)

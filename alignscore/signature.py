@@ -31,7 +31,20 @@ DIGEST_HEX = 12  # hex digits of a content digest shown in a signature
 
 @dataclass(frozen=True)
 class Signature(Mapping[str, str]):
-    """The fields of a signature, in order (``pairs``)."""
+    """The fields of a signature, in order: a read-only mapping that prints as
+    ``key:value|key:value``.
+
+    Parameters
+    ----------
+    pairs : tuple of (str, str)
+        The ``(key, value)`` fields, in order (:meth:`of` makes them from a mapping).
+
+    Examples
+    --------
+    >>> sig = Signature.of({"model": "roberta-large", "L": "17"})
+    >>> str(sig), sig["L"], Signature.parse(str(sig)) == sig
+    ('model:roberta-large|L:17', '17', True)
+    """
 
     pairs: tuple[tuple[str, str], ...] = ()
 

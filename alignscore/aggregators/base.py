@@ -21,7 +21,30 @@ from ..settings import SettingError
 def resolve_layers(spec: Sequence[int], num_layers: int, setting: str = "layers") -> tuple[int, ...]:
     """Layer numbers of a model with ``num_layers`` blocks; negative numbers count from the top
     (-1 is the last block), so ``(-5, ..., -1)`` is "the last five layers" of any model. A
-    layer the model does not have is a :class:`~alignscore.settings.SettingError` of ``setting``."""
+    layer the model does not have is a :class:`~alignscore.settings.SettingError` of ``setting``.
+
+    Parameters
+    ----------
+    spec : sequence of int
+        Layers as the user gave them.
+    num_layers : int
+        The model's blocks (its layers are ``0..num_layers``, 0 the embeddings).
+    setting : str
+        The option an error names.
+
+    Returns
+    -------
+    tuple of int
+        Absolute layers, in the order given.
+
+    Examples
+    --------
+    >>> resolve_layers((-1, 0, 5), num_layers=12)
+    (12, 0, 5)
+    >>> resolve_layers((13,), num_layers=12)
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: layers: layer 13 does not exist: the model has layers 0..12 (...)
+    """
     out = []
     for k in spec:
         r = k + num_layers + 1 if k < 0 else k
@@ -33,6 +56,23 @@ def resolve_layers(spec: Sequence[int], num_layers: int, setting: str = "layers"
 
 
 def layer_list(layers: Sequence[int]) -> str:
+    """Layers as a signature writes them.
+
+    Parameters
+    ----------
+    layers : sequence of int
+        Layer numbers.
+
+    Returns
+    -------
+    str
+        Joined by commas.
+
+    Examples
+    --------
+    >>> layer_list((9, 10, 11))
+    '9,10,11'
+    """
     return ",".join(map(str, layers))
 
 
@@ -43,7 +83,21 @@ class Vectors:
     ``"mix"`` (one vector mixed from several layers, of a layer's width), ``"concat"`` (several
     vectors of a layer's width concatenated) or ``"stack"`` (``layers`` unit vectors, one per
     layer, side by side: an aligner may read each layer back); ``layers`` is how many layers
-    it reads."""
+    it reads.
+
+    Parameters
+    ----------
+    kind : str
+        ``"layer"``, ``"mix"``, ``"concat"`` or ``"stack"``.
+    layers : int
+        How many layers the vectors are made from.
+
+    Examples
+    --------
+    >>> from alignscore import LayerMix, SingleLayer
+    >>> str(LayerMix((1, 2, 3)).output()), SingleLayer(9).output().one_layer
+    ('one vector mixed from 3 layers', True)
+    """
 
     kind: str
     layers: int
@@ -62,7 +116,20 @@ class Vectors:
 class Aggregator(ABC):
     """Turns ``[L, B, T, D]`` hidden states of :attr:`layers` into ``[B, T, D']`` token vectors
     (the engine scales them to unit length). Every token is aggregated on its own, so padding
-    never changes a real token's vector."""
+    never changes a real token's vector.
+
+    Parameters
+    ----------
+    None here: each aggregator is a frozen dataclass whose fields are its settings (the layers
+    it reads, ...), checked where it is built.
+
+    Examples
+    --------
+    >>> from alignscore import SingleLayer
+    >>> layer = SingleLayer(-2).resolve(num_layers=12)   # the second layer from the top
+    >>> layer.layers_read(), layer.signature(), layer(torch.ones(1, 4, 3, 8)).shape
+    ((11,), 'L11', torch.Size([4, 3, 8]))
+    """
 
     @abstractmethod
     def resolve(self, num_layers: int, default_layer: int | None = None) -> "Aggregator":
@@ -102,7 +169,19 @@ class Aggregator(ABC):
 class MixOfLayers(Aggregator):
     """An aggregator that makes one vector of a layer's width from the layers of its
     ``layers`` setting (:class:`~alignscore.aggregators.routing.Routing`,
-    :class:`~alignscore.aggregators.mix.LayerMix`): resolving reads that setting."""
+    :class:`~alignscore.aggregators.mix.LayerMix`): resolving reads that setting.
+
+    Parameters
+    ----------
+    layers : tuple of int
+        Declared by each subclass (with its other settings).
+
+    Examples
+    --------
+    >>> from alignscore import LayerMix
+    >>> LayerMix((-2, -1)).resolve(num_layers=12).layers_read()
+    (11, 12)
+    """
 
     layers: tuple[int, ...]
 

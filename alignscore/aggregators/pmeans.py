@@ -18,7 +18,26 @@ def check_power(p: object) -> float:
     """``p`` as a float when a power mean is defined for it: ``+inf``, ``-inf`` or a finite
     ``p > 0``. NaN, ``p = 0`` and finite ``p < 0`` are refused: with signed components, the
     signed geometric mean (``p = 0``) and ``sign(v)|v|^p`` for ``p < 0`` are infinite at a
-    zero component, and where the signed terms cancel ``|m|^(1/p)`` is infinite too."""
+    zero component, and where the signed terms cancel ``|m|^(1/p)`` is infinite too.
+
+    Parameters
+    ----------
+    p : object
+        The exponent as given.
+
+    Returns
+    -------
+    float
+        ``p``; a :class:`~alignscore.errors.ConfigError` where it is refused.
+
+    Examples
+    --------
+    >>> check_power(3), check_power(float("-inf"))
+    (3.0, -inf)
+    >>> check_power(0)
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: power-mean exponent 0 is not defined for signed hidden states; use ...
+    """
     if isinstance(p, bool) or not isinstance(p, Real) or math.isnan(p):
         raise ConfigError(f"power-mean exponent {p!r} is not a number; use -inf, inf or a number > 0")
     p = float(p)

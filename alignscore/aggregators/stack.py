@@ -47,7 +47,25 @@ def unstack_layers(vectors: torch.Tensor, layers: int) -> torch.Tensor:
     """``[B, T, L * D] -> [B, L, T, D]``: the layers of :func:`stack_layers`, each token's
     vector L2-normalised again (so the result does not depend on a common scale of the stack).
     ``layers`` is what the aggregator declared (:meth:`LayerStack.output`), never guessed from
-    the values."""
+    the values.
+
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        ``[B, T, L * D]``: a stack of ``layers`` vectors per token.
+    layers : int
+        ``L``; it divides the width.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[B, L, T, D]``, unit vectors.
+
+    Examples
+    --------
+    >>> unstack_layers(torch.tensor([[[3.0, 4.0, 0.0, 2.0]]]), layers=2).squeeze(2).double().round(decimals=4).tolist()
+    [[[0.6, 0.8], [0.0, 1.0]]]
+    """
     b, t, width = vectors.shape
     if layers < 1 or width % layers:
         raise ValueError(f"token vectors of width {width} cannot be a stack of {layers} layers")

@@ -24,6 +24,25 @@ class PairBatch:
     (False at padding). A token with mass is always matchable. ``finite``: whoever built the
     batch has checked that its vectors are finite (the engine, once per encoding), so
     :func:`check_finite` need not read them back from the device.
+
+    Parameters
+    ----------
+    ref, cand : torch.Tensor
+        ``[B, Tr, D]`` and ``[B, Tc, D]`` token vectors.
+    ref_mass, cand_mass : torch.Tensor
+        ``[B, Tr]`` and ``[B, Tc]`` masses ``>= 0``.
+    ref_match, cand_match : torch.Tensor
+        ``[B, Tr]`` and ``[B, Tc]`` bool.
+    finite : bool
+        The vectors are known to be finite.
+
+    Examples
+    --------
+    >>> from alignscore import Greedy
+    >>> x = torch.eye(2).unsqueeze(0)                  # one pair: the same two tokens each side
+    >>> mass, match = torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> Greedy()(PairBatch(x, x, mass, mass, match, match))["f1"].tolist()
+    [1.0]
     """
 
     ref: torch.Tensor  # [B, Tr, D]
@@ -48,6 +67,25 @@ class Alignment:
     token's best match, weighted by its normalised mass) and ``"precision"`` (the same for
     candidate tokens); for OT ``"transport"``, the optimal plan. ``contributions`` maps each
     metric to ``(ref [B, Tr], cand [B, Tc])`` per-unit shares that sum exactly to the metric.
+
+    Parameters
+    ----------
+    kind : str
+        ``"similarity"`` or ``"cost"``: what ``matrix`` holds.
+    matrix : torch.Tensor
+        ``[B, Tr, Tc]``.
+    flows, contributions, scores : dict
+        As above; ``scores`` is ``{metric: [B]}``, what :meth:`Aligner.__call__` returns.
+    ref_units, cand_units : torch.Tensor, optional
+        ``[B, U, T]`` 0/1 for n-gram units; None for tokens.
+
+    Examples
+    --------
+    >>> from alignscore import Greedy
+    >>> x, mass, match = torch.eye(2).unsqueeze(0), torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    >>> why = Greedy().alignment(PairBatch(x, x, mass, mass, match, match))
+    >>> why.kind, why.matrix.shape, sorted(why.flows), why.scores["f1"].tolist()
+    ('similarity', torch.Size([1, 2, 2]), ['precision', 'recall'], [1.0])
     """
 
     kind: str  # "similarity" or "cost"
@@ -62,7 +100,19 @@ class Alignment:
 class Aligner(ABC):
     """Scores pairs. ``name`` is its registry name; ``metrics`` names the outputs, in the order
     :meth:`__call__` returns them (fixed for an instance; it may depend on its settings, so ask
-    an instance, not the class); ``primary`` picks the best reference."""
+    an instance, not the class); ``primary`` picks the best reference.
+
+    Parameters
+    ----------
+    None here: each aligner is a frozen dataclass whose fields are its settings (cost, score
+    form, ...), checked where it is built.
+
+    Examples
+    --------
+    >>> from alignscore import WMD, Greedy
+    >>> Greedy().metrics, Greedy().primary, WMD().metrics, WMD().signature()
+    (('precision', 'recall', 'f1'), 'f1', ('score',), 'wmd(euclidean,1-d,n=1)')
+    """
 
     name: ClassVar[str]
     metrics: tuple[str, ...]
@@ -113,7 +163,25 @@ class Aligner(ABC):
 def check_finite(batch: PairBatch) -> PairBatch:
     """``batch``, after checking that its vectors are finite: a NaN would become a NaN score, or
     (through a NaN cost matrix, on which the exact solver returns 0) a perfect one. A batch
-    marked ``finite`` is not read again (no host synchronisation)."""
+    marked ``finite`` is not read again (no host synchronisation).
+
+    Parameters
+    ----------
+    batch : PairBatch
+        The batch an aligner is about to score.
+
+    Returns
+    -------
+    PairBatch
+        ``batch`` itself; :class:`~alignscore.errors.NonFiniteError` where a vector is not finite.
+
+    Examples
+    --------
+    >>> x, mass = torch.tensor([[[float("nan"), 0.0]]]), torch.ones(1, 1)
+    >>> check_finite(PairBatch(x, x, mass, mass, mass.bool(), mass.bool()))
+    Traceback (most recent call last):
+    alignscore.errors.NonFiniteError: the token vectors hold NaN or infinity (...): no score is computed from them
+    """
     if batch.finite:
         return batch
     for side in (batch.ref, batch.cand):
@@ -163,6 +231,22 @@ def weighted_mean(values: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
 
 
 def number(x: float) -> str:
-    """``x`` for a signature: the shortest text that reads back as exactly ``x`` (``2``, ``0.01``)."""
+    """``x`` for a signature: the shortest text that reads back as exactly ``x``.
+
+    Parameters
+    ----------
+    x : float
+        A setting's value.
+
+    Returns
+    -------
+    str
+        Without a trailing ``.0``.
+
+    Examples
+    --------
+    >>> number(2.0), number(0.01), number(1e-7)
+    ('2', '0.01', '1e-07')
+    """
     text = repr(float(x))
     return text[:-2] if text.endswith(".0") else text

@@ -107,7 +107,25 @@ def pool_ngrams(vectors: torch.Tensor, mass: torch.Tensor, members: torch.Tensor
 
 
 def window_size(n_gram: int | str, members: int) -> int:
-    """How many consecutive members a window of a text with ``members`` members spans."""
+    """How many consecutive members a window of a text with ``members`` members spans.
+
+    Parameters
+    ----------
+    n_gram : int or str
+        The aligner's ``n_gram`` (``"sentence"``: the whole text).
+    members : int
+        The text's tokens that take part.
+
+    Returns
+    -------
+    int
+        ``n_gram``, at most ``members``.
+
+    Examples
+    --------
+    >>> window_size(2, 5), window_size(3, 2), window_size("sentence", 5)
+    (2, 2, 5)
+    """
     return members if n_gram == SENTENCE else min(int(n_gram), members)
 
 
@@ -155,7 +173,24 @@ def sliding_sums(a: np.ndarray, width: int, axis: int = -1) -> np.ndarray:
 def compact_members(members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The members of each text moved to the front: ``members [..., T]`` (bool) -> ``index
     [..., P]``, the positions of the members in order (0 past a text's last member), and
-    ``count [...]``, how many each text has; ``P`` is the largest count."""
+    ``count [...]``, how many each text has; ``P`` is the largest count.
+
+    Parameters
+    ----------
+    members : numpy.ndarray
+        ``[..., T]`` bool: the tokens that take part.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``(index [..., P], count [...])``.
+
+    Examples
+    --------
+    >>> index, count = compact_members(np.array([[False, True, False, True], [True, False, False, False]]))
+    >>> index.tolist(), count.tolist()
+    ([[1, 3], [0, 0]], [2, 1])
+    """
     count = members.sum(-1)
     width = int(count.max()) if count.size else 0
     index = np.argsort(~members, axis=-1, kind="stable")[..., :width]

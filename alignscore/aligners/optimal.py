@@ -94,14 +94,21 @@ class _Units:
 
 @dataclass(frozen=True)
 class TransportAligner(Aligner):
-    """Shared by the OT aligners: units, cost, score form, scores and alignment details.
+    """Shared by the OT aligners (:class:`WMD`, :class:`Sinkhorn`): units, cost, score form, scores and alignment
+    details. For unit vectors ``x`` (reference), ``y`` (candidate), normalised masses ``a``, ``b`` and cost ``C``
+    (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T`` (:meth:`plans`) gives ``WMD = <C, T>``
+    and ``score = 1 - WMD`` or ``1 / (1 + WMD)``; only units with mass carry flow, and a pair with a side without
+    mass scores 0. Units: tokens, or windows of tokens weighted by their masses (:mod:`alignscore.aligners.ngrams`).
 
-    For unit vectors ``x`` (reference), ``y`` (candidate), normalised masses ``a``, ``b`` and
-    cost ``C`` (Euclidean or squared Euclidean distance, or ``1 - cos``), a plan ``T``
-    (:meth:`plans`) gives ``WMD = <C, T>`` and ``score = 1 - WMD`` or ``1 / (1 + WMD)``; only
-    units with mass carry flow, and a pair with a side without mass scores 0. Units are tokens
-    (``n_gram=1``) or windows of ``n_gram`` consecutive tokens that take part, weighted by their
-    masses (``"sentence"``: one per text, SMD; :mod:`alignscore.aligners.ngrams`).
+    Parameters
+    ----------
+    cost, score_form, n_gram
+        As for :class:`WMD`.
+
+    Examples
+    --------
+    >>> WMD(n_gram=2, score_form="1/(1+d)").signature()
+    'wmd(euclidean,1/(1+d),n=2)'
     """
 
     cost: str = setting("euclidean", choices=COSTS, help=(
@@ -169,18 +176,11 @@ class TransportAligner(Aligner):
         ref_share = (a - k.unsqueeze(-1) * (plan * cost).sum(2)) / 2
         cand_share = (b - k.unsqueeze(-1) * (plan * cost).sum(1)) / 2
         zero = torch.zeros((), dtype=cost.dtype, device=cost.device)
-        ref_share = torch.where(empty, zero, ref_share)
-        cand_share = torch.where(empty, zero, cand_share)
+        ref_share, cand_share = torch.where(empty, zero, ref_share), torch.where(empty, zero, cand_share)
         takes_part = (u.ref_mass > 0).unsqueeze(2) & (u.cand_mass > 0).unsqueeze(1)
-        return Alignment(
-            kind="cost",
-            matrix=cost.masked_fill(~takes_part, float("nan")),
-            flows={"transport": plan},
-            contributions={"score": (ref_share, cand_share)},
-            scores={"score": score},
-            ref_units=u.ref_units,
-            cand_units=u.cand_units,
-        )
+        return Alignment(kind="cost", matrix=cost.masked_fill(~takes_part, float("nan")), flows={"transport": plan},
+                         contributions={"score": (ref_share, cand_share)}, scores={"score": score},
+                         ref_units=u.ref_units, cand_units=u.cand_units)
 
     def _signature_parts(self) -> str:
         return f"{self.cost},{self.score_form},n={self.n_gram}"

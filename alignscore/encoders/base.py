@@ -19,7 +19,20 @@ class Encoder(ABC):
     """A contextual encoder. Implementations load their model lazily (never at import).
 
     ``has_layers`` is False for a static encoder (one vector per token, layer 0 only): layer and
-    aggregator choices do not apply to it."""
+    aggregator choices do not apply to it.
+
+    Parameters
+    ----------
+    None here: each implementation takes its model and settings (:class:`HFEncoder`,
+    :class:`StaticEncoder`, or an :class:`~alignscore.encoders.spec.EncoderSpec` built).
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder   # a tiny encoder for tests
+    >>> encoder = WordEncoder()
+    >>> encoder.has_layers, encoder.num_layers, encoder.tokenize(["the cat"]).tokens
+    (True, 3, [['[CLS]', 'the', 'cat', '[SEP]']])
+    """
 
     has_layers: bool = True
 

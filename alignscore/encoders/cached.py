@@ -20,7 +20,27 @@ from .base import Encoder
 
 class CachedEncoder(Encoder):
     """``inner`` through ``cache``: the same numbers (stored states are copies of computed ones),
-    with fewer forward passes."""
+    with fewer forward passes.
+
+    Parameters
+    ----------
+    inner : Encoder
+        The encoder; it needs a :meth:`~alignscore.encoders.base.Encoder.fingerprint` (the
+        cache's key) to encode anything.
+    cache : EmbeddingCache
+        Where the states are stored (:meth:`~alignscore.cache.CacheSpec.build`).
+
+    Examples
+    --------
+    Everything but :meth:`forward` is the wrapped encoder's:
+
+    >>> import tempfile
+    >>> from alignscore.cache import CacheSpec
+    >>> from alignscore.testing import WordEncoder
+    >>> cached = CachedEncoder(WordEncoder(), CacheSpec(tempfile.mkdtemp()).build())
+    >>> cached.name, cached.tokenize(["the cat"]).tokens
+    ('words', [['[CLS]', 'the', 'cat', '[SEP]']])
+    """
 
     def __init__(self, inner: Encoder, cache: EmbeddingCache) -> None:
         self.inner = inner

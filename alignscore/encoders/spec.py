@@ -38,7 +38,26 @@ def local_model(model: str, option: str = "model") -> Path | None:
 @dataclass(frozen=True)
 class EncoderSpec:
     """A Hugging Face encoder (or a static table) by name and the settings that change its
-    numbers (see :class:`~alignscore.encoders.huggingface.HFEncoder` for each one's meaning)."""
+    numbers, checked where it is made (no model is loaded).
+
+    Parameters
+    ----------
+    model : str
+        Hub id, local directory, model2vec directory or word2vec text file.
+    revision, max_length, long_texts, window_stride, dtype : optional
+        A transformer's settings (refused for a static table): see
+        :class:`~alignscore.encoders.huggingface.HFEncoder` (``window_stride`` is its ``stride``).
+    lowercase : bool
+        Word2vec files only: lowercase texts before looking their words up.
+
+    Examples
+    --------
+    >>> EncoderSpec("all-MiniLM-L6-v2", dtype="bfloat16").dtype
+    'bfloat16'
+    >>> EncoderSpec("all-MiniLM-L6-v2", dtype="float8")
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: dtype: one of float32, float16, bfloat16, int8, not 'float8'
+    """
 
     model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", names_model=True, help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "

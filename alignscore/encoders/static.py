@@ -258,21 +258,26 @@ def _unknown_token(path: Path) -> str | None:
 class StaticEncoder(Encoder):
     """Token vectors looked up in a static table (see the module's docstring for the formats).
 
-    Args:
-        model: a model2vec model directory, or a word2vec text file.
-        lowercase: word2vec files only: lowercase texts before splitting them into words.
-        device_name: where :meth:`forward` puts the vectors (default: the CPU; a lookup gains
-            nothing from a GPU but the aligners after it may).
+    Parameters
+    ----------
+    model : str
+        A model2vec model directory, or a word2vec text file.
+    lowercase : bool
+        Word2vec files only: lowercase texts before splitting them into words.
+    device_name : str, optional
+        Where :meth:`forward` puts the vectors (default: the CPU; a lookup gains nothing from a
+        GPU but the aligners after it may).
 
-    Example:
-        >>> import tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "tiny.vec")
-        >>> _ = open(path, "w").write("2 2\\ncat 1 0\\ndog 0 1\\n")
-        >>> enc = StaticEncoder(path)
-        >>> enc.tokenize(["cat, dog"]).tokens
-        [['cat', 'dog']]
-        >>> enc.forward(torch.tensor([[0, 1]]), torch.ones(1, 2), [0])[0, 0].tolist()
-        [[1.0, 0.0], [0.0, 1.0]]
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.vec")
+    >>> _ = open(path, "w").write("2 2\\ncat 1 0\\ndog 0 1\\n")
+    >>> enc = StaticEncoder(path)
+    >>> enc.tokenize(["cat, dog"]).tokens
+    [['cat', 'dog']]
+    >>> enc.forward(torch.tensor([[0, 1]]), torch.ones(1, 2), [0])[0, 0].tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
     """
 
     model: str

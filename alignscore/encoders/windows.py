@@ -27,7 +27,23 @@ States = Callable[[torch.Tensor, torch.Tensor, Sequence[int]], torch.Tensor]
 
 def window_starts(n: int, width: int, stride: int) -> list[int]:
     """Starts of the windows of ``width`` tokens over ``n`` tokens, ``stride`` apart, the last
-    one ending at ``n`` (one window at 0 when ``n <= width``)."""
+    one ending at ``n`` (one window at 0 when ``n <= width``).
+
+    Parameters
+    ----------
+    n, width, stride : int
+        The text's tokens, a window's tokens and the tokens between window starts.
+
+    Returns
+    -------
+    list of int
+        The windows' first tokens, increasing.
+
+    Examples
+    --------
+    >>> window_starts(10, width=4, stride=2), window_starts(3, width=4, stride=2)
+    ([0, 2, 4, 6], [0])
+    """
     if n <= width:
         return [0]
     starts = list(range(0, n - width + 1, stride))
@@ -38,7 +54,27 @@ def window_starts(n: int, width: int, stride: int) -> list[int]:
 
 def most_central(n: int, starts: Sequence[int], width: int) -> torch.Tensor:
     """``[n]``: for each token, the index (into ``starts``) of the window of ``width`` tokens
-    where it is farthest from the window's nearer edge; ties go to the earlier window."""
+    where it is farthest from the window's nearer edge; ties go to the earlier window.
+
+    Parameters
+    ----------
+    n : int
+        The text's tokens.
+    starts : sequence of int
+        The windows' first tokens (:func:`window_starts`).
+    width : int
+        A window's tokens.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[n]`` int64 window indices.
+
+    Examples
+    --------
+    >>> most_central(10, [0, 2, 4, 6], width=4).tolist()
+    [0, 0, 0, 1, 1, 2, 2, 3, 3, 3]
+    """
     pos = torch.arange(n).unsqueeze(1)
     s = torch.tensor(list(starts)).unsqueeze(0)
     margin = torch.minimum(pos - s, s + width - 1 - pos)

@@ -27,13 +27,49 @@ SPECIAL_POLICIES = ("match-only", "drop", "keep")
 
 
 def check_special_policy(policy: str) -> str:
+    """``policy``, after checking it is a special-token policy.
+
+    Parameters
+    ----------
+    policy : str
+        ``match-only``, ``drop`` or ``keep`` (:class:`TokenRoles`).
+
+    Returns
+    -------
+    str
+        ``policy`` itself.
+
+    Raises
+    ------
+    ConfigError
+        For any other value.
+
+    Examples
+    --------
+    >>> check_special_policy("skip")
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: unknown special-token policy 'skip'; choose one of: match-only, drop, keep
+    """
     if policy not in SPECIAL_POLICIES:
         raise ConfigError(f"unknown special-token policy {policy!r}; choose one of: {', '.join(SPECIAL_POLICIES)}")
     return policy
 
 
 class TokenFilter(ABC):
-    """Removes ordinary (non-special) tokens from the alignment."""
+    """Removes ordinary (non-special) tokens from the alignment.
+
+    Parameters
+    ----------
+    None here: each filter is a frozen dataclass whose fields are its settings.
+
+    Examples
+    --------
+    >>> from alignscore.filters import StopWords
+    >>> from alignscore.testing import WordEncoder
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat"]))   # [CLS] the cat [SEP]
+    >>> StopWords(stopwords=("the",)).keep(table).tolist()
+    [True, False, True, True]
+    """
 
     @abstractmethod
     def keep(self, table: TokenTable) -> torch.Tensor:
@@ -46,7 +82,29 @@ class TokenFilter(ABC):
 
 def token_roles(table: TokenTable, filters: tuple[TokenFilter, ...], special_policy: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(carries_mass, matchable)``, both ``[N]`` bool, for the packed tokens of ``table``."""
+    """Which tokens of ``table`` carry mass and which may be matched.
+
+    Parameters
+    ----------
+    table : TokenTable
+        The packed tokens.
+    filters : tuple of TokenFilter
+        A token goes when any filter drops it (special tokens are never filtered).
+    special_policy : str
+        ``match-only``, ``drop`` or ``keep`` (:class:`TokenRoles`).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ``(carries_mass, matchable)``, both ``[N]`` bool.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat"]))   # [CLS] the cat [SEP]
+    >>> [t.tolist() for t in token_roles(table, (), "drop")]
+    [[False, True, True, False], [False, True, True, False]]
+    """
     kept = torch.ones_like(table.special)
     for f in filters:
         kept &= f.keep(table)

@@ -112,6 +112,10 @@ class RemoveSubwordsPunct(TokenFilter):
     that covers text stays (the first subword; a bare "Ġ" / "▁" piece that covers only the space
     before a word is passed over), and all its other tokens go.
 
+    Parameters
+    ----------
+    None; the filter has no settings.
+
     Returns
     -------
     RemoveSubwordsPunct
@@ -143,6 +147,10 @@ class MoverScoreV2Strings(TokenFilter):
     ``w in string.punctuation`` (one ASCII punctuation character) or ``'##' in w`` (a WordPiece
     continuation). Only meaningful for WordPiece vocabularies; use ``rm`` for any tokenizer.
     Stop words are a separate filter (``StopWords(..., unit="token")``).
+
+    Parameters
+    ----------
+    None; the filter has no settings.
 
     Examples
     --------

@@ -89,7 +89,23 @@ def idf_from_df(df: torch.Tensor, num_docs: float) -> torch.Tensor:
 
 @dataclass
 class DocumentFrequencies:
-    """``df[w]`` of ``docs`` documents (float64 counts: exact sums in any order)."""
+    """``df[w]`` of ``docs`` documents (float64 counts: exact sums in any order).
+
+    Parameters
+    ----------
+    df : torch.Tensor
+        ``[V]`` float64 document frequencies.
+    docs : float
+        How many documents were counted.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> counts = DocumentFrequencies.empty(WordEncoder().vocab_size)
+    >>> counts.update(TokenTable.from_tokenized(WordEncoder().tokenize(["the cat", "the dog"])), torch.ones(2))
+    >>> counts.docs, [round(x, 4) for x in counts.idf()[[1, 25]].tolist()]   # [CLS], "the": in both
+    (2.0, [0.0, 0.0])
+    """
 
     df: torch.Tensor
     docs: float = 0.0
@@ -110,7 +126,21 @@ class DocumentFrequencies:
 @dataclass
 class WeightState:
     """What a weighting has counted: document frequencies of the references and of the
-    candidates. Sum-reducible: :meth:`merge` and :meth:`sync` add counts."""
+    candidates. Sum-reducible: :meth:`merge` and :meth:`sync` add counts.
+
+    Parameters
+    ----------
+    ref, cand : DocumentFrequencies
+        The references' and the candidates' counts.
+
+    Examples
+    --------
+    >>> state, other = WeightState.empty(8), WeightState.empty(8)
+    >>> other.ref.docs = 3.0
+    >>> state.merge(other); state.merge(other)   # two chunks' counts add up
+    >>> state.ref.docs, state.cand.docs
+    (6.0, 0.0)
+    """
 
     ref: DocumentFrequencies
     cand: DocumentFrequencies
@@ -139,7 +169,22 @@ class WeightState:
 class Weighting(ABC):
     """Produces ``(ref_weights, cand_weights)``, each ``[V]`` over token ids; a token's mass is
     its id's weight (times 0/1 from the token roles, and times its vector's norm for a weighting
-    that :meth:`reads_norms`), normalised per sentence by the aligner."""
+    that :meth:`reads_norms`), normalised per sentence by the aligner.
+
+    Parameters
+    ----------
+    None here: each weighting is a frozen dataclass whose fields are its settings.
+
+    Examples
+    --------
+    >>> from alignscore import IdfS
+    >>> from alignscore.testing import WordEncoder
+    >>> encoder = WordEncoder()
+    >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat", "the dog"]))
+    >>> ref, cand = IdfS().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> [round(w, 4) for w in ref[table.ids].tolist()]   # "the" is in both texts: idf log(3/3)
+    [0.0, 0.0, 0.4055, 0.0, 0.0, 0.0, 0.4055, 0.0]
+    """
 
     def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
                cand_counts: torch.Tensor) -> None:

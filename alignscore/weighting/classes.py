@@ -126,7 +126,25 @@ def _class_weight(tokens: str, zero: str) -> Any:
 class TokenClassWeights:
     """The token-class weights every built-in weighting takes (see the module's docstring):
     a token's mass is the weighting's, times the product of its classes' weights. All 1 (the
-    default): the weighting's masses exactly, and its signature unchanged."""
+    default): the weighting's masses exactly, and its signature unchanged.
+
+    Parameters
+    ----------
+    special_weight, punct_weight, stopword_weight, subword_weight : float
+        Each class's weight, in ``[0, 10]``; 1 by default.
+    class_stopwords : str or tuple of str, optional
+        The stop words of ``stopword_weight``: a file, one per line, or the words; default the
+        packaged English list.
+
+    Examples
+    --------
+    >>> from alignscore.testing import WordEncoder
+    >>> from alignscore.weighting import Uniform
+    >>> table = TokenTable.from_tokenized(WordEncoder().tokenize(["the cat."]))   # [CLS] the cat . [SEP]
+    >>> half = Uniform(punct_weight=0.5)
+    >>> half.token_multipliers(table).tolist(), half.signature(), Uniform().signature()
+    ([1.0, 1.0, 1.0, 0.5, 1.0], 'none+classes(punct=0.5)', 'none')
+    """
 
     special_weight: float = _class_weight("special tokens ([CLS]/[SEP], <s>/</s>; they carry mass under "
                                           "special_tokens = keep only)", "0: match-only")

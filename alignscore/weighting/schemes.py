@@ -28,7 +28,21 @@ class Corpus:
     """The sentences of an idf-L corpus (blank lines dropped), and a ``name`` for signatures (its
     file). Its document frequencies are counted once per encoder, however many weightings and
     language pairs read it; :attr:`digest` names its content (the sentences kept, see
-    :func:`~alignscore.signature.content_digest`), whatever file or list they came from."""
+    :func:`~alignscore.signature.content_digest`), whatever file or list they came from.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The sentences (a list, not one string); at least one not blank.
+    name : str, optional
+        Its name in signatures (:meth:`read` gives the file's name).
+
+    Examples
+    --------
+    >>> corpus = Corpus(["the cat sat", "", "a dog"], name="news.txt")
+    >>> corpus.texts, corpus.digest
+    (('the cat sat', 'a dog'), 'f46c1a2e21b9')
+    """
 
     texts: Sequence[str]
     name: str | None = None
@@ -81,6 +95,12 @@ class Corpus:
 @dataclass(frozen=True)
 class Uniform(TokenClassWeights, Weighting):
     """Every kept token has mass 1 (special tokens follow the filter's policy).
+
+    Parameters
+    ----------
+    special_weight, punct_weight, stopword_weight, subword_weight, class_stopwords : optional
+        The token-class weights every built-in weighting takes
+        (:class:`~alignscore.weighting.classes.TokenClassWeights`); all 1 by default.
 
     Returns
     -------

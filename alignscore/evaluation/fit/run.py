@@ -179,11 +179,18 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     Returns
     -------
     FitResult
+        The fitted run (what best.toml holds), its start, their values, scores and estimates.
 
     Raises
     ------
     ConfigError, InputError
         Bad options or data, before any model loads or anything is written.
+
+    Examples
+    --------
+    >>> fit("no/such/folder")
+    Traceback (most recent call last):
+    alignscore.errors.InputError: no/such/folder: not a folder of WMT DAseg files
     """
     began = time.monotonic()
     say = say or (lambda msg: None)

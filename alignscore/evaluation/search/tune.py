@@ -34,7 +34,31 @@ class TuneResult:
     """What :func:`tune` did: the ``run`` (selection, leaderboard, estimates), the ``plan`` it
     followed, the cost ``probe``, the files ``written`` (none without an output folder), what
     was ``left_out`` (published configurations the model cannot run, runs of missing models) and
-    the ``seconds`` it took in all."""
+    the ``seconds`` it took in all.
+
+    Parameters
+    ----------
+    run : SearchRun
+        The selection, the leaderboard and the estimates; :attr:`best` is the selected entry.
+    plan : Plan
+        The schedule the search followed within its budget.
+    probe : Probe
+        The measured cost the plan was made from.
+    written : dict of str to Path
+        The files written, by kind (empty without an output folder).
+    left_out : list of str
+        What was not run, each with the reason.
+    seconds : float
+        Wall time of the whole call.
+
+    Examples
+    --------
+    Made by :func:`tune` only (a search loads a model):
+
+    >>> from dataclasses import fields
+    >>> [f.name for f in fields(TuneResult)]
+    ['run', 'plan', 'probe', 'written', 'left_out', 'seconds']
+    """
 
     run: SearchRun
     plan: Plan
@@ -113,12 +137,21 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     Returns
     -------
     TuneResult
+        The selection and its estimates, the plan followed and the files written.
 
     Raises
     ------
     ConfigError
         Bad input (before anything loads), a missing model, or an explicit budget that does not
         fit.
+
+    Examples
+    --------
+    Options are checked before any model loads or any file is read:
+
+    >>> tune("data/wmt16", budget=-1)
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: budget=-1: the minutes a search may take, a finite number > 0
     """
     start = clock()
     say = log or (lambda _msg: None)
