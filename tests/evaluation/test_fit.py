@@ -178,3 +178,13 @@ def test_the_memory_bound_is_what_is_kept(tiny_bert_dir, data) -> None:
     assert extract(scorer, scorer.resolved(), pairs, (1, 2, 3), limit=need).nbytes == full.nbytes
     with pytest.raises(ConfigError, match="would keep more than"):
         extract(scorer, scorer.resolved(), pairs, (1, 2, 3), limit=need - 1)
+
+
+@pytest.mark.parametrize("kwargs, needle", [({"budget": 0}, "budget=: expected a finite number > 0"),
+                                            ({"budget": math.nan}, "budget="), ({"steps": 0}, "steps="),
+                                            ({"steps": 2.5}, "steps="), ({"resamples": 5}, "resamples="),
+                                            ({"max_memory": -1.0}, "max_memory=")])
+def test_numbers_are_checked_before_anything_loads(kwargs, needle, tmp_path) -> None:
+    data = write_daseg(tmp_path, PAIRS, 30)
+    with pytest.raises(ConfigError, match=needle):
+        alignscore.fit(data, model="no-such-org/no-such-model", **kwargs)

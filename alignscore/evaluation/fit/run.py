@@ -194,6 +194,15 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     """
     began = time.monotonic()
     say = say or (lambda msg: None)
+    for name, value, integer in (("budget", budget, False), ("steps", steps, True), ("resamples", resamples, True),
+                                 ("max_memory", MAX_MEMORY if max_memory is None else max_memory, False)):
+        least = {"steps": 1, "resamples": 100}.get(name, 0)
+        kind = int if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or not (
+                value >= least if integer else value > least):
+            label = f"--{name.replace('_', '-')}" if style == "flag" else f"{name}="
+            want = f"an integer >= {least}" if integer else "a finite number > 0"
+            raise ConfigError(f"{label}: expected {want}, not {value!r}")
     if isinstance(learn, str):
         learn = [n.strip().replace("-", "_") for n in learn.split(",") if n.strip()]
     if isinstance(lang_pairs, str):
