@@ -56,6 +56,9 @@ class AlignerInputs:
         ``[N]`` bool: who may be aligned to; who the token roles let carry mass (on the CPU).
     ref_vectors : torch.Tensor, optional
         ``[N, D]``: the reference side's vectors where they differ (a source's, remapped).
+    norms, ref_norms : torch.Tensor, optional
+        ``[N]``: the vectors' lengths before unit scaling, where an aligner reads them; the
+        reference side's where it is remapped.
 
     Examples
     --------

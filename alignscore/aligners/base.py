@@ -35,6 +35,9 @@ class PairBatch:
         ``[B, Tr]`` and ``[B, Tc]`` bool.
     finite : bool
         The vectors are known to be finite.
+    ref_norm, cand_norm : torch.Tensor, optional
+        ``[B, Tr]`` and ``[B, Tc]``: the vectors' lengths before unit scaling, for an aligner
+        that asks for them (:meth:`Aligner.reads_norms`).
 
     Examples
     --------
