@@ -92,8 +92,8 @@ def _precision(args: argparse.Namespace) -> None:
     pairs = load_daseg(WMT16)
     g = torch.Generator().manual_seed(0)
     values = {"start": exact, "optimisation's start": init,
-              "random mix, T 0.05, F-beta 1.5": Values(tuple(torch.randn(len(kept), generator=g).tolist()), 0.05,
-                                                        1.0, 1.5, "fbeta")}
+              "random mix, T 0.05, F-beta 1.5": Values(tuple(torch.randn(len(kept), generator=g).tolist()),
+                                                        temperature=0.05, beta=1.5, metric="fbeta")}
     rows, base = [], {}
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         features = extract(scorer, comp, pairs, kept, dtype=dtype)
