@@ -58,6 +58,7 @@ def _tune(args: argparse.Namespace, out: Path) -> dict:
 
 def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
     import alignscore
+    from alignscore.weighting import TOKEN_CLASSES
 
     t = time.perf_counter()
     result = alignscore.fit(WMT16, model=args.model, start=start, budget=args.fit_budget, output=out / "fit",
@@ -68,6 +69,7 @@ def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
     return {"seconds": took, "peak_mib": _peak_mib(), "kept_mib": result.state_bytes / 2**20,
             "layers": list(result.layers), "weights": v.weights(), "start_weights": result.start_values.weights(),
             "temperature": v.temperature, "idf_power": v.idf_power, "beta": v.beta, "metric": v.metric,
+            "class_weights": dict(zip(TOKEN_CLASSES, v.class_weights)),
             "final_steps": result.final.steps, "in_sample": result.in_sample, "holdout": result.holdout,
             "start": "; ".join(line for line in result.start.toml().splitlines() if line and not line.startswith("#")),
             "intervals": {k: [i.estimate, i.low, i.high] for k, i in est.intervals.items()} if est else {},
@@ -206,6 +208,7 @@ def _report(args: argparse.Namespace, tune: dict | None, fit: dict) -> str:
               + ", ".join(f"L{k} {w:.3f}" for k, w in zip(fit["layers"], fit["weights"]))
               + " (start: " + ", ".join(f"{w:.3f}" for w in fit["start_weights"]) + ")"
               + f"; temperature {fit['temperature']:.4g}; idf exponent {fit['idf_power']:.4g}; beta {fit['beta']:.4g}; "
+              + "token-class weights " + ", ".join(f"{k} {w:.3g}" for k, w in fit["class_weights"].items()) + "; "
               f"metric {fit['metric']}. In-sample mean |r|: start {fit['in_sample'].get('start', float('nan')):.4f}, "
               f"fitted {fit['in_sample'].get('fitted', float('nan')):.4f}.", ""]
     if args.holdout:
