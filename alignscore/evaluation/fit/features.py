@@ -50,6 +50,8 @@ class RawLayers(Aggregator):
         return f"raw(L{layer_list(self.layers)})"
 
 
+#: the token-class weights' settings, in the order of TOKEN_CLASSES
+CLASS_SETTINGS = tuple(s for s in settings_of(TokenClassWeights) if s.hint is float)
 #: pairs per batch, in order of length (padding is the cost: one pad width for a whole language
 #: pair would be its longest text's)
 BATCH = 64
@@ -161,7 +163,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     weighting = composition.weighting
     if isinstance(weighting, _Idf):
         weighting = replace(weighting, idf_power=1.0)
-    weighting = replace(weighting, **{s.name: 1.0 for s in settings_of(TokenClassWeights) if s.hint is float})
+    weighting = replace(weighting, **{s.name: 1.0 for s in CLASS_SETTINGS})
     raw = RawLayers(tuple(layers))
     comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None)
     itemsize = torch.empty(0, dtype=dtype).element_size()

@@ -15,10 +15,9 @@ import torch
 from ..._ops import UNIT_FLOOR
 from ...aggregators.mix import layer_weights
 from ...aligners.greedy import f_beta, match_similarities
-from ...settings import settings_of
-from ...weighting.classes import TokenClassWeights, token_class_multipliers
+from ...weighting.classes import token_class_multipliers
 from ...weighting.schemes import idf_power
-from .features import Batch, Features, PairFeatures
+from .features import CLASS_SETTINGS, Batch, Features, PairFeatures
 
 #: where a learned temperature starts when the start is the exact greedy match (T = 0)
 T_START = 0.01
@@ -26,11 +25,10 @@ T_START = 0.01
 LAYER_START = 3.0
 #: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta and the
 #: token-class weights of every weighting)
-#: the token-class weights' settings, in the order of TOKEN_CLASSES
-CLASS_SETTINGS = tuple(s for s in settings_of(TokenClassWeights) if s.hint is float)
 BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6, 1e6),
           **{s.name: (s.decl.ge, s.decl.le) for s in CLASS_SETTINGS}}
-#: where a learned logarithm starts from a value of 0 (exact greedy, a class weighed 0, no idf)
+#: where a learned logarithm starts from a value of 0: the temperature's soft start (any other 0
+#: starts at 1e-3)
 LOG_START = {"temperature": T_START}
 
 
