@@ -83,3 +83,31 @@ def write_toml(data: dict, path: str | Path) -> Path:
 
     Path(path).write_text(tomli_w.dumps(data), encoding="utf-8")
     return Path(path)
+
+
+def assert_same_run_every_way_in(opts: dict, tmp_path: Path) -> tuple[dict, list[str], Path]:
+    """The run ``opts`` describes is the same from keywords, command-line flags (through the CLI's
+    parser), a run file, an ablation grid row, a search-space entry and the file it writes.
+    Returns the specs by way in, the flags and the written file."""
+    from alignscore.ablation.grid import parse_grid
+    from alignscore.cli.options import parse_spec
+    from alignscore.config import compile_run, file_source, run_spec
+    from alignscore.config.sources import sources_of
+    from alignscore.evaluation.space import parse_space
+
+    ways = {"keyword": run_spec(opts)}
+    flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),
+                                                  ",".join(map(str, v)) if isinstance(v, list) else str(v))]
+    ways["flag"] = compile_run(sources_of(parse_spec(" ".join(flags), "--a"), style="flag"))
+    ways["file"] = compile_run([file_source(write_toml(opts, Path(tmp_path) / "run.toml"))])
+    grid = parse_grid({"models": {"base": {"model": opts["model"]}}, "columns": [{"name": "c", "aligner": "greedy"}],
+                       "rows": [{"name": "r", **{k: v for k, v in opts.items() if k != "model"}}]})
+    ways["grid row"] = compile_run(grid.sources(grid.rows[0], grid.columns[0]))
+    (candidate,) = parse_space({k: [v] for k, v in opts.items()}).candidates()
+    ways["space entry"] = candidate.spec
+    for way, spec in ways.items():
+        assert spec == ways["keyword"], way
+    written = Path(tmp_path) / "written.toml"
+    written.write_text(ways["keyword"].toml(), encoding="utf-8")
+    assert compile_run([file_source(written)]) == ways["keyword"]
+    return ways, flags, written

@@ -10,14 +10,11 @@ import torch
 
 import alignscore
 from alignscore import LayerMix, run_spec
-from alignscore.ablation import parse_grid
 from alignscore.aggregators.mix import ONE_HOT, mix_layers
 from alignscore.aligners.greedy import f_beta, match_similarities, soft_max
-from alignscore.config import compile_run, file_source
 from alignscore.errors import ConfigError
-from alignscore.evaluation.space import parse_space
 from alignscore.weighting.schemes import idf_power
-from cli_checks import write_toml
+from cli_checks import assert_same_run_every_way_in
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there, world", "no"]
 REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world", "yes indeed"]
@@ -41,21 +38,8 @@ def test_mix_of_equal_weights_is_the_mean_and_differs_from_one_layer(tiny_bert_d
 
 def test_mix_weights_every_way_in_and_in_the_signature(tiny_bert_dir, tmp_path) -> None:
     opts = {"model": tiny_bert_dir, "aggregator": "mix", "layers": [1, 3], "mix_weights": [0.25, -1.5]}
-    ways = {"keyword": run_spec(opts)}
-    ways["flag"] = run_spec({k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in opts.items()},
-                            style="flag")
-    ways["file"] = compile_run([file_source(write_toml(opts, tmp_path / "run.toml"))])
-    grid = parse_grid({"models": {"base": {"model": tiny_bert_dir}}, "columns": [{"name": "c", "aligner": "greedy"}],
-                       "rows": [{"name": "r", **{k: v for k, v in opts.items() if k != "model"}}]})
-    ways["grid row"] = compile_run(grid.sources(grid.rows[0], grid.columns[0]))
-    (candidate,) = parse_space({k: [v] for k, v in opts.items()}).candidates()
-    ways["space entry"] = candidate.spec
-    for way, spec in ways.items():
-        assert spec == ways["keyword"], way
-    again = tmp_path / "again.toml"
-    again.write_text(ways["keyword"].toml(), encoding="utf-8")
-    assert compile_run([file_source(again)]) == ways["keyword"]
-    sig = str(alignscore.build(ways["keyword"]).signature())
+    spec = assert_same_run_every_way_in(opts, tmp_path)[0]["keyword"]
+    sig = str(alignscore.build(spec).signature())
     other = str(alignscore.build(run_spec({**opts, "mix_weights": [0.25, -1.0]})).signature())
     assert "mix(L1,3;w=" in sig and sig != other
 

@@ -15,17 +15,12 @@ import torch
 
 import alignscore
 from alignscore import run_spec
-from alignscore.ablation import parse_grid
-from alignscore.cli.options import parse_spec
-from alignscore.config.sources import sources_of
-from alignscore.config import compile_run, file_source
 from alignscore.errors import ConfigError
-from alignscore.evaluation.space import parse_space
 from alignscore.filters import RemoveSubwordsPunct, StopWords
 from alignscore.testing import WordEncoder, check_weighting
 from alignscore.tokens import TokenTable
 from alignscore.weighting import (TOKEN_CLASSES, IdfS, Norm, Uniform, token_class_multipliers, token_classes)
-from cli_checks import invoke, write_toml
+from cli_checks import assert_same_run_every_way_in, invoke
 
 CANDS = ["the cat sat on the mat, quietly.", "a dog ran in the park!", "hello there, world",
          "unbelievable alignments of ourselves"]
@@ -168,22 +163,7 @@ def test_a_fitted_run_scores_the_same_from_every_way_in(tiny_bert_dir, tmp_path)
             "temperature": 0.05, "metric": "fbeta", "beta": 2.0, "weighting": "idf-S", "idf_power": 0.5,
             "punct_weight": 0.5, "stopword_weight": 0.0, "subword_weight": 2.0, "class_stopwords": str(stop_file),
             "special_tokens": "keep", "special_weight": 0.5}
-    ways = {"keyword": run_spec(opts)}
-    flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),
-                                                  ",".join(map(str, v)) if isinstance(v, list) else str(v))]
-    ways["flag"] = compile_run(sources_of(parse_spec(" ".join(flags), "--a"), style="flag"))
-    run_file = write_toml(opts, tmp_path / "run.toml")
-    ways["file"] = compile_run([file_source(run_file)])
-    grid = parse_grid({"models": {"base": {"model": tiny_bert_dir}}, "columns": [{"name": "c", "aligner": "greedy"}],
-                       "rows": [{"name": "r", **{k: v for k, v in opts.items() if k != "model"}}]})
-    ways["grid row"] = compile_run(grid.sources(grid.rows[0], grid.columns[0]))
-    (candidate,) = parse_space({k: [v] for k, v in opts.items()}).candidates()
-    ways["space entry"] = candidate.spec
-    for way, spec in ways.items():
-        assert spec == ways["keyword"], way
-    written = tmp_path / "written.toml"
-    written.write_text(ways["keyword"].toml(), encoding="utf-8")
-    assert compile_run([file_source(written)]) == ways["keyword"]
+    ways, flags, written = assert_same_run_every_way_in(opts, tmp_path)
 
     want = alignscore.score(CANDS, REFS, **opts)
     sig = str(want.signature)
