@@ -25,7 +25,8 @@ class FitResult:
     their values (``values``, ``start_values``), the kept ``layers``, the fitted metric's
     ``scores`` per language pair (what ``alignscore score --config best.toml`` gives), the
     nested ``estimate`` (None with one language pair: ``note`` says why), the mean |r| on the
-    ``holdout`` data and the ``final`` fit on every pair."""
+    ``holdout`` data and the ``final`` fit on every pair. A static table's fit keeps its one
+    state per token (``layers`` ``(0,)``) and mixes nothing."""
 
     spec: RunSpec
     start: RunSpec
@@ -43,14 +44,25 @@ class FitResult:
     seconds: float = 0.0
     state_bytes: int = 0
 
+    @property
+    def static(self) -> bool:
+        """Whether the encoder is a static table (no layers, no mix)."""
+        return self.spec.encoder.static is not None
+
+    def mixed(self, values: Values | None = None) -> str:
+        """What the layer mix of ``values`` (default: the fitted ones) is, in words."""
+        if self.static:
+            return "static table: no layers"
+        weights = (values or self.values).weights()
+        return f"layer weights {', '.join(f'{w:.3f}' for w in weights)} (layers {', '.join(map(str, self.layers))})"
+
     def summary(self) -> list[str]:
         """The lines that say what was fitted: the nested estimates, the holdout's mean |r| and
         the fitted values."""
         lines = [f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]"
                  for name, i in (self.estimate.intervals.items() if self.estimate else ())]
         lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
-        weights = ", ".join(f"{k}: {w:.3f}" for k, w in zip(self.layers, self.values.weights()))
-        return lines + [f"fitted: layer weights {weights}; temperature {self.values.temperature:.4g}; idf exponent "
+        return lines + [f"fitted: {self.mixed()}; temperature {self.values.temperature:.4g}; idf exponent "
                         f"{self.values.idf_power:.4g}; beta {self.values.beta:.4g}"]
 
 
@@ -83,7 +95,9 @@ def leaderboard_rows(result: FitResult) -> list[list[object]]:
 def markdown(result: FitResult) -> str:
     """The leaderboard as Markdown, with what the numbers are."""
     lines = ["# alignscore fit", "",
-             f"Language pairs: {', '.join(result.lang_pairs)}; layers mixed: {', '.join(map(str, result.layers))}.", ""]
+             f"Language pairs: {', '.join(result.lang_pairs)}; "
+             + ("static table: no layers." if result.static else f"layers mixed: {', '.join(map(str, result.layers))}."),
+             ""]
     if result.note:
         lines += [f"**No estimate**: {result.note}.", ""]
     else:
@@ -96,28 +110,33 @@ def markdown(result: FitResult) -> str:
         interval = f"[{low}, {high}]" if low != "" else ""
         lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |")
     v = result.values
-    lines += ["", f"Learned: layer weights {', '.join(f'{w:.3f}' for w in v.weights())} (layers "
-              f"{', '.join(map(str, result.layers))}); temperature {v.temperature:.4g}; idf exponent "
+    lines += ["", f"Learned: {result.mixed()}; temperature {v.temperature:.4g}; idf exponent "
               f"{v.idf_power:.4g}; beta {v.beta:.4g}; metric {v.metric}.",
-              f"Start: layer weights {', '.join(f'{w:.3f}' for w in result.start_values.weights())}; the final fit "
-              f"ran {result.final.steps} steps on every pair.",
+              f"Start: {result.mixed(result.start_values)}; the final fit ran {result.final.steps} steps on every "
+              "pair.",
               ""]
     return "\n".join(lines)
 
 
 def write_figure(path: Path, result: FitResult) -> None:
-    """Bar charts of the learned layer weights and token-class weights beside the start's."""
+    """Bar charts of the learned layer weights and token-class weights beside the start's (a
+    static table's: the token-class weights alone)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2) + 3.6, 3.6))
-    layers_ax, classes_ax = fig.subplots(1, 2, width_ratios=(max(len(result.layers), 2), 4))
+    pairs = ", ".join(result.lang_pairs)
+    classes = ([s.name.removesuffix("_weight") for s in CLASS_SETTINGS], list(result.start_values.class_weights),
+               list(result.values.class_weights), "token class", "mass multiplier")
+    if result.static:
+        fig = Figure(figsize=(4.4, 3.6))
+        axes = [fig.subplots(1, 1)]
+        panels = [(*classes, f"learned token-class weights (static: no layers; {pairs})")]
+    else:
+        fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2) + 3.6, 3.6))
+        axes = list(fig.subplots(1, 2, width_ratios=(max(len(result.layers), 2), 4)))
+        panels = [([str(k) for k in result.layers], result.start_values.weights(), result.values.weights(), "layer",
+                    "softmax weight", f"learned layer mix ({pairs})"), (*classes, "learned token-class weights")]
     width = 0.4
-    panels = ((layers_ax, [str(k) for k in result.layers], result.start_values.weights(), result.values.weights(),
-               "layer", "softmax weight"),
-              (classes_ax, [s.name.removesuffix("_weight") for s in CLASS_SETTINGS],
-               list(result.start_values.class_weights), list(result.values.class_weights), "token class",
-               "mass multiplier"))
-    for ax, labels, start, fitted, xlabel, ylabel in panels:
+    for ax, (labels, start, fitted, xlabel, ylabel, title) in zip(axes, panels):
         xs = range(len(labels))
         ax.bar([x - width / 2 for x in xs], start, width, label="start", color="C7")
         ax.bar([x + width / 2 for x in xs], fitted, width, label="fitted", color="C0")
@@ -125,9 +144,8 @@ def write_figure(path: Path, result: FitResult) -> None:
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-    layers_ax.set_title(f"learned layer mix ({', '.join(result.lang_pairs)})", fontsize=8)
-    classes_ax.set_title("learned token-class weights", fontsize=8)
-    layers_ax.legend(fontsize=8)
+        ax.set_title(title, fontsize=8)
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -136,7 +154,6 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
     """Every output into ``folder`` (checked before the fit began)."""
     make_output_folder(folder)
     folder = Path(folder)
-    v = result.values
 
     def scores(p: Path) -> None:
         _csv(p, ["lang_pair", "segment", "score", "human"],
@@ -146,13 +163,12 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
     def folds(p: Path) -> None:
         rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}", f.fitted.steps, f"{f.fitted.inner_start:.6f}",
                  f"{f.fitted.inner_best:.6f}", *(f"{getattr(f.fitted.values, name):.6g}" for name in NUMBERS),
-                 ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
+                 "" if result.static else ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
                 for f in (result.estimate.folds if result.estimate else [])]
         _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", "steps", "inner_r_start", "inner_r_best", *NUMBERS,
                  "layer_weights"], rows)
 
-    comment = (f"alignscore fit on {', '.join(result.lang_pairs)}: layer weights "
-               f"{', '.join(f'{w:.3f}' for w in v.weights())} over layers {', '.join(map(str, result.layers))}")
+    comment = f"alignscore fit on {', '.join(result.lang_pairs)}: {result.mixed()}"
     writers: dict[str, Callable[[Path], None]] = {
         "best.toml": lambda p: p.write_text(result.spec.toml(comment), encoding="utf-8"),
         "scores.csv": scores, "folds.csv": folds,

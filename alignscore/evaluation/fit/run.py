@@ -18,13 +18,13 @@ from ...aggregators.single import SingleLayer
 from ...aligners import ALIGNERS
 from ...aligners.greedy import Greedy
 from ...config import Provenance, RunSpec, build, run_compiled, run_spec
-from ...config.schema import OPTION
+from ...config.schema import OPTION, options as option_table
 from ...errors import ConfigError, InputError
 from ...settings import settings_of
 from ..wmt import LangPair, load_daseg
 from ...textio import check_output_folder
 from ...weighting import WEIGHTINGS
-from ...weighting.classes import TokenClassWeights
+from ...weighting.classes import TOKEN_CLASSES, TokenClassWeights
 from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
 from .model import CLASS_SETTINGS, LAYER_START, LEARNABLE, Values, scores_of
@@ -61,33 +61,38 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     if c.baseline is not None:
         raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not "
                           "change r); leave the baseline out")
-    if spec.encoder.static is not None:
-        raise ConfigError(f"{named(OPTION.model.name)}: a static table has no layers to mix; the fit needs a "
-                          "transformer")
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
     """The settings to learn: ``names`` checked, or every one that applies to ``spec`` (the idf
     exponent where the start weighs by idf; the special tokens' class weight where they carry
-    mass, ``special_tokens = "keep"``)."""
-    c = spec.composition
+    mass, ``special_tokens = "keep"``; with a static table, no layer setting, no special tokens'
+    weight and, for word vectors, no subword continuations' weight)."""
+    c, static, table = spec.composition, spec.encoder.static, option_table()
     idf = isinstance(c.weighting, _Idf)
     of_idf = {s.name for s in settings_of(_Idf)} - {s.name for s in settings_of(TokenClassWeights)}
-    special = CLASS_SETTINGS[0].name
-    applies = {n: (idf or n not in of_idf) and (n != special or c.roles.special == "keep")
-               for n in LEARNABLE}
+    by_class = {k: s.name for k, s in zip(TOKEN_CLASSES, CLASS_SETTINGS)}
+    special, subword = by_class["special"], by_class["subword"]
+    why_not: dict[str, str] = {}
+    for n in LEARNABLE:
+        if static is not None and n in table and table[n].layered:
+            why_not[n] = f"a static table has no layers to mix ({spec.encoder.model!r}); leave it out"
+        elif n in of_idf and not idf:
+            why_not[n] = f"applies with weighting idf-S or idf-L only (the start weighs by {type(c.weighting).__name__})"
+        elif n == special and static is not None:
+            why_not[n] = "a static table has no special tokens"
+        elif n == special and c.roles.special != "keep":
+            why_not[n] = f"special tokens carry mass with special_tokens keep only (the start's: {c.roles.special})"
+        elif n == subword and static == "vectors":
+            why_not[n] = "word vectors have no subword continuations (each token is a word)"
     if names is None:
-        return [n for n in LEARNABLE if applies[n]]
+        return [n for n in LEARNABLE if n not in why_not]
     unknown = [n for n in names if n not in LEARNABLE]
     if unknown:
         raise ConfigError(f"--learn {unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
     for n in names:
-        if n in of_idf and not idf:
-            raise ConfigError(f"--learn {n}: applies with weighting idf-S or idf-L only (the start weighs by "
-                              f"{type(c.weighting).__name__})")
-        if not applies[n]:
-            raise ConfigError(f"--learn {n}: special tokens carry mass with special_tokens keep only (the start's: "
-                              f"{c.roles.special})")
+        if n in why_not:
+            raise ConfigError(f"--learn {n}: {why_not[n]}")
     if not names:
         raise ConfigError("--learn: name at least one setting")
     return list(dict.fromkeys(names))
@@ -110,6 +115,9 @@ def start_values(spec: RunSpec, num_layers: int, layers: Sequence[int] | None) -
     assert isinstance(aligner, Greedy)
     power = c.weighting.idf_power if isinstance(c.weighting, _Idf) else 1.0
     common = dict(temperature=aligner.temperature, idf_power=power, beta=aligner.beta or 1.0, metric=c.metric or "f1")
+    if spec.encoder.static is not None:  # the table's vectors: one state per token, kept whole (no mix)
+        whole = Values((math.inf,), **common)  # type: ignore[arg-type]
+        return (0,), whole, whole
     if isinstance(agg, SingleLayer):
         k = agg.layer
         kept = tuple(layers) if layers else tuple(range(1, num_layers + 1))
@@ -131,12 +139,17 @@ def start_values(spec: RunSpec, num_layers: int, layers: Sequence[int] | None) -
 
 def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Sequence[str]) -> RunSpec:
     """The run file of the fitted metric: the start's options with the learned settings, through
-    the one compiler (:func:`~alignscore.config.run_spec`)."""
+    the one compiler (:func:`~alignscore.config.run_spec`); a static table's run has no layers
+    and no mix."""
     options: dict[str, Any] = start.to_mapping()
-    for s in settings_of(SingleLayer):
-        options.pop(s.name, None)
-    options.update(aggregator="mix", layers=list(layers))
-    options.update(values.options(learn))
+    found = values.options(learn)
+    if start.encoder.static is None:
+        for s in settings_of(SingleLayer):
+            options.pop(s.name, None)
+        options.update(aggregator="mix", layers=list(layers))
+    else:
+        found.pop("mix_weights")
+    options.update(found)
     return run_spec(options)
 
 
@@ -211,6 +224,9 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
     check_start(spec, provenance)
     names = learned(spec, learn)
+    if layers and spec.encoder.static is not None:
+        raise ConfigError(f"{'--layers' if style == 'flag' else 'layers='}: a static table has no layers to mix "
+                          f"({spec.encoder.model!r}); leave it out")
     if output is not None:
         check_output_folder(output, OUTPUTS, [start])
     pairs = load_daseg(data, lang_pairs, year)
@@ -220,7 +236,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     scorer = build(spec, provenance=provenance)
     scorer.runtime = replace(scorer.runtime, progress=not quiet)
     composition = scorer.resolved()
-    resolved = replace(spec, composition=composition)
+    # a static table's resolved layer (0, the table) is no option of its run
+    resolved = spec if spec.encoder.static is not None else replace(spec, composition=composition)
     kept, exact, init = start_values(resolved, scorer.encoder.num_layers, layers)
     mixed = [n for n in names if _declares(LayerMix, n)]
     if mixed and len(kept) < 2:
