@@ -22,10 +22,11 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
               help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta and the "
                    "token-class weights (special_weight, punct_weight, stopword_weight, subword_weight). Default: "
                    "every one that applies (idf_power only with an idf weighting, special_weight only with "
-                   "special_tokens keep).")
+                   "special_tokens keep; with a static table no mix_weights, special_weight or, for word vectors, "
+                   "subword_weight).")
 @click.option("--layers", default=None, metavar="LIST",
               help="The layers a single-layer start is mixed over, e.g. '2-6' (default: every block; the start's "
-                   "layer among them).")
+                   "layer among them). Not with a static table (no layers).")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
               help="Minutes the fits may take in all (the nested folds and the final fit share them).")
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True,

@@ -164,8 +164,10 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     Every text is encoded once and what the mixed layers' states give a mix's similarities kept
     (:mod:`~alignscore.fit.features`; the states themselves are dropped); the settings
     (:data:`~alignscore.fit.model.LEARNABLE`: the layer mix, the soft greedy temperature, the
-    idf exponent, F-beta's beta) move by gradient ascent on the mean Pearson r over language
-    pairs, with a penalty toward the start and early stopping on an inner fold of segments.
+    idf exponent, F-beta's beta, the token-class weights) move by gradient ascent on the mean
+    Pearson r over language pairs, with a penalty toward the start and early stopping on an
+    inner fold of segments. A static table (word vectors, a model2vec model) has no layers: its
+    one vector per token is kept whole and every other setting that applies is learned.
     With two or more language pairs, leave-one-pair-out nested cross-validation estimates the
     held-out mean |r| of the fitted metric and of its start, with 95% intervals.
 
@@ -179,7 +181,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     output : a folder for best.toml, scores.csv, folds.csv, leaderboard.md/.csv and
         layer_weights.png (nothing written when None).
     holdout : another DAseg folder the start and the fitted metric are scored on.
-    layers : the layers a single-layer start is mixed over (default: every block).
+    layers : the layers a single-layer start is mixed over (default: every block; none for a
+        static table).
     lang_pairs, year : which language pairs (a list, or a comma list) and year of ``data``.
     seed : the seed of the inner split and the resamples (the fit is deterministic).
     steps : the most optimisation steps per fit.
