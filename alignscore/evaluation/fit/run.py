@@ -148,7 +148,7 @@ def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Se
             options.pop(s.name, None)
         options.update(aggregator="mix", layers=list(layers))
     else:
-        found.pop("mix_weights")
+        found.pop(OPTION.mix_weights.name)
     options.update(found)
     return run_spec(options)
 
