@@ -54,7 +54,7 @@ class FitResult:
         if self.static:
             return "static table: no layers"
         weights = (values or self.values).weights()
-        return f"layer weights {', '.join(f'{w:.3f}' for w in weights)} (layers {', '.join(map(str, self.layers))})"
+        return "layer weights " + ", ".join(f"{k}: {w:.3f}" for k, w in zip(self.layers, weights))
 
     def summary(self) -> list[str]:
         """The lines that say what was fitted: the nested estimates, the holdout's mean |r| and
