@@ -129,7 +129,7 @@ def write_figure(path: Path, result: FitResult) -> None:
     if result.static:
         fig = Figure(figsize=(4.4, 3.6))
         axes = [fig.subplots(1, 1)]
-        panels = [(*classes, f"learned token-class weights (static: no layers; {pairs})")]
+        panels = [(*classes, f"learned token-class weights\n(static: no layers; {pairs})")]
     else:
         fig = Figure(figsize=(max(4.0, 0.6 * len(result.layers) + 2) + 3.6, 3.6))
         axes = list(fig.subplots(1, 2, width_ratios=(max(len(result.layers), 2), 4)))
