@@ -17,6 +17,7 @@ from alignscore.evaluation.search import tune
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
 from conftest import counted_forward, wmt16
+from tiny_lm import tiny_gpt2_dir  # noqa: F401 - a fixture
 
 N = 16
 LPS = ("de-en", "ru-en")
@@ -62,19 +63,27 @@ def _score_r(data_dir: Path, lp: str, tiny_bert_dir: str, *options: object) -> f
     return abs(float(next(ln for ln in err.splitlines() if ln.startswith("pearson r(")).split("= ")[1].split()[0]))
 
 
-@pytest.mark.parametrize("remapped", [False, True])
+@pytest.mark.parametrize("remapped, lm", [(False, False), (True, False), (True, True)])
 def test_tune_scores_against_sources_as_score_does(data_dir: Path, space_file: Path, remaps: Path,
-                                                   tiny_bert_dir: str, tmp_path: Path, remapped: bool) -> None:
+                                                   tiny_bert_dir: str, tiny_gpt2_dir: str, tmp_path: Path,
+                                                   remapped: bool, lm: bool) -> None:
     more = {"remap": str(remaps)} if remapped else {}
+    term = {"lm": tiny_gpt2_dir, "lm_weight": 0.5} if lm else {}
     result = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
-                  output=tmp_path / "out", **more)
+                  output=tmp_path / "out", **more, **term)
     run = result.run
     assert len(run.entries) == 2 and all("refs:source" in e.signature for e in run.entries)
     for e, entry in enumerate(run.entries):
         options = ["--layer", 2, "--aligner", "greedy" if entry.composition.metric == "f1" else "wmd"]
         for k, lp in enumerate(LPS):
             remap = ["--remap", remaps / f"{lp[:2]}.remap"] if remapped else []
-            assert abs(run.per_pair[e][k] - _score_r(data_dir, lp, tiny_bert_dir, *options, *remap)) < 1e-6
+            with_lm = ["--lm", tiny_gpt2_dir, "--lm-weight", 0.5] if lm else []
+            assert abs(run.per_pair[e][k] - _score_r(data_dir, lp, tiny_bert_dir, *options, *remap, *with_lm)) < 1e-6
+    if lm:  # the term is in every run's numbers: without it they differ
+        alone = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
+                     **more)
+        assert not np.allclose(alone.run.per_pair[0], run.per_pair[0], atol=1e-4)
+        return
     # against references the numbers differ: the sources were scored
     refs = tune(data_dir, space_file, model=tiny_bert_dir, budget=5, bootstrap=100)
     assert not np.allclose(refs.run.per_pair[0], run.per_pair[0], atol=1e-4)
