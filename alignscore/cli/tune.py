@@ -52,9 +52,10 @@ from .options import command_line, progress_log, quiet_option, scorer_options, s
               help="Resamples of the intervals of the cross-validated estimates.")
 @seed_option(0, "Seed of the samples and the resamples.")
 @quiet_option("No progress.")
-def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None, against_sources: bool,
-         idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str, budget: str | None,
-         skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None,
+         against_sources: bool, idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str,
+         budget: str | None, skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool,
+         **kwargs: Any) -> None:
     """Search the runs of SPACE (a TOML file of lists of choices; default: the packaged space,
     every published configuration of BERTScore, MoverScore, BaryScore and WRD and the choices
     between them) on the human judgments in --data.

@@ -270,7 +270,8 @@ def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair], sourc
     if all(lp.idf_corpus is not None for lp in pairs):
         texts = [t for lp in pairs for t in lp.idf_corpus or ()]
     else:
-        texts = [t for lp in load_daseg(str(data), year=year) for t in ((lp.sources or []) if sources else lp.references)]
+        texts = [t for lp in load_daseg(str(data), year=year)
+                 for t in ((lp.sources or []) if sources else lp.references)]
     # named as the file tune writes it to beside best.toml, so that the signatures agree
     return Corpus(list(dict.fromkeys(texts)), OUTPUT_FILES["corpus"])
 
