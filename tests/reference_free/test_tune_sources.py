@@ -5,6 +5,7 @@ any model loads, nothing written. Tiny local model, 2 language pairs x 16 WMT16 
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -94,9 +95,14 @@ def test_the_command_scores_against_sources_with_a_remapping_per_language(data_d
                                                                          tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, stdout, err = invoke("tune", space_file, "--data", data_dir, "--sources", "--remap", remaps,
-                               "--model", tiny_bert_dir, "-o", out, "-q", "--bootstrap", 100)
+                               "--model", tiny_bert_dir, "-o", out, "-q", "--bootstrap", 100, "--holdout", data_dir)
     assert code == 0, err
     assert (out / "best.toml").is_file() and "refs:source" in (out / "leaderboard.csv").read_text(encoding="utf-8")
+    # the held-out pairs are scored against their sources too, with their languages' remappings: here the
+    # same data, so the same |r| as the search's
+    best = next(r for r in csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")) if r["selected"] == "true")
+    held = {r["lang_pair"]: float(r["selected"]) for r in csv.DictReader(open(out / "holdout.csv", encoding="utf-8"))}
+    assert held.keys() == set(LPS) and all(abs(held[lp] - float(best[lp])) < 1e-6 for lp in LPS)
 
 
 def _refused(tmp_path: Path, *args: object) -> str:
@@ -152,6 +158,11 @@ def test_what_sources_cannot_serve_is_refused(data_dir: Path, space_file: Path, 
     line = _refused(tmp_path, space_file, "--data", data_dir, "--model", tiny_bert_dir, "--remap",
                     remaps / "de.remap")
     assert "--remap" in line
+    challenge = tmp_path / "set.jsonl"
+    challenge.write_text('{"ref": "a", "good": "a", "bad": "b", "category": "x"}\n', encoding="utf-8")
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir, "--challenge",
+                    challenge, "--objective", "correlation + 0.5 * accuracy[all]")
+    assert "--challenge" in line and "not with --sources" in line
     with pytest.raises(ConfigError, match="against_sources="):
         tune(bare, space_file, model=tiny_bert_dir, against_sources=True)
 
