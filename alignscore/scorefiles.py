@@ -131,7 +131,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         from .integrations.ray import score_pairs
 
         scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
-                             progress=progress)
+                             progress=progress, sources=against_sources)
     elif against_sources:
         with lm_named(provenance):
             scores = scorer.score(cands, sources=[group[0] for group in refs])

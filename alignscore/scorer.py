@@ -372,8 +372,9 @@ class Scorer:
 
 
 def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
-                   refs: Sequence[str] | Sequence[Sequence[str]]) -> list[Scores]:
-    """Each scorer's :meth:`Scorer.score` of the same pairs. Scorers that share their encoder
+                   refs: Sequence[str] | Sequence[Sequence[str]], sources: bool = False) -> list[Scores]:
+    """Each scorer's :meth:`Scorer.score` of the same pairs (``sources``: ``refs`` holds each
+    candidate's source, as :meth:`Scorer.score` with ``sources=``). Scorers that share their encoder
     (the same object: :func:`alignscore.config.build_all` gives scorers of equal encoder specs
     one) and cache share one engine call: each text is encoded once for all of them (with the
     first one's runtime); caches are compared by directory.
@@ -381,7 +382,7 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     Parameters
     ----------
     scorers : sequence of Scorer
-        The scorers, each against references.
+        The scorers, each against references (or sources).
     cands : sequence of str
         The candidates.
     refs : sequence of str, or of sequences of str
@@ -402,8 +403,10 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     [['precision', 'recall', 'f1'], ['score']]
     """
     cands, groups = check_references(cands, refs)
-    for s in scorers:  # against references: what scores against sources only is refused before encoding
-        s.composition.check_side(False)
+    for s in scorers:  # what cannot score this side is refused before encoding
+        s.composition.check_side(sources)
+    # an LM that cannot read the candidates fails before encoding, as in Scorer.score
+    fluency = [s.lm_scores(s.resolved(), cands) if sources else None for s in scorers]
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)
     by_encoder: dict[tuple[int, str | None], list[int]] = {}
@@ -415,5 +418,8 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
         compositions = [scorers[i].resolved() for i in members]
         results = score_many(first.scoring_encoder(), pairs, compositions, first.runtime)
         for i, composition, result in zip(members, compositions, results):
-            out[i] = scorers[i].reduce(composition, pairs, result)
+            out[i] = scores = scorers[i].reduce(composition, pairs, result, sources)
+            lm, values = composition.lm, fluency[i]
+            if lm is not None and values is not None:
+                scores.metrics = {m: lm.mix(v, values) for m, v in scores.metrics.items()}
     return [s for s in out if s is not None]

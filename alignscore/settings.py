@@ -23,7 +23,7 @@ from contextlib import suppress
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from numbers import Integral, Real
 from types import UnionType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ConfigError
 
@@ -339,5 +339,17 @@ def float_list(value: str) -> tuple[float, ...]:
         raise ConfigError(f"cannot read {value!r} as numbers") from None
 
 
+def comma_list(values: Sequence[str]) -> list[str] | None:
+    """The names of a repeatable option whose values may also be comma-separated, in order,
+    without empty ones; None when there is none (the command's default applies).
+
+    Example:
+        >>> comma_list(("cs-en, de-en", "fi-en")), comma_list(())
+        (['cs-en', 'de-en', 'fi-en'], None)
+    """
+    out = [v.strip() for text in values for v in text.split(",") if v.strip()]
+    return out or None
+
+
 __all__ = ["Declaration", "GIVEN", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
-           "float_list", "hints", "int_list", "setting", "settings_of"]
+           "comma_list", "float_list", "hints", "int_list", "setting", "settings_of"]

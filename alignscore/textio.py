@@ -125,11 +125,12 @@ def read_aligned(cands_path: str | Path, refs_paths: Sequence[str | Path]) -> tu
     return cands, [list(group) for group in zip(*ref_files)]
 
 
-def read_tsv(path: str | Path) -> tuple[list[str], list[list[str]]]:
+def read_tsv(path: str | Path, sources: bool = False) -> tuple[list[str], list[list[str]]]:
     """Candidates and their references from a TSV file, any number of references per candidate:
     each line is ``candidate<TAB>reference<TAB>reference...`` (texts cannot hold tabs). An empty
     candidate is an empty text, as an empty line of a candidate file; an empty reference field
-    (two tabs in a row, a tab at the end) is an error, as is a line without a tab.
+    (two tabs in a row, a tab at the end) is an error, as is a line without a tab. ``sources``:
+    each line is ``candidate<TAB>source``, one source (a candidate is scored against its source).
 
     Raises:
         InputError: naming the file and line.
@@ -138,10 +139,14 @@ def read_tsv(path: str | Path) -> tuple[list[str], list[list[str]]]:
     for number, line in enumerate(iter_lines(path), start=1):
         cand, *refs = line.split("\t")
         if not refs:
-            raise InputError("has no tab: each line is a candidate, then its references, separated by tabs",
-                             str(path), number)
+            raise InputError(f"has no tab: each line is a candidate, then its {'source' if sources else 'references'}, "
+                             "separated by tabs", str(path), number)
+        if sources and len(refs) > 1:
+            raise InputError(f"has {len(refs)} fields after the candidate: with sources each line is "
+                             "candidate<TAB>source, one source", str(path), number)
         if "" in refs:
-            raise InputError(f"reference {refs.index('') + 1} is empty (two tabs in a row, or a tab at the end)",
+            raise InputError("the source is empty (a tab at the end)" if sources else
+                             f"reference {refs.index('') + 1} is empty (two tabs in a row, or a tab at the end)",
                              str(path), number)
         cands.append(cand)
         groups.append(refs)

@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..evaluation.stats import CORRELATIONS
 from ..weighting.schemes import IdfL
 from . import main
-from .inputs import comma_list
+from ..settings import comma_list
 from .options import (command_line, named_files, needs, progress_log, quiet_option, scorer_options,
                       scorer_opts, seed_option)
 

@@ -31,9 +31,12 @@ from .options import option_files, output_option, quiet_option, scorer_options, 
                    "FIELD and category, the value in a column named FIELD. Every item must have the field.")
 @click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
               "aside); without it they count as often as they appear, with a warning.")
+@click.option("--sources", "against_sources", is_flag=True, help="Score good and bad against each item's source "
+              "(its field 'source', the text they translate), not its ref: reference-free.")
 @quiet_option()
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
-              bootstrap: int, seed: int, by: str | None, dedupe: bool, quiet: bool, **kwargs: Any) -> None:
+              bootstrap: int, seed: int, by: str | None, dedupe: bool, against_sources: bool, quiet: bool,
+              **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
     control, any other fields kept) and report, per composition and category (and 'all'; with
     --by FIELD, per value of that field too), the accuracy: the share of items whose good
@@ -50,6 +53,7 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     common = scorer_opts(kwargs)
     specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet)
     challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe,
-                   [f for run in specs for f in option_files(run.spec, common)], lambda msg: click.echo(msg, err=True))
+                   [f for run in specs for f in option_files(run.spec, common)], lambda msg: click.echo(msg, err=True),
+                   against_sources)
     if output:
         click.echo(f"wrote {output}", err=True)

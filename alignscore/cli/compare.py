@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from ..evaluation.compare import compare_runs, comparison_sets
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
-from .inputs import comma_list
+from ..settings import comma_list
 from .options import quiet_option, refuse, scorer_options, scorer_opts, seed_option, sides_specs
 
 

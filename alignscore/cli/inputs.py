@@ -1,11 +1,10 @@
 """Where ``alignscore score`` reads its pairs (``-c`` with ``-r`` or ``--sources`` files,
-``--cand-text``/``--ref-text`` or ``--tsv``: one way per run), and lists of names given
-comma-separated or repeated."""
+``--cand-text``/``--ref-text`` or ``--tsv``: one way per run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import click
 
@@ -29,19 +28,9 @@ INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Candidates with any number of references (instead of -c/-r): each line is "
                       "candidate<TAB>reference<TAB>reference... (an empty candidate is an empty text; "
                       "an empty reference field is an error)."),
+    click.option("--tsv-sources", is_flag=True, help="With --tsv: the one field after each candidate is its source, "
+                 "scored against it as with --sources (candidate<TAB>source)."),
 ]
-
-
-def comma_list(values: Sequence[str]) -> list[str] | None:
-    """The names of a repeatable option whose values may also be comma-separated, in order,
-    without empty ones; None when there is none (the command's default applies).
-
-    Example:
-        >>> comma_list(("cs-en, de-en", "fi-en")), comma_list(())
-        (['cs-en', 'de-en', 'fi-en'], None)
-    """
-    out = [v.strip() for text in values for v in text.split(",") if v.strip()]
-    return out or None
 
 
 def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,6 +50,7 @@ class Sources:
     ref_texts: tuple[str, ...]
     tsv: str | None
     source_file: str | None = None
+    tsv_sources: bool = False
 
     def __post_init__(self) -> None:
         ways = [way for way, given in (("-c/-r files", self.cands or self.refs or self.source_file),
@@ -87,14 +77,19 @@ class Sources:
         return (self.source_file,) if self.source_file else self.refs
 
     @property
+    def against_sources(self) -> bool:
+        """Whether the candidates are scored against sources (``--sources``, ``--tsv-sources``)."""
+        return self.source_file is not None or self.tsv_sources
+
+    @property
     def several_refs(self) -> bool:
         """Whether a candidate may have several references (the output names the best one)."""
-        return self.tsv is not None or len(self.refs) > 1
+        return (self.tsv is not None and not self.tsv_sources) or len(self.refs) > 1
 
     def read(self) -> tuple[list[str], list[list[str]]]:
         """The candidates and each one's references."""
         if self.tsv:
-            return read_tsv(self.tsv)
+            return read_tsv(self.tsv, self.tsv_sources)
         if self.cands:
             return read_aligned(self.cands, self.sides)
         return list(self.cand_texts), [[r] for r in self.ref_texts]

@@ -6,7 +6,7 @@ import click
 
 from ..evaluation.perturb import KINDS, check_kinds, perturb_files
 from . import main
-from .inputs import comma_list
+from ..settings import comma_list
 from .options import SEED, ManyValues, output_option
 
 

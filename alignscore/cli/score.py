@@ -50,8 +50,8 @@ from .options import (compiled_of, needs, option_files, output_option, quiet_opt
 @click.option("--pairwise", is_flag=True, help="Every line of CANDS against every line of CANDS (no -r): "
               "the primary metric's N x N matrix as float32 to -o OUT.npy (self-similarity, diversity).")
 def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...], ref_texts: tuple[str, ...],
-          source_file: str | None, tsv: str | None, fmt: str, output: str | None, quiet: bool, stream: bool,
-          resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
+          source_file: str | None, tsv: str | None, tsv_sources: bool, fmt: str, output: str | None, quiet: bool,
+          stream: bool, resume: bool, chunk_size: int, human: str | None, confidence: bool, resamples: int, seed: int,
           ray_address: str | None, ray_actors: int, ray_gpus: float, pairwise: bool, **kwargs: Any) -> None:
     """Score each line of CANDS against the same line of REFS (or of --sources FILE, or the pairs
     of --tsv FILE, or of --cand-text/--ref-text).
@@ -61,11 +61,11 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     --ray, the actors of a Ray cluster do.
     """
     needs(click.get_current_context(), {"chunk_size": ("stream", "resume"), "resamples": "confidence",
-                                        "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address"})
+                                        "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address",
+                                        "tsv_sources": "tsv"})
     opts = scorer_opts(kwargs)
     refuse((ray_address is not None and (pairwise or stream or resume),
-            "--ray scores the pairs at once: not with --pairwise, --stream or --resume"),
-           (ray_address is not None and source_file, "--ray scores against references: not with --sources"))
+            "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
     if pairwise:
         refuse((human or confidence, "--pairwise writes a matrix: --human and --confidence do not apply"),
                (cand_texts or ref_texts or tsv, "--pairwise reads one file of texts: give -c CANDS only"))
@@ -79,7 +79,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         spec, provenance = compiled_of(opts, progress=not quiet)
         click.echo("\n".join(score_matrix(spec, cands, output, option_files(spec, opts), provenance)), err=True)
         return
-    sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file)
+    sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file, tsv_sources)
     shard, opts[OPTION.device.name] = init_from_env(opts.get(OPTION.device.name))
     streamed = stream or resume
     refuse((shard is not None and ray_address is not None,
@@ -97,11 +97,11 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         check_output(output, [*sources.files, *files, human])
     if streamed:
         lines = score_file_stream(spec, sources.cands, sources.sides, output, fmt, resume, chunk_size, files,
-                                  provenance, source_file is not None)
+                                  provenance, sources.against_sources)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
         lines = score_texts(spec, *sources.read(), output, fmt, sources.several_refs, human, confidence, resamples,
-                            seed, shard, ray, not quiet, provenance, source_file is not None)
+                            seed, shard, ray, not quiet, provenance, sources.against_sources)
     for line in lines:
         click.echo(line, err=True)
     leave(shard)

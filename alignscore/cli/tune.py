@@ -24,6 +24,8 @@ from .options import command_line, progress_log, quiet_option, scorer_options, s
               help="Output folder.")
 @click.option("--lang-pairs", multiple=True, help="Language pairs to select on, e.g. 'cs-en,de-en' (default: all).")
 @click.option("--year", default=None, help="Which year, when the --data folder holds several.")
+@click.option("--sources", "against_sources", is_flag=True, help="Score each MT output against its source (DAseg.*."
+              "source.*), not its reference: reference-free; --remap a file, or a folder of <lang>.remap files.")
 @click.option("--idf-corpus", default=None,
               help="The idf-L corpus: a file, or a template like 'refs/newstest{year}-{src}{tgt}-ref.{tgt}' (one "
                    "corpus: every language pair's, together). Default: the official full reference files next to "
@@ -51,8 +53,9 @@ from .options import command_line, progress_log, quiet_option, scorer_options, s
 @seed_option(0, "Seed of the samples and the resamples.")
 @quiet_option("No progress.")
 def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None,
-         idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str, budget: str | None,
-         skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool, **kwargs: Any) -> None:
+         against_sources: bool, idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str,
+         budget: str | None, skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool,
+         **kwargs: Any) -> None:
     """Search the runs of SPACE (a TOML file of lists of choices; default: the packaged space,
     every published configuration of BERTScore, MoverScore, BaryScore and WRD and the choices
     between them) on the human judgments in --data.
@@ -72,7 +75,7 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
                       output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
                       max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
                       progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
-                      sources=sources_of(scorer_opts(kwargs), style="flag"))
+                      sources=sources_of(scorer_opts(kwargs), style="flag"), against_sources=against_sources)
     for line in result.summary():
         click.echo(line.replace("**", ""))
     peak = peak_memory_mib()

@@ -8,6 +8,9 @@ metric's accuracy on a category is the share of its items where the metric's pri
 change the candidate in a way that should not matter (casing, spacing): for them the mean
 score change ``bad - good`` is reported instead (0 is ideal).
 
+Against sources (reference-free, ``alignscore challenge --sources``), each item also has a
+``source``: the text its candidates translate; ``good`` and ``bad`` are scored against it.
+
 The format, one JSON object a line (blank lines are skipped)::
 
     {"ref": "The cat sat.", "good": "The cat sat.", "bad": "The cat sat not.", "category": "negation", "id": "7"}
@@ -48,6 +51,8 @@ MIN_ITEMS = 10  # below this many items a category's accuracy says little: a war
 TIE_TOLERANCE = 1e-6
 
 
+#: The extra field of an item scored against its source (the text its candidates translate).
+SOURCE = "source"
 #: The fields an item has of its own; any other field is kept as it is (:attr:`Item.fields`).
 ITEM_FIELDS = ("ref", "refs", "good", "bad", "category", "id", "control")
 #: Unicode categories refused in a category or a breakdown value: control characters (a tab,
@@ -358,17 +363,33 @@ def evaluate_scores(items: Sequence[Item], scores: Sequence[tuple[str, str, np.n
     return out
 
 
-def challenge_pairs(items: Sequence[Item]) -> list[tuple[str, tuple[str, ...]]]:
-    """The distinct ``(candidate, references)`` pairs of the items, good and bad candidates
-    together, in first-seen order: what :func:`run_challenge` scores, once each."""
-    return list(dict.fromkeys((text, item.refs) for item in items for text in (item.good, item.bad)))
+def side(item: Item, sources: bool = False) -> tuple[str, ...]:
+    """What the item's candidates are scored against: its references, or (``sources``) its source."""
+    return (str(item.extra(SOURCE)),) if sources else item.refs
+
+
+def check_sources(items: Sequence[Item], path: str = "<items>") -> None:
+    """Refuse items scored against sources without a ``source`` text (the first named by its line)."""
+    for k, item in enumerate(items):
+        value = item.extra(SOURCE)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"--sources: the item has no {SOURCE!r} text (the text its candidates translate, which "
+                             "they are scored against)", path, item.line if item.line is not None else k + 1)
+
+
+def challenge_pairs(items: Sequence[Item], sources: bool = False) -> list[tuple[str, tuple[str, ...]]]:
+    """The distinct ``(candidate, references)`` pairs of the items (``sources``: ``(candidate,
+    (source,))``), good and bad candidates together, in first-seen order: what
+    :func:`run_challenge` scores, once each."""
+    return list(dict.fromkeys((text, side(item, sources)) for item in items for text in (item.good, item.bad)))
 
 
 def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Sequence[str] | None = None,
                   resamples: int = 1000, seed: int = SACREBLEU_SEED,
                   against: Sequence[int | None] | None = None,
-                  groups: Sequence[str] | None = None) -> list[CompositionResult]:
-    """Score every item with every scorer (its primary metric) and evaluate per category.
+                  groups: Sequence[str] | None = None, sources: bool = False) -> list[CompositionResult]:
+    """Score every item with every scorer (its primary metric) and evaluate per category
+    (``sources``: against each item's source, :func:`check_sources`).
 
     The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
     scored once, as ``scorer.score`` of them would score them: a good and a bad candidate are
@@ -389,11 +410,11 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
         One :class:`CompositionResult` per scorer, in order.
     """
     names = list(names) if names is not None else [chr(ord("A") + i) for i in range(len(scorers))]
-    pairs = challenge_pairs(items)
+    pairs = challenge_pairs(items, sources)
     where = {pair: k for k, pair in enumerate(pairs)}
-    good, bad = np.array([(where[(i.good, i.refs)], where[(i.bad, i.refs)]) for i in items], dtype=np.int64
-                         ).reshape(-1, 2).T
-    results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs])
+    good, bad = np.array([(where[(i.good, side(i, sources))], where[(i.bad, side(i, sources))]) for i in items],
+                         dtype=np.int64).reshape(-1, 2).T
+    results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs], sources)
     values = [r[s.composition.metric].double().numpy() for s, r in zip(scorers, results)]
     scores = [(name, str(r.signature), v[good], v[bad]) for name, r, v in zip(names, results, values)]
     return evaluate_scores(items, scores, resamples, seed, against, groups)
@@ -406,6 +427,6 @@ OUTPUT_NAMES = frozenset(COLUMNS) | {"kind", "signature"}
 
 
 __all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "ITEM_FIELDS", "Item", "MIN_ITEMS",
-           "OUTPUT_NAMES", "TIE_TOLERANCE", "UNPRINTABLE", "categories", "challenge_pairs", "check_sizes",
-           "evaluate_scores", "field_values", "identity", "judge", "parse_item", "read_items", "repeats",
-           "run_challenge", "settle_repeats", "unprintable"]
+           "OUTPUT_NAMES", "SOURCE", "TIE_TOLERANCE", "UNPRINTABLE", "categories", "challenge_pairs", "check_sizes",
+           "check_sources", "evaluate_scores", "field_values", "identity", "judge", "parse_item", "read_items",
+           "repeats", "run_challenge", "settle_repeats", "side", "unprintable"]

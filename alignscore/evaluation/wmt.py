@@ -18,12 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..textio import read_lines
+
+if TYPE_CHECKING:
+    from ..remap import Remapping
 
 _FILE = re.compile(r"^DAseg\.newstest(?P<year>\d{4})\.(?P<kind>reference|mt-system|human|source)"
                    r"\.(?P<src>[a-z]{2,3})-(?P<tgt>[a-z]{2,3})$")
@@ -35,6 +38,8 @@ class LangPair:
     """The judged segments of one language pair, and where its idf-L corpus comes from.
 
     ``idf_corpus`` is ``None`` when no corpus was found (rows that need idf-L cannot run).
+    ``remap``: the remapping of the reference side's vectors, where ``references`` are the
+    sources (:func:`~alignscore.evaluation.reference_free.against_sources`).
     """
 
     year: str
@@ -46,6 +51,7 @@ class LangPair:
     sources: list[str] | None = None
     idf_corpus: list[str] | None = field(default=None, repr=False)
     idf_corpus_path: Path | None = None
+    remap: "Remapping | None" = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

@@ -64,7 +64,8 @@ def _ray() -> Any:
 class Job:
     """What every actor needs: the run's ``spec``, the ``weighting`` fitted on the whole dataset
     (its weights, computed once by the driver), the input's column names,
-    whether references come as lists (``several``) and the run's ``signature``."""
+    whether references come as lists (``several``), the run's ``signature`` and whether the
+    reference column holds each candidate's source (``sources``: scored against it, reference-free)."""
 
     spec: RunSpec
     weighting: Weighting
@@ -73,6 +74,7 @@ class Job:
     several: bool
     metrics: tuple[str, ...]
     signature: Signature
+    sources: bool = False
 
     def scorer(self) -> Scorer:
         return with_weighting(build(self.spec), self.weighting)
@@ -92,7 +94,7 @@ class ScoreBatches:
         job = self.job
         cands = batch.column(job.cand).to_pylist()
         refs = batch.column(job.ref).to_pylist()
-        scores = self.scorer.score(cands, refs)
+        scores = self.scorer.score(cands, sources=refs) if job.sources else self.scorer.score(cands, refs)
         for name in job.metrics:
             batch = batch.append_column(name, pa.array(scores.metrics[name].numpy()))
         if job.several:
@@ -101,7 +103,8 @@ class ScoreBatches:
 
 
 def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref", concurrency: int = 1,
-                  num_gpus: float = 0, batch_size: int = 1024, **options: Any) -> "ray.data.Dataset":
+                  num_gpus: float = 0, batch_size: int = 1024, sources: bool = False,
+                  **options: Any) -> "ray.data.Dataset":
     """Score each row's candidate against its reference(s) on Ray actors, as ``alignscore.score``
     does with the same options in one process.
 
@@ -114,6 +117,8 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
     num_gpus : GPUs per actor (Ray's ``num_gpus``; 0: CPU actors).
     batch_size : rows per actor call (Ray's ``batch_size``). The encoder's own batch size (the
         ``batch_size`` option of ``alignscore score``) is set in a run file (``config=``).
+    sources : the ``ref`` column holds each candidate's source (one text per row), scored
+        against it as ``alignscore.score(cands, sources=...)`` does (reference-free).
     **options : the options of ``alignscore.score`` (``model=``, ``layer=``, ``idf=True``,
         ``aligner=``, ``preset=``, ``config=``, ``cache=DIR``...). ``cache``: every actor opens
         that directory on its node (a cache is safe to share between processes).
@@ -141,15 +146,19 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
             raise ConfigError(f"{name} must be a whole number >= 1, not {describe(value)}")
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float)) or not num_gpus >= 0:
         raise ConfigError(f"num_gpus must be a number >= 0, not {describe(num_gpus)}")
-    job = prepare(ds, run_spec(options), cand, ref)
+    job = prepare(ds, run_spec(options), cand, ref, sources)
     return run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
 
 
-def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str) -> Job:
+def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources: bool = False) -> Job:
     """Steps 1 and 2 of the module's docstring: the checks of the dataset and the first pass
-    (Ray tasks; no actor, no model loaded), giving the :class:`Job` of the actors."""
+    (Ray tasks; no actor, no model loaded), giving the :class:`Job` of the actors (``sources``:
+    the ``ref`` column holds sources)."""
     _ray()
     several = _check_schema(ds, cand, ref)
+    if sources and several:
+        raise InputError(f"column {ref!r} holds lists of texts: a candidate has one source, a text per row")
+    spec.composition.check_side(sources)  # what needs a reference, or maps sources, refused before any task
     scorer = build(replace(spec, cache=None))  # the driver's: tokenizer and configuration only
     weighting = scorer.weighting
     counting = weighting if weighting.depends_on_texts() else None
@@ -172,7 +181,7 @@ def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str) -> Job:
         raise InputError("the dataset is empty: there is nothing to score")
     # weights computed here, once, as one process computes them (idf-L's corpus counted here too)
     frozen = frozen_weighting(weighting, state, encoder)
-    return Job(spec, frozen, cand, ref, several, metrics, with_weighting(scorer, frozen).signature())
+    return Job(spec, frozen, cand, ref, several, metrics, with_weighting(scorer, frozen).signature(sources), sources)
 
 
 def run(ds: "ray.data.Dataset", job: Job, actor: type[ScoreBatches], concurrency: int = 1, num_gpus: float = 0,
@@ -224,6 +233,12 @@ def _survey(batch: "pyarrow.Table", spec: RunSpec, weighting: Weighting | None, 
     cands = batch.column(cand).to_pylist()
     refs = batch.column(ref).to_pylist()
     problem = next(_problems(cands, refs, cand, ref), "")
+    lm = spec.composition.lm
+    if lm is not None and not problem:  # texts the LM cannot read: found before any actor loads a model
+        try:
+            lm.model().token_ids(cands)
+        except ConfigError as exc:
+            problem = f"{exc} (in a block of {len(cands)} rows)"
     state = None
     if weighting is not None and not problem and cands:
         encoder = build(replace(spec, cache=None)).scoring_encoder()
@@ -253,13 +268,14 @@ def _short(value: Any) -> str:
 
 
 def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, address: str, several: bool,
-                concurrency: int = 1, num_gpus: float = 0, batch_size: int = 1024, progress: bool = True) -> Scores:
+                concurrency: int = 1, num_gpus: float = 0, batch_size: int = 1024, progress: bool = True,
+                sources: bool = False) -> Scores:
     """``alignscore score --ray ADDRESS``: the pairs (candidates and each one's references) as a
     Ray Dataset with a row number, scored by :func:`prepare` and :func:`run` on the cluster at
     ``address`` (``"local"``: a Ray started on this machine, stopped at the end; joined and left
     as it is when this process already runs one), collected back in input order as
     :class:`~alignscore.scores.Scores` (``best_reference`` where ``several``; ``empty`` is not
-    collected and reads False)."""
+    collected and reads False). ``sources``: each candidate's one text of ``groups`` is its source."""
     import logging
 
     import torch
@@ -280,7 +296,7 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
             ray.data.DataContext.get_current().enable_progress_bars = False
         rows = [{"row": i, "cand": c, "ref": g if several else g[0]} for i, (c, g) in enumerate(zip(cands, groups))]
         ds = ray.data.from_items(rows)
-        job = prepare(ds, spec, "cand", "ref")
+        job = prepare(ds, spec, "cand", "ref", sources)
         scored = run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
         n = len(rows)
         metrics = {m: torch.zeros(n, dtype=torch.float32) for m in job.metrics}

@@ -200,6 +200,24 @@ def test_cli_ray_writes_what_one_process_writes(minilm_dir, files, tmp_path, fmt
     assert len(written.splitlines()) == 12 + (3 if fmt == "tsv" else 0)
 
 
+def test_cli_ray_scores_against_sources_as_one_process(minilm_dir, files, tmp_path):
+    data = wmt16("de-en")
+    cands, sources = files("cands.txt", data["mt-system"][:12]), files("src.txt", data["source"][:12])
+    common = ["score", "-c", cands, "--sources", sources, "--model", minilm_dir, "--idf", "-q"]
+    runner = CliRunner()
+    one = runner.invoke(main, [*common, "-o", str(tmp_path / "one")])
+    assert one.exit_code == 0, one.output
+    on = runner.invoke(main, [*common, "-o", str(tmp_path / "ray"), "--ray", "local", "--ray-actors", "2"])
+    assert on.exit_code == 0, on.output
+    assert (tmp_path / "ray").read_bytes() == (tmp_path / "one").read_bytes()
+    assert "refs:source" in (tmp_path / "ray").read_text(encoding="utf-8")
+    # a composition that needs a reference refuses sources before any task
+    baseline = files("b.csv", ["LAYER,P,R,F", "4,0.5,0.5,0.5"])
+    rows = ray.data.from_items([{"cand": "a cat", "ref": "eine Katze"}])
+    with pytest.raises(alignscore.ConfigError, match="baseline .* not against sources"):
+        on_ray.score_dataset(rows, sources=True, model=minilm_dir, layer=4, baseline=baseline)
+
+
 def test_cli_ray_refuses_what_it_cannot_do(minilm_dir, files, tmp_path):
     cands, refs = files("c.txt", ["a"]), files("r.txt", ["b"])
     result = CliRunner().invoke(main, ["score", "-c", cands, "-r", refs, "--model", minilm_dir, "--stream",

@@ -159,3 +159,29 @@ def test_the_commands_bad_sources_are_one_line_and_write_nothing(tiny_bert_dir: 
     assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--pairwise", "-o",
                              tmp_path / "m.npy", "--model", tiny_bert_dir)[::2], "--pairwise")
     assert not out.exists() and not (tmp_path / "m.npy").exists()
+
+
+def test_a_tsv_of_candidates_and_sources_scores_as_the_files(tiny_bert_dir: str, files: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{c}\t{s}\n" for c, s in zip(CANDS[:2], SOURCES[:2])), encoding="utf-8")
+    encoder = CountingEncoder(tiny_bert_dir)
+    direction = torch.zeros(32, dtype=torch.float64)
+    direction[1] = 1.0
+    remap = _remap_file(tmp_path, encoder, "umd", direction)
+    common = ["--model", tiny_bert_dir, "--layer", 2, "--remap", remap, "-q"]
+    code, _, err = invoke("score", "-c", files["cands"], "--sources", files["sources"], "-o", tmp_path / "a", *common)
+    assert code == 0, err
+    code, _, err = invoke("score", "--tsv", tsv, "--tsv-sources", "-o", tmp_path / "b", *common)
+    assert code == 0, err
+    assert (tmp_path / "b").read_bytes() == (tmp_path / "a").read_bytes()  # the same rows and signature
+    assert "refs:source" in (tmp_path / "b").read_text(encoding="utf-8")
+    # without --tsv-sources the second field is a reference: the remapping is refused
+    assert_one_error(*invoke("score", "--tsv", tsv, "-o", tmp_path / "c", *common)[::2], "maps sources")
+    two = tmp_path / "two.tsv"
+    two.write_text("a cat\teine katze\tder hund\n", encoding="utf-8")
+    assert_one_error(*invoke("score", "--tsv", two, "--tsv-sources", "-o", tmp_path / "c", *common)[::2],
+                     "two.tsv:1: has 2 fields", "candidate<TAB>source, one source")
+    assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--tsv-sources", "-o",
+                             tmp_path / "c", *common)[::2], "--tsv-sources applies with --tsv only")
+    assert not (tmp_path / "c").exists()

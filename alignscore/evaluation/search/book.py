@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import torch
 
 from ...composition import Composition
 from ...config import RunSpec
@@ -57,6 +58,8 @@ class Book:
     notes: dict[str, int] = field(default_factory=dict)  # what the engine warned about, and how often
     _samples: list[list[np.ndarray]] = field(default_factory=list)
     _r: dict[tuple[int, int, int], float] = field(default_factory=dict)
+    _remapped: dict[tuple[int, int], Composition] = field(default_factory=dict)
+    _fluency: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._samples = [samples(len(lp), self.schedule.fractions, self.seed + i) for i, lp in
@@ -94,14 +97,39 @@ class Book:
         with warnings.catch_warnings(record=True) as caught:  # said once, counted (notes)
             warnings.simplefilter("always")
             results = score_groups(scorer.scoring_encoder(), groups,
-                                   [[self.entries[e].composition for e in es] for es in runs],
+                                   [[self.composition(e, lp) for e in es] for es, lp in zip(runs, lps)],
                                    replace(scorer.runtime, progress=self.progress))
         for gist in (_gist(str(w.message)) for w in caught):
             self.notes[gist] = self.notes.get(gist, 0) + 1
         for lp, es, res in zip(lps, runs, results):
             for e, r in zip(es, res):
-                self.scores[(e, lp, level)] = r.metrics[self.entries[e].composition.metric].double().numpy()
+                comp = self.entries[e].composition
+                values = r.metrics[comp.metric].double().numpy()
+                if comp.lm is not None:  # XMoverScore's LM term, as Scorer.score mixes it in
+                    values = comp.lm.mix(torch.from_numpy(values), torch.from_numpy(
+                        self.fluency(e, lp)[self.sample(lp, level)])).numpy()
+                self.scores[(e, lp, level)] = values
                 self.aligned[level] += len(self.sample(lp, level))
+
+    def composition(self, e: int, lp: int) -> Composition:
+        """The composition entry ``e`` scores pair ``lp`` with: the entry's, with the pair's
+        remapping where its references are sources (one remapping per source language)."""
+        remap, comp = self.lang_pairs[lp].remap, self.entries[e].composition
+        if remap is None or comp.remap is remap:
+            return comp
+        if (e, lp) not in self._remapped:
+            self._remapped[(e, lp)] = replace(comp, remap=remap)
+        return self._remapped[(e, lp)]
+
+    def fluency(self, e: int, lp: int) -> np.ndarray:
+        """The language model's score of every candidate of pair ``lp`` (entry ``e``'s LM term),
+        computed once per LM and pair."""
+        comp = self.entries[e].composition
+        key = (comp.lm.signature() if comp.lm is not None else "", lp)
+        if key not in self._fluency:
+            values = self.scorers[e].lm_scores(comp, self.lang_pairs[lp].candidates)
+            self._fluency[key] = values.numpy() if values is not None else np.zeros(len(self.lang_pairs[lp]))
+        return self._fluency[key]
 
     def abs_r(self, entries: Sequence[int], lp: int, level: int) -> np.ndarray:
         """|r| of each entry with the human scores on the level's sample of ``lp`` (NaN where

@@ -236,7 +236,7 @@ def _halves(batch: LangPair, n: int) -> LangPair:
     half = len(batch) // 2
     idx = list(range(min(n // 2, half))) + list(range(half, half + n - min(n // 2, half)))[:n]
     return LangPair(batch.year, batch.src, batch.tgt, [batch.references[i] for i in idx],
-                    [batch.candidates[i] for i in idx], batch.human[idx])
+                    [batch.candidates[i] for i in idx], batch.human[idx], remap=batch.remap)
 
 
 def _kinds(entries: Sequence[Entry], scorers: Sequence[Scorer]) -> dict[tuple[Any, ...], tuple[list[int], list[int]]]:
@@ -270,7 +270,8 @@ def _probes(lang_pairs: Sequence[LangPair], size: int) -> list[LangPair]:
     drawn = by_length if len(by_length) <= 2 * size else [
         p for q in (0.25, 0.75) for p in by_length[int(q * len(by_length)) - size // 2:][:size]]
     return [LangPair(first.year, first.src, first.tgt, [lp.references[i] for lp, i in part],
-                     [lp.candidates[i] for lp, i in part], np.array([lp.human[i] for lp, i in part]))
+                     [lp.candidates[i] for lp, i in part], np.array([lp.human[i] for lp, i in part]),
+                     remap=first.remap)  # the cost of a remapping is the same for every language
             for part in (drawn[len(drawn) // 4:][:2], drawn)]
 
 

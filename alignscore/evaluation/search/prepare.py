@@ -10,7 +10,7 @@ import numpy as np
 
 from ...aggregators.single import SingleLayer
 from ...composition import Composition
-from ...config import Compiled, RunSpec, build_all
+from ...config import Compiled, RunSpec, plan_runs
 from ...engine import Pairs, score_groups
 from ...errors import ConfigError
 from ...scorer import Scorer
@@ -53,7 +53,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = {}
+def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = {}, sources: bool = False
             ) -> tuple[list[Entry], list[Scorer]]:
     """The entries of the search and a scorer per entry (one encoder per encoder spec).
 
@@ -67,13 +67,17 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
         The runs of the space (:meth:`~alignscore.evaluation.space.Space.candidates`).
     published : mapping of str to RunSpec
         The published configurations by name.
+    sources : bool
+        The runs score against sources (reference-free): each is checked for that side and
+        its signature says so.
 
     Returns
     -------
     tuple of (list of Entry, list of Scorer)
     """
     names = list(published)
-    scorers = build_all([Compiled(c.spec, c.provenance) for c in candidates] + [published[n] for n in names])
+    scorers = plan_runs([Compiled(c.spec, c.provenance) for c in candidates] + [published[n] for n in names],
+                        sources=sources).scorers()
     resolved = [s.resolved() for s in scorers]
     entries: list[Entry] = []
     kept: list[Scorer] = []
@@ -82,7 +86,7 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
     shown = labels(candidates, resolved[:len(candidates)]) + names
     for k, ((values, subspace, spec), scorer, comp, label) in enumerate(zip(items, scorers, resolved, shown)):
         # the same numbers: a default layer and the same layer given are one run
-        sig = str(replace(comp, default_of=None).signature(scorer.encoder))
+        sig = str(replace(comp, default_of=None).signature(scorer.encoder, sources))
         if sig not in seen:
             seen[sig] = len(entries)
             entries.append(Entry(f"c{len(entries) + 1:03d}", label, subspace, dict(values), spec, comp, sig))

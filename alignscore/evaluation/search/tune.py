@@ -16,6 +16,7 @@ from ...errors import ConfigError
 from ...textio import check_output_folder
 from ...weighting.schemes import Corpus, IdfL
 from ..challenge import read_items
+from ..reference_free import against_sources as against_sources_of, check_remaps, remaps_for, split_remap
 from ..space import load_space
 from ..wmt import LangPair, load_daseg
 from .book import Entry
@@ -82,8 +83,8 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
          output: str | Path | None = None, lang_pairs: str | Sequence[str] = (), year: str | None = None,
          idf_corpus: str | None = None, max_compositions: int = 5000, bootstrap: int = 1000, seed: int = 0,
          skip_missing: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
-         command: str | None = None, sources: Sequence[Source] = (), clock: Callable[[], float] = time.perf_counter,
-         **options: Any) -> TuneResult:
+         command: str | None = None, sources: Sequence[Source] = (), against_sources: bool = False,
+         clock: Callable[[], float] = time.perf_counter, **options: Any) -> TuneResult:
     """Search the runs of a space for the one that correlates best with the human judgments
     of a WMT DAseg folder, within a time budget, with nested cross-validated estimates.
 
@@ -128,6 +129,11 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         The command line, for the leaderboard.
     sources : sequence of Source
         Options of every run as compiled sources (the command line's flags), below ``options``.
+    against_sources : bool
+        Score each MT output against its source (``DAseg.*.source.*``) instead of its reference,
+        as ``alignscore score --sources`` does (:mod:`~alignscore.evaluation.reference_free`);
+        the remapping option then names one file or a folder of ``<lang>.remap`` files, one
+        per source language of the data.
     clock : callable
         The clock the budget is kept on.
     **options
@@ -155,7 +161,8 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     """
     start = clock()
     say = log or (lambda _msg: None)
-    label = "--budget" if any(s.style == "flag" for s in sources) else "budget="  # as the user named it
+    flag = any(s.style == "flag" for s in sources)
+    label = "--budget" if flag else "budget="  # as the user named it
     minutes = check_budget(budget, label) if budget is not None else DEFAULT_BUDGET_MIN
     wanted = Objective.parse(objective)
     if wanted.uses_challenge != (challenge is not None):
@@ -163,7 +170,11 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
                           "--objective that reads its accuracy" if wanted.uses_challenge else
                           "--challenge applies with an --objective on its accuracy only")
     parsed = load_space(space)
-    flags = [*sources, *sources_of(options)]
+    flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
+        ([*sources, *sources_of(options)], None)
+    side = "--sources" if flag else "against_sources="
+    if against_sources and challenge is not None:
+        raise ConfigError(f"--challenge scores its items against references: not with {side}")
     if output is not None:
         names = [p.name for p in output_paths(output, holdout is not None).values()]
         check_output_folder(output, names, [space, challenge, idf_corpus])
@@ -171,8 +182,11 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
                     for p in str(item).split(",") if p.strip()]
     pairs = load_daseg(data, wanted_pairs or None, year=year, idf_corpus=idf_corpus)
     held = load_daseg(holdout) if holdout is not None else []
+    if against_sources:  # a language without a remapping is refused here, before any model loads
+        remaps = remaps_for(*remap, [lp.src for lp in [*pairs, *held]]) if remap is not None else None
+        pairs, held = (against_sources_of(p, remaps, side, idf_corpus is not None) for p in (pairs, held))
     items = read_items(challenge) if challenge is not None else []
-    corpus = {IdfL.corpus_setting(): data_corpus(data, year, pairs)}
+    corpus = {IdfL.corpus_setting(): data_corpus(data, year, pairs, against_sources)}
     missing = _missing(parsed.models(flags))
     skip = set(missing) if skip_missing else set()
     candidates = parsed.candidates(flags, max_compositions, corpus, skip)  # compiled: nothing loaded yet
@@ -188,12 +202,15 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     for name, (spec, provenance) in runs.items():
         try:
             # a published configuration this model cannot run (no default layer) is left out
-            build(spec, provenance=provenance)
+            build(spec, provenance=provenance).composition.check_side(against_sources)
             published[name] = spec
         except ConfigError as exc:
             left_out.append(f"{name}: left out ({exc})")
             say(left_out[-1])
-    entries, scorers = prepare(candidates, published)  # every run checked against its model's configuration
+    # every run checked against its model's configuration (and its remapping, against sources)
+    entries, scorers = prepare(candidates, published, against_sources)
+    if remap is not None:
+        check_remaps([e.composition for e in entries], scorers, [*pairs, *held], remap[1])
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category))
@@ -231,9 +248,9 @@ def _missing(models: dict[str, str]) -> dict[str, str]:
     return {m: where for m, where in models.items() if not model_available(m)}
 
 
-def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair]) -> Corpus:
+def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair], sources: bool = False) -> Corpus:
     """The idf-L corpus of a search: every language pair's own corpus together where each has
-    one, else every reference of the data folder.
+    one, else every reference of the data folder (``sources``: every source, scored against them).
 
     Parameters
     ----------
@@ -243,6 +260,8 @@ def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair]) -> Co
         Its year.
     pairs : list of LangPair
         The pairs searched on.
+    sources : bool
+        The search scores against sources.
 
     Returns
     -------
@@ -251,7 +270,8 @@ def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair]) -> Co
     if all(lp.idf_corpus is not None for lp in pairs):
         texts = [t for lp in pairs for t in lp.idf_corpus or ()]
     else:
-        texts = [t for lp in load_daseg(str(data), year=year) for t in lp.references]
+        texts = [t for lp in load_daseg(str(data), year=year)
+                 for t in ((lp.sources or []) if sources else lp.references)]
     # named as the file tune writes it to beside best.toml, so that the signatures agree
     return Corpus(list(dict.fromkeys(texts)), OUTPUT_FILES["corpus"])
 

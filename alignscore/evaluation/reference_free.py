@@ -1,0 +1,185 @@
+"""Meta-evaluation against sources (reference-free): each MT output of a DAseg folder scored
+against its source (``DAseg.*.source.*``) instead of its reference, through the same engine
+path as ``alignscore score --sources``, with one remapping per source language.
+
+The remapping option (``--remap``, ``remap=``) names one file (data of one source language) or a
+folder of ``<lang>.remap`` files, one per source language; it is taken out of the options every
+run compiles from and given to each language pair (:attr:`LangPair.remap
+<alignscore.evaluation.wmt.LangPair.remap>`), where the search applies it to that pair's sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..config import Source
+from ..config.schema import OPTION
+from ..errors import ConfigError
+from ..remap import Remapping, load_remapping, model_digest
+from ..scorer import Scorer
+from .wmt import LangPair
+
+#: the file name of a source language's remapping in a folder of them
+REMAP_FILE = "{lang}.remap"
+
+
+def split_remap(sources: Sequence[Source]) -> tuple[list[Source], tuple[str, str] | None]:
+    """The ``sources`` without the remapping option, and the option's value and label (as the
+    user wrote it) from the highest source that gives it (None: none does).
+
+    Parameters
+    ----------
+    sources : sequence of Source
+        Options, lowest first (a run file or preset a source names keeps its own).
+
+    Returns
+    -------
+    tuple of (list of Source, (str, str) or None)
+
+    Examples
+    --------
+    >>> from alignscore.config import sources_of
+    >>> rest, given = split_remap(sources_of({"remap": "remaps", "layer": 3}, style="flag"))
+    >>> dict(rest[0].values), given[1], Path(given[0]).name
+    ({'layer': 3}, '--remap', 'remaps')
+    """
+    name, given, out = OPTION.remap.name, None, []
+    for source in sources:
+        if name in source.values:
+            given = (str(source.values[name]), source.labels.get(name, name))
+            source = replace(source, values={k: v for k, v in source.values.items() if k != name},
+                             labels={k: v for k, v in source.labels.items() if k != name})
+        out.append(source)
+    return out, given
+
+
+def remaps_for(value: str, label: str, languages: Iterable[str]) -> dict[str, Remapping]:
+    """The remapping of each source language: ``value`` is a folder of ``<lang>.remap`` files,
+    or one remapping file for every language (it must not state another language).
+
+    Parameters
+    ----------
+    value : str
+        The folder or the file.
+    label : str
+        The option as the user wrote it (``--remap``), for errors.
+    languages : iterable of str
+        The source languages of the data.
+
+    Returns
+    -------
+    dict of str to Remapping
+
+    Raises
+    ------
+    ConfigError
+        A language without a remapping, or a file that is not a remapping (one line).
+
+    Examples
+    --------
+    >>> remaps_for("no-such-folder", "--remap", ["de"])
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: --remap no-such-folder: no such file or folder of <lang>.remap files
+    """
+    path, wanted = Path(value), sorted(set(languages))
+    if path.is_dir():
+        missing = [lang for lang in wanted if not (path / REMAP_FILE.format(lang=lang)).is_file()]
+        if missing:
+            raise ConfigError(f"{label} {value}: no remapping for source language {', '.join(missing)} (no "
+                              f"{', '.join(REMAP_FILE.format(lang=m) for m in missing)} there): give one per "
+                              "language of the data", (OPTION.remap.name,))
+        files = {lang: path / REMAP_FILE.format(lang=lang) for lang in wanted}
+    elif path.is_file():
+        files = {lang: path for lang in wanted}
+    else:
+        raise ConfigError(f"{label} {value}: no such file or folder of <lang>.remap files", (OPTION.remap.name,))
+    read: dict[Path, Remapping] = {}
+    out = {}
+    for lang, file in files.items():
+        try:
+            remap = read[file] if file in read else read.setdefault(file, load_remapping(file))
+        except ConfigError as exc:
+            raise ConfigError(f"{label} {file}: {exc}", (OPTION.remap.name,)) from None
+        if remap.lang is not None and remap.lang != lang:
+            raise ConfigError(f"{label} {file}: learned for source language {remap.lang}, not {lang}: the data has "
+                              f"no remapping for {lang} (give a folder of <lang>.remap files)", (OPTION.remap.name,))
+        out[lang] = remap
+    return out
+
+
+def against_sources(pairs: Sequence[LangPair], remaps: dict[str, Remapping] | None = None,
+                    label: str = "--sources", keep_corpus: bool = False) -> list[LangPair]:
+    """The language pairs with each MT output's source in place of its reference (and the
+    pair's source language's remapping, if any), to be scored as ``score --sources`` does.
+
+    Parameters
+    ----------
+    pairs : sequence of LangPair
+        As :func:`~alignscore.evaluation.wmt.load_daseg` reads them.
+    remaps : dict of str to Remapping, optional
+        By source language.
+    label : str
+        How the user asked for sources, for errors.
+    keep_corpus : bool
+        Keep each pair's idf-L corpus (one the user named); else it is dropped (the official
+        reference file is in the target language, not the sources').
+
+    Returns
+    -------
+    list of LangPair
+
+    Raises
+    ------
+    ConfigError
+        A language pair without its source file.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lp = LangPair("2016", "de", "en", ["a cat"], ["the cat"], np.zeros(1), sources=["eine Katze"])
+    >>> against_sources([lp])[0].references
+    ['eine Katze']
+    """
+    missing = [lp.name for lp in pairs if lp.sources is None]
+    if missing:
+        lp = next(p for p in pairs if p.sources is None)
+        raise ConfigError(f"{label}: no DAseg.newstest{lp.year}.source.<lp> file for {', '.join(missing)}: scoring "
+                          "against sources needs each language pair's sources")
+    out = [replace(lp, references=list(lp.sources or ()), remap=(remaps or {}).get(lp.src, lp.remap)) for lp in pairs]
+    return out if keep_corpus else [replace(lp, idf_corpus=None, idf_corpus_path=None) for lp in out]
+
+
+def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], pairs: Sequence[LangPair],
+                 label: str) -> None:
+    """Refuse, before anything is encoded, a language pair's remapping that a run cannot apply
+    (learned for another model or layer, or a run that reads several layers).
+
+    Parameters
+    ----------
+    compositions : sequence of Composition
+        Each run's composition, resolved for its model.
+    scorers : sequence of Scorer
+        Each run's scorer.
+    pairs : sequence of LangPair
+        The language pairs, with their remappings.
+    label : str
+        The option as the user wrote it.
+
+    Raises
+    ------
+    ConfigError
+        One line, naming the option and the file.
+    """
+    remaps = list({id(lp.remap): lp.remap for lp in pairs if lp.remap is not None}.values())
+    for comp, scorer in zip(compositions, scorers):
+        for remap in remaps:
+            try:
+                moved = replace(comp, remap=remap)  # type: ignore[type-var]
+                remap.check(model_digest(scorer.encoder), moved.aggregator.layers_read()[0], model=scorer.encoder.name)
+            except ConfigError as exc:
+                raise ConfigError(f"{label} {remap.source or remap.digest()}: {exc}", (OPTION.remap.name,)) from None
+
+
+__all__ = ["REMAP_FILE", "against_sources", "check_remaps", "remaps_for", "split_remap"]

@@ -1,0 +1,168 @@
+"""``alignscore tune --sources``: the search scores each MT output against its source, through the
+engine path of ``score --sources`` (the same scores), with one remapping per source language;
+what cannot run against sources, and a language without a remapping, are one error line before
+any model loads, nothing written. Tiny local model, 2 language pairs x 16 WMT16 segments."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from alignscore.encoders.huggingface import HFEncoder
+from alignscore.errors import ConfigError
+from alignscore.evaluation.search import tune
+from alignscore.remap import Remapping, model_digest, save_remapping
+from cli_checks import assert_one_error, invoke
+from conftest import counted_forward, wmt16
+from tiny_lm import tiny_gpt2_dir  # noqa: F401 - a fixture
+
+N = 16
+LPS = ("de-en", "ru-en")
+SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("daseg-src")
+    for lp in LPS:
+        files = wmt16(lp)
+        for kind in ("reference", "mt-system", "human", "source"):
+            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n",
+                                                                   encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def space_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("space-src") / "space.toml"
+    path.write_text(SPACE, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def remaps(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: str) -> Path:
+    """A folder of de.remap and ru.remap (UMD, two different directions) for the tiny model's layer 2."""
+    folder = tmp_path_factory.mktemp("remaps")
+    encoder, gen = HFEncoder(tiny_bert_dir), torch.Generator().manual_seed(0)
+    for lang in ("de", "ru"):
+        direction = torch.randn(32, generator=gen, dtype=torch.float64)
+        save_remapping(Remapping("umd", direction / direction.norm(), tiny_bert_dir, model_digest(encoder), 2, lang,
+                                 10), folder / f"{lang}.remap")
+    return folder
+
+
+def _score_r(data_dir: Path, lp: str, tiny_bert_dir: str, *options: object) -> float:
+    """|r| with the human scores of ``score --sources`` on one language pair."""
+    code, _, err = invoke("score", "--sources", data_dir / f"DAseg.newstest2016.source.{lp}",
+                          "-c", data_dir / f"DAseg.newstest2016.mt-system.{lp}", "--model", tiny_bert_dir,
+                          "--human", data_dir / f"DAseg.newstest2016.human.{lp}", "-q", "-o", "/dev/null", *options)
+    assert code == 0, err
+    return abs(float(next(ln for ln in err.splitlines() if ln.startswith("pearson r(")).split("= ")[1].split()[0]))
+
+
+@pytest.mark.parametrize("remapped, lm", [(False, False), (True, False), (True, True)])
+def test_tune_scores_against_sources_as_score_does(data_dir: Path, space_file: Path, remaps: Path,
+                                                   tiny_bert_dir: str, tiny_gpt2_dir: str, tmp_path: Path,
+                                                   remapped: bool, lm: bool) -> None:
+    more = {"remap": str(remaps)} if remapped else {}
+    term = {"lm": tiny_gpt2_dir, "lm_weight": 0.5} if lm else {}
+    result = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
+                  output=tmp_path / "out", **more, **term)
+    run = result.run
+    assert len(run.entries) == 2 and all("refs:source" in e.signature for e in run.entries)
+    for e, entry in enumerate(run.entries):
+        options = ["--layer", 2, "--aligner", "greedy" if entry.composition.metric == "f1" else "wmd"]
+        for k, lp in enumerate(LPS):
+            remap = ["--remap", remaps / f"{lp[:2]}.remap"] if remapped else []
+            with_lm = ["--lm", tiny_gpt2_dir, "--lm-weight", 0.5] if lm else []
+            assert abs(run.per_pair[e][k] - _score_r(data_dir, lp, tiny_bert_dir, *options, *remap, *with_lm)) < 1e-6
+    if lm:  # the term is in every run's numbers: without it they differ
+        alone = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
+                     **more)
+        assert not np.allclose(alone.run.per_pair[0], run.per_pair[0], atol=1e-4)
+        return
+    # against references the numbers differ: the sources were scored
+    refs = tune(data_dir, space_file, model=tiny_bert_dir, budget=5, bootstrap=100)
+    assert not np.allclose(refs.run.per_pair[0], run.per_pair[0], atol=1e-4)
+
+
+def test_the_command_scores_against_sources_with_a_remapping_per_language(data_dir: Path, space_file: Path,
+                                                                         remaps: Path, tiny_bert_dir: str,
+                                                                         tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, err = invoke("tune", space_file, "--data", data_dir, "--sources", "--remap", remaps,
+                               "--model", tiny_bert_dir, "-o", out, "-q", "--bootstrap", 100, "--holdout", data_dir)
+    assert code == 0, err
+    assert (out / "best.toml").is_file() and "refs:source" in (out / "leaderboard.csv").read_text(encoding="utf-8")
+    # the held-out pairs are scored against their sources too, with their languages' remappings: here the
+    # same data, so the same |r| as the search's
+    best = next(r for r in csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")) if r["selected"] == "true")
+    held = {r["lang_pair"]: float(r["selected"]) for r in csv.DictReader(open(out / "holdout.csv", encoding="utf-8"))}
+    assert held.keys() == set(LPS) and all(abs(held[lp] - float(best[lp])) < 1e-6 for lp in LPS)
+
+
+def _refused(tmp_path: Path, *args: object) -> str:
+    out = tmp_path / "out"
+    with counted_forward() as calls:
+        code, _, err = invoke("tune", *args, "-o", out, "-q")
+    assert calls["n"] == 0 and not out.exists()  # before any text is encoded; nothing written
+    return assert_one_error(code, err)
+
+
+def test_a_reference_only_composition_is_refused_against_sources(data_dir: Path, space_file: Path,
+                                                                 tiny_bert_dir: str, tmp_path: Path) -> None:
+    baseline = tmp_path / "b.csv"
+    baseline.write_text("LAYER,P,R,F\n2,0.5,0.5,0.5\n", encoding="utf-8")
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir,
+                    "--baseline", baseline)
+    assert "--baseline" in line and "not against sources" in line
+
+
+def test_a_language_without_a_remapping_is_refused(data_dir: Path, space_file: Path, remaps: Path,
+                                                   tiny_bert_dir: str, tmp_path: Path) -> None:
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "de.remap").write_bytes((remaps / "de.remap").read_bytes())
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir,
+                    "--remap", partial)
+    assert "--remap" in line and "no remapping for source language ru" in line and "ru.remap" in line
+    # one file for data of two source languages: it was learned for de, and ru has none
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir,
+                    "--remap", remaps / "de.remap")
+    assert "learned for source language de, not ru" in line
+
+
+def test_what_sources_cannot_serve_is_refused(data_dir: Path, space_file: Path, remaps: Path, tiny_bert_dir: str,
+                                              tmp_path: Path) -> None:
+    # a remapping of another layer (the space's runs read layer 2)
+    other = tmp_path / "layer3"
+    other.mkdir()
+    for lang in ("de", "ru"):
+        save_remapping(Remapping("umd", torch.eye(32, dtype=torch.float64)[0], tiny_bert_dir,
+                                 model_digest(HFEncoder(tiny_bert_dir)), 3, lang, 10), other / f"{lang}.remap")
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir, "--remap", other)
+    assert "--remap" in line and "layer 3, not" in line
+    # a language pair without its source file
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for path in data_dir.iterdir():
+        if ".source." not in path.name:
+            (bare / path.name).write_bytes(path.read_bytes())
+    line = _refused(tmp_path, space_file, "--data", bare, "--sources", "--model", tiny_bert_dir)
+    assert "--sources" in line and "source" in line and "de-en" in line
+    # a remapping without --sources (against references) is refused as before
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--model", tiny_bert_dir, "--remap",
+                    remaps / "de.remap")
+    assert "--remap" in line
+    challenge = tmp_path / "set.jsonl"
+    challenge.write_text('{"ref": "a", "good": "a", "bad": "b", "category": "x"}\n', encoding="utf-8")
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir, "--challenge",
+                    challenge, "--objective", "correlation + 0.5 * accuracy[all]")
+    assert "--challenge" in line and "not with --sources" in line
+    with pytest.raises(ConfigError, match="against_sources="):
+        tune(bare, space_file, model=tiny_bert_dir, against_sources=True)
+
