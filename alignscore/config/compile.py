@@ -69,7 +69,21 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
 
 def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "",
                  base_dir: str | Path | None = None) -> Compiled:
-    """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec."""
+    """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec.
+
+    Parameters
+    ----------
+    given, style, where, base_dir : as :func:`run_spec`'s.
+
+    Returns
+    -------
+    Compiled
+
+    Examples
+    --------
+    >>> run_compiled({"aligner": "wmd", "n_gram": "2"}, "flag").provenance.labels
+    {'aligner': '--aligner', 'n_gram': '--n-gram'}
+    """
     try:
         return compile_labelled(sources_of(given, style, base_dir))
     except ConfigError as exc:
@@ -220,7 +234,19 @@ def _requirements(out: Merged) -> None:
 
 # -- building -----------------------------------------------------------------------------------
 class Compiled(NamedTuple):
-    """A compiled run: its spec and, beside it, how each of its options was given."""
+    """A compiled run.
+
+    Attributes
+    ----------
+    spec : the run.
+    provenance : how each of its options was given.
+
+    Examples
+    --------
+    >>> spec, provenance = run_compiled({"layer": 4})
+    >>> provenance.name("layer"), provenance.name("n_gram")
+    ('layer=', 'n_gram=')
+    """
 
     spec: RunSpec
     provenance: Provenance
@@ -252,7 +278,21 @@ def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None
 
 
 def compile_labelled(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> Compiled:
-    """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec."""
+    """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec.
+
+    Parameters
+    ----------
+    sources, data : as :func:`compile_run`'s.
+
+    Returns
+    -------
+    Compiled
+
+    Examples
+    --------
+    >>> compile_labelled(sources_of({"preset": "moverscore-v2"})).provenance.labels["aligner"]
+    'preset moverscore-v2: aligner'
+    """
     merged = merge(sources)
     for name, value in (data or {}).items():  # what the data provide, where the part chosen takes it
         stage = options()[name].group
