@@ -144,7 +144,7 @@ def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str 
     Returns
     -------
     Scorer
-        As :func:`bertscore`'s.
+        Checked as :func:`bertscore`'s is.
 
     Examples
     --------
@@ -179,7 +179,7 @@ def moverscore_v1(model: str | None = None, idf: bool = True, n_gram: int | str 
     Returns
     -------
     Scorer
-        As :func:`bertscore`'s.
+        Its aggregator :class:`PowerMeans`, its aligner :class:`WMD`.
 
     Examples
     --------
@@ -201,12 +201,13 @@ def baryscore(model: str | None = None, idf: bool = True, reg: float | None = No
     Parameters
     ----------
     reg : the entropic regularisation (``None``: 0.01).
-    model, idf, device, encoder, **options : as above and :func:`bertscore`'s.
+    idf : as above.
+    model, device, encoder, **options : as :func:`bertscore`'s.
 
     Returns
     -------
     Scorer
-        As :func:`bertscore`'s.
+        Its aligner :class:`~alignscore.aligners.barycenter.BaryScore`.
 
     Examples
     --------
