@@ -42,10 +42,8 @@ def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True,
     >>> build(run_spec({"model": "all-MiniLM-L6-v2"})).resolved().aggregator  # the model's default layer
     SingleLayer(layer=4)
     """
-    if encoder is None:
-        encoder = encoder_of(spec.encoder, spec.runtime.device)
-    scorer = Scorer(encoder, spec.composition, spec.runtime,
-                    spec.cache.build() if spec.cache is not None else None)
+    scorer = Scorer(encoder if encoder is not None else encoder_of(spec.encoder, spec.runtime.device),
+                    spec.composition, spec.runtime, spec.cache.build() if spec.cache is not None else None)
     if check:
         check_model(scorer, provenance)
     return scorer

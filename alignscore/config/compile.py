@@ -156,22 +156,18 @@ def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], name
     takes = part_settings(stage, named.value if named is not None else old_name)
     # a switch given off to a part without it says nothing: the part has it off
     settings = {k: g for k, g in settings.items() if g.value is not False or k in takes}
+    wrong = next((k for k in settings if k not in takes), None)
     if named is not None:
-        if wrong := [k for k in settings if k not in takes]:
-            raise _not_taken(stage, wrong[0], settings[wrong[0]].label, named.value, named.label)
+        if wrong is not None:
+            raise _not_taken(stage, wrong, settings[wrong].label, named.value, named.label)
         kept = dict(old) if named.value == old_name else {k: g for k, g in old.items() if k in takes}
         return named, {**kept, **settings}
-    if not settings:
-        return current
-    if all(k in takes for k in settings):
+    if wrong is None:
         return old_named, {**old, **settings}
-    taking = takers(stage, settings)
-    first = next(iter(settings.values()))
+    taking, first = takers(stage, settings), next(iter(settings.values()))
     if len(taking) == 1:
         return _merge_part(stage, current, Given(taking[0], first.label, first.rank), settings)
-    missing = next(k for k in settings if k not in takes)
-    raise _not_taken(stage, missing, settings[missing].label, old_name,
-                     old_named.label if old_named is not None else None)
+    raise _not_taken(stage, wrong, settings[wrong].label, old_name, old_named.label if old_named is not None else None)
 
 
 def _not_taken(stage: str, setting: str, label: str, part: str, part_label: str | None) -> ConfigError:

@@ -69,10 +69,7 @@ def _dotted(text: str) -> tuple[str, ...]:
 
 def line_of(lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> int | None:
     """The line of ``path``, or of the nearest table that holds it."""
-    for end in range(len(path), 0, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return None
+    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines), None)
 
 
 def dotted(path: tuple[Any, ...]) -> str:

@@ -160,18 +160,13 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
     >>> plan.runs[0].skipped, plan.scorers()
     ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
     """
-    errors: list[AlignScoreError] = []
     encoders: dict[Any, Encoder | AlignScoreError] = {}  # by encoder spec and device: one model loaded
-    out: list[PlannedRun] = []
-    for run in runs:
-        planned, error = _plan(run, encoders, download, sources)
-        if error is not None and not (skip_missing and planned.skipped is not None):
-            errors.append(error)
-        out.append(planned)
-    unique = list({str(e): e for e in errors}.values())
+    planned = [_plan(run, encoders, download, sources) for run in runs]
+    unique = list({str(e): e for run, e in planned
+                   if e is not None and not (skip_missing and run.skipped is not None)}.values())
     if unique:
         raise unique[0] if len(unique) == 1 else ConfigErrors(unique)
-    return RunPlan(out)
+    return RunPlan([run for run, _ in planned])
 
 
 def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | AlignScoreError], download: bool,
@@ -250,5 +245,4 @@ def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:
     return plan_runs(specs).scorers()
 
 
-__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here",
-           "plan_runs"]
+__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here", "plan_runs"]

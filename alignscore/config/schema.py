@@ -98,9 +98,8 @@ def _setting_option(s: Setting, group: str, parts: tuple[str, ...] = (), default
         help_text += f" (defaults: {defaults})"
     elif s.default not in (None, "", ()) and not s.boolean and "default" not in help_text:
         help_text += f" (default: {_shown(s.default)})"
-    choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
-    exclusive = choices is not None and s.kinds <= {str}
-    return Option(s.name, group, help_text, s, parts, choices if exclusive else None,
+    choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) if s.kinds <= {str} else ()
+    return Option(s.name, group, help_text, s, parts, choices or None,
                   boolean=s.boolean, file=d.file, metavar=d.metavar, layered=d.layered or group in LAYERED)
 
 

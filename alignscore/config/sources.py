@@ -121,8 +121,9 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         name = key if key in table else older.get(key)
         if name is None:
-            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)} (the options: "
-                              "alignscore score --help; docs/cli-reference.md)")
+            near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
+            raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
+                              "(the options: alignscore score --help; docs/cli-reference.md)")
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
@@ -138,21 +139,19 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                     raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
                                       "give one")
                 values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
-            continue
-        if isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
+        elif isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
             spec = CacheSpec(str(Path(value.directory).resolve()), value.max_bytes, value.timeout_s)
             for s in settings_of(CacheSpec):
                 if s.name == name or s.name not in mapping:
                     values[s.name], labels[s.name] = getattr(spec, s.name), label((key,))
-            continue
-        if name == FILTER_LIST:
+        elif name == FILTER_LIST:
             items = _filters(value, label, (key,), text)
             values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, style)
                                                for k, (v, lab) in s.items()})
                                           for n, s in items], label((key,))
             filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
-            continue
-        values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
+        else:
+            values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
     preset, config = values.pop(PRESET, None), values.pop(CONFIG, None)
     if preset is not None and config is not None:
         raise ConfigError(f"{labels[PRESET]} and {labels[CONFIG]} both give a whole run: give one (a run "
@@ -160,11 +159,6 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
         (file_source(config),) if config is not None else ()
     return Source(kind, values, labels, style, filter_labels, base)
-
-
-def _close(key: str, table: Mapping[str, Any]) -> str:
-    near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:

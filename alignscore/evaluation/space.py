@@ -140,10 +140,9 @@ class Space:
     def _sources(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> list[Source]:
         """A run's sources above the command's: the preset it chooses as its base (on the
         command's model), then its own options."""
-        if PRESET not in values:
-            return [self._source(values, paths)]
         own = self._source({k: v for k, v in values.items() if k != PRESET}, paths)
-        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own]
+        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own] \
+            if PRESET in values else [own]
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         at = key_label(self.path, self.lines)
