@@ -288,10 +288,7 @@ def check_settings(obj: Any) -> None:
     table = settings_of(type(obj))
     for s in table:
         object.__setattr__(obj, s.name, s.check(getattr(obj, s.name)))
-    for s in table:
-        value = getattr(obj, s.name)
-        if value is None or value == s.default:
-            continue
+    for s in [s for s in table if getattr(obj, s.name) not in (None, s.default)]:  # those given
         for other, allowed in s.decl.requires.items():
             held = next(o for o in table if o.name == other)
             if not allows(allowed, getattr(obj, other), held.default):

@@ -155,13 +155,11 @@ def require_model(ctx: click.Context, why: str) -> None:
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
     """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
     it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    params = {p.name: p for p in ctx.command.params}
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            flag = max(params[name].opts, key=len)
-            other = " or ".join(max(params[n].opts, key=len) for n in alternatives)
-            raise ConfigError(f"{flag} applies with {other} only")
+            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
 
 
 class ManyValues(click.Option):

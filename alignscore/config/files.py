@@ -34,10 +34,9 @@ def load_toml(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], i
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", str(path)) from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text), key_lines(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", str(path)) from None
-    return data, key_lines(text)
 
 
 def key_lines(text: str) -> dict[tuple[Any, ...], int]:
