@@ -91,10 +91,27 @@ def _preset(name: str, encoder: Encoder | None, options: dict[str, Any], idf: bo
 def bertscore(model: str | None = None, layer: int | None = None, idf: bool = False,
               baseline: str | Path | Baseline | None = None, device: str | None = None,
               encoder: Encoder | None = None, **options: Any) -> Scorer:
-    """BERTScore (Zhang et al., 2020): one layer (``None``: the model's tuned layer), greedy
-    matching of cosine similarities, optionally idf from the references (``idf=True`` is idf-S)
-    and baseline rescaling (a :class:`Baseline` or a bert_score-format file). ``options``: any
-    option of ``alignscore score`` by name; ``encoder``: an encoder object instead of ``model``.
+    """BERTScore (Zhang et al., 2020): one layer, greedy matching of cosine similarities.
+
+    Parameters
+    ----------
+    model : a hub id or local directory (``None``: roberta-large).
+    layer : the layer (``None``: the model's tuned layer).
+    idf : weigh tokens by idf from the references (idf-S).
+    baseline : rescale with this :class:`Baseline` or bert_score-format file.
+    device : as ``--device``.
+    encoder : an encoder object instead of ``model`` and ``device``.
+    **options : any option of ``alignscore score`` by name.
+
+    Returns
+    -------
+    Scorer
+        Checked against the model's configuration and tokenizer; its weights load on first use.
+
+    Examples
+    --------
+    >>> bertscore(model="all-MiniLM-L6-v2", layer=4).composition.aggregator
+    SingleLayer(layer=4)
     """
     return _preset("bertscore", encoder, dict(options, model=model, layer=layer, idf=idf or None, baseline=baseline,
                                               device=device))
@@ -117,6 +134,22 @@ def moverscore_v2(model: str | None = None, idf: bool = True, n_gram: int | str 
     Its default model is distilbert-base-uncased. One difference: where every token of a text
     is filtered out, moverscore_v2 returns 1 (zero transport cost) and this preset 0, as every
     aligner here does for a text with nothing to align.
+
+    Parameters
+    ----------
+    n_gram : WMD on n-grams (``"sentence"``: SMD).
+    stop_words : token strings that get no mass.
+    model, idf, device, encoder, **options : as above and :func:`bertscore`'s.
+
+    Returns
+    -------
+    Scorer
+        Checked as :func:`bertscore`'s is.
+
+    Examples
+    --------
+    >>> moverscore_v2(model="all-MiniLM-L6-v2", stop_words=["the"]).composition.roles.filters
+    (MoverScoreV2Strings(), StopWords(stopwords=('the',), stopwords_unit='token'))
     """
     if stop_words:
         options.update(stopwords=list(stop_words), stopwords_unit="token")
@@ -138,6 +171,20 @@ def moverscore_v1(model: str | None = None, idf: bool = True, n_gram: int | str 
     The paper used a BERT-base fine-tuned on MNLI; pass such a model as ``model``. Several
     references per candidate are averaged, as in MoverScore's examples (``multi_ref="max"``
     to override), in both MoverScore presets.
+
+    Parameters
+    ----------
+    model, idf, n_gram, device, encoder, **options : as above and :func:`moverscore_v2`'s.
+
+    Returns
+    -------
+    Scorer
+        Its aggregator :class:`PowerMeans`, its aligner :class:`WMD`.
+
+    Examples
+    --------
+    >>> moverscore_v1(model="all-MiniLM-L6-v2", idf=False).composition.weighting.signature()
+    'none'
     """
     return _preset("moverscore-v1", encoder, dict(options, model=model, n_gram=n_gram, device=device), idf)
 
@@ -150,6 +197,22 @@ def baryscore(model: str | None = None, idf: bool = True, reg: float | None = No
     references, candidate idf from the candidates), the barycenter of the layers per text and
     the entropic (``reg``, default 0.01) transport cost between the two barycenters, reported as
     ``1 - d``. See :class:`~alignscore.aligners.barycenter.BaryScore` for what differs from their code.
+
+    Parameters
+    ----------
+    reg : the entropic regularisation (``None``: 0.01).
+    idf : as above.
+    model, device, encoder, **options : as :func:`bertscore`'s.
+
+    Returns
+    -------
+    Scorer
+        Its aligner :class:`~alignscore.aligners.barycenter.BaryScore`.
+
+    Examples
+    --------
+    >>> baryscore(model="all-MiniLM-L6-v2", reg=0.1).composition.aligner.reg
+    0.1
     """
     return _preset("baryscore", encoder, dict(options, model=model, reg=reg, device=device), idf)
 

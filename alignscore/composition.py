@@ -100,21 +100,35 @@ KINDS = {"aggregator": (Aggregator, ""), "roles": (TokenRoles, ""), "weighting":
 
 @dataclass(frozen=True)
 class Composition:
-    """A metric, given an encoder: which layers and how they become token vectors
-    (``aggregator``), which tokens take part (``roles``), their masses (``weighting``), how the
-    two texts are aligned (``aligner``), which of its outputs is the score (``metric``, default the
-    aligner's primary: F1 for greedy, the score for optimal transport), how a candidate's several
-    references reduce (``multi_ref``: ``"max"`` per metric as bert_score, or ``"mean"``) and the
-    optional ``baseline`` rescaling ``x' = (x - b) / (1 - b)`` (single-layer aggregators only).
-    ``remap``: a cross-lingual :class:`~alignscore.remap.Remapping` of the reference side's
-    vectors, for scoring against sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>`
-    with ``sources=``). ``lm``: XMoverScore's target-side language-model term
-    (:class:`~alignscore.lm.LMTerm`), added to each candidate's scores against sources.
-    ``default_of`` names the known model whose default layer a local copy of
-    it was given (set by :meth:`resolve`; the signature says so).
+    """A metric, given an encoder. Built once per model with :meth:`resolve` (layers counted from
+    the top and the model's default layer become layer numbers); the engine takes resolved ones.
 
-    Built once per model with :meth:`resolve` (layers counted from the top and the model's
-    default layer become layer numbers); the engine takes resolved compositions.
+    Attributes
+    ----------
+    aggregator : which layers and how they become token vectors.
+    roles : which tokens take part.
+    weighting : their masses.
+    aligner : how the two texts are aligned.
+    metric : which of the aligner's outputs is the score (default its primary: F1 for greedy, the
+        score for optimal transport).
+    multi_ref : how a candidate's several references reduce: ``"max"`` per metric (bert_score's) or ``"mean"``.
+    baseline : rescaling ``x' = (x - b) / (1 - b)`` (single-layer aggregators only).
+    remap : a cross-lingual :class:`~alignscore.remap.Remapping` of the reference side's vectors,
+        for scoring against sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>` with ``sources=``).
+    lm : XMoverScore's target-side language-model term (:class:`~alignscore.lm.LMTerm`), added to
+        each candidate's scores against sources.
+    default_of : the known model whose default layer a local copy of it was given (set by
+        :meth:`resolve`; the signature says so).
+
+    Examples
+    --------
+    >>> from alignscore import WMD, PowerMeans
+    >>> Composition(aligner=WMD()).metric
+    'score'
+    >>> Composition(aggregator=PowerMeans(), baseline=Baseline({4: {"f1": 0.8}}))
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: baseline rescaling reads one row per layer: it needs the single-layer aggregator, ...
     """
 
     aggregator: Aggregator = field(default_factory=SingleLayer)

@@ -125,18 +125,15 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
 
     The keywords but ``default`` and ``compare`` are :class:`Declaration`'s fields.
     """
-    requires = declared.get("requires") or {}
-    declared["requires"] = {k: v if isinstance(v, tuple) else (v,) for k, v in requires.items()}
+    declared["requires"] = {k: v if isinstance(v, tuple) else (v,) for k, v in (declared.get("requires") or {}).items()}
     return field(default=default, metadata={KEY: Declaration(**declared)}, compare=compare)
 
 
 def hints(cls: Any) -> dict[str, Any]:
     """The type hints of a dataclass, each resolved on its own: one that names a type imported
     only for type checking is read as "any value" without losing the others."""
-    try:
+    with suppress(Exception):
         return typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001
-        pass
     out: dict[str, Any] = {}
     for owner in reversed(getattr(cls, "__mro__", [cls])):
         namespace = vars(sys.modules.get(owner.__module__, typing))
@@ -171,10 +168,7 @@ class Setting:
     @property
     def sequence(self) -> Any:
         """The item type of a ``tuple[X, ...]`` setting, else None."""
-        for kind in self.kinds:
-            if typing.get_origin(kind) is tuple:
-                return typing.get_args(kind)[0]
-        return None
+        return next((typing.get_args(kind)[0] for kind in self.kinds if typing.get_origin(kind) is tuple), None)
 
     def read(self, value: Any, text: bool = False, check: bool = True) -> Any:
         """``value`` as this setting holds it: a text read (``text``: from the command line; else
@@ -223,9 +217,7 @@ class Setting:
             if not value:
                 raise SettingError(self.name, f"needs at least one value ({self.describe()})")
             return tuple(self._scalar(v, {item}) for v in value)
-        if not scalars:
-            raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
-        return self._scalar(value, scalars)
+        return self._scalar(value, scalars)  # no scalar kinds: refused there
 
     def _scalar(self, value: Any, kinds: set[Any]) -> Any:
         d = self.decl
@@ -260,10 +252,9 @@ class Setting:
             words.append("true or false")
         number = "an integer" if int in kinds else "a number" if float in kinds else None
         if number:
-            bounds = [f">= {_num(d.ge)}" if d.ge is not None else "", f"> {_num(d.gt)}" if d.gt is not None else "",
-                      f"<= {_num(d.le)}" if d.le is not None else ""]
-            words.append(" ".join([number, " and ".join(b for b in bounds if b)]).strip()
-                         + (", inf or -inf" if d.infinite else ""))
+            bounds = " and ".join(f"{op} {_num(x)}" for op, x in ((">=", d.ge), (">", d.gt), ("<=", d.le))
+                                  if x is not None)
+            words.append(f"{number} {bounds}".strip() + (", inf or -inf" if d.infinite else ""))
         if str in kinds:
             words.append(f"one of {', '.join(map(str, d.choices))}" if d.choices else
                          "a file name" if d.file and item is None else "a text")
@@ -284,14 +275,10 @@ def settings_of(cls: Any) -> list[Setting]:
     if not is_dataclass(cls):
         return []
     found = hints(cls)
-    out = []
-    for f in fields(cls):
-        if not f.init or f.name.startswith("_"):
-            continue
-        default = f.default if f.default is not MISSING else (
-            f.default_factory() if f.default_factory is not MISSING else None)  # type: ignore[misc]
-        out.append(Setting(f.name, found.get(f.name, Any), default, f.metadata.get(KEY) or Declaration()))
-    return out
+    return [Setting(f.name, found.get(f.name, Any), f.default if f.default is not MISSING else
+                    f.default_factory() if f.default_factory is not MISSING else None,  # type: ignore[misc]
+                    f.metadata.get(KEY) or Declaration())
+            for f in fields(cls) if f.init and not f.name.startswith("_")]
 
 
 def check_settings(obj: Any) -> None:
@@ -301,10 +288,7 @@ def check_settings(obj: Any) -> None:
     table = settings_of(type(obj))
     for s in table:
         object.__setattr__(obj, s.name, s.check(getattr(obj, s.name)))
-    for s in table:
-        value = getattr(obj, s.name)
-        if value is None or value == s.default:
-            continue
+    for s in [s for s in table if getattr(obj, s.name) not in (None, s.default)]:  # those given
         for other, allowed in s.decl.requires.items():
             held = next(o for o in table if o.name == other)
             if not allows(allowed, getattr(obj, other), held.default):

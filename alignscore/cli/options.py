@@ -24,7 +24,8 @@ SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     decl = option.setting.decl if option.setting is not None else Declaration()
     names = [*filter(None, [decl.short]), option.flag + (f"/--no-{option.flag[2:]}" if option.boolean else "")]
-    kwargs: dict[str, Any] = {"default": None, "help": option.help}
+    kwargs: dict[str, Any] = {"default": None, "help": option.help, "envvar": decl.envvar,
+                              "show_envvar": bool(decl.envvar)}
     if option.boolean:  # --x/--no-x, None when neither is given
         kwargs.update(is_flag=True)
     elif option.multiple:
@@ -32,8 +33,6 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
     else:  # the text as typed: the compiler reads and checks it (one check, naming the flag)
         kwargs["metavar"] = (f"[{'|'.join(option.choices)}]" if option.choices else
                              option.metavar or option.flag[2:].upper().replace("-", "_"))
-    if decl.envvar:
-        kwargs.update(envvar=decl.envvar, show_envvar=True)
     return click.option(*names, option.name, **kwargs)
 
 
@@ -111,8 +110,7 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
         raise ConfigError(f"{flag} {spec!r}: cannot split it into options ({exc})") from None
     if len(args) == 1 and not args[0].startswith("-"):
         if args[0] not in PRESETS.names():
-            raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) "
-                              "nor a list of options")
+            raise ConfigError(f"{flag} {spec!r}: not a preset ({', '.join(PRESETS.names())}) nor a list of options")
         args = ["--preset", args[0]]
     try:
         command = click.command(add_help_option=False)(scorer_options()(lambda **kwargs: None))  # parsed only
@@ -157,13 +155,11 @@ def require_model(ctx: click.Context, why: str) -> None:
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
     """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
     it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    params = {p.name: p for p in ctx.command.params}
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            flag = max(params[name].opts, key=len)
-            other = " or ".join(max(params[n].opts, key=len) for n in alternatives)
-            raise ConfigError(f"{flag} applies with {other} only")
+            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
 
 
 class ManyValues(click.Option):

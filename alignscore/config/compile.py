@@ -69,7 +69,21 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
 
 def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "",
                  base_dir: str | Path | None = None) -> Compiled:
-    """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec."""
+    """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec.
+
+    Parameters
+    ----------
+    given, style, where, base_dir : as :func:`run_spec`'s.
+
+    Returns
+    -------
+    Compiled
+
+    Examples
+    --------
+    >>> run_compiled({"aligner": "wmd", "n_gram": "2"}, "flag").provenance.labels
+    {'aligner': '--aligner', 'n_gram': '--n-gram'}
+    """
     try:
         return compile_labelled(sources_of(given, style, base_dir))
     except ConfigError as exc:
@@ -142,22 +156,18 @@ def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], name
     takes = part_settings(stage, named.value if named is not None else old_name)
     # a switch given off to a part without it says nothing: the part has it off
     settings = {k: g for k, g in settings.items() if g.value is not False or k in takes}
+    wrong = next((k for k in settings if k not in takes), None)
     if named is not None:
-        if wrong := [k for k in settings if k not in takes]:
-            raise _not_taken(stage, wrong[0], settings[wrong[0]].label, named.value, named.label)
+        if wrong is not None:
+            raise _not_taken(stage, wrong, settings[wrong].label, named.value, named.label)
         kept = dict(old) if named.value == old_name else {k: g for k, g in old.items() if k in takes}
         return named, {**kept, **settings}
-    if not settings:
-        return current
-    if all(k in takes for k in settings):
+    if wrong is None:
         return old_named, {**old, **settings}
-    taking = takers(stage, settings)
-    first = next(iter(settings.values()))
+    taking, first = takers(stage, settings), next(iter(settings.values()))
     if len(taking) == 1:
         return _merge_part(stage, current, Given(taking[0], first.label, first.rank), settings)
-    missing = next(k for k in settings if k not in takes)
-    raise _not_taken(stage, missing, settings[missing].label, old_name,
-                     old_named.label if old_named is not None else None)
+    raise _not_taken(stage, wrong, settings[wrong].label, old_name, old_named.label if old_named is not None else None)
 
 
 def _not_taken(stage: str, setting: str, label: str, part: str, part_label: str | None) -> ConfigError:
@@ -220,7 +230,19 @@ def _requirements(out: Merged) -> None:
 
 # -- building -----------------------------------------------------------------------------------
 class Compiled(NamedTuple):
-    """A compiled run: its spec and, beside it, how each of its options was given."""
+    """A compiled run.
+
+    Attributes
+    ----------
+    spec : the run.
+    provenance : how each of its options was given.
+
+    Examples
+    --------
+    >>> spec, provenance = run_compiled({"layer": 4})
+    >>> provenance.name("layer"), provenance.name("n_gram")
+    ('layer=', 'n_gram=')
+    """
 
     spec: RunSpec
     provenance: Provenance
@@ -252,7 +274,21 @@ def compile_run(sources: Sequence[Source], data: Mapping[str, Any] | None = None
 
 
 def compile_labelled(sources: Sequence[Source], data: Mapping[str, Any] | None = None) -> Compiled:
-    """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec."""
+    """:func:`compile_run`, with the :class:`Provenance` of the options beside the spec.
+
+    Parameters
+    ----------
+    sources, data : as :func:`compile_run`'s.
+
+    Returns
+    -------
+    Compiled
+
+    Examples
+    --------
+    >>> compile_labelled(sources_of({"preset": "moverscore-v2"})).provenance.labels["aligner"]
+    'preset moverscore-v2: aligner'
+    """
     merged = merge(sources)
     for name, value in (data or {}).items():  # what the data provide, where the part chosen takes it
         stage = options()[name].group

@@ -34,10 +34,9 @@ def load_toml(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], i
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", str(path)) from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text), key_lines(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", str(path)) from None
-    return data, key_lines(text)
 
 
 def key_lines(text: str) -> dict[tuple[Any, ...], int]:
@@ -69,10 +68,7 @@ def _dotted(text: str) -> tuple[str, ...]:
 
 def line_of(lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> int | None:
     """The line of ``path``, or of the nearest table that holds it."""
-    for end in range(len(path), 0, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return None
+    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines), None)
 
 
 def dotted(path: tuple[Any, ...]) -> str:

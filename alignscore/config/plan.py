@@ -48,8 +48,21 @@ def not_here(model: str) -> str:
 
 @dataclass(frozen=True)
 class RunSources:
-    """A run still to compile: its sources, lowest first, and the data its parts may take
-    (:func:`~alignscore.config.compile.compile_run`)."""
+    """A run still to compile (:func:`~alignscore.config.compile.compile_run`'s arguments).
+
+    Attributes
+    ----------
+    sources : its sources, lowest first.
+    data : settings the data provide, where its parts take them (an idf-L corpus).
+
+    Examples
+    --------
+    >>> from alignscore.config import sources_of
+    >>> plan_runs([RunSources(sources_of({"aligner": "wmd", "n_gram": 0}))])
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
+    """
 
     sources: Sequence[Source]
     data: Mapping[str, Any] | None = None
@@ -67,7 +80,19 @@ class PlannedRun:
 
 @dataclass
 class RunPlan:
-    """The outcome of :func:`plan_runs`: a :class:`PlannedRun` per run, in order."""
+    """The outcome of :func:`plan_runs`.
+
+    Attributes
+    ----------
+    runs : a :class:`PlannedRun` per run, in order.
+
+    Examples
+    --------
+    >>> from alignscore.config import run_spec
+    >>> plan = plan_runs([run_spec({"model": "all-MiniLM-L6-v2", "aligner": a}) for a in ("greedy", "wmd")])
+    >>> plan.groups(), plan.scorers()[0].encoder is plan.scorers()[1].encoder
+    ([[0, 1]], True)
+    """
 
     runs: list[PlannedRun] = field(default_factory=list)
 
@@ -103,45 +128,45 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
     """Build every run, one encoder per encoder spec and device, and check each against its
     model (its configuration and tokenizer, not its weights) before anything is encoded.
 
-    Parameters:
-        runs: run specs (with their provenance, :class:`~alignscore.config.compile.Compiled`,
-            for errors naming the options as given), or :class:`RunSources` to compile (a
-            grid's cells): their option errors are collected like the others.
-        skip_missing: skip, with the reason, the runs whose model is not on this machine or
-            cannot be loaded, instead of counting them as errors.
-        download: let the encoder fetch a model that is not on this machine (as
-            :func:`~alignscore.config.build.build` does); without it such a model is missing
-            before anything is loaded.
-        sources: the runs score candidates against sources (reference-free), not references:
-            each run's composition is checked for that side (:meth:`Composition.check_side`:
-            a remapping or a language-model term against references, a baseline against sources).
+    Parameters
+    ----------
+    runs : run specs (with their provenance, :class:`~alignscore.config.compile.Compiled`, for
+        errors naming the options as given), or :class:`RunSources` to compile (a grid's cells):
+        their option errors are collected like the others.
+    skip_missing : skip, with the reason, the runs whose model is not on this machine or cannot
+        be loaded, instead of counting them as errors.
+    download : let the encoder fetch a model that is not on this machine (as
+        :func:`~alignscore.config.build.build` does); without it such a model is missing before
+        anything is loaded.
+    sources : the runs score candidates against sources (reference-free), not references: each
+        run's composition is checked for that side (:meth:`Composition.check_side`).
 
-    Returns:
-        A :class:`RunPlan`, a :class:`PlannedRun` per run, in order.
+    Returns
+    -------
+    RunPlan
+        A :class:`PlannedRun` per run, in order.
 
-    Raises:
-        ConfigError: every error of every run, each once, in run order: one as itself,
-            several as :class:`~alignscore.errors.ConfigErrors`. A model that cannot be loaded
-            (:class:`~alignscore.errors.ModelLoadError`) is one of them unless ``skip_missing``.
+    Raises
+    ------
+    ConfigError
+        Every error of every run, each once, in run order: one as itself, several as
+        :class:`~alignscore.errors.ConfigErrors`. A model that cannot be loaded
+        (:class:`~alignscore.errors.ModelLoadError`) is one of them unless ``skip_missing``.
 
-    Example:
-        >>> from alignscore.config import run_spec
-        >>> plan = plan_runs([run_spec({"model": "no-such-org/no-such-model"})], skip_missing=True, download=False)
-        >>> plan.runs[0].skipped, plan.scorers()
-        ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
+    Examples
+    --------
+    >>> from alignscore.config import run_spec
+    >>> plan = plan_runs([run_spec({"model": "no-such-org/no-such-model"})], skip_missing=True, download=False)
+    >>> plan.runs[0].skipped, plan.scorers()
+    ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
     """
-    errors: list[AlignScoreError] = []
     encoders: dict[Any, Encoder | AlignScoreError] = {}  # by encoder spec and device: one model loaded
-    out: list[PlannedRun] = []
-    for run in runs:
-        planned, error = _plan(run, encoders, download, sources)
-        if error is not None and not (skip_missing and planned.skipped is not None):
-            errors.append(error)
-        out.append(planned)
-    unique = list({str(e): e for e in errors}.values())
+    planned = [_plan(run, encoders, download, sources) for run in runs]
+    unique = list({str(e): e for run, e in planned
+                   if e is not None and not (skip_missing and run.skipped is not None)}.values())
     if unique:
         raise unique[0] if len(unique) == 1 else ConfigErrors(unique)
-    return RunPlan(out)
+    return RunPlan([run for run, _ in planned])
 
 
 def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | AlignScoreError], download: bool,
@@ -193,15 +218,31 @@ def _missing(model: str, why: str, spec: RunSpec | None = None) -> tuple[Planned
 
 
 def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:
-    """The scorer of each spec (:func:`plan_runs`, nothing skipped): specs with equal encoder
-    specs and devices share one encoder object (one model loaded, each text encoded once by
-    :func:`~alignscore.scorer.score_together`).
+    """The scorer of each spec (:func:`plan_runs`, nothing skipped).
 
-    Raises:
-        ConfigError: as :func:`plan_runs`; ModelLoadError: a model that cannot be loaded.
+    Parameters
+    ----------
+    specs : the runs (with their provenance, for errors naming the options as given).
+
+    Returns
+    -------
+    list of Scorer
+        In order; specs with equal encoder specs and devices share one encoder object (one model
+        loaded, each text encoded once by :func:`~alignscore.scorer.score_together`).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`plan_runs`'s; a model that cannot be loaded too (ModelLoadError).
+
+    Examples
+    --------
+    >>> from alignscore.config import run_spec
+    >>> a, b = build_all([run_spec({"model": "all-MiniLM-L6-v2", "layer": n}) for n in (3, 4)])
+    >>> a.encoder is b.encoder
+    True
     """
     return plan_runs(specs).scorers()
 
 
-__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here",
-           "plan_runs"]
+__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here", "plan_runs"]

@@ -45,14 +45,28 @@ LAYERED = ("aggregator",)
 
 @dataclass(frozen=True)
 class Option:
-    """One option.
+    """One option of the table :func:`options` makes.
 
-    ``group`` is what it sets: ``"source"`` (a run to start from), ``"encoder"``, ``"runtime"``,
-    ``"cache"``, ``"composition"`` (a part by name or a setting of the composition itself), or a
-    stage (``"aligner"``, ...; ``"filter"``) whose parts named in ``parts`` take it. ``setting``
-    is the field's declaration where it is one (the first part's, for a setting several parts
-    share). ``layered``: it applies to an encoder with layers only; ``means``: a shorthand's
-    option and how its value reads as that option's (``idf`` is a ``weighting``)."""
+    Attributes
+    ----------
+    name : the keyword and TOML key (the flag is :attr:`flag`).
+    group : what it sets: ``"source"`` (a run to start from), ``"encoder"``, ``"runtime"``,
+        ``"cache"``, ``"composition"`` (a part by name or a setting of the composition itself), or a
+        stage (``"aligner"``, ...; ``"filter"``) whose parts named in ``parts`` take it.
+    help : the ``--help`` text.
+    setting : the field's declaration where it is one (the first part's, for a shared setting).
+    parts : the parts of its stage that take it.
+    choices : the texts it takes, where it takes only those.
+    boolean, multiple, file : a switch; repeatable; names a file.
+    metavar : the placeholder in ``--help``.
+    layered : it applies to an encoder with layers only.
+    means : a shorthand's option and how its value reads as that option's (``idf`` is a ``weighting``).
+
+    Examples
+    --------
+    >>> options()["idf"].means[0], options()["idf"].means[1](True)
+    ('weighting', 'idf-S')
+    """
 
     name: str
     group: str
@@ -84,9 +98,8 @@ def _setting_option(s: Setting, group: str, parts: tuple[str, ...] = (), default
         help_text += f" (defaults: {defaults})"
     elif s.default not in (None, "", ()) and not s.boolean and "default" not in help_text:
         help_text += f" (default: {_shown(s.default)})"
-    choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) or None
-    exclusive = choices is not None and s.kinds <= {str}
-    return Option(s.name, group, help_text, s, parts, choices if exclusive else None,
+    choices = tuple(c for c in (d.choices or ()) if isinstance(c, str)) if s.kinds <= {str} else ()
+    return Option(s.name, group, help_text, s, parts, choices or None,
                   boolean=s.boolean, file=d.file, metavar=d.metavar, layered=d.layered or group in LAYERED)
 
 

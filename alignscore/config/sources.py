@@ -31,11 +31,24 @@ Label = Callable[[tuple[Any, ...]], str]
 
 @dataclass(frozen=True)
 class Source:
-    """One mapping of options, normalised: ``values`` by option name (part tables spread into
-    the part's name and its settings; ``filters`` as ``[(name, {setting: value})]``),
-    ``labels`` saying how each was written, and ``style`` how an option it does not give would
-    be named in an error (``"flag"``, ``"keyword"`` or ``"key"``); ``base``: the sources it is
-    based on (the preset or run file it names), merged just below it."""
+    """One mapping of options, normalised (:func:`make_source`).
+
+    Attributes
+    ----------
+    kind : where it comes from (``"flags"``, ``"keywords"``, ``"file"``, ``"preset"``, ``"grid"``, ...).
+    values : by option name (part tables spread into the part's name and its settings; ``filters``
+        as ``[(name, {setting: value})]``).
+    labels : how each option was written.
+    style : how an option it does not give is named in an error (``"flag"``, ``"keyword"``, ``"key"``).
+    filter_labels : how each token filter's settings were written, by filter.
+    base : the sources it is based on (the preset or run file it names), merged just below it.
+
+    Examples
+    --------
+    >>> src = make_source({"preset": "bertscore", "n_gram": "2"}, "flags", flag_label, text=True, style="flag")
+    >>> src.values, src.labels["n_gram"], [b.kind for b in src.base]
+    ({'n_gram': 2}, '--n-gram', ['preset'])
+    """
 
     kind: str
     values: Mapping[str, Any]
@@ -70,14 +83,34 @@ def name_in(style: str, name: str) -> str:
 # -- sources ------------------------------------------------------------------------------------
 def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: str | Path | None = None,
                 text: bool = False, style: str = "keyword") -> Source:
-    """A :class:`Source` from a mapping of options (names or declared aliases). ``label`` names a
-    key path as the user wrote it; ``base_dir`` is where relative file names are read from (the
-    working directory by default); ``text``: values are text to read (the command line).
-    Values that are ``None`` are "not given". Unknown options and unreadable values are errors
-    naming them. A ``preset`` (anywhere) or a ``config`` file (flags and keywords only) becomes
-    the source's :attr:`~Source.base`: the mapping's own keys override it, as flags override
-    ``--preset``; in a grid or a space the model is the role's or the command's, so a preset
-    there gives its composition without its model."""
+    """A :class:`Source` from a mapping of options; unknown options and unreadable values are
+    errors naming them as written.
+
+    Parameters
+    ----------
+    mapping : option names (or declared aliases) to values; ``None`` is "not given". A ``preset``
+        (anywhere) or a ``config`` file (flags and keywords only) becomes the source's
+        :attr:`~Source.base`, which the mapping's own keys override.
+    kind : :attr:`Source.kind`; in a ``"grid"`` or ``"space"`` a preset gives its composition
+        without its model (the model is the role's or the command's).
+    label : names a key path as the user wrote it.
+    base_dir : where relative file names are read from (the working directory by default).
+    text : values are text to read (the command line).
+    style : :attr:`Source.style`.
+
+    Returns
+    -------
+    Source
+
+    Examples
+    --------
+    >>> make_source({"layer": "4"}, "flags", flag_label, text=True).values
+    {'layer': 4}
+    >>> make_source({"ngram": 2}, "keywords", keyword_label)
+    Traceback (most recent call last):
+    ...
+    alignscore.errors.ConfigError: ngram=: no such option (did you mean n_gram?) ...
+    """
     table, older = options(), aliases()
     root = Path(base_dir) if base_dir is not None else None
     values: dict[str, Any] = {}
@@ -88,8 +121,9 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         name = key if key in table else older.get(key)
         if name is None:
-            raise ConfigError(f"{label((key,))}: no such option{_close(key, table)} (the options: "
-                              "alignscore score --help; docs/cli-reference.md)")
+            near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
+            raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
+                              "(the options: alignscore score --help; docs/cli-reference.md)")
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
@@ -105,21 +139,19 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                     raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
                                       "give one")
                 values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
-            continue
-        if isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
+        elif isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
             spec = CacheSpec(str(Path(value.directory).resolve()), value.max_bytes, value.timeout_s)
             for s in settings_of(CacheSpec):
                 if s.name == name or s.name not in mapping:
                     values[s.name], labels[s.name] = getattr(spec, s.name), label((key,))
-            continue
-        if name == FILTER_LIST:
+        elif name == FILTER_LIST:
             items = _filters(value, label, (key,), text)
             values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, style)
                                                for k, (v, lab) in s.items()})
                                           for n, s in items], label((key,))
             filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
-            continue
-        values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
+        else:
+            values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
     preset, config = values.pop(PRESET, None), values.pop(CONFIG, None)
     if preset is not None and config is not None:
         raise ConfigError(f"{labels[PRESET]} and {labels[CONFIG]} both give a whole run: give one (a run "
@@ -127,11 +159,6 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
         (file_source(config),) if config is not None else ()
     return Source(kind, values, labels, style, filter_labels, base)
-
-
-def _close(key: str, table: Mapping[str, Any]) -> str:
-    near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
@@ -209,7 +236,24 @@ def _filters(value: Any, label: Label, path: tuple[Any, ...], text: bool
 
 
 def file_source(path: str | Path) -> Source:
-    """The source a run file gives (its keys named ``file:line: key``)."""
+    """The source a run file gives (its keys named ``file:line: key``).
+
+    Parameters
+    ----------
+    path : the run file (TOML).
+
+    Returns
+    -------
+    Source
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+    >>> _ = run.write_text('aligner = "wmd"\\nn_gram = 2\\n')
+    >>> file_source(run).labels["n_gram"]
+    '.../run.toml:2: n_gram'
+    """
     data, lines = load_toml(path)
     for key, value in data.items():
         if key == CONFIG:
@@ -223,8 +267,16 @@ def file_source(path: str | Path) -> Source:
 
 
 def preset_source(name: str, model: bool = True) -> Source:
-    """The source a preset gives (its options named ``preset NAME: key``); ``model=False``: its
-    composition only (a grid's or a space's model is the role's or the command's).
+    """The source a preset gives (its options named ``preset NAME: key``).
+
+    Parameters
+    ----------
+    name : the preset's name.
+    model : ``False``: its composition only (a grid's or a space's model is the role's or the command's).
+
+    Returns
+    -------
+    Source
 
     Examples
     --------
@@ -249,11 +301,19 @@ def flat(sources: Sequence[Source]) -> list[Source]:
 
 def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None,
                kind: str | None = None, label: Label | None = None) -> list[Source]:
-    """The sources a mapping of options describes, lowest first: the preset or run file it names
-    (:func:`make_source`), then itself. ``style``: ``"flag"`` (the command line: text values are
-    read as the command line reads them), ``"keyword"`` (Python) or ``"key"`` (a file, a grid's
-    entry or a space's, with its ``kind`` and ``label``: ``"grid"`` or ``"space"`` take a
-    preset's composition, not its model).
+    """The sources a mapping of options describes: the preset or run file it names, then itself.
+
+    Parameters
+    ----------
+    given : the options (:func:`make_source`'s ``mapping``).
+    style : ``"flag"`` (the command line: text values are read as it reads them), ``"keyword"``
+        (Python) or ``"key"`` (a file, a grid's entry or a space's, with its ``kind`` and ``label``).
+    base_dir, kind, label : :func:`make_source`'s (by default as ``style`` says).
+
+    Returns
+    -------
+    list of Source
+        Lowest first.
 
     Examples
     --------
@@ -271,11 +331,15 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str |
 
 @dataclass(frozen=True)
 class Provenance:
-    """How each option of a run was given (``labels``: ``--layer``, ``layer=``, ``run.toml:3:
-    layer``), kept beside its :class:`~alignscore.config.spec.RunSpec`: ``style`` names an option
-    that was not given (``"flag"``, ``"keyword"``, ``"key"``), ``ranks`` the source of each
-    (higher wins). The compiler, :func:`~alignscore.config.build.build` and the CLI name an
-    option in an error through :meth:`relabel`.
+    """How each option of a run was given, kept beside its :class:`~alignscore.config.spec.RunSpec`.
+    The compiler, :func:`~alignscore.config.build.build` and the CLI name an option in an error
+    through :meth:`relabel`.
+
+    Attributes
+    ----------
+    labels : each given option as written (``--layer``, ``layer=``, ``run.toml:3: layer``).
+    style : how an option that was not given is named (``"flag"``, ``"keyword"``, ``"key"``).
+    ranks : the rank of each option's source (higher wins).
 
     Examples
     --------

@@ -25,11 +25,25 @@ from .schema import FILTER_LIST, STAGES, options
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything a run is: the :class:`~alignscore.encoders.spec.EncoderSpec`, the
-    :class:`~alignscore.composition.Composition` (its parts are their own descriptions), the
-    :class:`~alignscore.runtime.Runtime` (never changes a number beyond float rounding) and the
-    cache (None: none). The default is BERTScore's. How each option was given is kept beside it
-    (:class:`~alignscore.config.sources.Provenance`)."""
+    """Everything a run is; the default is BERTScore's. How each option was given is kept beside
+    it (:class:`~alignscore.config.sources.Provenance`).
+
+    Attributes
+    ----------
+    encoder : the model and how texts are encoded.
+    composition : the parts after the encoder (each its own description).
+    runtime : how it runs (never changes a number beyond float rounding).
+    cache : the embedding cache (None: none).
+
+    Examples
+    --------
+    >>> from alignscore import WMD
+    >>> spec = RunSpec(composition=Composition(aligner=WMD()))
+    >>> spec.encoder.model, spec.composition.metric, spec.to_mapping()["aligner"]
+    ('roberta-large', 'score', 'wmd')
+    >>> print(RunSpec().toml().splitlines()[0])
+    # Not set here (decided when the run starts): max_length = the model's own limit; ...
+    """
 
     encoder: EncoderSpec = field(default_factory=EncoderSpec)
     composition: Composition = field(default_factory=Composition)

@@ -140,10 +140,9 @@ class Space:
     def _sources(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> list[Source]:
         """A run's sources above the command's: the preset it chooses as its base (on the
         command's model), then its own options."""
-        if PRESET not in values:
-            return [self._source(values, paths)]
         own = self._source({k: v for k, v in values.items() if k != PRESET}, paths)
-        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own]
+        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own] \
+            if PRESET in values else [own]
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         at = key_label(self.path, self.lines)
@@ -225,15 +224,14 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
     columns = _named(grid.columns, [point["column"]] if single else point.get("columns"),
                      label("column" if single else "columns"))
     base, out = next(iter(grid.roles)), []
-    for row in rows:
-        for column in columns:
-            if grid.role(row, column) != base:
-                if single:
-                    raise ConfigError(f"{label('row')}: the cell runs the grid's {grid.role(row, column)} model; "
-                                      "a space runs the command's")
-                continue
-            cell = name if single else f"{name}: {_row_name(row)}, {column.name}"
-            out.append((cell, own, (*below, grid.defaults.source, column.source, row.source)))
+    for row, column in itertools.product(rows, columns):
+        if grid.role(row, column) != base:
+            if single:
+                raise ConfigError(f"{label('row')}: the cell runs the grid's {grid.role(row, column)} model; "
+                                  "a space runs the command's")
+            continue
+        cell = name if single else f"{name}: {_row_name(row)}, {column.name}"
+        out.append((cell, own, (*below, grid.defaults.source, column.source, row.source)))
     return out
 
 
