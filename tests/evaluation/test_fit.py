@@ -113,7 +113,7 @@ def _edit(data: Path, kind: str, lp: str, lines: list[str]) -> None:
     ("few", ["29 segments", "at least 30"]),
     ("lines", ["lines but the reference file has"]),
     ("from-pmeans", ["start.toml", "aggregator", "single or mix"]),
-    ("from-wmd", ["aligner", "greedy"]),
+    ("from-baryscore", ["aligner", "greedy, wmd or sinkhorn"]),
     ("learn-unknown", ["--learn layer", "not a setting the fit learns"]),
     ("learn-idf", ["--learn idf_power", "idf-S or idf-L"]),
     ("learn-special", ["--learn special_weight", "special_tokens keep"]),
@@ -137,8 +137,8 @@ def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case
         _edit(data, "human", "cs-en", human[:-1])
     elif case == "from-pmeans":
         options = {"model": tiny_bert_dir, "aggregator": "pmeans", "layers": [1, 2]}
-    elif case == "from-wmd":
-        options = {"model": tiny_bert_dir, "layer": 2, "aligner": "wmd"}
+    elif case == "from-baryscore":
+        options = {"model": tiny_bert_dir, "layer": 2, "aligner": "baryscore"}
     elif case == "learn-unknown":
         extra = ["--learn", "layer"]
     elif case == "learn-idf":

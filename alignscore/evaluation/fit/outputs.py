@@ -50,8 +50,7 @@ class FitResult:
                  for name, i in (self.estimate.intervals.items() if self.estimate else ())]
         lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
         weights = ", ".join(f"{k}: {w:.3f}" for k, w in zip(self.layers, self.values.weights()))
-        return lines + [f"fitted: layer weights {weights}; temperature {self.values.temperature:.4g}; idf exponent "
-                        f"{self.values.idf_power:.4g}; beta {self.values.beta:.4g}"]
+        return lines + [f"fitted: layer weights {weights}; {self.values.describe()}"]
 
 
 
@@ -97,8 +96,7 @@ def markdown(result: FitResult) -> str:
         lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |")
     v = result.values
     lines += ["", f"Learned: layer weights {', '.join(f'{w:.3f}' for w in v.weights())} (layers "
-              f"{', '.join(map(str, result.layers))}); temperature {v.temperature:.4g}; idf exponent "
-              f"{v.idf_power:.4g}; beta {v.beta:.4g}; metric {v.metric}.",
+              f"{', '.join(map(str, result.layers))}); {v.describe()}; metric {v.metric}.",
               f"Start: layer weights {', '.join(f'{w:.3f}' for w in result.start_values.weights())}; the final fit "
               f"ran {result.final.steps} steps on every pair.",
               ""]
