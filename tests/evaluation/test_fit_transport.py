@@ -112,11 +112,13 @@ def test_sinkhorn_gradients_match_finite_differences() -> None:
     assert not torch.allclose(grad, torch.zeros_like(grad))
 
 
-@pytest.mark.parametrize("options, learn", [
-    ({"aligner": "wmd", "weighting": "idf-S", "cost": "euclidean"}, None),
-    ({"aligner": "sinkhorn", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean", "score_form": "1/(1+d)"}, None),
+@pytest.mark.parametrize("options", [
+    {"aligner": "wmd", "weighting": "idf-S", "cost": "euclidean"},
+    {"aligner": "sinkhorn", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean", "score_form": "1/(1+d)"},
 ])
-def test_fit_scores_equal_the_engine(tiny_bert_dir, data, options, learn) -> None:
+def test_fit_scores_equal_the_engine(tiny_bert_dir, data, options) -> None:
+    """The fit's scores (mixed layers, idf exponent, class weights, Sinkhorn's reg) are the
+    engine's for the same settings, and a one-hot mix is the single-layer run."""
     spec = run_spec({"model": tiny_bert_dir, "layer": 2, **options})
     scorer = alignscore.build(spec)
     aligner = scorer.resolved().aligner
@@ -167,11 +169,12 @@ def test_fit_from_wmd_and_score_config_best_toml_reproduces_it(tiny_bert_dir, da
         assert np.allclose(got, fitted[lp], rtol=0, atol=1e-6), lp
 
 
-def test_fit_through_sinkhorn_learns_reg_and_is_never_worse_inside(tiny_bert_dir, data, tmp_path) -> None:
-    start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "sinkhorn", "reg": 0.1},
+def test_fit_through_sinkhorn_learns_reg_and_is_never_worse_inside(tiny_bert_dir, tmp_path) -> None:
+    data = write_daseg(tmp_path, ("cs-en",), 30)  # one pair (no folds): Sinkhorn on a CPU is the slow aligner
+    start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "sinkhorn", "reg": 0.5},
                        tmp_path / "sinkhorn.toml")
-    result = alignscore.fit(data, start=start, learn=["mix_weights", "reg"], steps=3, resamples=100)
-    assert result.final.inner_best >= result.final.inner_start
+    result = alignscore.fit(data, start=start, learn=["mix_weights", "reg"], steps=2, layers=[2, 3])
+    assert result.final.inner_best >= result.final.inner_start and result.final.steps == 2
     assert result.spec.composition.aligner.name == "sinkhorn"
     assert result.spec.composition.aligner.reg == pytest.approx(result.values.reg, rel=1e-12)
     with pytest.raises(alignscore.ConfigError, match="--learn temperature: not a setting of the start's aligner"):
@@ -208,3 +211,22 @@ def test_moverscore_preset_starts_a_fit(data) -> None:
     kept, exact, init = start_values(run_spec({"preset": "moverscore-v2", "model": "m", "layer": 6}), 6, None)
     assert kept == (1, 2, 3, 4, 5, 6) and exact.aligner is not None and exact.metric == "score"
     assert exact.logits[-1] == math.inf and init.logits[-1] > 0 and resolved.aligner.name == "wmd"
+
+
+@pytest.mark.slow
+def test_real_model_moverscore_start_equals_the_engine(tmp_path) -> None:
+    """all-MiniLM-L6-v2 under the moverscore-v2 preset (WMD, Euclidean cost, idf-S, special
+    tokens kept): the fit's start, and a mix, score as the engine does on real segments."""
+    data = write_daseg(tmp_path, ("de-en",), 60)
+    spec = run_spec({"preset": "moverscore-v2", "model": "all-MiniLM-L6-v2"})
+    scorer = alignscore.build(spec)
+    composition = scorer.resolved()
+    (lp,) = load_daseg(data)
+    features = extract(scorer, composition, [lp], (4, 5, 6), dtype=products_dtype(composition.aligner))
+    exact = scores_of(features, Values((-math.inf, -math.inf, math.inf), metric="score", aligner=composition.aligner))
+    want = scorer.score(lp.candidates, lp.references)["score"].double()
+    assert torch.allclose(exact[0], want, rtol=0, atol=1e-6)
+    mixed = scores_of(features, Values((0.5, -0.5, 1.0), idf_power=0.5, metric="score", aligner=composition.aligner))
+    engine = alignscore.build(run_spec({"preset": "moverscore-v2", "model": "all-MiniLM-L6-v2", "aggregator": "mix",
+                                        "layers": [4, 5, 6], "mix_weights": [0.5, -0.5, 1.0], "idf_power": 0.5}))
+    assert torch.allclose(mixed[0], engine.score(lp.candidates, lp.references)["score"].double(), rtol=0, atol=1e-6)
