@@ -5,12 +5,9 @@ refused in one line with nothing written."""
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -22,7 +19,7 @@ from alignscore.config import compile_run, file_source, run_spec
 from alignscore.evaluation.fit import Values, extract, scores_of
 from alignscore.evaluation.fit.transport import exact_distances, products_dtype, sinkhorn_distances, transport_scores
 from alignscore.evaluation.wmt import load_daseg
-from cli_checks import assert_one_error, invoke, write_toml
+from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
 from conftest import write_daseg
 
 PAIRS = ("cs-en", "de-en")
@@ -142,14 +139,6 @@ def test_fit_scores_equal_the_engine(tiny_bert_dir, data, options) -> None:
     assert torch.allclose(exact[0], single.double(), rtol=0, atol=1e-6)
 
 
-def _scores_csv(path: Path) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            out.setdefault(row["lang_pair"], []).append(float(row["score"]))
-    return out
-
-
 def test_fit_from_wmd_and_score_config_best_toml_reproduces_it(tiny_bert_dir, data, tmp_path) -> None:
     start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "wmd", "weighting": "idf-S",
                         "special_tokens": "keep"}, tmp_path / "wmd.toml")
@@ -159,14 +148,7 @@ def test_fit_from_wmd_and_score_config_best_toml_reproduces_it(tiny_bert_dir, da
     assert "fitted: held-out mean |r|" in stdout and "wmd" in stdout
     best = compile_run([file_source(out / "best.toml")])
     assert best.composition.aligner.name == "wmd" and isinstance(best.composition.aggregator, LayerMix)
-    fitted = _scores_csv(out / "scores.csv")
-    for lp in PAIRS:
-        code, stdout, stderr = invoke("score", "--config", out / "best.toml", "-c",
-                                      data / f"DAseg.newstest2016.mt-system.{lp}",
-                                      "-r", data / f"DAseg.newstest2016.reference.{lp}", "--format", "jsonl", "-q")
-        assert code == 0, stderr
-        got = [json.loads(line)["score"] for line in stdout.splitlines() if line.strip()]
-        assert np.allclose(got, fitted[lp], rtol=0, atol=1e-6), lp
+    assert_score_config_reproduces(out, data, PAIRS)
 
 
 def test_fit_through_sinkhorn_learns_reg_and_is_never_worse_inside(tiny_bert_dir, tmp_path) -> None:
