@@ -111,3 +111,28 @@ def assert_same_run_every_way_in(opts: dict, tmp_path: Path) -> tuple[dict, list
     written.write_text(ways["keyword"].toml(), encoding="utf-8")
     assert compile_run([file_source(written)]) == ways["keyword"]
     return ways, flags, written
+
+
+def assert_score_config_reproduces(out: Path, data: Path, lang_pairs: tuple[str, ...], year: str = "2016") -> None:
+    """``alignscore score --config OUT/best.toml`` on each language pair's DAseg files gives the
+    scores ``alignscore fit`` wrote to ``OUT/scores.csv``, to 1e-6."""
+    import csv
+    import json
+
+    import numpy as np
+
+    from alignscore.config import compile_run, file_source
+
+    fitted: dict[str, list[float]] = {}
+    with open(out / "scores.csv", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            fitted.setdefault(row["lang_pair"], []).append(float(row["score"]))
+    composition = compile_run([file_source(out / "best.toml")]).composition
+    metric = composition.metric or composition.aligner.primary
+    for lp in lang_pairs:
+        code, stdout, stderr = invoke("score", "--config", out / "best.toml", "-c",
+                                      data / f"DAseg.newstest{year}.mt-system.{lp}",
+                                      "-r", data / f"DAseg.newstest{year}.reference.{lp}", "--format", "jsonl", "-q")
+        assert code == 0, stderr
+        got = [json.loads(line)[metric] for line in stdout.splitlines() if line.strip()]
+        assert np.allclose(got, fitted[lp], rtol=0, atol=1e-6), lp

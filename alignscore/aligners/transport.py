@@ -208,12 +208,14 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-@functools.lru_cache(maxsize=4)
-def network_simplex(plans: bool = False,
-                    balanced: bool = False) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
+@functools.lru_cache(maxsize=8)
+def network_simplex(plans: bool = False, balanced: bool = False,
+                    duals: bool = False) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
     """POT's network simplex as ``(a, b, C) -> min_T <C, T>`` (``plans``: ``-> T``, the optimal
-    plan) for masses ``a, b >= 0`` that each sum to 1 (float64, ``C`` C-contiguous); units
-    without mass take no part (POT drops them).
+    plan; ``duals``: ``-> (T, u, v)``, the plan and dual potentials with ``u_i + v_j <= C_ij``,
+    which are the distance's gradients in ``a`` and ``b`` up to a constant, as ``ot.emd2``
+    sets them) for masses ``a, b >= 0`` that each sum to 1 (float64, ``C`` C-contiguous);
+    units without mass take no part (POT drops them).
 
     Calls POT's C entry point ``emd_c`` directly: ``ot.emd2``'s per-call backend, marginal and
     gradient handling cost more than solving a 30 x 30 problem (measured on the table9 grid).
@@ -225,6 +227,9 @@ def network_simplex(plans: bool = False,
     import ot  # POT; imported here so that importing alignscore stays light
 
     def public(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
+        if duals:
+            plan, log = ot.emd(a, b, c, numItermax=EMD_MAX_ITER, log=True, check_marginals=False)
+            return plan, log["u"], log["v"]
         if plans:
             return ot.emd(a, b, c, numItermax=EMD_MAX_ITER, check_marginals=False)
         return float(ot.emd2(a, b, c, numItermax=EMD_MAX_ITER, check_marginals=False))
@@ -235,14 +240,19 @@ def network_simplex(plans: bool = False,
         return public
 
     def direct(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
-        plan, value, _u, _v, code = emd_c(a, b if balanced else b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
+        plan, value, u, v, code = emd_c(a, b if balanced else b * (a.sum() / b.sum()), c, EMD_MAX_ITER, 1)
         if code != 1:  # 1: optimal; POT warns in the same way
             warnings.warn(f"POT's network simplex stopped before optimality (code {code})", stacklevel=3)
-        return plan if plans else float(value)
+        return (plan, u, v) if duals else plan if plans else float(value)
 
     a, b, c = np.array([0.25, 0.75]), np.array([0.5, 0.5]), np.array([[0.0, 1.0], [2.0, 0.5]])
     try:
-        ok = bool(np.allclose(direct(a, b, c), public(a, b, c), rtol=0, atol=1e-12))
+        mine, theirs = direct(a, b, c), public(a, b, c)
+        if duals:  # the same plan, and potentials that price it alike (they are unique up to a constant)
+            ok = bool(np.allclose(mine[0], theirs[0], rtol=0, atol=1e-12)) and bool(np.allclose(
+                (mine[1] @ a + mine[2] @ b), (theirs[1] @ a + theirs[2] @ b), rtol=0, atol=1e-12))
+        else:
+            ok = bool(np.allclose(mine, theirs, rtol=0, atol=1e-12))
     except (TypeError, ValueError):
         ok = False
     return direct if ok else public
@@ -261,6 +271,49 @@ class SinkhornResult(NamedTuple):
 
 # Over-relaxation factor of the Sinkhorn updates (see sinkhorn_plans).
 OVERRELAX = 1.9
+
+
+class SinkhornInputs(NamedTuple):
+    """What the Sinkhorn iterations run on: which pairs are ``empty`` ``[B]``, the masses ``a``,
+    ``b`` normalised (an empty side uniform), their logarithms ``log_a [B, Tr, 1]``,
+    ``log_b [B, 1, Tc]`` (``-inf`` without mass) and ``scaled = -C / reg`` ``[B, Tr, Tc]``."""
+
+    empty: torch.Tensor
+    a: torch.Tensor
+    b: torch.Tensor
+    log_a: torch.Tensor
+    log_b: torch.Tensor
+    scaled: torch.Tensor
+
+
+def sinkhorn_inputs(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: float | torch.Tensor) -> SinkhornInputs:
+    """The :class:`SinkhornInputs` of a batch (differentiable in ``cost``, ``a``, ``b`` and a
+    tensor ``reg``: a mass of 0 has no gradient through its logarithm)."""
+    empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
+    # an empty side gets a dummy uniform mass so that the iterations stay finite; zeroed below
+    a = torch.where(empty.unsqueeze(-1), torch.ones_like(a), a)
+    b = torch.where(empty.unsqueeze(-1), torch.ones_like(b), b)
+    a, b = a / a.sum(-1, keepdim=True), b / b.sum(-1, keepdim=True)
+    neg_inf = torch.tensor(float("-inf"), dtype=cost.dtype, device=cost.device)
+    log_a = torch.where(a > 0, torch.where(a > 0, a, torch.ones_like(a)).log(), neg_inf).unsqueeze(2)
+    log_b = torch.where(b > 0, torch.where(b > 0, b, torch.ones_like(b)).log(), neg_inf).unsqueeze(1)
+    return SinkhornInputs(empty, a, b, log_a, log_b, -cost / reg)
+
+
+def row_potential(scaled: torch.Tensor, log_b: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``f [B, Tr, 1]`` (in units of reg) that makes the rows of the plan exact for ``g``."""
+    return -_logsumexp(scaled + g + log_b, dim=2)
+
+
+def column_potential(scaled: torch.Tensor, log_a: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """``g [B, 1, Tc]`` (in units of reg) that makes the columns of the plan exact for ``f``."""
+    return -_logsumexp(scaled + f + log_a, dim=1)
+
+
+def potential_plan(scaled: torch.Tensor, log_a: torch.Tensor, log_b: torch.Tensor, f: torch.Tensor,
+                   g: torch.Tensor) -> torch.Tensor:
+    """``T_ij = a_i b_j exp(f_i + g_j - C_ij / reg)``."""
+    return torch.exp(_flush(log_a + f + g + log_b + scaled))
 
 
 def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: float,
@@ -326,22 +379,21 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
     0.5 0.7582 True
     0.1 0.75 True
     """
+    return sinkhorn_potentials(cost, a, b, reg, max_iter, tol, check_every)[0]
+
+
+def sinkhorn_potentials(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: float, max_iter: int = 1000,
+                        tol: float = 1e-9, check_every: int = 10) -> tuple[SinkhornResult, torch.Tensor]:
+    """:func:`sinkhorn_plans`'s result and its row potential ``f [B, Tr, 1]`` (in units of
+    ``reg``): the plan is :func:`potential_plan` of ``f`` and ``column_potential(f)``."""
     check_finite_cost(cost)
-    empty = (a.sum(-1) <= 0) | (b.sum(-1) <= 0)
-    # an empty side gets a dummy uniform mass so that the iterations stay finite; zeroed below
-    a = torch.where(empty.unsqueeze(-1), torch.ones_like(a), a)
-    b = torch.where(empty.unsqueeze(-1), torch.ones_like(b), b)
-    a, b = a / a.sum(-1, keepdim=True), b / b.sum(-1, keepdim=True)
-    neg_inf = torch.tensor(float("-inf"), dtype=cost.dtype, device=cost.device)
-    log_a = torch.where(a > 0, a.log(), neg_inf).unsqueeze(2)  # [B, Tr, 1]
-    log_b = torch.where(b > 0, b.log(), neg_inf).unsqueeze(1)  # [B, 1, Tc]
-    scaled = -cost / reg  # [B, Tr, Tc]
+    empty, a, b, log_a, log_b, scaled = sinkhorn_inputs(cost, a, b, reg)
 
     def plan_of(f: torch.Tensor, g: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:
-        return torch.exp(_flush(log_a[k] + f + g + log_b[k] + scaled[k]))
+        return potential_plan(scaled[k], log_a[k], log_b[k], f, g)
 
     def col_update(f: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:
-        return -_logsumexp(scaled[k] + f + log_a[k], dim=1)  # the g that makes the columns exact
+        return column_potential(scaled[k], log_a[k], f)  # the g that makes the columns exact
 
     def row_error(plan: torch.Tensor, k: slice | torch.Tensor = slice(None)) -> torch.Tensor:  # [B, 1, 1]
         return (plan.sum(2, keepdim=True) - a[k].unsqueeze(2)).abs().sum(1, keepdim=True)
@@ -358,7 +410,7 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
     best = torch.full(shape, float("inf"), dtype=cost.dtype, device=cost.device)
     it = 0
     for it in range(1, max_iter + 1):
-        fk = torch.where(active, fk + w * (-_logsumexp(scaled[k] + gk + log_b[k], dim=2) - fk), fk)
+        fk = torch.where(active, fk + w * (row_potential(scaled[k], log_b[k], gk) - fk), fk)
         gk = torch.where(active, gk + w * (col_update(fk, k) - gk), gk)
         if it % check_every == 0 or it == max_iter:
             err = row_error(plan_of(fk, col_update(fk, k), k), k)
@@ -378,4 +430,4 @@ def sinkhorn_plans(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reg: fl
     if not bool(torch.isfinite(plan).all()):
         raise ConfigError(f"Sinkhorn's plan is not finite: reg {reg!r} is too small for {cost.dtype}")
     err = row_error(plan).flatten().masked_fill(empty, 0.0)
-    return SinkhornResult(plan, it, err, err < tol)
+    return SinkhornResult(plan, it, err, err < tol), f

@@ -125,7 +125,9 @@ def products(states: torch.Tensor, offsets: torch.Tensor, ref: torch.Tensor, can
              ref_mass: torch.Tensor, cand_mass: torch.Tensor, matchable: torch.Tensor, classes: torch.Tensor,
              dtype: torch.dtype) -> list[Batch]:
     """The batches of the pairs ``ref``, ``cand`` (text indices into ``offsets``) from the
-    token states ``[N, L, D]``, in batches of similar length."""
+    token states ``[N, L, D]``, in batches of similar length (computed in float32, or in
+    ``dtype`` where it is wider)."""
+    states = states.to(torch.promote_types(states.dtype, dtype))
     n, layers, _ = states.shape
     gram = torch.bmm(states, states.transpose(1, 2)).reshape(n, layers * layers)
     lengths = offsets[1:] - offsets[:-1]

@@ -1,7 +1,8 @@
 """The settings a fit learns, as a differentiable function from them to scores and to the mean
 Pearson r over language pairs: the layer mix (:func:`~alignscore.aggregators.mix.layer_weights`),
 the soft greedy match and F-beta (:func:`~alignscore.aligners.greedy.match_similarities`,
-:func:`~alignscore.aligners.greedy.f_beta`) and the idf exponent
+:func:`~alignscore.aligners.greedy.f_beta`) or the optimal-transport aligners and Sinkhorn's
+entropic strength (:mod:`~alignscore.evaluation.fit.transport`), the idf exponent
 (:func:`~alignscore.weighting.schemes.idf_power`): the same functions the parts score with."""
 
 from __future__ import annotations
@@ -15,18 +16,24 @@ import torch
 from ..._ops import UNIT_FLOOR
 from ...aggregators.mix import layer_weights
 from ...aligners.greedy import f_beta, match_similarities
+from ...aligners.optimal import Sinkhorn, TransportAligner
+from ...settings import settings_of
 from ...weighting.classes import token_class_multipliers
 from ...weighting.schemes import idf_power
 from .features import CLASS_SETTINGS, Batch, Features, PairFeatures
+from .transport import transport_scores
 
 #: where a learned temperature starts when the start is the exact greedy match (T = 0)
 T_START = 0.01
 #: the logit of the start's layer when a single layer becomes a mix (softmax weight about 0.8 of 6)
 LAYER_START = 3.0
-#: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta and the
-#: token-class weights of every weighting)
+#: Sinkhorn's default entropic strength (its declaration's)
+REG_DEFAULT = next(s.default for s in settings_of(Sinkhorn) if s.name == "reg")
+#: the ranges the settings are declared with (Greedy.temperature, _Idf.idf_power, Greedy.beta, the
+#: token-class weights of every weighting), Sinkhorn.reg's cut to where its iterations converge in
+#: their default limit and its plan is not yet the independent one
 BOUNDS = {"temperature": (1e-6, 10.0), "idf_power": (1e-6, 10.0), "beta": (1e-6, 1e6),
-          **{s.name: (s.decl.ge, s.decl.le) for s in CLASS_SETTINGS}}
+          **{s.name: (s.decl.ge, s.decl.le) for s in CLASS_SETTINGS}, "reg": (1e-3, 1.0)}
 #: where a learned logarithm starts from a value of 0: the temperature's soft start (any other 0
 #: starts at 1e-3)
 LOG_START = {"temperature": T_START}
@@ -37,7 +44,9 @@ class Values:
     """Values of the learnable settings, each field named as the option it sets: the mix's
     ``mix_weights`` (logits, one per kept layer; ``inf`` marks exactly one layer), the greedy
     ``temperature`` (0: exact), the ``idf_power``, ``beta`` (used where ``metric`` is
-    ``"fbeta"``) and the token-class weights (:data:`CLASS_SETTINGS`)."""
+    ``"fbeta"``), the token-class weights (:data:`CLASS_SETTINGS`) and Sinkhorn's ``reg``. The
+    scores are greedy's ``metric`` unless ``aligner`` names the start's optimal-transport
+    aligner (its other settings fixed; ``metric`` ``"score"``)."""
 
     mix_weights: tuple[float, ...]
     temperature: float = 0.0
@@ -47,7 +56,9 @@ class Values:
     punct_weight: float = 1.0
     stopword_weight: float = 1.0
     subword_weight: float = 1.0
+    reg: float = REG_DEFAULT
     metric: str = "f1"
+    aligner: TransportAligner | None = None
 
     @property
     def logits(self) -> tuple[float, ...]:
@@ -69,13 +80,23 @@ class Values:
             out.update(beta=self.beta, metric="fbeta")
         return out
 
+    def describe(self) -> str:
+        """The learned numbers that the aligner reads, as text (the layer weights aside)."""
+        if self.aligner is None:
+            parts = [f"temperature {self.temperature:.4g}", f"idf exponent {self.idf_power:.4g}",
+                     f"beta {self.beta:.4g}"]
+        else:
+            parts = [f"{self.aligner.name}", f"idf exponent {self.idf_power:.4g}"]
+            parts += [f"reg {self.reg:.4g}"] if isinstance(self.aligner, Sinkhorn) else []
+        return "; ".join(parts)
+
     def weights(self) -> list[float]:
         """The layer weights ``softmax(logits)``."""
         return layer_weights(torch.tensor(self.logits)).tolist()
 
 
 #: the settings a fit may learn, by their option names (the learnable fields of :class:`Values`)
-LEARNABLE = tuple(f.name for f in fields(Values) if f.name != "metric")
+LEARNABLE = tuple(f.name for f in fields(Values) if f.name not in ("metric", "aligner"))
 #: the learnable settings that are numbers (the mix's weights are a list)
 NUMBERS = tuple(name for name in LEARNABLE if name in BOUNDS)
 
@@ -105,11 +126,11 @@ class Model:
     def parameters(self) -> list[torch.Tensor]:
         return list(self.params.values())
 
-    def current(self) -> dict[str, torch.Tensor | float | tuple[float, ...]]:
+    def current(self) -> dict[str, object]:
         """The settings' values now (``logits`` and every number): tensors for the learned ones
         (differentiable)."""
         s, p = self.start, self.params
-        out: dict[str, torch.Tensor | float | tuple[float, ...]] = {"logits": p.get("mix_weights", s.logits)}
+        out: dict[str, object] = {"logits": p.get("mix_weights", s.logits), "aligner": s.aligner}
         for name in NUMBERS:
             out[name] = p[name].exp().clamp(*BOUNDS[name]) if name in p else getattr(s, name)
         return out
@@ -124,7 +145,7 @@ class Model:
         logits = plain(now["logits"])
         numbers = {name: float(plain(now[name])) for name in NUMBERS}  # type: ignore[arg-type]
         return Values(tuple(float(w) for w in logits), **numbers,  # type: ignore[arg-type]
-                      metric="fbeta" if "beta" in self.learn else self.start.metric)
+                      metric="fbeta" if "beta" in self.learn else self.start.metric, aligner=self.start.aligner)
 
     def penalty(self) -> torch.Tensor:
         return self.reg * sum((((self.params[k] - self.origin[k]) ** 2).sum() for k in self.params),
@@ -141,17 +162,19 @@ def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> to
     ``A_i``, ``B_j`` each token's own; norms floored as :func:`alignscore._ops.unit` floors them
     (padding: 0). Differentiable in tensor ``logits``."""
     logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
-    c = layer_weights(logits).float()
+    dt = torch.promote_types(batch.cross.dtype, torch.float32)  # float64 products stay float64
+    c = layer_weights(logits).to(dt)
     cc = torch.outer(c, c).reshape(-1)
     floor = UNIT_FLOOR * UNIT_FLOOR
-    cand_norm = (batch.cand_gram.float() @ cc).clamp_min(floor).sqrt()
-    ref_norm = (batch.ref_gram.float() @ cc).clamp_min(floor).sqrt()
-    return (batch.cross.float() @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
+    cand_norm = (batch.cand_gram.to(dt) @ cc).clamp_min(floor).sqrt()
+    ref_norm = (batch.ref_gram.to(dt) @ cc).clamp_min(floor).sqrt()
+    return (batch.cross.to(dt) @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
 
 
 def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
     """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
-    among ``values`` (``logits`` and the numbers of :data:`NUMBERS`). A token's mass is
+    among ``values`` (``logits`` and the numbers of :data:`NUMBERS`), through greedy's ``metric``
+    or the optimal-transport ``values["aligner"]`` when there is one. A token's mass is
     ``idf^a`` times its class multiplier, as the engine weighs it."""
     a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
@@ -159,6 +182,7 @@ def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> 
     weights = [values[s.name] for s in CLASS_SETTINGS]
     classes = (torch.stack([torch.as_tensor(w, dtype=torch.float32) for w in weights])  # type: ignore[arg-type]
                if any(isinstance(w, torch.Tensor) or w != 1 for w in weights) else None)
+    aligner = values.get("aligner")
     out = []
     for b in pf.batches:
         sim = mixed_similarity(b, values["logits"])  # type: ignore[arg-type]
@@ -167,6 +191,9 @@ def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> 
         if classes is not None:
             ref_mass = ref_mass * token_class_multipliers(b.ref_classes, classes)
             cand_mass = cand_mass * token_class_multipliers(b.cand_classes, classes)
+        if isinstance(aligner, TransportAligner):
+            out.append(transport_scores(sim, ref_mass, cand_mass, aligner, values["reg"]))  # type: ignore[arg-type]
+            continue
         p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b.ref_match,
                                         b.cand_match, t)  # type: ignore[arg-type]
         if metric == "fbeta":
@@ -201,7 +228,7 @@ def mean_r(scores: Sequence[torch.Tensor], pairs: Sequence[PairFeatures],
 
 def plain(values: Values) -> dict[str, object]:
     """``values`` as :func:`pair_scores` takes them."""
-    return {"logits": values.logits, **{name: getattr(values, name) for name in NUMBERS}}
+    return {"logits": values.logits, "aligner": values.aligner, **{name: getattr(values, name) for name in NUMBERS}}
 
 
 def scores_of(features: Features, values: Values) -> list[torch.Tensor]:

@@ -62,8 +62,7 @@ class FitResult:
         lines = [f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]"
                  for name, i in (self.estimate.intervals.items() if self.estimate else ())]
         lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
-        return lines + [f"fitted: {self.mixed()}; temperature {self.values.temperature:.4g}; idf exponent "
-                        f"{self.values.idf_power:.4g}; beta {self.values.beta:.4g}"]
+        return lines + [f"fitted: {self.mixed()}; {self.values.describe()}"]
 
 
 
@@ -110,8 +109,7 @@ def markdown(result: FitResult) -> str:
         interval = f"[{low}, {high}]" if low != "" else ""
         lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |")
     v = result.values
-    lines += ["", f"Learned: {result.mixed()}; temperature {v.temperature:.4g}; idf exponent "
-              f"{v.idf_power:.4g}; beta {v.beta:.4g}; metric {v.metric}.",
+    lines += ["", f"Learned: {result.mixed()}; {v.describe()}; metric {v.metric}.",
               f"Start: {result.mixed(result.start_values)}; the final fit ran {result.final.steps} steps on every "
               "pair.",
               ""]

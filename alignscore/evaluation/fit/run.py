@@ -17,6 +17,7 @@ from ...aggregators.mix import LayerMix
 from ...aggregators.single import SingleLayer
 from ...aligners import ALIGNERS
 from ...aligners.greedy import Greedy
+from ...aligners.optimal import WMD, Sinkhorn
 from ...config import Provenance, RunSpec, build, run_compiled, run_spec
 from ...config.schema import OPTION, options as option_table
 from ...errors import ConfigError, InputError
@@ -29,6 +30,7 @@ from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
 from .model import CLASS_SETTINGS, LAYER_START, LEARNABLE, Values, scores_of
 from .optimise import Plan, abs_r, fit_values, nested
+from .transport import products_dtype, refused
 from .outputs import FitResult, write_outputs
 
 #: the fewest segments of a language pair a fit learns from
@@ -45,16 +47,20 @@ def _declares(part: type, name: str) -> bool:
 
 def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
-    single or mix), aligns greedily, weighs by none, idf-S or idf-L, without a baseline."""
+    single or mix), aligns greedily or by optimal transport over tokens (wmd without flow
+    dropout, sinkhorn), weighs by none, idf-S or idf-L, without a baseline."""
     c, labels = spec.composition, (provenance or Provenance()).labels
     named = lambda option: labels.get(option, option)  # noqa: E731 - as given, else its bare name
     bad = [(AGGREGATORS.stage, c.aggregator, (SingleLayer, LayerMix), "single or mix"),
-           (ALIGNERS.stage, c.aligner, (Greedy,), "greedy"),
+           (ALIGNERS.stage, c.aligner, (Greedy, WMD, Sinkhorn), "greedy, wmd or sinkhorn"),
            (WEIGHTINGS.stage, c.weighting, (Uniform, IdfS, IdfL), "none, idf-S or idf-L")]
     for name, part, kinds, allowed in bad:
         if not isinstance(part, kinds):
             raise ConfigError(f"{named(name)}: the fit learns through {name} {allowed}, not "
                               f"{type(part).__name__}; start from a run that uses one")
+    why = refused(c.aligner)
+    if why is not None:
+        raise ConfigError(f"{named(why[0])}: {why[1]}")
     if any(w != 1 for w in c.weighting.class_weights()):
         raise ConfigError(f"{named(WEIGHTINGS.stage)}: the fit does not learn through token-class weights yet; start "
                           "from a run whose class weights are all 1")
@@ -74,9 +80,12 @@ def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
     by_class = {k: s.name for k, s in zip(TOKEN_CLASSES, CLASS_SETTINGS)}
     special, subword = by_class["special"], by_class["subword"]
     why_not: dict[str, str] = {}
+    of_aligner = {n for n in LEARNABLE if _declares(Greedy, n) or _declares(Sinkhorn, n)}
     for n in LEARNABLE:
         if static is not None and n in table and table[n].layered:
             why_not[n] = f"a static table has no layers to mix ({spec.encoder.model!r}); leave it out"
+        elif n in of_aligner and not _declares(type(c.aligner), n):
+            why_not[n] = f"not a setting of the start's aligner {c.aligner.name}"
         elif n in of_idf and not idf:
             why_not[n] = f"applies with weighting idf-S or idf-L only (the start weighs by {type(c.weighting).__name__})"
         elif n == special and static is not None:
@@ -112,9 +121,14 @@ def start_values(spec: RunSpec, num_layers: int, layers: Sequence[int] | None) -
     c = spec.composition
     agg = c.aggregator
     aligner = c.aligner
-    assert isinstance(aligner, Greedy)
     power = c.weighting.idf_power if isinstance(c.weighting, _Idf) else 1.0
-    common = dict(temperature=aligner.temperature, idf_power=power, beta=aligner.beta or 1.0, metric=c.metric or "f1")
+    if isinstance(aligner, Greedy):
+        common: dict[str, Any] = dict(temperature=aligner.temperature, idf_power=power, beta=aligner.beta or 1.0,
+                                      metric=c.metric or "f1")
+    else:  # wmd or sinkhorn (check_start)
+        common = dict(idf_power=power, metric="score", aligner=aligner)
+        if isinstance(aligner, Sinkhorn):
+            common.update(reg=aligner.reg)
     if spec.encoder.static is not None:  # the table's vectors: one state per token, kept whole (no mix)
         whole = Values((math.inf,), **common)  # type: ignore[arg-type]
         return (0,), whole, whole
@@ -164,7 +178,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     Every text is encoded once and what the mixed layers' states give a mix's similarities kept
     (:mod:`~alignscore.fit.features`; the states themselves are dropped); the settings
     (:data:`~alignscore.fit.model.LEARNABLE`: the layer mix, the soft greedy temperature, the
-    idf exponent, F-beta's beta, the token-class weights) move by gradient ascent on the mean
+    idf exponent, F-beta's beta, the token-class weights, Sinkhorn's reg) move by gradient
+    ascent, through the greedy aligner or the optimal-transport ones over tokens, on the mean
     Pearson r over language pairs, with a penalty toward the start and early stopping on an
     inner fold of segments. A static table (word vectors, a model2vec model) has no layers: its
     one vector per token is kept whole and every other setting that applies is learned.
@@ -249,7 +264,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
             raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
     too_big = "--max-memory" if style == "flag" else "max_memory="
     max_memory = MAX_MEMORY if max_memory is None else max_memory
-    features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), too_big=too_big)
+    features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), products_dtype(composition.aligner),
+                       too_big=too_big)
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
         f"({features.nbytes / 2**20:.0f} MiB); learning {', '.join(names)}")
     plan = Plan(steps=steps, seed=seed)
@@ -290,7 +306,7 @@ def score_holdout(scorer: Any, composition: Any, held: Sequence[LangPair], kept:
                   values: Values, limit: int) -> dict[str, float]:
     """Mean |r| over the holdout's language pairs of the start and of the fitted metric (one
     encoding of the holdout's texts)."""
-    features: Features = extract(scorer, composition, held, kept, limit)
+    features: Features = extract(scorer, composition, held, kept, limit, products_dtype(composition.aligner))
     out = {}
     for name, v in (("start", exact), ("fitted", values)):
         scores = scores_of(features, v)
