@@ -21,6 +21,7 @@ from ...aligners.base import Aligner
 from ...aligners.optimal import WMD, Sinkhorn, TransportAligner, score_from_distance
 from ...aligners.transport import (column_potential, network_simplex, potential_plan, row_potential,
                                    sinkhorn_inputs, sinkhorn_potentials)
+from ...config.schema import OPTION
 
 #: the squared distance below which the Euclidean cost is ``sqrt`` of it (its gradient stays finite at 0)
 SQ_FLOOR = 1e-30
@@ -37,11 +38,11 @@ def refused(aligner: Aligner) -> tuple[str, str] | None:
     ('n_gram', 'flow_dropout', None)
     """
     if isinstance(aligner, TransportAligner) and aligner.n_gram != 1:
-        return "n_gram", (f"the fit follows {aligner.name} over tokens only (n_gram 1), not {aligner.n_gram!r}; "
-                          "start from a run with n_gram = 1")
+        return OPTION.n_gram.name, (f"the fit follows {aligner.name} over tokens only (n_gram 1), not "
+                                    f"{aligner.n_gram!r}; start from a run with n_gram = 1")
     if isinstance(aligner, WMD) and aligner.flow_dropout:
-        return "flow_dropout", (f"the fit cannot follow wmd's flow dropout ({aligner.flow_dropout!r}); start "
-                                "from a run with flow_dropout = 0")
+        return OPTION.flow_dropout.name, (f"the fit cannot follow wmd's flow dropout ({aligner.flow_dropout!r}); "
+                                          "start from a run with flow_dropout = 0")
     return None
 
 
