@@ -173,6 +173,7 @@ def test_bad_tsv_lines(files, tiny, lines, needles):
 
 
 # -- python -m alignscore, py.typed ------------------------------------------------------------
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_python_m_runs_the_cli(files, tiny):
     c, r = files("c.txt", CANDS), files("r.txt", REFS)
     # the test's environment (kernel dispatch, threads, export folder) with this checkout first

@@ -159,6 +159,7 @@ def test_long_text_is_truncated_with_a_warning(files, tiny_bert_dir):
     assert json.loads(out.splitlines()[0])["f1"] == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_closed_stdout_ends_quietly(files, tiny_bert_dir):
     """``alignscore score ... | head -2``: the reader is gone before the rows are written."""
     import subprocess
@@ -202,6 +203,7 @@ def test_a_bad_run_option_is_the_compilers_one_line():
     assert err.strip() == "alignscore: error: --batch-size: expected an integer >= 1, not 0"
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_path):
     """The default path (no cache) writes nothing in the user's folders (no export folder, no
     memo of digests); with ``--cache DIR`` only DIR is added (the hub's own cache aside)."""
@@ -225,6 +227,7 @@ def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_
         assert sorted({p.name for p in tmp_path.iterdir()} - before - {"out.tsv"}) == made
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_alignscore_debug_shows_the_traceback(tmp_path):
     """The one documented way to see more than the one error line."""
     env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "ALIGNSCORE_DEBUG": "1"}

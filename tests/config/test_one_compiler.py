@@ -245,6 +245,7 @@ def test_every_way_in_gives_the_same_scores_and_signature(tiny_bert_dir, tmp_pat
     assert compile_run([file_source(config)]) == run_spec(opts)
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_a_run_file_scores_as_its_flags_from_any_folder(files, tiny_bert_dir, tmp_path) -> None:
     """`config` writes every file it names absolute (the model too), so `score --config` from
     another folder gives the output of the flags, byte for byte."""
@@ -494,6 +495,7 @@ def test_case_8_every_switch_has_its_no_form_and_it_switches_a_file_s_off(files,
     assert off == plain and "|rescale:no|" in off and "|w:none|" in off
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_case_10_model_paths(files, tmp_path, tiny_bert_dir) -> None:
     vec = tmp_path / "tiny.vec"
     vec.write_text("2 3\nthe 1 0 0\ncat 0 1 0\n", encoding="utf-8")
@@ -573,6 +575,7 @@ def test_a_scorer_holds_its_runtime_whole(tiny_bert_dir) -> None:
     assert built.encoder.model_device.type == "cpu"
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_integrations_do_not_import_the_command_line() -> None:
     script = ("import sys, alignscore, alignscore.integrations.hf_evaluate, alignscore.integrations.torchmetrics\n"
               "alignscore.run_spec({'model': 'x', 'aligner': 'wmd'})\n"

@@ -264,6 +264,7 @@ def test_a_damaged_cache_file_warns_and_scores_without_it(tmp_path, tiny_bert_di
     assert damaged.read_bytes() == b"this is not a database at all" * 100  # left for the user to look at
 
 
+@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_a_cache_locked_by_another_process_waits_a_few_seconds(tmp_path, tiny_bert_dir):
     import subprocess
     import sys
