@@ -78,11 +78,18 @@ def _scores_csv(path: Path) -> dict[str, list[float]]:
     return out
 
 
-def test_a_static_fit_end_to_end_reproduces_through_score_config(table, data, tmp_path) -> None:
+def test_a_static_fit_end_to_end_reproduces_through_score_config(table, data, tmp_path, monkeypatch) -> None:
     start = write_toml({"model": table, "weighting": "idf-S", "temperature": 0.05}, tmp_path / "start.toml")
     out = tmp_path / "out"
+    from matplotlib.figure import Figure
+
+    bars: list[list[str]] = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: bars.extend(
+        [t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes))
     code, stdout, stderr = invoke("fit", "--data", data, "--from", start, "--steps", "6", "-o", out, "-q")
     assert code == 0, stderr
+    words = compile_run([file_source(start)]).encoder.static == "vectors"
+    assert bars == [["punct", "stopword"] + ([] if words else ["subword"])]  # the classes it learned, no 'special'
     assert "static table: no layers" in stdout and "fitted: held-out mean |r|" in stdout
     written = tomllib.loads((out / "best.toml").read_text(encoding="utf-8"))
     assert written.get("aggregator", "single") == "single" and not {"layers", "layer", "mix_weights"} & set(written)

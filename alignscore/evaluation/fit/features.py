@@ -179,7 +179,8 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
         kept += pair_bytes(offsets[1:] - offsets[:-1], pairs.ref, pairs.cand, len(layers), itemsize)
         if limit is not None and kept > limit:
             raise ConfigError(f"{too_big}: the fit would keep more than {limit / 2**30:.2f} GiB by {lp.name} "
-                              f"({kept / 2**30:.2f} GiB for {len(layers)} layers); mix fewer layers or allow more")
+                              f"({kept / 2**30:.2f} GiB for {len(layers)} layers); "
+                              + ("mix fewer layers or allow more" if len(layers) > 1 else "allow more"))
         vectors = encoded.vectors[raw.signature()]
         states = vectors.reshape(len(vectors), len(layers), -1).float().cpu()
         (setting,) = aligner_inputs(replace(encoded, pairs=pairs), [comp], encoder, None, {})

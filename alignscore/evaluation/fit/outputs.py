@@ -25,8 +25,8 @@ class FitResult:
     their values (``values``, ``start_values``), the kept ``layers``, the fitted metric's
     ``scores`` per language pair (what ``alignscore score --config best.toml`` gives), the
     nested ``estimate`` (None with one language pair: ``note`` says why), the mean |r| on the
-    ``holdout`` data and the ``final`` fit on every pair. A static table's fit keeps its one
-    state per token (``layers`` ``(0,)``) and mixes nothing."""
+    ``holdout`` data, the ``final`` fit on every pair and the settings it ``learned``. A static
+    table's fit keeps its one state per token (``layers`` ``(0,)``) and mixes nothing."""
 
     spec: RunSpec
     start: RunSpec
@@ -43,6 +43,7 @@ class FitResult:
     in_sample: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     state_bytes: int = 0
+    learned: tuple[str, ...] = ()
 
     @property
     def static(self) -> bool:
@@ -122,8 +123,12 @@ def write_figure(path: Path, result: FitResult) -> None:
     from matplotlib.figure import Figure
 
     pairs = ", ".join(result.lang_pairs)
-    classes = ([s.name.removesuffix("_weight") for s in CLASS_SETTINGS], list(result.start_values.class_weights),
-               list(result.values.class_weights), "token class", "mass multiplier")
+    # a static table's panel shows the classes it learned: it has no special tokens, a bar fixed at 1 says nothing
+    shown = [i for i, s in enumerate(CLASS_SETTINGS) if not result.static or s.name in result.learned] or \
+        list(range(len(CLASS_SETTINGS)))
+    classes = ([CLASS_SETTINGS[i].name.removesuffix("_weight") for i in shown],
+               [result.start_values.class_weights[i] for i in shown], [result.values.class_weights[i] for i in shown],
+               "token class", "mass multiplier")
     if result.static:
         fig = Figure(figsize=(4.4, 3.6))
         axes = [fig.subplots(1, 1)]

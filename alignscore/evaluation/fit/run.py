@@ -290,7 +290,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     spec_out = fitted_spec(spec, values, kept, names)
     result = FitResult(spec_out, spec, values, exact, kept, [lp.name for lp in pairs], scores_of(features, values),
                        [pf.human for pf in features.pairs], final, estimate, note)
-    result.state_bytes = features.nbytes
+    result.state_bytes, result.learned = features.nbytes, tuple(names)
     everything = range(len(pairs))
     for name, v in (("start", exact), ("fitted", values)):
         result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)
