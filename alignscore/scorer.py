@@ -225,10 +225,7 @@ class Scorer:
         fluency = self.lm_scores(composition, cands)  # first: an LM that cannot read them fails before encoding
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
-        scores = self.reduce(composition, pairs, result, sources is not None)
-        if fluency is not None and composition.lm is not None:
-            scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
-        return scores
+        return self.reduce(composition, pairs, result, sources is not None, fluency)
 
     def lm_scores(self, composition: Composition, cands: Sequence[str]) -> torch.Tensor | None:
         """``[N]`` float64: the composition's language model's score of each candidate (see
@@ -310,8 +307,10 @@ class Scorer:
         metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
         return PairwiseScores(metrics, result.empty, signature)
 
-    def reduce(self, composition: Composition, pairs: Pairs, result: PairScores, sources: bool = False) -> Scores:
-        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`).
+    def reduce(self, composition: Composition, pairs: Pairs, result: PairScores, sources: bool = False,
+               fluency: torch.Tensor | None = None) -> Scores:
+        """Per-pair scores -> per-candidate :class:`Scores` (see :func:`alignscore.scores.reduce`),
+        with the language-model term mixed in where the composition has one.
 
         Parameters
         ----------
@@ -323,6 +322,8 @@ class Scorer:
             The engine's scores of ``pairs`` under ``composition``.
         sources : bool
             Scored against sources (the signature says ``refs:source``).
+        fluency : torch.Tensor, optional
+            ``[N]`` the LM's score of each candidate (:meth:`lm_scores`); None: no LM term.
 
         Returns
         -------
@@ -338,8 +339,11 @@ class Scorer:
         >>> scorer.reduce(scorer.resolved(), pairs, result).best_reference.tolist()   # the better of two
         [1]
         """
-        return reduce(result, pairs, composition, composition.signature(self.encoder, sources),
-                      not self.encoder.has_layers)
+        scores = reduce(result, pairs, composition, composition.signature(self.encoder, sources),
+                        not self.encoder.has_layers)
+        if fluency is not None and composition.lm is not None:
+            scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
+        return scores
 
     def explain(self, cand: str, refs: str | Sequence[str]) -> "Explanation":
         """Why one candidate scores what it does against its reference(s): tokens, masses, the
@@ -418,8 +422,5 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
         compositions = [scorers[i].resolved() for i in members]
         results = score_many(first.scoring_encoder(), pairs, compositions, first.runtime)
         for i, composition, result in zip(members, compositions, results):
-            out[i] = scores = scorers[i].reduce(composition, pairs, result, sources)
-            lm, values = composition.lm, fluency[i]
-            if lm is not None and values is not None:
-                scores.metrics = {m: lm.mix(v, values) for m, v in scores.metrics.items()}
+            out[i] = scorers[i].reduce(composition, pairs, result, sources, fluency[i])
     return [s for s in out if s is not None]
