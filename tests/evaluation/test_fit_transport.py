@@ -164,8 +164,6 @@ def test_fit_through_sinkhorn_learns_reg_and_is_never_worse_inside(tiny_bert_dir
 
 
 @pytest.mark.parametrize("options, needles", [
-    ({"aligner": "wmd", "n_gram": 2}, ["start.toml", "n_gram", "tokens only", "n_gram = 1"]),
-    ({"aligner": "sinkhorn", "n_gram": "sentence"}, ["n_gram", "tokens only"]),
     ({"aligner": "wmd", "flow_dropout": 0.3}, ["start.toml", "flow_dropout", "cannot follow"]),
     ({"aligner": "baryscore"}, ["start.toml", "aligner", "greedy, wmd or sinkhorn", "BaryScore"]),
     ({"aligner": "wmd", "learn": "beta"}, ["--learn beta", "not a setting of the start's aligner wmd"]),

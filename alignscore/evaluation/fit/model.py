@@ -22,6 +22,7 @@ from ...weighting.classes import token_class_multipliers
 from ...weighting.schemes import idf_power
 from .features import CLASS_SETTINGS, Batch, Features, PairFeatures
 from .transport import transport_scores
+from .windows import window_problem
 
 #: where a learned temperature starts when the start is the exact greedy match (T = 0)
 T_START = 0.01
@@ -152,6 +153,22 @@ class Model:
                               torch.zeros((), dtype=torch.float64))
 
 
+def mix_terms(batch: Batch, logits: torch.Tensor | Sequence[float]
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(cc [L * L], cand_norm [B, Tc], ref_norm [B, Tr])``: the flattened outer product ``c c'``
+    of the softmax mix's weights ``c`` (in the products' dtype, float32 at least) and each token's
+    mixed vector length ``sqrt(c' A_i c)``, floored as :func:`alignscore._ops.unit` floors it.
+    Differentiable in tensor ``logits``."""
+    logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
+    dt = torch.promote_types(batch.cross.dtype, torch.float32)  # float64 products stay float64
+    c = layer_weights(logits).to(dt)
+    cc = torch.outer(c, c).reshape(-1)
+    floor = UNIT_FLOOR * UNIT_FLOOR
+    cand_norm = (batch.cand_gram.to(dt) @ cc).clamp_min(floor).sqrt()
+    ref_norm = (batch.ref_gram.to(dt) @ cc).clamp_min(floor).sqrt()
+    return cc, cand_norm, ref_norm
+
+
 def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
     """``[B, Tc, Tr]`` cosine similarities of the softmax mix of the kept layers (what the
     ``mix`` aggregator and the engine make of them), from the batch's products::
@@ -161,21 +178,16 @@ def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> to
     ``X_ij`` the ``L x L`` products of candidate token i's and reference token j's layers,
     ``A_i``, ``B_j`` each token's own; norms floored as :func:`alignscore._ops.unit` floors them
     (padding: 0). Differentiable in tensor ``logits``."""
-    logits = logits if isinstance(logits, torch.Tensor) else torch.tensor(logits, dtype=torch.float64)
-    dt = torch.promote_types(batch.cross.dtype, torch.float32)  # float64 products stay float64
-    c = layer_weights(logits).to(dt)
-    cc = torch.outer(c, c).reshape(-1)
-    floor = UNIT_FLOOR * UNIT_FLOOR
-    cand_norm = (batch.cand_gram.to(dt) @ cc).clamp_min(floor).sqrt()
-    ref_norm = (batch.ref_gram.to(dt) @ cc).clamp_min(floor).sqrt()
-    return (batch.cross.to(dt) @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
+    cc, cand_norm, ref_norm = mix_terms(batch, logits)
+    return (batch.cross.to(cc.dtype) @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
 
 
 def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> torch.Tensor:
     """``[P]`` scores of one language pair's pairs (float64), differentiable in the tensors
     among ``values`` (``logits`` and the numbers of :data:`NUMBERS`), through greedy's ``metric``
-    or the optimal-transport ``values["aligner"]`` when there is one. A token's mass is
-    ``idf^a`` times its class multiplier, as the engine weighs it."""
+    or the optimal-transport ``values["aligner"]`` when there is one (over its n-gram windows
+    where it has them: :func:`~alignscore.evaluation.fit.windows.window_problem`). A token's
+    mass is ``idf^a`` times its class multiplier, as the engine weighs it."""
     a, t = values["idf_power"], values["temperature"]
     t = t.float() if isinstance(t, torch.Tensor) else t
     powered = isinstance(a, torch.Tensor) or a != 1
@@ -192,6 +204,9 @@ def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> 
             ref_mass = ref_mass * token_class_multipliers(b.ref_classes, classes)
             cand_mass = cand_mass * token_class_multipliers(b.cand_classes, classes)
         if isinstance(aligner, TransportAligner):
+            if aligner.n_gram != 1:  # the same transport, over the windows' cosines and masses
+                sim, ref_mass, cand_mass = window_problem(b, sim, mix_terms(b, values["logits"]),  # type: ignore[arg-type]
+                                                          ref_mass, cand_mass, aligner)
             out.append(transport_scores(sim, ref_mass, cand_mass, aligner, values["reg"]))  # type: ignore[arg-type]
             continue
         p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b.ref_match,

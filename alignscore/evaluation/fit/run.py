@@ -47,8 +47,8 @@ def _declares(part: type, name: str) -> bool:
 
 def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     """Refuse a start whose parts the fit cannot learn through: it mixes layers (aggregator
-    single or mix), aligns greedily or by optimal transport over tokens (wmd without flow
-    dropout, sinkhorn), weighs by none, idf-S or idf-L, without a baseline."""
+    single or mix), aligns greedily or by optimal transport over tokens or n-gram windows (wmd
+    without flow dropout, sinkhorn), weighs by none, idf-S or idf-L, without a baseline."""
     c, labels = spec.composition, (provenance or Provenance()).labels
     named = lambda option: labels.get(option, option)  # noqa: E731 - as given, else its bare name
     bad = [(AGGREGATORS.stage, c.aggregator, (SingleLayer, LayerMix), "single or mix"),
@@ -203,8 +203,10 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     steps : the most optimisation steps per fit.
     resamples : bootstrap resamples of the intervals.
     max_memory : GiB the kept products may take (default :data:`MAX_MEMORY`): past it the fit stops with an error before they
-        are made (they take ``4 L^2 (Tc Tr + Tc + Tr)`` bytes per pair of ``Tc``, ``Tr`` tokens
-        mixing ``L`` layers).
+        are made (they take ``itemsize L^2 (Tc Tr + Tc + Tr)`` bytes per pair of ``Tc``, ``Tr``
+        tokens mixing ``L`` layers, ``itemsize`` 4, or 8 through optimal transport; over n-gram
+        windows of ``K`` members, ``itemsize L^2 (Pc (Kc - 1) + Pr (Kr - 1))`` more for ``Pc``,
+        ``Pr`` matchable tokens: :func:`~alignscore.evaluation.fit.features.pair_bytes`).
     quiet : no progress bars.
 
     Returns
@@ -266,8 +268,10 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     max_memory = MAX_MEMORY if max_memory is None else max_memory
     features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), products_dtype(composition.aligner),
                        too_big=too_big)
+    band = (f", {features.band_bytes / 2**20:.0f} MiB of it within texts for n-gram windows"
+            if features.band_bytes else "")
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
-        f"({features.nbytes / 2**20:.0f} MiB); learning {', '.join(names)}")
+        f"({features.nbytes / 2**20:.0f} MiB{band}); learning {', '.join(names)}")
     plan = Plan(steps=steps, seed=seed)
     folds = len(pairs) if len(pairs) > 1 else 0
     total = budget * 60

@@ -1,9 +1,9 @@
 """The optimal-transport aligners (:class:`~alignscore.aligners.WMD`, :class:`~alignscore.aligners.Sinkhorn`)
 as differentiable functions of a batch's mixed cosines and masses, with the aligners' own numbers.
 
-Over tokens (n = 1) the cost between two unit vectors is a function of their cosine alone
-(``||x - y||^2 = 2 - 2 cos``), so what :mod:`~alignscore.evaluation.fit.features` keeps gives the
-costs too. The exact distance is found by the aligner's solver (POT's network simplex); its
+The cost between two unit vectors is a function of their cosine alone (``||x - y||^2 = 2 - 2
+cos``), so what :mod:`~alignscore.evaluation.fit.features` keeps gives the costs too, between
+tokens or between n-gram windows (:mod:`~alignscore.evaluation.fit.windows`). The exact distance is found by the aligner's solver (POT's network simplex); its
 gradient is what ``ot.emd2`` gives on torch tensors: the optimal plan for the costs and the dual
 potentials for the masses (the distance is piecewise linear in the costs, a subgradient where
 the plan is not unique). Sinkhorn's plan comes from the aligner's iterations
@@ -28,18 +28,15 @@ SQ_FLOOR = 1e-30
 
 
 def refused(aligner: Aligner) -> tuple[str, str] | None:
-    """``(option, why)`` when the fit cannot follow ``aligner``'s settings: n-gram windows (their
-    vectors need the products of a text's own tokens, which are not kept) and flow dropout (the
-    distance after it is not a function the solver's plan differentiates); None otherwise.
+    """``(option, why)`` when the fit cannot follow ``aligner``'s settings: flow dropout (the
+    distance after it is not a function the solver's plan differentiates); None otherwise (n-gram
+    windows included: :mod:`~alignscore.evaluation.fit.windows`).
 
     Examples
     --------
-    >>> refused(WMD(n_gram=2))[0], refused(WMD(flow_dropout=0.3))[0], refused(Sinkhorn())
-    ('n_gram', 'flow_dropout', None)
+    >>> refused(WMD(flow_dropout=0.3))[0], refused(WMD(n_gram=2)), refused(Sinkhorn(n_gram="sentence"))
+    ('flow_dropout', None, None)
     """
-    if isinstance(aligner, TransportAligner) and aligner.n_gram != 1:
-        return OPTION.n_gram.name, (f"the fit follows {aligner.name} over tokens only (n_gram 1), not "
-                                    f"{aligner.n_gram!r}; start from a run with n_gram = 1")
     if isinstance(aligner, WMD) and aligner.flow_dropout:
         return OPTION.flow_dropout.name, (f"the fit cannot follow wmd's flow dropout ({aligner.flow_dropout!r}); "
                                           "start from a run with flow_dropout = 0")
@@ -145,11 +142,14 @@ def sinkhorn_distances(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, ali
 
 def transport_scores(sim: torch.Tensor, ref_mass: torch.Tensor, cand_mass: torch.Tensor, aligner: TransportAligner,
                      reg: float | torch.Tensor | None = None) -> torch.Tensor:
-    """``[B]`` scores (float64) of ``aligner`` over tokens from the cosines ``sim [B, Tc, Tr]``
-    (candidate by reference, as :func:`~alignscore.evaluation.fit.model.mixed_similarity` gives
-    them) and the unnormalised masses ``[B, Tr]``, ``[B, Tc]``: ``1 - d`` or ``1 / (1 + d)``,
-    0 for a pair with a side without mass, as the aligner scores. ``reg``: Sinkhorn's entropic
-    strength (default the aligner's)."""
+    """``[B]`` scores (float64) of ``aligner`` from the cosines ``sim [B, Tc, Tr]`` of its units
+    (candidate by reference: tokens as :func:`~alignscore.evaluation.fit.model.mixed_similarity`
+    gives them, or windows as :func:`~alignscore.evaluation.fit.windows.window_problem` does) and
+    their unnormalised masses ``[B, Tr]``, ``[B, Tc]``: ``1 - d`` or ``1 / (1 + d)``, 0 for a
+    pair with a side without mass, as the aligner scores. ``reg``: Sinkhorn's entropic strength
+    (default the aligner's)."""
+    if not sim.shape[1] or not sim.shape[2]:  # a batch side without units: every pair scores 0
+        return torch.zeros(sim.shape[0], dtype=torch.float64, device=sim.device)
     cost = cost_of(sim.transpose(1, 2).double(), aligner.cost)
     a, b = normalise_mass(ref_mass.double()), normalise_mass(cand_mass.double())
     if isinstance(aligner, Sinkhorn):
