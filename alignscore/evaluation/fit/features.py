@@ -258,7 +258,10 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
         weighting = replace(weighting, idf_power=1.0)
     weighting = replace(weighting, **{s.name: 1.0 for s in CLASS_SETTINGS})
     raw = RawLayers(tuple(layers))
-    comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None)
+    aligner = composition.aligner
+    # the lengths a state mean of windows weighs by are the mix's, which the model makes
+    aligner = replace(aligner, ngram_mean="unit") if aligner.reads_norms() else aligner
+    comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None, aligner=aligner)
     n_gram = getattr(composition.aligner, "n_gram", None)  # the optimal-transport aligners' windows
     n_gram = None if n_gram == 1 else n_gram
     itemsize = torch.empty(0, dtype=dtype).element_size()
