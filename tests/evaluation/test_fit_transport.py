@@ -112,15 +112,19 @@ def test_sinkhorn_gradients_match_finite_differences() -> None:
 @pytest.mark.parametrize("options", [
     {"aligner": "wmd", "weighting": "idf-S", "cost": "euclidean"},
     {"aligner": "sinkhorn", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean", "score_form": "1/(1+d)"},
+    {"aligner": "wmd", "n_gram": 2, "ngram_mean": "states", "weighting": "idf-S", "special_tokens": "keep"},
+    {"aligner": "sinkhorn", "n_gram": "sentence", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean"},
 ])
 def test_fit_scores_equal_the_engine(tiny_bert_dir, data, options) -> None:
-    """The fit's scores (mixed layers, idf exponent, class weights, Sinkhorn's reg) are the
-    engine's for the same settings, and a one-hot mix is the single-layer run."""
+    """The fit's scores (mixed layers, idf exponent, class weights, Sinkhorn's reg; over tokens
+    and n-gram windows) are the engine's for the same settings, and a one-hot mix is the
+    single-layer run."""
     spec = run_spec({"model": tiny_bert_dir, "layer": 2, **options})
     scorer = alignscore.build(spec)
     aligner = scorer.resolved().aligner
     pairs = load_daseg(data)
     features = extract(scorer, scorer.resolved(), pairs, (1, 2, 3), dtype=products_dtype(aligner))
+    assert (features.band_bytes > 0) == ("n_gram" in options)
     idf = options.get("weighting") == "idf-S"
     values = Values((0.3, -0.2, 0.5), idf_power=0.7 if idf else 1.0, punct_weight=0.5, subword_weight=2.0,
                     reg=0.15, metric="score", aligner=aligner)

@@ -169,31 +169,6 @@ def test_tunes_minilm_selection_is_a_start() -> None:
     check_start(run_spec({"model": "m", "aligner": "wmd", "n_gram": 3, "ngram_mean": "states"}))
 
 
-@pytest.mark.parametrize("options", [
-    {"aligner": "wmd", "n_gram": 2, "ngram_mean": "states", "weighting": "idf-S", "special_tokens": "keep"},
-    {"aligner": "sinkhorn", "n_gram": "sentence", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean"},
-], ids=["wmd-2-states", "sinkhorn-sentence"])
-def test_fit_window_scores_equal_the_engine(tiny_bert_dir, data, options) -> None:
-    """Through a real encoding (a tiny BERT, float32 states): the fit's window scores under a
-    mix, idf exponent and class weights are the engine's for the same settings."""
-    scorer = alignscore.build(run_spec({"model": tiny_bert_dir, "layer": 2, **options}))
-    aligner = scorer.resolved().aligner
-    pairs = load_daseg(data)
-    features = extract(scorer, scorer.resolved(), pairs, (1, 2, 3), dtype=products_dtype(aligner))
-    assert features.band_bytes > 0
-    idf = options.get("weighting") == "idf-S"
-    values = Values((0.3, -0.2, 0.5), idf_power=0.7 if idf else 1.0, punct_weight=0.5, subword_weight=2.0,
-                    reg=0.15, metric="score", aligner=aligner)
-    extra = {"idf_power": 0.7} if idf else {}
-    extra.update({"reg": 0.15} if options["aligner"] == "sinkhorn" else {})
-    engine = alignscore.build(run_spec({"model": tiny_bert_dir, **options, "aggregator": "mix", "layers": [1, 2, 3],
-                                        "mix_weights": [0.3, -0.2, 0.5], "punct_weight": 0.5, "subword_weight": 2.0,
-                                        **extra}))
-    for lp, got in zip(pairs, scores_of(features, values)):
-        want = engine.score(lp.candidates, lp.references)["score"]
-        assert torch.allclose(got, want.double(), rtol=0, atol=1e-6), lp.name
-
-
 def test_fit_from_wmd2_and_score_config_best_toml_reproduces_it(tiny_bert_dir, data, tmp_path) -> None:
     start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "wmd", "n_gram": 2, "cost": "sqeuclidean",
                         "special_tokens": "keep", "weighting": "none"}, tmp_path / "wmd2.toml")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-import numpy as np
 import torch
 
 from ...aggregators.base import Aggregator, Vectors, layer_list
@@ -245,7 +244,10 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     ``composition`` (resolved) gives the token roles and the weighting; an idf weighting is
     fitted per language pair, on its own references (as ``alignscore score`` on that pair's
     files does), with exponent 1 and every token-class weight 1: the model raises it to the
-    learned power and multiplies each token's by its classes' learned weights. What is kept takes
+    learned power and multiplies each token's by its classes' learned weights. Where the aligner
+    averages the windows' states (``ngram_mean = "states"``), which weighs each token by its mixed
+    vector's length, the states are kept at their lengths (the encoding scales each token's
+    concatenation of them to unit length, which no cosine sees but those lengths do). What is kept takes
     about ``itemsize x L^2 x (Tc Tr + Tc + Tr)`` bytes per pair (:attr:`Features.nbytes`), and
     through an optimal-transport aligner over n-gram windows ``itemsize x L^2 x (Pc (Kc - 1) +
     Pr (Kr - 1))`` more (:func:`pair_bytes`); past ``limit`` bytes, a
@@ -270,7 +272,10 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     for lp in lang_pairs:
         (pairs,) = merge_pairs([Pairs.from_pairs(lp.references, lp.candidates)])
         union = replace(pairs, ref=torch.empty(0, dtype=torch.long), cand=torch.empty(0, dtype=torch.long))
-        encoded = encode(encoder, union, [raw], scorer.runtime)
+        # a state mean of windows weighs each token by its mixed vector's length: the states
+        # themselves then, not the encoding's unit-length concatenation of them
+        states_mean = composition.aligner.reads_norms()
+        encoded = encode(encoder, union, [raw], scorer.runtime, norms={raw.signature()} if states_mean else ())
         offsets = encoded.table.offsets
         (setting,) = aligner_inputs(replace(encoded, pairs=pairs), [comp], encoder, None, {})
         matchable = setting.matchable.cpu()
@@ -285,6 +290,8 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
                               f"({kept / 2**30:.2f} GiB for {len(layers)} layers{windows}); "
                               + ("mix fewer layers or allow more" if len(layers) > 1 else "allow more"))
         vectors = encoded.vectors[raw.signature()]
+        if states_mean:
+            vectors = vectors * encoded.norms[raw.signature()].unsqueeze(-1).to(vectors)
         states = vectors.reshape(len(vectors), len(layers), -1).float().cpu()
         out.append(PairFeatures(lp.name, torch.as_tensor(lp.human, dtype=torch.float64),
                                 products(states, offsets, pairs.ref, pairs.cand, setting.ref_mass.float().cpu(),
