@@ -16,7 +16,7 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
 @scorer_options(names=(OPTION.model.name,))
 @click.option("--from", "start", type=click.Path(dir_okay=False), default=None,
               help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
-                   "or mix, aligner greedy, wmd or sinkhorn (over tokens), weighting none, idf-S or idf-L. Default: "
+                   "or mix, aligner greedy, wmd or sinkhorn (over tokens or n-gram windows; wmd without flow dropout), weighting none, idf-S or idf-L. Default: "
                    "BERTScore's composition for --model.")
 @click.option("--learn", default=None, metavar="NAMES",
               help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta and the "
@@ -41,7 +41,8 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Resamples of the intervals of the nested estimate.")
 @click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="GiB the fit may keep (the products of the mixed layers' states; default 8); refused past it.")
+              help="GiB the fit may keep (the products of the mixed layers' states, and through n-gram windows those "
+                   "within each text; default 8); refused past it.")
 @seed_option(0, "Seed of the inner split and the resamples.")
 @quiet_option("No progress.")
 def fit(data: str, model: str | None, start: str | None, learn: str | None, layers: str | None, budget: float,

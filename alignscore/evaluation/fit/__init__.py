@@ -1,7 +1,7 @@
 """Fitting a composition's continuous settings to human judgments (``alignscore fit``): the
 layer mix, the soft greedy temperature, the idf exponent, F-beta's beta, the token-class weights
 and Sinkhorn's entropic strength, learned by gradient through the same functions the parts score
-with (the greedy aligner, or exact WMD and Sinkhorn over tokens), and judged by nested
+with (the greedy aligner, or exact WMD and Sinkhorn over tokens or n-gram windows), and judged by nested
 cross-validation over language pairs."""
 
 from .features import Features, PairFeatures, RawLayers, extract
