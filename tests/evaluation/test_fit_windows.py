@@ -113,6 +113,16 @@ def test_the_window_score_is_the_aligners(aligner) -> None:
     assert got[1] == 0 and bool((got[[0, 2, 3, 4]] != 0).all())
 
 
+@pytest.mark.parametrize("aligner", [WMD(n_gram=2), Sinkhorn(n_gram="sentence", **SINKHORN)],
+                         ids=lambda a: a.signature())
+def test_a_batch_whose_references_have_no_member_scores_0(aligner) -> None:
+    states, offsets, mass, match, classes = _texts()
+    b = products(states, offsets, torch.tensor([2, 2]), torch.tensor([1, 5]), mass, mass, match, classes,
+                 torch.float64, aligner.n_gram)
+    got = pair_scores(PairFeatures("x", torch.zeros(2), b), plain(_values(aligner)), "score")
+    assert got.tolist() == [0.0, 0.0] and b[0].ref_band.shape[1:3] == (0, 0)
+
+
 def _batch(aligner, seed: int = 3):
     states, offsets, mass, match, classes = _texts(seed)
     ref, cand = torch.tensor([0, 4, 9]), torch.tensor([1, 5, 8])
