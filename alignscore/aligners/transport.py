@@ -63,15 +63,28 @@ def pairwise_cost(x: torch.Tensor, y: torch.Tensor, cost: str) -> torch.Tensor:
     [0.4, 0.2]
     """
     x, y = x.double(), y.double()
+    dot = torch.bmm(x, y.transpose(1, 2))
+    return cost_form(dot, (x * x).sum(-1).unsqueeze(2) + (y * y).sum(-1).unsqueeze(1) - 2 * dot, cost)
+
+
+def cost_form(dot: torch.Tensor, sq: torch.Tensor, cost: str, floor: float = 0.0) -> torch.Tensor:
+    """The cost ``cost`` from the dot products ``dot`` of unit vectors and their squared distances
+    ``sq`` (the one table of cost forms: :func:`pairwise_cost` gives it vectors, the fit cosines).
+    Rounding can make either a tiny negative, so both are clamped at 0; the Euclidean cost's
+    square is clamped at ``floor`` (a fit takes the gradient of its square root).
+
+    Examples
+    --------
+    >>> cos = torch.tensor([1.0, 0.6, -1.0], dtype=torch.float64)
+    >>> [[round(c, 4) for c in cost_form(cos, 2 - 2 * cos, f).tolist()] for f in COSTS]
+    [[0.0, 0.8944, 2.0], [0.0, 0.8, 4.0], [0.0, 0.4, 2.0]]
+    """
     if cost == "cos":
-        # the vectors are unit already, so cos = x . y; rounding can make 1 - x . y a tiny negative
-        return (1.0 - torch.bmm(x, y.transpose(1, 2))).clamp_min(0)
-    sq = (x * x).sum(-1).unsqueeze(2) + (y * y).sum(-1).unsqueeze(1) - 2 * torch.bmm(x, y.transpose(1, 2))
-    sq = sq.clamp_min(0)
+        return (1.0 - dot).clamp_min(0)
     if cost == "sqeuclidean":
-        return sq
+        return sq.clamp_min(0)
     if cost == "euclidean":
-        return sq.sqrt()
+        return sq.clamp_min(floor).sqrt()
     raise ValueError(f"unknown cost {cost!r}")
 
 

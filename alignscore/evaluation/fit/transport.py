@@ -19,7 +19,7 @@ import torch
 from ..._ops import balanced_rows, normalise_mass
 from ...aligners.base import Aligner
 from ...aligners.optimal import WMD, Sinkhorn, TransportAligner, score_from_distance
-from ...aligners.transport import (column_potential, network_simplex, potential_plan, row_potential,
+from ...aligners.transport import (column_potential, cost_form, network_simplex, potential_plan, row_potential,
                                    sinkhorn_inputs, sinkhorn_potentials)
 from ...config.schema import OPTION
 
@@ -62,14 +62,7 @@ def cost_of(cos: torch.Tensor, cost: str) -> torch.Tensor:
     >>> cost_of(cos, "sqeuclidean").tolist(), [round(c, 4) for c in cost_of(cos, "cos").tolist()]
     ([0.0, 0.8, 4.0], [0.0, 0.4, 2.0])
     """
-    if cost == "cos":
-        return (1.0 - cos).clamp_min(0)
-    sq = (2.0 - 2.0 * cos).clamp_min(0)
-    if cost == "sqeuclidean":
-        return sq
-    if cost == "euclidean":
-        return sq.clamp_min(SQ_FLOOR).sqrt()
-    raise ValueError(f"unknown cost {cost!r}")
+    return cost_form(cos, 2.0 - 2.0 * cos, cost, SQ_FLOOR)
 
 
 def exact_distances(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
