@@ -67,8 +67,8 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     encoded once per level and encoder. How well the choice does on a language pair it never
     saw is estimated by nested cross-validation (leave one language pair out, search on the
     others), beside each published configuration, with 95% intervals. Writes best.toml (for
-    `alignscore score --config`), leaderboard.md, leaderboard.csv, folds.csv, chart.png and,
-    with --holdout, holdout.csv into the output folder.
+    `alignscore score --config`; with --sources --remap, best.<lang>.toml per source language),
+    leaderboard.md, leaderboard.csv, folds.csv, chart.png, with --holdout holdout.csv.
     """
     start = time.perf_counter()
     minutes = check_budget(budget, "--budget") if budget is not None else None  # before anything loads

@@ -104,6 +104,21 @@ def test_the_command_scores_against_sources_with_a_remapping_per_language(data_d
     best = next(r for r in csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")) if r["selected"] == "true")
     held = {r["lang_pair"]: float(r["selected"]) for r in csv.DictReader(open(out / "holdout.csv", encoding="utf-8"))}
     assert held.keys() == set(LPS) and all(abs(held[lp] - float(best[lp])) < 1e-6 for lp in LPS)
+    # best.toml is the composition without a remapping (and says so); best.<lang>.toml adds the language's
+    # remapping, and score --config with it reproduces the search's |r| of that language pair
+    plain = (out / "best.toml").read_text(encoding="utf-8")
+    assert "remap =" not in plain and "without a remapping" in plain and "best.de.toml" in plain
+    for lp in LPS:
+        lang = lp[:2]
+        run_file = out / f"best.{lang}.toml"
+        text = run_file.read_text(encoding="utf-8")
+        assert f'remap = "{(remaps / f"{lang}.remap").resolve()}"' in text
+        assert f"{lang} with best.{lang}.toml" in stdout
+        assert abs(_score_r(data_dir, lp, tiny_bert_dir, "--config", run_file) - float(best[lp])) < 1e-6
+    # without the remapping the numbers differ: the run file's remapping is what reproduces them
+    assert any(abs(_score_r(data_dir, lp, tiny_bert_dir, "--config", out / "best.toml") - float(best[lp])) > 1e-4
+               for lp in LPS)
+    assert "best.de.toml" in (out / "leaderboard.md").read_text(encoding="utf-8")
 
 
 def _refused(tmp_path: Path, *args: object) -> str:

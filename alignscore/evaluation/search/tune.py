@@ -107,7 +107,9 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     holdout : str or Path, optional
         Another DAseg folder the selection and the published configurations are scored on.
     output : str or Path, optional
-        The folder to write best.toml, the leaderboard, the folds and the chart into.
+        The folder to write best.toml, the leaderboard, the folds and the chart into (against
+        sources with remappings, also ``best.<lang>.toml``: best.toml with that source
+        language's remapping).
     lang_pairs : str or sequence of str
         The language pairs searched on (``"cs-en,de-en"``; default: all).
     year : str, optional
@@ -176,9 +178,6 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
         ([*sources, *sources_of(options)], None)
     side = "--sources" if flag else "against_sources="
-    if output is not None:
-        names = [p.name for p in output_paths(output, holdout is not None).values()]
-        check_output_folder(output, names, [space, challenge, idf_corpus])
     wanted_pairs = [p for item in ([lang_pairs] if isinstance(lang_pairs, str) else lang_pairs)
                     for p in str(item).split(",") if p.strip()]
     pairs = load_daseg(data, wanted_pairs or None, year=year, idf_corpus=idf_corpus)
@@ -186,6 +185,10 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     if against_sources:  # a language without a remapping is refused here, before any model loads
         remaps = remaps_for(*remap, [lp.src for lp in [*pairs, *held]]) if remap is not None else None
         pairs, held = (against_sources_of(p, remaps, side, idf_corpus is not None) for p in (pairs, held))
+    if output is not None:  # best.<lang>.toml beside best.toml for each source language remapped
+        names = [p.name for p in output_paths(output, holdout is not None, True,
+                                              {lp.src for lp in pairs if lp.remap is not None}).values()]
+        check_output_folder(output, names, [space, challenge, idf_corpus])
     items = read_items(challenge) if challenge is not None else []
     if items and against_sources:  # each item against its source, with its language's remapping, as challenge does
         check_sources(items, str(challenge), side)
