@@ -222,7 +222,7 @@ def write_best(path: Path, run: SearchRun, corpus: Path | None, lang: str | None
                + (f"; nested cross-validated estimate {estimate.estimate!r}" if estimate is not None else "")
                + (f"\nobjective {run.objective}: accuracy[{run.objective.category}] {best.accuracy!r}"
                   if run.objective.uses_challenge else "")
-               + f"\nsignature: {best.signature}")
+               + f"\nsignature{' (before the remapping, whose digest score adds)' if lang else ''}: {best.signature}")
     path.write_text(best.spec.toml(comment, changes), encoding="utf-8")
 
 
