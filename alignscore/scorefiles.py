@@ -127,16 +127,16 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     human_scores = read_human(human, len(cands)) if human else None
     _check_side(spec, against_sources, provenance)
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
-    if ray is not None:
-        from .integrations.ray import score_pairs
+    with lm_named(provenance):  # texts the LM cannot read: one line naming it, on Ray or not
+        if ray is not None:
+            from .integrations.ray import score_pairs
 
-        scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
-                             progress=progress, sources=against_sources)
-    elif against_sources:
-        with lm_named(provenance):
+            scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
+                                 progress=progress, sources=against_sources)
+        elif against_sources:
             scores = scorer.score(cands, sources=[group[0] for group in refs])
-    else:
-        scores = scorer.score(cands, refs)
+        else:
+            scores = scorer.score(cands, refs)
     if shard is not None and shard.rank != 0:
         return []
     metric = scorer.composition.metric

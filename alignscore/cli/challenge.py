@@ -9,7 +9,8 @@ import click
 from ..evaluation.challenge_report import challenge_file
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
-from .options import option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option, sides_specs
+from .options import (option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option,
+                      sides_specs, sources_option)
 
 
 @main.command()
@@ -31,8 +32,7 @@ from .options import option_files, output_option, quiet_option, scorer_options, 
                    "FIELD and category, the value in a column named FIELD. Every item must have the field.")
 @click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
               "aside); without it they count as often as they appear, with a warning.")
-@click.option("--sources", "against_sources", is_flag=True, help="Score good and bad against each item's source "
-              "(its field 'source', the text they translate), not its ref: reference-free.")
+@sources_option("good and bad against each item's source (its field 'source', the text they translate)")
 @quiet_option()
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
               bootstrap: int, seed: int, by: str | None, dedupe: bool, against_sources: bool, quiet: bool,

@@ -54,6 +54,12 @@ def seed_option(default: int, help: str | None = None) -> Callable[[Callable[...
     return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
 
 
+def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
+    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
+                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
+
+
 def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
     """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
     return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))

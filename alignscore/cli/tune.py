@@ -12,7 +12,8 @@ from ..config import sources_of
 from ..runtime import peak_memory_mib
 from ..weighting.schemes import IdfL
 from . import main
-from .options import command_line, progress_log, quiet_option, scorer_options, scorer_opts, seed_option
+from .options import (command_line, progress_log, quiet_option, scorer_options, scorer_opts, seed_option,
+                      sources_option)
 
 
 @main.command()
@@ -24,8 +25,8 @@ from .options import command_line, progress_log, quiet_option, scorer_options, s
               help="Output folder.")
 @click.option("--lang-pairs", multiple=True, help="Language pairs to select on, e.g. 'cs-en,de-en' (default: all).")
 @click.option("--year", default=None, help="Which year, when the --data folder holds several.")
-@click.option("--sources", "against_sources", is_flag=True, help="Score each MT output against its source (DAseg.*."
-              "source.*), not its reference: reference-free; --remap a file, or a folder of <lang>.remap files.")
+@sources_option("each MT output against its source (DAseg.*.source.*; --remap: a file, or a folder of <lang>.remap "
+                "files), and --challenge items against their 'source' field")
 @click.option("--idf-corpus", default=None,
               help="The idf-L corpus: a file, or a template like 'refs/newstest{year}-{src}{tgt}-ref.{tgt}' (one "
                    "corpus: every language pair's, together). Default: the official full reference files next to "
@@ -66,8 +67,8 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
     encoded once per level and encoder. How well the choice does on a language pair it never
     saw is estimated by nested cross-validation (leave one language pair out, search on the
     others), beside each published configuration, with 95% intervals. Writes best.toml (for
-    `alignscore score --config`), leaderboard.md, leaderboard.csv, folds.csv, chart.png and,
-    with --holdout, holdout.csv into the output folder.
+    `alignscore score --config`; with --sources --remap, best.<lang>.toml per source language),
+    leaderboard.md, leaderboard.csv, folds.csv, chart.png, with --holdout holdout.csv.
     """
     start = time.perf_counter()
     minutes = check_budget(budget, "--budget") if budget is not None else None  # before anything loads

@@ -35,7 +35,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from ..errors import InputError
 from ..scorer import Scorer, score_together
 from ..textio import iter_lines
 from .stats import SACREBLEU_SEED, DifferenceTest, bootstrap_mean, bootstrap_mean_difference
+
+if TYPE_CHECKING:
+    from ..remap import Remapping
 
 ALL = "all"
 MIN_ITEMS = 10  # below this many items a category's accuracy says little: a warning names its n
@@ -368,12 +371,13 @@ def side(item: Item, sources: bool = False) -> tuple[str, ...]:
     return (str(item.extra(SOURCE)),) if sources else item.refs
 
 
-def check_sources(items: Sequence[Item], path: str = "<items>") -> None:
-    """Refuse items scored against sources without a ``source`` text (the first named by its line)."""
+def check_sources(items: Sequence[Item], path: str = "<items>", label: str = "--sources") -> None:
+    """Refuse items scored against sources without a ``source`` text (the first named by its
+    line; ``label``: how the user asked for sources)."""
     for k, item in enumerate(items):
         value = item.extra(SOURCE)
         if not isinstance(value, str) or not value.strip():
-            raise InputError(f"--sources: the item has no {SOURCE!r} text (the text its candidates translate, which "
+            raise InputError(f"{label}: the item has no {SOURCE!r} text (the text its candidates translate, which "
                              "they are scored against)", path, item.line if item.line is not None else k + 1)
 
 
@@ -388,36 +392,45 @@ def run_challenge(scorers: Sequence[Scorer], items: Sequence[Item], names: Seque
                   resamples: int = 1000, seed: int = SACREBLEU_SEED,
                   against: Sequence[int | None] | None = None,
                   groups: Sequence[str] | None = None, sources: bool = False) -> list[CompositionResult]:
-    """Score every item with every scorer (its primary metric) and evaluate per category
-    (``sources``: against each item's source, :func:`check_sources`).
-
-    The distinct ``(candidate, references)`` pairs of all items (:func:`challenge_pairs`) are
-    scored once, as ``scorer.score`` of them would score them: a good and a bad candidate are
-    weighed with the same weights (idf), so only their texts differ. Scorers that share an
-    encoder share one engine call (:func:`~alignscore.scorer.score_together`), so each distinct
-    text is encoded once for all of them.
-
-    Parameters:
-        scorers: the compositions (:func:`alignscore.config.plan_runs` builds them, one encoder
-            for the runs of equal encoder specs).
-        items: the challenge set (:func:`read_items`).
-        names: a label per scorer (default ``A``, ``B``, ...).
-        resamples, seed: of the bootstrap intervals and paired tests.
-        against: which scorer each is tested against (see :func:`evaluate_scores`).
-        groups: a value per item to break the results down by (see :func:`evaluate_scores`).
-
-    Returns:
-        One :class:`CompositionResult` per scorer, in order.
-    """
+    """Score every item with every scorer (its primary metric, :func:`item_scores`; ``sources``:
+    against each item's source) and evaluate per category (:func:`evaluate_scores`, which takes
+    ``resamples``, ``seed``, ``against`` and ``groups``); ``names``: a label per scorer (default
+    ``A``, ``B``, ...). Scorers that share an encoder (:func:`alignscore.config.plan_runs` gives
+    equal encoder specs one) encode each distinct text once for all of them. Returns one
+    :class:`CompositionResult` per scorer, in order."""
     names = list(names) if names is not None else [chr(ord("A") + i) for i in range(len(scorers))]
-    pairs = challenge_pairs(items, sources)
-    where = {pair: k for k, pair in enumerate(pairs)}
-    good, bad = np.array([(where[(i.good, side(i, sources))], where[(i.bad, side(i, sources))]) for i in items],
-                         dtype=np.int64).reshape(-1, 2).T
-    results = score_together(scorers, [c for c, _ in pairs], [list(r) for _, r in pairs], sources)
-    values = [r[s.composition.metric].double().numpy() for s, r in zip(scorers, results)]
-    scores = [(name, str(r.signature), v[good], v[bad]) for name, r, v in zip(names, results, values)]
+    scores = [(name, *scored) for name, scored in zip(names, item_scores(scorers, items, sources))]
     return evaluate_scores(items, scores, resamples, seed, against, groups)
+
+
+def item_scores(scorers: Sequence[Scorer], items: Sequence[Item], sources: bool = False,
+                remaps: Sequence[Remapping | None] | None = None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per scorer: its signature and every item's good and bad candidate's primary score, the
+    distinct pairs (:func:`challenge_pairs`) scored once, as ``scorer.score`` of them would
+    (:func:`~alignscore.scorer.score_together`: a good and a bad candidate get the same idf
+    weights), against each item's source with ``sources``. ``remaps``: item k's remapping (a
+    search's, by source language): each remapping's items scored together, every composition
+    given it (the signature is the first items')."""
+    chosen = list(remaps) if remaps is not None else [None] * len(items)
+    keys = [id(r) for r in chosen]
+    good, bad = np.zeros((2, len(scorers), len(items)))
+    signatures: list[str] = []
+    for key in dict.fromkeys(keys or [id(None)]):
+        idx = np.array([k for k, other in enumerate(keys) if other == key], dtype=np.int64)
+        remap = next((r for r in chosen if id(r) == key), None)
+        runs = scorers if remap is None else [replace(s, composition=replace(s.composition, remap=remap))
+                                              for s in scorers]
+        group = [items[k] for k in idx]
+        pairs = challenge_pairs(group, sources)
+        where = {pair: k for k, pair in enumerate(pairs)}
+        g, b = np.array([(where[(i.good, side(i, sources))], where[(i.bad, side(i, sources))]) for i in group],
+                        dtype=np.int64).reshape(-1, 2).T
+        results = score_together(runs, [c for c, _ in pairs], [list(r) for _, r in pairs], sources)
+        for s, (run, r) in enumerate(zip(runs, results)):
+            values = r[run.composition.metric].double().numpy()
+            good[s, idx], bad[s, idx] = values[g], values[b]
+        signatures = signatures or [str(r.signature) for r in results]
+    return [(sig, good[s], bad[s]) for s, sig in enumerate(signatures)]
 
 
 COLUMNS = ("composition", "category", "n", "accuracy", "correct", "ties", "low", "high", "mean_change",
@@ -428,5 +441,5 @@ OUTPUT_NAMES = frozenset(COLUMNS) | {"kind", "signature"}
 
 __all__ = ["ALL", "COLUMNS", "CategoryResult", "CompositionResult", "ITEM_FIELDS", "Item", "MIN_ITEMS",
            "OUTPUT_NAMES", "SOURCE", "TIE_TOLERANCE", "UNPRINTABLE", "categories", "challenge_pairs", "check_sizes",
-           "check_sources", "evaluate_scores", "field_values", "identity", "judge", "parse_item", "read_items",
-           "repeats", "run_challenge", "settle_repeats", "side", "unprintable"]
+           "check_sources", "evaluate_scores", "field_values", "identity", "item_scores", "judge", "parse_item",
+           "read_items", "repeats", "run_challenge", "settle_repeats", "side", "unprintable"]

@@ -16,13 +16,16 @@ from typing import Iterable, Sequence
 
 from ..config import Source
 from ..config.schema import OPTION
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..remap import Remapping, load_remapping, model_digest
 from ..scorer import Scorer
+from .challenge import Item
 from .wmt import LangPair
 
 #: the file name of a source language's remapping in a folder of them
 REMAP_FILE = "{lang}.remap"
+#: a challenge item's field that names its language pair (``de-en``), whose source language chooses its remapping
+LANG_PAIR = "lp"
 
 
 def split_remap(sources: Sequence[Source]) -> tuple[list[Source], tuple[str, str] | None]:
@@ -55,7 +58,7 @@ def split_remap(sources: Sequence[Source]) -> tuple[list[Source], tuple[str, str
     return out, given
 
 
-def remaps_for(value: str, label: str, languages: Iterable[str]) -> dict[str, Remapping]:
+def remaps_for(value: str, label: str, languages: Iterable[str | None]) -> dict[str | None, Remapping]:
     """The remapping of each source language: ``value`` is a folder of ``<lang>.remap`` files,
     or one remapping file for every language (it must not state another language).
 
@@ -65,12 +68,12 @@ def remaps_for(value: str, label: str, languages: Iterable[str]) -> dict[str, Re
         The folder or the file.
     label : str
         The option as the user wrote it (``--remap``), for errors.
-    languages : iterable of str
-        The source languages of the data.
+    languages : iterable of str or None
+        The source languages of the data (one None: a file whatever its language).
 
     Returns
     -------
-    dict of str to Remapping
+    dict of str (or None) to Remapping
 
     Raises
     ------
@@ -102,7 +105,7 @@ def remaps_for(value: str, label: str, languages: Iterable[str]) -> dict[str, Re
             remap = read[file] if file in read else read.setdefault(file, load_remapping(file))
         except ConfigError as exc:
             raise ConfigError(f"{label} {file}: {exc}", (OPTION.remap.name,)) from None
-        if remap.lang is not None and remap.lang != lang:
+        if remap.lang is not None and lang is not None and remap.lang != lang:
             raise ConfigError(f"{label} {file}: learned for source language {remap.lang}, not {lang}: the data has "
                               f"no remapping for {lang} (give a folder of <lang>.remap files)", (OPTION.remap.name,))
         out[lang] = remap
@@ -151,7 +154,7 @@ def against_sources(pairs: Sequence[LangPair], remaps: dict[str, Remapping] | No
     return out if keep_corpus else [replace(lp, idf_corpus=None, idf_corpus_path=None) for lp in out]
 
 
-def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], pairs: Sequence[LangPair],
+def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], remappings: Iterable[Remapping | None],
                  label: str) -> None:
     """Refuse, before anything is encoded, a language pair's remapping that a run cannot apply
     (learned for another model or layer, or a run that reads several layers).
@@ -162,8 +165,8 @@ def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], pair
         Each run's composition, resolved for its model.
     scorers : sequence of Scorer
         Each run's scorer.
-    pairs : sequence of LangPair
-        The language pairs, with their remappings.
+    remappings : iterable of Remapping or None
+        The language pairs' (and challenge items') remappings.
     label : str
         The option as the user wrote it.
 
@@ -172,7 +175,7 @@ def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], pair
     ConfigError
         One line, naming the option and the file.
     """
-    remaps = list({id(lp.remap): lp.remap for lp in pairs if lp.remap is not None}.values())
+    remaps = list({id(r): r for r in remappings if r is not None}.values())
     for comp, scorer in zip(compositions, scorers):
         for remap in remaps:
             try:
@@ -182,4 +185,50 @@ def check_remaps(compositions: Sequence[object], scorers: Sequence[Scorer], pair
                 raise ConfigError(f"{label} {remap.source or remap.digest()}: {exc}", (OPTION.remap.name,)) from None
 
 
-__all__ = ["REMAP_FILE", "against_sources", "check_remaps", "remaps_for", "split_remap"]
+def item_remaps(items: Sequence[Item], value: str, label: str, path: str = "<items>") -> list[Remapping]:
+    """Each challenge item's remapping against its source: the one file for every item, or from a
+    folder of ``<lang>.remap`` files its source language's, read from its field ``lp``
+    (``de-en``: ``de``); a file learned for another language than an item's ``lp`` is refused.
+
+    Parameters
+    ----------
+    items : sequence of Item
+        The challenge items.
+    value, label : str
+        The remapping option's value (a file or a folder) and the option as the user wrote it.
+    path : str
+        The challenge set, for errors.
+
+    Returns
+    -------
+    list of Remapping
+        One per item (the same object for the items of one language).
+
+    Raises
+    ------
+    InputError
+        With a folder, an item without a language pair (its file and line).
+    ConfigError
+        A language without a remapping, or a file that is not one.
+
+    Examples
+    --------
+    >>> from alignscore.evaluation.challenge import Item
+    >>> item_remaps([Item(("a",), "b", "c", "x", line=3)], "remaps", "--remap", "set.jsonl")
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: --remap remaps: no such file or folder of <lang>.remap files
+    """
+    lp = [item.extra(LANG_PAIR) for item in items]
+    langs = [v.split("-")[0] if isinstance(v, str) and "-" in v else None for v in lp]
+    if Path(value).is_dir():
+        for k, (item, lang) in enumerate(zip(items, langs)):
+            if lang is None:
+                raise InputError(f"{label} {value}: a folder of <lang>.remap files needs each challenge item's "
+                                 f"language pair (its field {LANG_PAIR!r}, e.g. de-en), to choose its remapping",
+                                 path, item.line if item.line is not None else k + 1)
+    given = remaps_for(value, label, [lang for lang in langs if lang is not None] or [None])
+    one = next(iter(given.values()))
+    return [given.get(lang, one) for lang in langs]
+
+
+__all__ = ["LANG_PAIR", "REMAP_FILE", "against_sources", "check_remaps", "item_remaps", "remaps_for", "split_remap"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import ConfigError, InputError, describe
+from ..lm import UnreadableTexts
 from ..config import run_spec
 from ..scorer import Scorer
 from ..scores import Scores
@@ -150,10 +151,14 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
     return run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
 
 
-def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources: bool = False) -> Job:
+def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources: bool = False,
+            row: str | None = None) -> Job:
     """Steps 1 and 2 of the module's docstring: the checks of the dataset and the first pass
     (Ray tasks; no actor, no model loaded), giving the :class:`Job` of the actors (``sources``:
-    the ``ref`` column holds sources)."""
+    the ``ref`` column holds sources). Candidates the language model of the run cannot read
+    raise :class:`~alignscore.lm.UnreadableTexts` (a ConfigError about ``lm``, as one process
+    raises it), counted over every block, the first named by its 0-based number in column
+    ``row`` (else by its place in the blocks as the first pass returns them)."""
     _ray()
     several = _check_schema(ds, cand, ref)
     if sources and several:
@@ -167,16 +172,23 @@ def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources:
     if taken:
         raise InputError(f"the dataset already has the column(s) {', '.join(taken)} that scoring adds: rename "
                          "them first")
-    survey = ds.map_batches(_survey, fn_kwargs={"spec": spec, "weighting": counting, "cand": cand, "ref": ref},
-                            batch_size=None, batch_format="pyarrow", zero_copy_batch=True)
+    survey = ds.map_batches(_survey, fn_kwargs={"spec": spec, "weighting": counting, "cand": cand, "ref": ref,
+                                                "row": row}, batch_size=None, batch_format="pyarrow",
+                            zero_copy_batch=True)
     encoder = scorer.scoring_encoder()
-    rows, state = 0, WeightState.empty(encoder.vocab_size)
+    rows, state, unread = 0, WeightState.empty(encoder.vocab_size), []
     for block in survey.iter_rows():
         if block["problem"]:
             raise InputError(block["problem"])
+        if block["unread"] is not None:  # (model, count, first in the block, empty, its row number or None)
+            model, count, first, empty, at = pickle.loads(block["unread"])
+            unread.append((rows + first if at is None else at, count, empty, model))
         rows += block["rows"]
         if block["state"] is not None:
             state.merge(pickle.loads(block["state"]))
+    if unread:  # as one process reports it: every unreadable candidate counted, the first named
+        first, _, empty, model = min(unread)
+        raise UnreadableTexts(model, sum(u[1] for u in unread), first, empty)
     if rows == 0:
         raise InputError("the dataset is empty: there is nothing to score")
     # weights computed here, once, as one process computes them (idf-L's corpus counted here too)
@@ -227,24 +239,26 @@ def _check_schema(ds: "ray.data.Dataset", cand: str, ref: str) -> bool:
 
 
 def _survey(batch: "pyarrow.Table", spec: RunSpec, weighting: Weighting | None, cand: str,
-            ref: str) -> dict[str, list[Any]]:
+            ref: str, row: str | None = None) -> dict[str, list[Any]]:
     """One block of the first pass (a Ray task): its row count, the first problem with its
-    values (or ""), and what ``weighting`` counts over it (pickled), as one row."""
+    values (or ""), the candidates the LM cannot read (pickled: model, count, first, empty, the
+    first's ``row`` value) and what ``weighting`` counts over it (pickled), as one row."""
     cands = batch.column(cand).to_pylist()
     refs = batch.column(ref).to_pylist()
     problem = next(_problems(cands, refs, cand, ref), "")
-    lm = spec.composition.lm
+    lm, unread = spec.composition.lm, None
     if lm is not None and not problem:  # texts the LM cannot read: found before any actor loads a model
         try:
             lm.model().token_ids(cands)
-        except ConfigError as exc:
-            problem = f"{exc} (in a block of {len(cands)} rows)"
+        except UnreadableTexts as exc:
+            at = batch.column(row)[exc.first].as_py() if row is not None and row in batch.column_names else None
+            unread = pickle.dumps((exc.model, exc.count, exc.first, exc.empty, at))
     state = None
     if weighting is not None and not problem and cands:
         encoder = build(replace(spec, cache=None)).scoring_encoder()
         state = pickle.dumps(count_texts(weighting, encoder, [(cands, [[r] if isinstance(r, str) else r
                                                                         for r in refs])]))
-    return {"rows": [len(cands)], "problem": [problem], "state": [state]}
+    return {"rows": [len(cands)], "problem": [problem], "unread": [unread], "state": [state]}
 
 
 def _problems(cands: list[Any], refs: list[Any], cand: str, ref: str) -> Iterator[str]:
@@ -296,7 +310,7 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
             ray.data.DataContext.get_current().enable_progress_bars = False
         rows = [{"row": i, "cand": c, "ref": g if several else g[0]} for i, (c, g) in enumerate(zip(cands, groups))]
         ds = ray.data.from_items(rows)
-        job = prepare(ds, spec, "cand", "ref", sources)
+        job = prepare(ds, spec, "cand", "ref", sources, row="row")
         scored = run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
         n = len(rows)
         metrics = {m: torch.zeros(n, dtype=torch.float32) for m in job.metrics}

@@ -6,6 +6,7 @@ any model loads, nothing written. Tiny local model, 2 language pairs x 16 WMT16 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -103,6 +104,21 @@ def test_the_command_scores_against_sources_with_a_remapping_per_language(data_d
     best = next(r for r in csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8")) if r["selected"] == "true")
     held = {r["lang_pair"]: float(r["selected"]) for r in csv.DictReader(open(out / "holdout.csv", encoding="utf-8"))}
     assert held.keys() == set(LPS) and all(abs(held[lp] - float(best[lp])) < 1e-6 for lp in LPS)
+    # best.toml is the composition without a remapping (and says so); best.<lang>.toml adds the language's
+    # remapping, and score --config with it reproduces the search's |r| of that language pair
+    plain = (out / "best.toml").read_text(encoding="utf-8")
+    assert "remap =" not in plain and "without a remapping" in plain and "best.de.toml" in plain
+    for lp in LPS:
+        lang = lp[:2]
+        run_file = out / f"best.{lang}.toml"
+        text = run_file.read_text(encoding="utf-8")
+        assert f'remap = "{(remaps / f"{lang}.remap").resolve()}"' in text
+        assert f"{lang} with best.{lang}.toml" in stdout
+        assert abs(_score_r(data_dir, lp, tiny_bert_dir, "--config", run_file) - float(best[lp])) < 1e-6
+    # without the remapping the numbers differ: the run file's remapping is what reproduces them
+    assert any(abs(_score_r(data_dir, lp, tiny_bert_dir, "--config", out / "best.toml") - float(best[lp])) > 1e-4
+               for lp in LPS)
+    assert "best.de.toml" in (out / "leaderboard.md").read_text(encoding="utf-8")
 
 
 def _refused(tmp_path: Path, *args: object) -> str:
@@ -158,11 +174,79 @@ def test_what_sources_cannot_serve_is_refused(data_dir: Path, space_file: Path, 
     line = _refused(tmp_path, space_file, "--data", data_dir, "--model", tiny_bert_dir, "--remap",
                     remaps / "de.remap")
     assert "--remap" in line
+    # a challenge item without its source, and (with a folder of remappings) one without its language pair:
+    # each named by its file and line
     challenge = tmp_path / "set.jsonl"
-    challenge.write_text('{"ref": "a", "good": "a", "bad": "b", "category": "x"}\n', encoding="utf-8")
+    challenge.write_text('{"ref": "a", "good": "a", "bad": "b", "category": "x", "source": "s", "lp": "de-en"}\n'
+                         '{"ref": "a", "good": "a", "bad": "c", "category": "x", "lp": "de-en"}\n', encoding="utf-8")
     line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir, "--challenge",
                     challenge, "--objective", "correlation + 0.5 * accuracy[all]")
-    assert "--challenge" in line and "not with --sources" in line
+    assert "set.jsonl:2" in line and "--sources" in line and "no 'source' text" in line
+    challenge.write_text('{"ref": "a", "good": "a", "bad": "b", "category": "x", "source": "s", "lp": "de-en"}\n'
+                         '{"ref": "a", "good": "a", "bad": "c", "category": "x", "source": "s"}\n', encoding="utf-8")
+    line = _refused(tmp_path, space_file, "--data", data_dir, "--sources", "--model", tiny_bert_dir, "--challenge",
+                    challenge, "--objective", "correlation + 0.5 * accuracy[all]", "--remap", remaps)
+    assert "set.jsonl:2" in line and "--remap" in line and "'lp'" in line
     with pytest.raises(ConfigError, match="against_sources="):
         tune(bare, space_file, model=tiny_bert_dir, against_sources=True)
 
+
+
+def _challenge_set(path: Path, lps: tuple[str, ...]) -> Path:
+    """12 items per language pair: good the reference, bad the MT output, each with its source and lp."""
+    rows = []
+    for lp in lps:
+        files = wmt16(lp)
+        rows += [{"ref": files["reference"][k], "good": files["reference"][k], "bad": files["mt-system"][k],
+                  "category": "mt", "source": files["source"][k], "lp": lp} for k in range(12)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _challenge_correct(path: Path, tiny_bert_dir: str, *options: object) -> dict[str, tuple[int, int]]:
+    """``challenge --sources`` of the space's two runs (A greedy, B wmd): (correct, n) of category all."""
+    code, stdout, err = invoke("challenge", path, "--sources", "--model", tiny_bert_dir, "--layer", 2, "--format",
+                               "jsonl", "--a", "--aligner greedy", "--b", "--aligner wmd --n-gram 1", "-q", *options)
+    assert code == 0, err
+    rows = [json.loads(line) for line in stdout.splitlines()]
+    return {r["composition"]: (r["correct"], r["n"]) for r in rows if r["category"] == "all"}
+
+
+@pytest.mark.parametrize("remapped", [False, True])
+def test_tune_challenge_accuracy_against_sources_is_the_challenge_commands(data_dir: Path, space_file: Path,
+                                                                          remaps: Path, tiny_bert_dir: str,
+                                                                          tmp_path: Path, remapped: bool) -> None:
+    challenge = _challenge_set(tmp_path / "set.jsonl", LPS)
+    more = {"remap": str(remaps)} if remapped else {}
+    result = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
+                  challenge=challenge, objective="correlation + 0.5 * accuracy[all]", **more)
+    # the challenge command, on each language's items with that language's remapping (one file each)
+    counts = {"A": [0, 0], "B": [0, 0]}
+    for lp in LPS:
+        part = _challenge_set(tmp_path / f"{lp}.jsonl", (lp,))
+        for name, (correct, n) in _challenge_correct(part, tiny_bert_dir, *(
+                ["--remap", remaps / f"{lp[:2]}.remap"] if remapped else [])).items():
+            counts[name][0] += correct
+            counts[name][1] += n
+    for entry in result.run.entries:
+        correct, n = counts["A" if entry.composition.metric == "f1" else "B"]
+        assert n == 24 and entry.accuracy == pytest.approx(correct / n, abs=1e-12)
+        # against the references good (the reference itself) would win every item: the sources were scored
+        assert 0 < correct < n
+    if remapped:  # the remappings were applied: without them some run's accuracy differs
+        plain = _challenge_correct(challenge, tiny_bert_dir)
+        assert any(plain[name][0] != counts[name][0] for name in counts)
+
+
+def test_tune_and_challenge_share_one_sources_switch() -> None:
+    from alignscore.cli import main
+
+    helps = {}
+    for name in ("tune", "challenge"):
+        (param,) = [p for p in main.commands[name].params if "--sources" in p.opts]
+        assert param.is_flag and param.name == "against_sources"
+        helps[name] = param.help
+    common = "not against the reference: reference-free, as 'alignscore score --sources' does"
+    assert all(common in h for h in helps.values())
+    assert "DAseg.*.source.*" in helps["tune"] and "--challenge items" in helps["tune"]
+    assert "field 'source'" in helps["challenge"] and "DAseg" not in helps["challenge"]

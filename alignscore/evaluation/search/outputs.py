@@ -8,8 +8,9 @@ import csv
 import math
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
+from ...config.schema import OPTION
 from ...textio import make_output_folder, replacing
 from ...weighting.schemes import Corpus, IdfL
 from ..chart import dot_line_chart
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
                 "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
+#: the selected run with one source language's remapping (a search against sources with remappings)
+BEST_FOR = "best.{lang}.toml"
 CHART_TOP = 30  # runs drawn in the chart
 SELECTED = "selected"
 
@@ -58,7 +61,22 @@ def summary(run: SearchRun) -> list[str]:
                          f"{gain.estimate:+.3f} [{gain.low:+.3f}, {gain.high:+.3f}]")
     else:
         lines.append("No cross-validated estimate: it needs at least two language pairs.")
+    remapped = remapped_languages(run)
+    if remapped:
+        files = ", ".join(f"{lang} with {BEST_FOR.format(lang=lang)}" for lang in remapped)
+        lines.append(f"Against sources with a remapping per source language: score {files} "
+                     f"({OUTPUT_FILES['best']}: the composition without a remapping).")
     return lines
+
+
+def remapped_languages(run: SearchRun) -> dict[str, str]:
+    """The remapping file (an absolute path) of each source language the search remapped, in
+    order: what :data:`BEST_FOR` holds beside best.toml."""
+    out = {}
+    for lp in run.lang_pairs:
+        if lp.remap is not None and lp.remap.source is not None:
+            out.setdefault(lp.src, str(Path(lp.remap.source).resolve()))
+    return out
 
 
 def markdown(run: SearchRun, data: str, command: str | None = None) -> str:
@@ -184,35 +202,50 @@ def corpus_of(run: SearchRun) -> Corpus | None:
     return None
 
 
-def write_best(path: Path, run: SearchRun, corpus: Path | None) -> None:
+def write_best(path: Path, run: SearchRun, corpus: Path | None, lang: str | None = None) -> None:
+    """The selected run as a run file (``lang``: with that source language's remapping)."""
     best = run.entries[run.best]
     # the data set's corpus: the file beside best.toml, named as the signature names it
     changes = {IdfL.corpus_setting(): str(corpus.resolve())} if corpus is not None else {}
+    remapped = remapped_languages(run)
+    if lang is not None:
+        changes[OPTION.remap.name] = remapped[lang]
+        note = (f"with the remapping of source language {lang}: alignscore score --config "
+                f"{BEST_FOR.format(lang=lang)} --sources SOURCES -c CANDS\n")
+    else:
+        note = (f"the composition without a remapping; the search remapped the sources: for source language X use "
+                f"{BEST_FOR.format(lang='X')} ({', '.join(BEST_FOR.format(lang=k) for k in remapped)})\n"
+                if remapped else "")
     estimate = run.estimates.get(SELECTED)
-    comment = (f"selected by alignscore tune: {best.id} ({best.label})\n"
+    comment = (note + f"selected by alignscore tune: {best.id} ({best.label})\n"
                f"mean |r| {run.mean_abs_r.get(run.best)!r} on {', '.join(lp.name for lp in run.lang_pairs)}"
                + (f"; nested cross-validated estimate {estimate.estimate!r}" if estimate is not None else "")
                + (f"\nobjective {run.objective}: accuracy[{run.objective.category}] {best.accuracy!r}"
                   if run.objective.uses_challenge else "")
-               + f"\nsignature: {best.signature}")
+               + f"\nsignature{' (before the remapping, whose digest score adds)' if lang else ''}: {best.signature}")
     path.write_text(best.spec.toml(comment, changes), encoding="utf-8")
 
 
-def output_paths(out_dir: str | Path, holdout: bool, corpus: bool = True) -> dict[str, Path]:
+def output_paths(out_dir: str | Path, holdout: bool, corpus: bool = True, remapped: Iterable[str] = ()
+                 ) -> dict[str, Path]:
     """The files :func:`write_outputs` writes (``holdout.csv`` only with held-out data,
-    ``idf-corpus.txt`` only where the selection reads the data set's corpus)."""
-    return {k: Path(out_dir) / name for k, name in OUTPUT_FILES.items()
-            if (holdout or k != "holdout") and (corpus or k != "corpus")}
+    ``idf-corpus.txt`` only where the selection reads the data set's corpus, ``best.<lang>.toml``
+    for each ``remapped`` source language)."""
+    paths = {k: Path(out_dir) / name for k, name in OUTPUT_FILES.items()
+             if (holdout or k != "holdout") and (corpus or k != "corpus")}
+    return {**paths, **{f"best.{lang}": Path(out_dir) / BEST_FOR.format(lang=lang) for lang in remapped}}
 
 
 def write_outputs(out_dir: str | Path, run: SearchRun, data: str, command: str | None = None) -> dict[str, Path]:
     """Write every output into ``out_dir`` as one set: each into a temporary file, and only once
     all are written are they renamed into place (an interrupted run leaves the earlier set whole)."""
     corpus = corpus_of(run)
-    paths = output_paths(out_dir, bool(run.holdout), corpus is not None)
+    remapped = remapped_languages(run)
+    paths = output_paths(out_dir, bool(run.holdout), corpus is not None, remapped)
     make_output_folder(out_dir)
     writers: dict[str, Callable[[Path], None]] = {
         "best": lambda p: write_best(p, run, paths.get("corpus")),
+        **{f"best.{lang}": (lambda p, lang=lang: write_best(p, run, paths.get("corpus"), lang)) for lang in remapped},
         "table": lambda p: p.write_text(markdown(run, data, command), encoding="utf-8"),
         "csv": lambda p: write_csv(p, run), "folds": lambda p: write_folds(p, run),
         "chart": lambda p: write_chart(p, run), "holdout": lambda p: write_holdout(p, run),
@@ -225,4 +258,5 @@ def write_outputs(out_dir: str | Path, run: SearchRun, data: str, command: str |
     return paths
 
 
-__all__ = ["OUTPUT_FILES", "markdown", "output_paths", "ranking", "summary", "write_outputs"]
+__all__ = ["BEST_FOR", "OUTPUT_FILES", "markdown", "output_paths", "ranking", "remapped_languages", "summary",
+           "write_outputs"]

@@ -6,18 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from ...aggregators.single import SingleLayer
 from ...composition import Composition
 from ...config import Compiled, RunSpec, plan_runs
-from ...engine import Pairs, score_groups
 from ...errors import ConfigError
+from ...remap import Remapping
 from ...scorer import Scorer
 from ...settings import settings_of
-from ..challenge import ALL, Item, challenge_pairs
+from ..challenge import ALL, Item, item_scores
 from ..space import Candidate
-from ...config.plan import by_encoder
 from .book import Entry
 from .objective import accuracy
 
@@ -97,8 +94,9 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
 
 
 def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], items: Sequence[Item],
-                       category: str) -> None:
-    """Set each entry's ``accuracy`` on the challenge items of ``category`` (its primary metric,
+                       category: str, sources: bool = False, remaps: Sequence[Remapping] | None = None) -> None:
+    """Set each entry's ``accuracy`` on the challenge items of ``category``: its primary metric
+    as ``alignscore challenge`` scores it (:func:`~alignscore.evaluation.challenge.item_scores`:
     every distinct pair scored once, one engine call per encoder).
 
     Parameters
@@ -109,6 +107,10 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
         The challenge set.
     category : str
         One of its categories, or ``all``.
+    sources : bool
+        Score each item against its ``source`` (the search is reference-free).
+    remaps : sequence of Remapping, optional
+        Each item's remapping (:func:`~alignscore.evaluation.reference_free.item_remaps`).
 
     Raises
     ------
@@ -118,19 +120,8 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
     if category != ALL and category not in {i.category for i in items}:
         raise ConfigError(f"the challenge set has no category {category!r} (it has: "
                           f"{', '.join(sorted({i.category for i in items}))}, and all)")
-    pairs = challenge_pairs(items)
-    where = {pair: k for k, pair in enumerate(pairs)}
-    good = np.array([where[(i.good, i.refs)] for i in items])
-    bad = np.array([where[(i.bad, i.refs)] for i in items])
-    texts = Pairs.from_groups([c for c, _ in pairs], [list(r) for _, r in pairs])
-    for members in by_encoder(scorers, range(len(entries))):
-        first = scorers[members[0]]
-        (results,) = score_groups(first.scoring_encoder(), [texts], [[entries[e].composition for e in members]],
-                                  first.runtime)
-        for e, r in zip(members, results):
-            comp = entries[e].composition
-            values = scorers[e].reduce(comp, texts, r)[comp.metric].double().numpy()  # as Scorer.score reduces
-            entries[e].accuracy = accuracy(items, values[good], values[bad], category)
+    for entry, (_, good, bad) in zip(entries, item_scores(scorers, items, sources, remaps)):
+        entry.accuracy = accuracy(items, good, bad, category)
 
 
 __all__ = ["challenge_accuracy", "labels", "prepare"]

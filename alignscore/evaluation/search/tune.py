@@ -15,8 +15,9 @@ from ...config.compile import Source, sources_of
 from ...errors import ConfigError
 from ...textio import check_output_folder
 from ...weighting.schemes import Corpus, IdfL
-from ..challenge import read_items
-from ..reference_free import against_sources as against_sources_of, check_remaps, remaps_for, split_remap
+from ..challenge import check_sources, read_items
+from ..reference_free import (against_sources as against_sources_of, check_remaps, item_remaps, remaps_for,
+                              split_remap)
 from ..space import load_space
 from ..wmt import LangPair, load_daseg
 from .book import Entry
@@ -106,7 +107,9 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     holdout : str or Path, optional
         Another DAseg folder the selection and the published configurations are scored on.
     output : str or Path, optional
-        The folder to write best.toml, the leaderboard, the folds and the chart into.
+        The folder to write best.toml, the leaderboard, the folds and the chart into (against
+        sources with remappings, also ``best.<lang>.toml``: best.toml with that source
+        language's remapping).
     lang_pairs : str or sequence of str
         The language pairs searched on (``"cs-en,de-en"``; default: all).
     year : str, optional
@@ -133,7 +136,9 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         Score each MT output against its source (``DAseg.*.source.*``) instead of its reference,
         as ``alignscore score --sources`` does (:mod:`~alignscore.evaluation.reference_free`);
         the remapping option then names one file or a folder of ``<lang>.remap`` files, one
-        per source language of the data.
+        per source language of the data. The ``challenge`` items are scored against their
+        ``source`` field, as ``alignscore challenge --sources`` does (with a folder, each item
+        with the remapping of its ``lp`` field's source language).
     clock : callable
         The clock the budget is kept on.
     **options
@@ -173,11 +178,6 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
         ([*sources, *sources_of(options)], None)
     side = "--sources" if flag else "against_sources="
-    if against_sources and challenge is not None:
-        raise ConfigError(f"--challenge scores its items against references: not with {side}")
-    if output is not None:
-        names = [p.name for p in output_paths(output, holdout is not None).values()]
-        check_output_folder(output, names, [space, challenge, idf_corpus])
     wanted_pairs = [p for item in ([lang_pairs] if isinstance(lang_pairs, str) else lang_pairs)
                     for p in str(item).split(",") if p.strip()]
     pairs = load_daseg(data, wanted_pairs or None, year=year, idf_corpus=idf_corpus)
@@ -185,7 +185,14 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     if against_sources:  # a language without a remapping is refused here, before any model loads
         remaps = remaps_for(*remap, [lp.src for lp in [*pairs, *held]]) if remap is not None else None
         pairs, held = (against_sources_of(p, remaps, side, idf_corpus is not None) for p in (pairs, held))
+    if output is not None:  # best.<lang>.toml beside best.toml for each source language remapped
+        names = [p.name for p in output_paths(output, holdout is not None, True,
+                                              {lp.src for lp in pairs if lp.remap is not None}).values()]
+        check_output_folder(output, names, [space, challenge, idf_corpus])
     items = read_items(challenge) if challenge is not None else []
+    if items and against_sources:  # each item against its source, with its language's remapping, as challenge does
+        check_sources(items, str(challenge), side)
+    item_remap = item_remaps(items, *remap, str(challenge)) if items and remap is not None else None
     corpus = {IdfL.corpus_setting(): data_corpus(data, year, pairs, against_sources)}
     missing = _missing(parsed.models(flags))
     skip = set(missing) if skip_missing else set()
@@ -210,10 +217,11 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     # every run checked against its model's configuration (and its remapping, against sources)
     entries, scorers = prepare(candidates, published, against_sources)
     if remap is not None:
-        check_remaps([e.composition for e in entries], scorers, [*pairs, *held], remap[1])
+        check_remaps([e.composition for e in entries], scorers, [lp.remap for lp in [*pairs, *held]]
+                     + list(item_remap or ()), remap[1])
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
-        challenge_accuracy(entries, scorers, items, str(wanted.category))
+        challenge_accuracy(entries, scorers, items, str(wanted.category), against_sources, item_remap)
     budget_s = minutes * 60
     threads = torch.get_num_threads()
     try:  # the probe chooses torch's threads for the search; the caller's are restored
