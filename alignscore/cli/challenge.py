@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge_report import challenge_file
+from ..evaluation.challenge_report import challenge_file, remap_option
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
 from .options import (option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option,
@@ -50,10 +50,10 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     alignscore challenge examples/challenge.jsonl --model all-MiniLM-L6-v2 \\
         --b "--aligner wmd --n-gram 1"
     """
-    common = scorer_opts(kwargs)
+    common, remap = remap_option(scorer_opts(kwargs), against_sources)  # a file, or a folder: by each item's lp
     specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet)
     challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe,
                    [f for run in specs for f in option_files(run.spec, common)], lambda msg: click.echo(msg, err=True),
-                   against_sources)
+                   against_sources, remap)
     if output:
         click.echo(f"wrote {output}", err=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, field_values,
-                        read_items, run_challenge, settle_repeats)
+from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
+                        field_values, read_items, settle_repeats)
+from ..config.schema import OPTION
+from ..config.sources import sources_of
+from .reference_free import challenge_remaps, check_remaps, remapped_item_scores, split_remap
 from .stats import SACREBLEU_SEED
 
 if TYPE_CHECKING:
@@ -50,16 +53,39 @@ def jsonl(results: Sequence[CompositionResult], by: str | None = None) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows(results, by))
 
 
+def remap_option(opts: Mapping[str, Any], sources: bool) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """Against sources, the command-line options without the remapping option, and its value and
+    label (:func:`~alignscore.evaluation.reference_free.split_remap`: a file or a folder, resolved per item by :func:`~alignscore.evaluation.reference_free.item_remaps`);
+    else the options as they are.
+
+    Examples
+    --------
+    >>> rest, given = remap_option({"remap": "remaps", "layer": 3}, True)
+    >>> rest, given[1], given[0].endswith("remaps")
+    ({'layer': 3}, '--remap', True)
+    >>> remap_option({"remap": "de.remap"}, False)
+    ({'remap': 'de.remap'}, None)
+    """
+    if not sources:
+        return dict(opts), None
+    return {k: v for k, v in opts.items() if k != OPTION.remap.name}, split_remap(sources_of(opts, style="flag"))[1]
+
+
 def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt: str = "tsv",
                    output: str | None = None, bootstrap: int = 1000, seed: int = SACREBLEU_SEED, by: str | None = None,
                    dedupe: bool = False, files: Sequence[str] = (), log: Callable[[str], None] | None = None,
-                   sources: bool = False) -> None:
-    """:func:`run_challenge` of the runs ``specs`` (A, then B or B1, B2, ...) on the items of
-    ``challenge_set``, written as ``fmt`` (tsv or jsonl) to ``output`` (None: standard output),
-    which may not be the set or one of the ``files`` the runs read; ``log`` says
-    how many repeated items ``dedupe`` dropped; ``sources``: every item scored against its
-    ``source`` (reference-free). Items, ``by`` field and output are checked, and every run built
-    for its model, before anything is scored."""
+                   sources: bool = False, remap: tuple[str, str] | None = None) -> None:
+    """The challenge results (:func:`~alignscore.evaluation.challenge.evaluate_scores` of
+    :func:`~alignscore.evaluation.challenge.item_scores`) of the runs ``specs`` (A, then B or B1,
+    B2, ...) on the items of ``challenge_set``, written as ``fmt`` (tsv or jsonl) to ``output``
+    (None: standard output), which may not be the set or one of the ``files`` the runs read;
+    ``log`` says how many repeated items ``dedupe`` dropped; ``sources``: every item scored
+    against its ``source`` (reference-free); ``remap``: the remapping option's value and label (a
+    file, or a folder of ``<lang>.remap`` chosen by each item's ``lp``) for every run without
+    one of its own, resolved per item as ``tune --sources --challenge`` resolves it
+    (:func:`~alignscore.evaluation.reference_free.challenge_remaps`).
+    Items, ``by`` field, remappings and output are checked, and every run built for its model,
+    before anything is scored."""
     from ..config import plan_runs
     from ..textio import check_output, write_output
 
@@ -69,17 +95,27 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
         check_sources(items, challenge_set)
     if by is not None:  # every item has the field, with a usable value: checked before any work
         field_values(items, by, challenge_set)
+    # each item's remapping (by its language with a folder), before any model loads
+    remaps = challenge_remaps(specs, items, remap, challenge_set)
     if output:  # before any work: the output must be writable and none of the inputs
-        check_output(output, [challenge_set, *files])
+        check_output(output, [challenge_set, *files, *{r.source for rs in remaps for r in rs or () if r.source}])
     # every composition checked for its model (one that cannot be built fails before any warning),
     # one encoder per model
     scorers = plan_runs(specs, sources=sources).scorers()
+    remapped = [k for k, chosen in enumerate(remaps) if chosen is not None]
+    if remap is not None and remapped:  # a remapping of another model or layer: refused before anything is scored
+        check_remaps([scorers[k].composition for k in remapped], [scorers[k] for k in remapped],
+                     remaps[remapped[0]] or (), remap[1])
+    position = {id(item): k for k, item in enumerate(items)}
     items, repeated = settle_repeats(items, dedupe)
+    remaps = [None if r is None else [r[position[id(item)]] for item in items] for r in remaps]
     if dedupe and repeated and log is not None:
         log(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
     groups = field_values(items, by, challenge_set) if by is not None else None
     check_sizes(items, groups=groups, by=by)
-    results = run_challenge(scorers, items, names, bootstrap, seed, groups=groups, sources=sources)
+    scores = remapped_item_scores(scorers, items, sources, remaps)
+    results = evaluate_scores(items, [(name, *scored) for name, scored in zip(names, scores)], bootstrap, seed,
+                              groups=groups)
     write_output(output, jsonl(results, by) if fmt == "jsonl" else
                  tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}"
                                f"{' against their sources' if sources else ''}; accuracy: good "
@@ -88,4 +124,4 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
                                "- A's"], by))
 
 
-__all__ = ["challenge_file", "columns", "jsonl", "rows", "tsv"]
+__all__ = ["challenge_file", "columns", "jsonl", "remap_option", "rows", "tsv"]

@@ -12,15 +12,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ..config import Source
+import numpy as np
+
+from ..config import Compiled, Source
 from ..config.schema import OPTION
 from ..errors import ConfigError, InputError
 from ..remap import Remapping, load_remapping, model_digest
 from ..scorer import Scorer
-from .challenge import Item
+from .challenge import Item, item_scores
 from .wmt import LangPair
+
+if TYPE_CHECKING:
+    from ..config import RunSpec
 
 #: the file name of a source language's remapping in a folder of them
 REMAP_FILE = "{lang}.remap"
@@ -218,8 +223,7 @@ def item_remaps(items: Sequence[Item], value: str, label: str, path: str = "<ite
     Traceback (most recent call last):
     alignscore.errors.ConfigError: --remap remaps: no such file or folder of <lang>.remap files
     """
-    lp = [item.extra(LANG_PAIR) for item in items]
-    langs = [v.split("-")[0] if isinstance(v, str) and "-" in v else None for v in lp]
+    langs = item_languages(items)
     if Path(value).is_dir():
         for k, (item, lang) in enumerate(zip(items, langs)):
             if lang is None:
@@ -231,4 +235,110 @@ def item_remaps(items: Sequence[Item], value: str, label: str, path: str = "<ite
     return [given.get(lang, one) for lang in langs]
 
 
-__all__ = ["LANG_PAIR", "REMAP_FILE", "against_sources", "check_remaps", "item_remaps", "remaps_for", "split_remap"]
+def item_languages(items: Sequence[Item]) -> list[str | None]:
+    """Each item's source language, from its field ``lp`` (``de-en``: ``de``; None without one).
+
+    Examples
+    --------
+    >>> item_languages([Item(("a",), "b", "c", "x", fields=(("lp", "de-en"),)), Item(("a",), "b", "c", "x")])
+    ['de', None]
+    """
+    values = [item.extra(LANG_PAIR) for item in items]
+    return [v.split("-")[0] if isinstance(v, str) and "-" in v else None for v in values]
+
+
+def challenge_remaps(runs: Sequence[RunSpec | Compiled], items: Sequence[Item], remap: tuple[str, str] | None,
+                     path: str = "<items>") -> list[list[Remapping] | None]:
+    """Each run's remapping of each challenge item: the remapping option ``remap`` (value and
+    label, :func:`remap_option`) resolved by :func:`item_remaps` (a file, or a folder of
+    ``<lang>.remap`` chosen by each item's ``lp``), as ``tune --sources --challenge`` resolves
+    it, for every run without a remapping of its own (a run that names one keeps it).
+
+    Parameters
+    ----------
+    runs : sequence of RunSpec or Compiled
+        The compositions.
+    items : sequence of Item
+        The challenge items.
+    remap : (str, str) or None
+        The option's value and the option as the user wrote it.
+    path : str
+        The challenge set, for errors.
+
+    Returns
+    -------
+    list
+        Per run, each item's remapping (None: the run's own, if any, applies to every item).
+
+    Raises
+    ------
+    InputError
+        With a folder, an item without ``lp`` (its file and line).
+    ConfigError
+        A language without a remapping, a file that is not one or learned for another language.
+
+    Examples
+    --------
+    >>> from alignscore.config import run_spec
+    >>> challenge_remaps([run_spec({"layer": 2})], [Item(("a",), "b", "c", "x")], None)
+    [None]
+    """
+    chosen = item_remaps(items, *remap, path) if remap is not None else None
+    return [chosen if (run.spec if isinstance(run, Compiled) else run).composition.remap is None else None
+            for run in runs]
+
+
+def remap_summary(items: Sequence[Item], remaps: Sequence[Remapping]) -> str:
+    """Which remapping scored which items' language: ``de=<digest>,ru=<digest>`` (by the items'
+    ``lp``), or the one remapping's digest when every item has the same.
+
+    Examples
+    --------
+    >>> import torch
+    >>> r = Remapping("umd", torch.ones(2) / 2 ** 0.5, "m", "0" * 12, 2, "de", 1)
+    >>> remap_summary([Item(("a",), "b", "c", "x")], [r]) == r.digest()
+    True
+    """
+    chosen = {id(r): r for r in remaps}
+    if len(chosen) == 1:
+        return next(iter(chosen.values())).digest()
+    return ",".join(dict.fromkeys(f"{lang}={r.digest()}" for lang, r in zip(item_languages(items), remaps)))
+
+
+def remapped_item_scores(scorers: Sequence[Scorer], items: Sequence[Item], sources: bool,
+                         remaps: Sequence[Sequence[Remapping] | None]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """:func:`~alignscore.evaluation.challenge.item_scores` of the scorers, each with its items'
+    remappings (:func:`challenge_remaps`): the scorers of one remapping option scored together;
+    each signature's ``remap`` field says which remapping scored which language
+    (:func:`remap_summary`). Check them against their runs first (:func:`check_remaps`).
+
+    Parameters
+    ----------
+    scorers : sequence of Scorer
+        The runs, built.
+    items : sequence of Item
+        The challenge items.
+    sources : bool
+        Score against each item's source.
+    remaps : sequence
+        Per scorer, each item's remapping (or None).
+
+    Returns
+    -------
+    list of (str, ndarray, ndarray)
+        Per scorer: its signature, the good and the bad candidates' scores.
+    """
+    keys = [id(r) if r is not None else None for r in remaps]
+    out: list[tuple[str, np.ndarray, np.ndarray]] = [("", np.zeros(0), np.zeros(0))] * len(scorers)
+    for key in dict.fromkeys(keys):
+        idx = [k for k, other in enumerate(keys) if other == key]
+        chosen = remaps[idx[0]]
+        for k, (signature, good, bad) in zip(idx, item_scores([scorers[k] for k in idx], items, sources, chosen)):
+            if chosen:  # the first items' remapping is in the signature: name every language's
+                signature = signature.replace(f"remap:{chosen[0].digest()}", f"remap:{remap_summary(items, chosen)}")
+            out[k] = (signature, good, bad)
+    return out
+
+
+__all__ = ["LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps", "item_languages",
+           "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]
