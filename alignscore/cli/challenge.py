@@ -32,7 +32,7 @@ from .options import (option_files, output_option, quiet_option, scorer_options,
                    "FIELD and category, the value in a column named FIELD. Every item must have the field.")
 @click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
               "aside); without it they count as often as they appear, with a warning.")
-@sources_option("good and bad against each item's source (its field 'source', the text they translate)")
+@sources_option("good and bad against each item's field 'source' (--remap: a file, or a folder of <lang>.remap by lp)")
 @quiet_option()
 def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
               bootstrap: int, seed: int, by: str | None, dedupe: bool, against_sources: bool, quiet: bool,

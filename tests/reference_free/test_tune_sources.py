@@ -234,6 +234,9 @@ def test_tune_challenge_accuracy_against_sources_is_the_challenge_commands(data_
         # against the references good (the reference itself) would win every item: the sources were scored
         assert 0 < correct < n
     if remapped:  # the remappings were applied: without them some run's accuracy differs
+        # challenge --remap takes the folder as tune does: the whole set, each item by its lp, the same counts
+        folder = _challenge_correct(challenge, tiny_bert_dir, "--remap", remaps)
+        assert {name: list(v) for name, v in folder.items()} == counts
         plain = _challenge_correct(challenge, tiny_bert_dir)
         assert any(plain[name][0] != counts[name][0] for name in counts)
 
