@@ -109,5 +109,9 @@ def test_what_a_remapping_cannot_serve_is_one_line(remaps: Path, tiny_bert_dir: 
         save_remapping(Remapping("umd", torch.eye(32, dtype=torch.float64)[0], tiny_bert_dir,
                                  model_digest(HFEncoder(tiny_bert_dir)), 3, lang, 10), other / f"{lang}.remap")
     assert "layer 3, not" in _refused(tmp_path, both, *model, "--remap", other)
+    # an output that is one of the folder's remappings (an input): refused, the file untouched
+    before = (remaps / "de.remap").read_bytes()
+    code, _, err = invoke("challenge", both, *OPTIONS, *model, "--remap", remaps, "-o", remaps / "de.remap")
+    assert_one_error(code, err) and (remaps / "de.remap").read_bytes() == before
     # no such file or folder
     assert "no such file or folder" in _refused(tmp_path, both, *model, "--remap", tmp_path / "nothing")
