@@ -7,10 +7,10 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
-                        field_values, read_items, settle_repeats)
 from ..config.schema import OPTION
 from ..config.sources import sources_of
+from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
+                        field_values, read_items, settle_repeats)
 from .reference_free import challenge_remaps, check_remaps, remapped_item_scores, split_remap
 from .stats import SACREBLEU_SEED
 
@@ -55,8 +55,9 @@ def jsonl(results: Sequence[CompositionResult], by: str | None = None) -> str:
 
 def remap_option(opts: Mapping[str, Any], sources: bool) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """Against sources, the command-line options without the remapping option, and its value and
-    label (:func:`~alignscore.evaluation.reference_free.split_remap`: a file or a folder, resolved per item by :func:`~alignscore.evaluation.reference_free.item_remaps`);
-    else the options as they are.
+    label (:func:`~alignscore.evaluation.reference_free.split_remap`: a file, or a folder resolved
+    per item by :func:`~alignscore.evaluation.reference_free.challenge_remaps`); else the options
+    as they are.
 
     Examples
     --------
@@ -108,7 +109,8 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
                      remaps[remapped[0]] or (), remap[1])
     position = {id(item): k for k, item in enumerate(items)}
     items, repeated = settle_repeats(items, dedupe)
-    remaps = [None if r is None else [r[position[id(item)]] for item in items] for r in remaps]
+    settled = {id(r): [r[position[id(item)]] for item in items] for r in remaps if r is not None}
+    remaps = [None if r is None else settled[id(r)] for r in remaps]  # still one list: its runs scored together
     if dedupe and repeated and log is not None:
         log(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
     groups = field_values(items, by, challenge_set) if by is not None else None

@@ -250,9 +250,10 @@ def item_languages(items: Sequence[Item]) -> list[str | None]:
 def challenge_remaps(runs: Sequence[RunSpec | Compiled], items: Sequence[Item], remap: tuple[str, str] | None,
                      path: str = "<items>") -> list[list[Remapping] | None]:
     """Each run's remapping of each challenge item: the remapping option ``remap`` (value and
-    label, :func:`remap_option`) resolved by :func:`item_remaps` (a file, or a folder of
-    ``<lang>.remap`` chosen by each item's ``lp``), as ``tune --sources --challenge`` resolves
-    it, for every run without a remapping of its own (a run that names one keeps it).
+    label, :func:`~alignscore.evaluation.challenge_report.remap_option`) resolved by
+    :func:`item_remaps` (a file, or a folder of ``<lang>.remap`` chosen by each item's ``lp``),
+    as ``tune --sources --challenge`` resolves it, for every run without a remapping of its own
+    (a run that names one keeps it).
 
     Parameters
     ----------

@@ -18,6 +18,7 @@ from alignscore.config import compile_labelled, plan_runs, sources_of
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.evaluation.challenge import read_items
 from alignscore.evaluation.challenge_report import remap_option
+from alignscore.evaluation import reference_free
 from alignscore.evaluation.reference_free import challenge_remaps, remapped_item_scores
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
@@ -35,7 +36,8 @@ def _rows(path: Path, tiny_bert_dir: str, *options: object) -> dict[tuple[str, s
     return {(r["composition"], r["lp"]): r for r in map(json.loads, stdout.splitlines()) if r["category"] == "all"}
 
 
-def test_a_folder_remaps_each_item_by_its_language(remaps: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
+def test_a_folder_remaps_each_item_by_its_language(remaps: Path, tiny_bert_dir: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     both = _challenge_set(tmp_path / "set.jsonl", LPS)
     rows = _rows(both, tiny_bert_dir, "--remap", remaps)
     digests = {lp[:2]: alignscore.remap.load_remapping(remaps / f"{lp[:2]}.remap").digest() for lp in LPS}
@@ -49,6 +51,17 @@ def test_a_folder_remaps_each_item_by_its_language(remaps: Path, tiny_bert_dir: 
             assert f"remap:{digests[lp[:2]]}|" in theirs["signature"]
     # the signature says which remapping scored which language
     assert "remap:de={de},ru={ru}|".format(**digests) in rows[("A", LPS[0])]["signature"]
+    # --dedupe drops a repeated item (its remapping with it): the same numbers
+    repeated = tmp_path / "repeated.jsonl"
+    lines = both.read_text(encoding="utf-8").splitlines(keepends=True)
+    repeated.write_text("".join(lines[:13] + lines[12:13] + lines[13:]), encoding="utf-8")
+    calls: list[int] = []
+    real = reference_free.item_scores
+    monkeypatch.setattr(reference_free, "item_scores", lambda scorers, *args: calls.append(len(scorers)) or real(
+        scorers, *args))
+    again = _rows(repeated, tiny_bert_dir, "--remap", remaps, "--dedupe")
+    assert calls == [2]  # A and B, of one remapping option, still scored together
+    assert all((again[k]["correct"], again[k]["n"]) == (rows[k]["correct"], rows[k]["n"]) for k in rows)
     # the remappings were applied: without them some count differs
     plain = _rows(both, tiny_bert_dir)
     assert any(plain[(n, lp)]["correct"] != rows[(n, lp)]["correct"] for n in ("A", "B") for lp in LPS)
