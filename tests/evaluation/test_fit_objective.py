@@ -25,17 +25,18 @@ PAIRS = ("cs-en", "de-en")
 
 
 def write_set(path: Path, n: int = 24) -> Path:
-    """Items from WMT16 references: the reference as the good candidate, against it with its
-    first two words swapped (``swap``) or its last word dropped (``drop``)."""
-    refs = [r for r in wmt16("cs-en")["reference"] if len(r.split()) > 4][:n]
+    """Items from WMT16 references: one word of the reference replaced by a word of the next
+    reference (good) or of the one after (bad); categories ``even`` and ``odd`` by position.
+    Which one a metric prefers depends on its layers and weights, so a fit can move it."""
+    refs = [r.split() for r in wmt16("cs-en")["reference"] if len(r.split()) > 4][:n + 2]
     lines = []
-    for k, ref in enumerate(refs):
-        words = ref.split()
-        if k % 2:
-            bad, category = " ".join([words[1], words[0], *words[2:]]), "swap"
-        else:
-            bad, category = " ".join(words[:-1]), "drop"
-        lines.append(json.dumps({"ref": ref, "good": " ".join(words[1:]), "bad": bad, "category": category}))
+    for k in range(n):
+        w, i = refs[k], k % len(refs[k])
+        x, y = refs[k + 1][k % len(refs[k + 1])], refs[k + 2][(k + 1) % len(refs[k + 2])]
+        if x == y or w[i] in (x, y):
+            continue
+        good, bad = (" ".join(w[:i] + [v] + w[i + 1:]) for v in (x, y))
+        lines.append(json.dumps({"ref": " ".join(w), "good": good, "bad": bad, "category": ("even", "odd")[k % 2]}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -78,14 +79,14 @@ def test_reported_accuracy_is_what_challenge_counts_for_best_toml(start, data, i
 
 
 def test_a_heavy_weight_never_gives_up_accuracy(start, data, items) -> None:
-    result = alignscore.fit(data, start=start, steps=8, challenge=items, objective="correlation + 100 * accuracy[swap]")
+    result = alignscore.fit(data, start=start, steps=8, challenge=items, objective="correlation + 100 * accuracy[odd]")
     assert result.accuracy["fitted"] >= result.accuracy["start"]
     for fold in result.estimate.folds:
         assert fold.fitted.accuracy_best >= fold.fitted.accuracy_start
-    assert result.summary()[-2].startswith("objective correlation + 100 * accuracy[swap]")
+    assert result.summary()[-2].startswith("objective correlation + 100 * accuracy[odd]")
 
 
-@pytest.mark.parametrize("minimum", [0.5, 1.0])
+@pytest.mark.parametrize("minimum", [0.45, 0.5, 0.9])  # the start meets 0.45 (0.476), a fit 0.5, none 0.9
 def test_the_constraint_is_never_broken(start, data, items, minimum) -> None:
     result = alignscore.fit(data, start=start, steps=8, challenge=items,
                             objective=f"correlation, accuracy[all] >= {minimum}")
@@ -133,7 +134,7 @@ def _multi(path: Path) -> Path:
 
 @pytest.mark.parametrize("case, needles", [
     ("text", ["--objective", "one of correlation"]),
-    ("category", ["no category 'nope'", "drop, swap, and all"]),
+    ("category", ["no category 'nope'", "even, odd, and all"]),
     ("no-set", ["needs --challenge SET"]),
     ("no-accuracy", ["--challenge applies with an --objective on its accuracy only"]),
     ("missing", ["no-such.jsonl"]),
@@ -172,4 +173,4 @@ def test_python_errors_come_before_any_model_loads(items, tmp_path) -> None:
     with pytest.raises(InputError, match="2 references"):
         alignscore.fit(data, model=model, challenge=_multi(tmp_path / "m.jsonl"),
                        objective="correlation + accuracy[all]")
-    assert read_challenge("correlation, accuracy[swap] >= 0.25", items)[0].minimum == 0.25
+    assert read_challenge("correlation, accuracy[odd] >= 0.25", items)[0].minimum == 0.25

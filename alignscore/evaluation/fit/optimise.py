@@ -44,9 +44,9 @@ class Fitted:
     steps: int
     inner_start: float
     inner_best: float
+    start_meets: bool = True
     accuracy_start: float | None = None
     accuracy_best: float | None = None
-    start_meets: bool = True
 
 
 def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -125,7 +125,7 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
         if (steps == 0 and exact is None) or (ok and (not best_ok or now > best_r + 1e-6)):
             best_r, best, best_ok, acc_best = now, values, ok, acc
         if steps >= plan.steps or since >= plan.patience or time.monotonic() > deadline:
-            return Fitted(best, steps, first, best_r, acc_first, acc_best, start_ok)
+            return Fitted(best, steps, first, best_r, start_ok, acc_first, acc_best)
         model.penalty().backward()
         opt.step()
         step_done()
