@@ -4,7 +4,7 @@ chosen on the accuracy itself, as ``alignscore challenge`` counts it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -85,6 +85,7 @@ class Goal:
     features: PairFeatures
     good: torch.Tensor
     bad: torch.Tensor
+    chosen: torch.Tensor = field(init=False)  # the items the accuracy reads
 
     def __post_init__(self) -> None:
         self.chosen = torch.as_tensor(self.objective.chosen(self.items))
