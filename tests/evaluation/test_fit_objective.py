@@ -174,3 +174,22 @@ def test_python_errors_come_before_any_model_loads(items, tmp_path) -> None:
         alignscore.fit(data, model=model, challenge=_multi(tmp_path / "m.jsonl"),
                        objective="correlation + accuracy[all]")
     assert read_challenge("correlation, accuracy[odd] >= 0.25", items)[0].minimum == 0.25
+
+
+def test_the_challenge_pairs_count_in_the_memory_bound(tiny_bert_dir, data, items) -> None:
+    """The items' products are kept beside the language pairs' and bounded with them: a limit of
+    what both keep passes, one byte less is refused, naming the items (the last kept)."""
+    from alignscore.evaluation.wmt import load_daseg
+
+    scorer = alignscore.build(run_spec({"model": tiny_bert_dir, "layer": 2}))
+    pairs = load_daseg(data)
+    texts, _, _ = challenge_texts(read_items(items))
+    alone = extract(scorer, scorer.resolved(), pairs, (1, 2))
+    both = extract(scorer, scorer.resolved(), pairs, (1, 2), challenge=texts)
+    assert both.challenge is not None and len(both.challenge) == len(texts)
+    assert both.nbytes == alone.nbytes + both.challenge.nbytes and both.challenge.nbytes > 0
+    need = sum(b.cross.nbytes + b.cand_gram.nbytes + b.ref_gram.nbytes  # what the bound counts
+               for pf in [*both.pairs, both.challenge] for b in pf.batches)
+    assert extract(scorer, scorer.resolved(), pairs, (1, 2), limit=need, challenge=texts).nbytes == both.nbytes
+    with pytest.raises(ConfigError, match="by challenge-items"):
+        extract(scorer, scorer.resolved(), pairs, (1, 2), limit=need - 1, challenge=texts)
