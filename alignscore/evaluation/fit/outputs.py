@@ -204,7 +204,8 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
         "scores.csv": scores, "folds.csv": folds,
         "leaderboard.md": lambda p: p.write_text(markdown(result), encoding="utf-8"),
         "leaderboard.csv": lambda p: _csv(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout",
-                                              *([f"accuracy[{result.objective.category}]"] if acc else [])], leaderboard_rows(result)),
+                                              *([f"accuracy[{result.objective.category}]"] if acc else [])],
+                                          leaderboard_rows(result)),
         "layer_weights.png": lambda p: write_figure(p, result)}
     paths = {name: folder / name for name in writers}
     with ExitStack() as stack:

@@ -309,7 +309,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
                        [pf.human for pf in features.pairs], final, estimate, note)
     result.state_bytes, result.learned, result.objective = features.nbytes, tuple(names), wanted
     if goal is not None:
-        result.accuracy = {"start": float(final.accuracy_start), "fitted": float(final.accuracy_best)}  # type: ignore[arg-type]
+        result.accuracy = {"start": float(final.accuracy_start or 0.0), "fitted": float(final.accuracy_best or 0.0)}
     everything = range(len(pairs))
     for name, v in (("start", exact), ("fitted", values)):
         result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)
