@@ -66,10 +66,8 @@ def _usage_error(exc: click.ClickException) -> None:
 
 
 def _one_line_warnings() -> None:
-    def one_line(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        print(f"alignscore: warning: {' '.join(str(message).split())}", file=sys.stderr)
-
-    warnings.showwarning = one_line
+    warnings.showwarning = lambda message, *_, **__: print(f"alignscore: warning: {one_line(str(message))}",
+                                                           file=sys.stderr)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 

@@ -7,7 +7,7 @@ import click
 from ..config.schema import OPTION
 from ..settings import int_list
 from . import main
-from .options import progress_log, quiet_option, scorer_options, seed_option
+from .options import objective_options, progress_log, quiet_option, scorer_options, seed_option
 
 
 @main.command()
@@ -18,12 +18,9 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
               help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
                    "or mix, aligner greedy, wmd or sinkhorn (over tokens or n-gram windows; wmd without flow dropout), weighting none, idf-S or idf-L. Default: "
                    "BERTScore's composition for --model.")
-@click.option("--learn", default=None, metavar="NAMES",
-              help="The settings to learn, a comma list of mix_weights, temperature, idf_power, beta and the "
-                   "token-class weights (special_weight, punct_weight, stopword_weight, subword_weight). Default: "
-                   "every one that applies (idf_power only with an idf weighting, special_weight only with "
-                   "special_tokens keep; with a static table no mix_weights, special_weight or, for word vectors, "
-                   "subword_weight).")
+@click.option("--learn", default=None, metavar="NAMES", help="The settings to learn, a comma list (default: every "
+              "one that applies to the start, docs/fit.md) of mix_weights, temperature, idf_power, beta, reg and the "
+              "token-class weights special_weight, punct_weight, stopword_weight, subword_weight.")
 @click.option("--layers", default=None, metavar="LIST",
               help="The layers a single-layer start is mixed over, e.g. '2-6' (default: every block; the start's "
                    "layer among them). Not with a static table (no layers).")
@@ -32,8 +29,7 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True,
               help="The most optimisation steps of one fit (early stopping usually ends it sooner).")
 @click.option("-o", "--output", type=click.Path(file_okay=False), default="fit-out", show_default=True,
-              help="Output folder: best.toml, scores.csv, folds.csv, leaderboard.md, leaderboard.csv, "
-                   "layer_weights.png.")
+              help="Output folder: best.toml, scores.csv, folds.csv, leaderboard.md/.csv, layer_weights.png.")
 @click.option("--holdout", type=click.Path(file_okay=False), default=None,
               help="Another DAseg folder (another year): the start and the fitted metric are scored on it.")
 @click.option("--lang-pairs", default=None, help="Language pairs to fit on, e.g. 'cs-en,de-en' (default: all).")
@@ -43,11 +39,12 @@ from .options import progress_log, quiet_option, scorer_options, seed_option
 @click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
               help="GiB the fit may keep (the products of the mixed layers' states, and through n-gram windows those "
                    "within each text; default 8); refused past it.")
+@objective_options("each fit")
 @seed_option(0, "Seed of the inner split and the resamples.")
 @quiet_option("No progress.")
 def fit(data: str, model: str | None, start: str | None, learn: str | None, layers: str | None, budget: float,
         steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None, bootstrap: int,
-        max_memory: float | None, seed: int, quiet: bool) -> None:
+        max_memory: float | None, challenge_set: str | None, objective: str, seed: int, quiet: bool) -> None:
     """Fit the continuous settings of a composition (the layer mix, a soft greedy match's
     temperature, the idf exponent, F-beta's beta) to the human judgments in --data, by gradient
     on the mean Pearson r over language pairs, every text encoded once.
@@ -61,7 +58,8 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
 
     result = run_fit(data, model, start, learn, budget, output, holdout,
                      int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,
-                     bootstrap, max_memory, quiet, "flag", progress_log(quiet, "fit"))
+                     bootstrap, max_memory, quiet, "flag", progress_log(quiet, "fit"), challenge=challenge_set,
+                     objective=objective)
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)
     click.echo("\n".join(result.summary()))

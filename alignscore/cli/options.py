@@ -60,6 +60,16 @@ def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
                         "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
 
 
+def objective_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--challenge FILE`` (``challenge_set``) and ``--objective TEXT`` (what ``what`` maximises: ``Objective``)."""
+    return lambda fn: click.option("--challenge", "challenge_set", type=click.Path(dir_okay=False), help="A challenge "
+                                   "set (JSON lines, see 'alignscore challenge') for an --objective on its accuracy.")(
+        click.option("--objective", default="correlation", show_default=True, help=f"What {what} maximises: "
+                     "correlation (mean |r| over the language pairs), 'correlation + W * accuracy[CATEGORY]' (W times "
+                     "the --challenge accuracy added) or 'correlation, accuracy[CATEGORY] >= X' (at least that "
+                     "accurate); CATEGORY: one of the set's, or all.")(fn))
+
+
 def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
     """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
     return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))

@@ -12,8 +12,8 @@ from ..config import sources_of
 from ..runtime import peak_memory_mib
 from ..weighting.schemes import IdfL
 from . import main
-from .options import (command_line, progress_log, quiet_option, scorer_options, scorer_opts, seed_option,
-                      sources_option)
+from .options import (command_line, objective_options, progress_log, quiet_option, scorer_options, scorer_opts,
+                      seed_option, sources_option)
 
 
 @main.command()
@@ -33,13 +33,7 @@ from .options import (command_line, progress_log, quiet_option, scorer_options, 
                    "the data, else every reference of the --data folder.")
 @click.option("--holdout", type=click.Path(file_okay=False), default=None,
               help="Another DAseg folder: the selection and the published configurations are scored on it.")
-@click.option("--challenge", "challenge_set", type=click.Path(dir_okay=False), default=None,
-              help="A challenge set (JSON lines, see 'alignscore challenge') for an --objective on its accuracy.")
-@click.option("--objective", default="correlation", show_default=True,
-              help="What the search maximises: correlation (mean |r| over the language pairs); "
-                   "'correlation + W * accuracy[CATEGORY]' (W times the --challenge accuracy added); or "
-                   "'correlation, accuracy[CATEGORY] >= X' (among the runs at least that accurate). CATEGORY: "
-                   "one of the set's, or all.")
+@objective_options("the search")
 @click.option("--budget", default=None, metavar="MINUTES",
               help=f"Minutes the whole command may take on this machine (default {DEFAULT_BUDGET_MIN:g}): the full "
                    "grid when it fits, else the successive-halving schedule that scores the most segments within it "

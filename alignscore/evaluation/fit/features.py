@@ -113,19 +113,24 @@ class PairFeatures:
 
 @dataclass
 class Features:
-    """What a fit keeps of ``layers``: one :class:`PairFeatures` per language pair."""
+    """What a fit keeps of ``layers``: one :class:`PairFeatures` per language pair, and the
+    ``challenge`` items' pairs where the objective reads a challenge set."""
 
     layers: tuple[int, ...]
     pairs: list[PairFeatures]
+    challenge: PairFeatures | None = None
+
+    def _kept(self) -> list[PairFeatures]:
+        return self.pairs + ([self.challenge] if self.challenge is not None else [])
 
     @property
     def nbytes(self) -> int:
-        return sum(pf.nbytes for pf in self.pairs)
+        return sum(pf.nbytes for pf in self._kept())
 
     @property
     def band_bytes(self) -> int:
         """The part of :attr:`nbytes` that n-gram windows add (0 over tokens)."""
-        return sum(pf.band_bytes for pf in self.pairs)
+        return sum(pf.band_bytes for pf in self._kept())
 
 
 def band_slots(n_gram: int | str | None, members: int) -> int:
@@ -237,7 +242,8 @@ def products(states: torch.Tensor, offsets: torch.Tensor, ref: torch.Tensor, can
 
 
 def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangPair], layers: Sequence[int],
-            limit: int | None = None, dtype: torch.dtype = torch.float32, too_big: str = "memory") -> Features:
+            limit: int | None = None, dtype: torch.dtype = torch.float32, too_big: str = "memory",
+            challenge: LangPair | None = None) -> Features:
     """Encode each language pair's texts once (the engine's encoding), keep ``layers``' states
     while its :func:`products` are made, then drop them.
 
@@ -252,7 +258,9 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     through an optimal-transport aligner over n-gram windows ``itemsize x L^2 x (Pc (Kc - 1) +
     Pr (Kr - 1))`` more (:func:`pair_bytes`); past ``limit`` bytes, a
     :class:`~alignscore.errors.ConfigError` naming ``too_big`` before the products of the
-    language pair that would cross it are made.
+    language pair that would cross it are made. ``challenge``: a challenge set's pairs
+    (:func:`~alignscore.evaluation.fit.goal.challenge_texts`), kept the same way, after the
+    language pairs and within the same bound, as :attr:`Features.challenge`.
     """
     encoder = scorer.scoring_encoder()
     weighting = composition.weighting
@@ -269,7 +277,7 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     itemsize = torch.empty(0, dtype=dtype).element_size()
     out: list[PairFeatures] = []
     kept = 0
-    for lp in lang_pairs:
+    for lp in [*lang_pairs, *([challenge] if challenge is not None else [])]:
         (pairs,) = merge_pairs([Pairs.from_pairs(lp.references, lp.candidates)])
         union = replace(pairs, ref=torch.empty(0, dtype=torch.long), cand=torch.empty(0, dtype=torch.long))
         # a state mean of windows weighs each token by its mixed vector's length: the states
@@ -298,4 +306,6 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
                                          setting.cand_mass.float().cpu(), matchable,
                                          weighting.token_class_ids(encoded.table).cpu(), dtype, n_gram)))
         del encoded, vectors, states
+    if challenge is not None:
+        return Features(tuple(layers), out[:-1], out[-1])
     return Features(tuple(layers), out)

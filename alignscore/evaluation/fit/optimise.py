@@ -13,6 +13,7 @@ import torch
 
 from ..stats import bootstrap_indices, pearson_rows
 from .features import Features, PairFeatures
+from .goal import Goal
 from .model import Model, Values, mean_r, pair_scores, pearson, plain, scores_of
 
 #: the share of each language pair's segments an inner fold holds out for early stopping
@@ -34,13 +35,18 @@ class Plan:
 
 @dataclass
 class Fitted:
-    """One fit's result: the ``values``, the ``steps`` taken, the inner (held-out segments)
-    mean r at the start and at the values chosen."""
+    """One fit's result: the ``values``, the ``steps`` taken, the inner objective (the mean r on
+    the held-out segments, plus W times the challenge accuracy in ``correlation + W *
+    accuracy[C]``) at the start and at the values chosen; with a challenge objective, the
+    accuracy at both and whether the start met its constraint."""
 
     values: Values
     steps: int
     inner_start: float
     inner_best: float
+    start_meets: bool = True
+    accuracy_start: float | None = None
+    accuracy_best: float | None = None
 
 
 def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -57,7 +63,8 @@ def inner_split(pairs: Sequence[PairFeatures], seed: int) -> tuple[list[torch.Te
 
 
 def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: Sequence[str], plan: Plan,
-               deadline: float, step_done: Callable[[], None] = lambda: None, exact: Values | None = None) -> Fitted:
+               deadline: float, step_done: Callable[[], None] = lambda: None, exact: Values | None = None,
+               goal: Goal | None = None) -> Fitted:
     """Learn ``learn`` on the language pairs ``pairs`` (indices into ``features.pairs``) from
     ``start``: Adam on ``-mean r + penalty`` over the training segments; the values kept are
     those of the step with the best mean r on the inner fold, where ``exact`` (the starting
@@ -65,17 +72,30 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
     fit never does worse there than where it began. Stops after ``plan.patience`` steps without
     a better inner r than the path's own best so far, or at ``deadline``
     (``time.monotonic()``). Each step scores every segment once: the inner fold's r of the
-    values before the step, and the gradient of the training segments'."""
+    values before the step, and the gradient of the training segments'.
+
+    With a challenge ``goal``, the gradient adds its surrogate's term (:meth:`Goal.loss`) and
+    the choice reads the true accuracy: the inner r plus W times it; under ``accuracy[C] >= X``
+    only values that meet it are kept, the start kept when none does (beneath every one that
+    does, a value that misses it ranks by its accuracy for the patience)."""
     chosen = [features.pairs[i] for i in pairs]
     train, held = inner_split(chosen, plan.seed)
     model = Model(start, learn, plan.reg)
     opt = torch.optim.Adam(model.parameters(), lr=plan.lr)
     best_r, best, first, path_r, since, steps = -math.inf, start, -math.inf, -math.inf, 0, 0
+    acc_first = acc_best = None
+    best_ok = True
+    meets = (lambda acc: True) if goal is None else goal.objective.meets
     if exact is not None:
         with torch.no_grad():
             exact_scores = [pair_scores(pf, plain(exact), exact.metric) for pf in chosen]
         best_r = first = float(mean_r(exact_scores, chosen, held))
         best = exact
+        if goal is not None:
+            acc_first = acc_best = goal.accuracy_of(exact)
+            best_r = first = goal.value(first, acc_first)
+            best_ok = meets(acc_first)
+    start_ok = best_ok
     while True:
         values = model.values()
         opt.zero_grad()
@@ -86,17 +106,26 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
             scores = pair_scores(pf, model.current(), values.metric)
             held_r.append(float(pearson(scores.detach()[held_rows], pf.human[held_rows])))
             (-pearson(scores[fit_rows], pf.human[fit_rows]) / len(chosen)).backward()
-        now = sum(held_r) / len(held_r)
+        now, acc = sum(held_r) / len(held_r), None
+        if goal is not None:
+            good, bad = goal.scores(model.current(), values.metric)
+            acc = goal.accuracy(good, bad)
+            now = goal.value(now, acc)
+            goal.loss(goal.surrogate(good, bad)).backward()
+        ok = meets(acc)
+        ranked = now if ok else (acc or 0.0) - 3.0  # |r| <= 1, accuracy in 0..1: below every value that meets it
         if steps == 0:
-            path_r, first = now, (first if exact is not None else now)
-        elif now > path_r + 1e-6:  # patience runs out on the path's own best, not the start's: a path
-            path_r, since = now, 0  # from a softened start may need many steps to climb past it
+            path_r, first = ranked, (first if exact is not None else now)
+            if exact is None:
+                acc_first, start_ok = acc, ok
+        elif ranked > path_r + 1e-6:  # patience runs out on the path's own best, not the start's: a path
+            path_r, since = ranked, 0  # from a softened start may need many steps to climb past it
         else:
             since += 1
-        if now > best_r + 1e-6 or (steps == 0 and exact is None):
-            best_r, best = now, values
+        if (steps == 0 and exact is None) or (ok and (not best_ok or now > best_r + 1e-6)):
+            best_r, best, best_ok, acc_best = now, values, ok, acc
         if steps >= plan.steps or since >= plan.patience or time.monotonic() > deadline:
-            return Fitted(best, steps, first, best_r)
+            return Fitted(best, steps, first, best_r, start_ok, acc_first, acc_best)
         model.penalty().backward()
         opt.step()
         step_done()
@@ -159,11 +188,13 @@ def intervals(features: Features, folds: Sequence[Fold], fitted: Sequence[torch.
 
 
 def nested(features: Features, start: Values, learn: Sequence[str], plan: Plan, deadline: Callable[[int], float],
-           resamples: int = 1000, step_done: Callable[[], None] = lambda: None, exact: Values | None = None
-           ) -> Estimate:
+           resamples: int = 1000, step_done: Callable[[], None] = lambda: None, exact: Values | None = None,
+           goal: Goal | None = None) -> Estimate:
     """Leave one language pair out: fit on the others, score the one left out, for every pair;
     the intervals of :func:`intervals`. ``deadline(k)``: when fold ``k``'s fit must stop;
-    ``exact``: the starting composition (default ``start``), compared on each held-out pair."""
+    ``exact``: the starting composition (default ``start``), compared on each held-out pair;
+    ``goal``: a challenge objective each fold's fit chooses its values by (the estimate itself
+    is the held-out |r|)."""
     out = Estimate()
     everything = range(len(features.pairs))
     exact = exact or start
@@ -171,7 +202,7 @@ def nested(features: Features, start: Values, learn: Sequence[str], plan: Plan, 
     fitted_scores, held_start = [], []
     for k in everything:
         fitted = fit_values(features, [i for i in everything if i != k], start, learn, plan, deadline(k), step_done,
-                            exact)
+                            exact, goal)
         scores = scores_of(features, fitted.values)
         fitted_scores.append(scores[k])
         held_start.append(start_scores[k])

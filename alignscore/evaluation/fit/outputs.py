@@ -16,6 +16,7 @@ from ...config import RunSpec
 from ...textio import make_output_folder, replacing
 from .features import Features
 from .model import CLASS_SETTINGS, NUMBERS, Values
+from ..search.objective import Objective
 from .optimise import Estimate, Fitted
 
 
@@ -25,7 +26,9 @@ class FitResult:
     their values (``values``, ``start_values``), the kept ``layers``, the fitted metric's
     ``scores`` per language pair (what ``alignscore score --config best.toml`` gives), the
     nested ``estimate`` (None with one language pair: ``note`` says why), the mean |r| on the
-    ``holdout`` data, the ``final`` fit on every pair and the settings it ``learned``. A static
+    ``holdout`` data, the ``final`` fit on every pair and the settings it ``learned``; the
+    ``objective`` and, where it reads a challenge set, the ``accuracy`` of the start and of
+    the fitted values on its category. A static
     table's fit keeps its one state per token (``layers`` ``(0,)``) and mixes nothing."""
 
     spec: RunSpec
@@ -44,6 +47,8 @@ class FitResult:
     seconds: float = 0.0
     state_bytes: int = 0
     learned: tuple[str, ...] = ()
+    objective: Objective = field(default_factory=Objective)
+    accuracy: dict[str, float] = field(default_factory=dict)
 
     @property
     def static(self) -> bool:
@@ -63,6 +68,14 @@ class FitResult:
         lines = [f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]"
                  for name, i in (self.estimate.intervals.items() if self.estimate else ())]
         lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
+        if self.objective.uses_challenge:
+            acc = f"accuracy[{self.objective.category}]"
+            lines.append(f"objective {self.objective}: {acc} fitted {self.accuracy['fitted']:.4f}, start "
+                         f"{self.accuracy['start']:.4f}")
+            if not self.final.start_meets:
+                lines.append(f"the start's {acc} {self.accuracy['start']:.4f} is below {self.objective.minimum:g}: "
+                             + ("kept the best values that meet it" if self.objective.meets(self.accuracy["fitted"])
+                                else "no values met it, so the start is kept"))
         return lines + [f"fitted: {self.mixed()}; {self.values.describe()}"]
 
 
@@ -80,7 +93,8 @@ def _number(x: float) -> str:
 
 def leaderboard_rows(result: FitResult) -> list[list[object]]:
     """``[name, estimate, low, high, in-sample mean |r|, holdout mean |r|]`` of the fitted
-    metric, its start and their difference (empty cells where there is no value)."""
+    metric, its start and their difference (empty cells where there is no value), and the
+    challenge accuracy where the objective reads one."""
     est = result.estimate.intervals if result.estimate else {}
     out: list[list[object]] = []
     for name in ("fitted", "start", "gain"):
@@ -88,6 +102,9 @@ def leaderboard_rows(result: FitResult) -> list[list[object]]:
         row: list[object] = [name, *((f"{i.estimate:.4f}", f"{i.low:.4f}", f"{i.high:.4f}") if i else ("", "", ""))]
         row.append(f"{result.in_sample[name]:.4f}" if name in result.in_sample else "")
         row.append(f"{result.holdout[name]:.4f}" if name in result.holdout else "")
+        if result.objective.uses_challenge:
+            acc = result.accuracy
+            row.append(f"{acc[name]:.4f}" if name in acc else f"{acc['fitted'] - acc['start']:.4f}")
         out.append(row)
     return out
 
@@ -105,10 +122,16 @@ def markdown(result: FitResult) -> str:
                   "and the held-out pair is scored; the mean held-out |r| is shown with a 95% bootstrap interval "
                   "(segments resampled). In-sample: the final fit's mean |r| on the pairs it was fitted on "
                   "(optimistic).", ""]
-    lines += ["| run | held-out mean abs r | 95% interval | in-sample | holdout |", "|---|---|---|---|---|"]
-    for name, est, low, high, ins, hold in leaderboard_rows(result):
+    acc = f"accuracy[{result.objective.category}]" if result.objective.uses_challenge else None
+    if acc:
+        lines += [f"Objective: {result.objective}; each fit kept the values with the best inner objective on the "
+                  f"true {acc} of the --challenge items (its gradient follows a smooth surrogate); the estimate is "
+                  "still the held-out mean |r|.", ""]
+    lines += [f"| run | held-out mean abs r | 95% interval | in-sample | holdout |{f' {acc} |' if acc else ''}",
+              "|---|---|---|---|---|" + ("---|" if acc else "")]
+    for name, est, low, high, ins, hold, *accuracy in leaderboard_rows(result):
         interval = f"[{low}, {high}]" if low != "" else ""
-        lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |")
+        lines.append(f"| {name} | {est} | {interval} | {ins} | {hold} |" + "".join(f" {a} |" for a in accuracy))
     v = result.values
     lines += ["", f"Learned: {result.mixed()}; {v.describe()}; metric {v.metric}.",
               f"Start: {result.mixed(result.start_values)}; the final fit ran {result.final.steps} steps on every "
@@ -163,20 +186,25 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
              [[name, i, _number(s), _number(h)] for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
               for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
 
+    acc = result.objective.uses_challenge
+
     def folds(p: Path) -> None:
-        rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}", f.fitted.steps, f"{f.fitted.inner_start:.6f}",
+        rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}",
+                 *((f"{f.fitted.accuracy_best:.6f}", f"{f.fitted.accuracy_start:.6f}") if acc else ()),
+                 f.fitted.steps, f"{f.fitted.inner_start:.6f}",
                  f"{f.fitted.inner_best:.6f}", *(f"{getattr(f.fitted.values, name):.6g}" for name in NUMBERS),
                  "" if result.static else ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
                 for f in (result.estimate.folds if result.estimate else [])]
-        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", "steps", "inner_r_start", "inner_r_best", *NUMBERS,
-                 "layer_weights"], rows)
+        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", *(("accuracy_fitted", "accuracy_start") if acc else ()),
+                 "steps", "inner_r_start", "inner_r_best", *NUMBERS, "layer_weights"], rows)
 
     comment = f"alignscore fit on {', '.join(result.lang_pairs)}: {result.mixed()}"
     writers: dict[str, Callable[[Path], None]] = {
         "best.toml": lambda p: p.write_text(result.spec.toml(comment), encoding="utf-8"),
         "scores.csv": scores, "folds.csv": folds,
         "leaderboard.md": lambda p: p.write_text(markdown(result), encoding="utf-8"),
-        "leaderboard.csv": lambda p: _csv(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout"],
+        "leaderboard.csv": lambda p: _csv(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout",
+                                              *([f"accuracy[{result.objective.category}]"] if acc else [])],
                                           leaderboard_rows(result)),
         "layer_weights.png": lambda p: write_figure(p, result)}
     paths = {name: folder / name for name in writers}

@@ -28,6 +28,7 @@ from ...weighting import WEIGHTINGS
 from ...weighting.classes import TOKEN_CLASSES, TokenClassWeights
 from ...weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
+from .goal import Goal, challenge_texts, read_challenge
 from .model import CLASS_SETTINGS, LAYER_START, LEARNABLE, Values, scores_of
 from .optimise import Plan, abs_r, fit_values, nested
 from .transport import products_dtype, refused
@@ -172,7 +173,8 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         holdout: str | Path | None = None, layers: Sequence[int] | None = None,
         lang_pairs: str | Sequence[str] | None = None, year: str | None = None,
         seed: int = 0, steps: int = 200, resamples: int = 1000, max_memory: float | None = None, quiet: bool = True,
-        style: str = "keyword", say: Callable[[str], None] | None = None) -> FitResult:
+        style: str = "keyword", say: Callable[[str], None] | None = None, *,
+        challenge: str | Path | None = None, objective: str = "correlation") -> FitResult:
     """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
 
     Every text is encoded once and what the mixed layers' states give a mix's similarities kept
@@ -208,6 +210,13 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         windows of ``K`` members, ``itemsize L^2 (Pc (Kc - 1) + Pr (Kr - 1))`` more for ``Pc``,
         ``Pr`` matchable tokens: :func:`~alignscore.evaluation.fit.features.pair_bytes`).
     quiet : no progress bars.
+    challenge : a challenge set (JSON lines, one reference per item) that ``objective`` reads.
+    objective : what each fit maximises: ``correlation`` (the mean r), ``correlation + W *
+        accuracy[CATEGORY]`` or ``correlation, accuracy[CATEGORY] >= X`` on ``challenge``
+        (:class:`~alignscore.evaluation.search.objective.Objective`, as ``alignscore tune``
+        reads it): the gradient follows a smooth surrogate of the accuracy
+        (:class:`~alignscore.evaluation.fit.goal.Goal`), the values kept are chosen on the true
+        accuracy. The nested estimate stays the held-out mean |r|.
 
     Returns
     -------
@@ -240,6 +249,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         learn = [n.strip().replace("-", "_") for n in learn.split(",") if n.strip()]
     if isinstance(lang_pairs, str):
         lang_pairs = [lp.strip() for lp in lang_pairs.split(",")] if lang_pairs else None
+    wanted, items = read_challenge(objective, challenge)
     given = dict(model=model, config=str(start) if start is not None else None)
     spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
     check_start(spec, provenance)
@@ -248,7 +258,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         raise ConfigError(f"{'--layers' if style == 'flag' else 'layers='}: a static table has no layers to mix "
                           f"({spec.encoder.model!r}); leave it out")
     if output is not None:
-        check_output_folder(output, OUTPUTS, [start])
+        check_output_folder(output, OUTPUTS, [start, challenge])
     pairs = load_daseg(data, lang_pairs, year)
     check_data(pairs, str(data))
     held = load_daseg(holdout) if holdout is not None else []
@@ -266,12 +276,15 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
             raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
     too_big = "--max-memory" if style == "flag" else "max_memory="
     max_memory = MAX_MEMORY if max_memory is None else max_memory
+    texts, good, bad = challenge_texts(items) if items else (None, None, None)
     features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), products_dtype(composition.aligner),
-                       too_big=too_big)
+                       too_big=too_big, challenge=texts)
+    goal = Goal(wanted, items, features.challenge, good, bad) if features.challenge is not None else None
     band = (f", {features.band_bytes / 2**20:.0f} MiB of it within texts for n-gram windows"
             if features.band_bytes else "")
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
-        f"({features.nbytes / 2**20:.0f} MiB{band}); learning {', '.join(names)}")
+        f"({features.nbytes / 2**20:.0f} MiB{band}{f', {len(items)} challenge items with them' if items else ''}); "
+        f"learning {', '.join(names)}; objective {wanted}")
     plan = Plan(steps=steps, seed=seed)
     folds = len(pairs) if len(pairs) > 1 else 0
     total = budget * 60
@@ -283,18 +296,20 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
 
     estimate, note = None, None
     if folds:
-        estimate = nested(features, init, names, plan, deadline, resamples, lambda: bar.update(), exact)
+        estimate = nested(features, init, names, plan, deadline, resamples, lambda: bar.update(), exact, goal)
     else:
         note = (f"one language pair ({pairs[0].name}): no cross-validation, so no estimate of how the fit does on "
                 "data it never saw; fit on two or more language pairs for one")
     final = fit_values(features, list(range(len(pairs))), init, names, plan, deadline(folds), lambda: bar.update(),
-                       exact)
+                       exact, goal)
     bar.close()
     values = final.values
     spec_out = fitted_spec(spec, values, kept, names)
     result = FitResult(spec_out, spec, values, exact, kept, [lp.name for lp in pairs], scores_of(features, values),
                        [pf.human for pf in features.pairs], final, estimate, note)
-    result.state_bytes, result.learned = features.nbytes, tuple(names)
+    result.state_bytes, result.learned, result.objective = features.nbytes, tuple(names), wanted
+    if goal is not None:
+        result.accuracy = {"start": float(final.accuracy_start or 0.0), "fitted": float(final.accuracy_best or 0.0)}
     everything = range(len(pairs))
     for name, v in (("start", exact), ("fitted", values)):
         result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)

@@ -68,6 +68,50 @@ class Objective:
             raise ConfigError(f"--objective {text!r}: the weight is a number >= 0 and the minimum accuracy in 0..1")
         return cls(m["cat"].strip(), weight if m["join"] == "+" else 0.0, minimum)
 
+    @classmethod
+    def given(cls, text: str, challenge: object) -> "Objective":
+        """The ``--objective`` ``text``, checked against whether a ``--challenge`` set is given
+        (an accuracy needs one, a set needs an objective that reads it).
+
+        Raises
+        ------
+        ConfigError
+            Bad text, or the two options without each other.
+
+        Examples
+        --------
+        >>> Objective.given("correlation", None)
+        Objective(category=None, weight=0.0, minimum=None)
+        """
+        wanted = cls.parse(text)
+        if wanted.uses_challenge != (challenge is not None):
+            raise ConfigError("--objective on a challenge set's accuracy needs --challenge SET, and --challenge an "
+                              "--objective that reads its accuracy" if wanted.uses_challenge else
+                              "--challenge applies with an --objective on its accuracy only")
+        return wanted
+
+    def check_category(self, items: Sequence[Item]) -> None:
+        """Refuse a category the challenge ``items`` do not have (``all`` is every one's).
+
+        Raises
+        ------
+        ConfigError
+            Naming the set's categories.
+        """
+        found = {i.category for i in items}
+        if self.category is not None and self.category != ALL and self.category not in found:
+            raise ConfigError(f"the challenge set has no category {self.category!r} (it has: "
+                              f"{', '.join(sorted(found))}, and all)")
+
+    def chosen(self, items: Sequence[Item]) -> np.ndarray:
+        """Which ``items`` the accuracy reads: those of its category (``all``: every one that is not a control)."""
+        return np.array([(not i.control) if self.category == ALL else i.category == self.category for i in items],
+                        dtype=bool)
+
+    def meets(self, accuracy: float | None) -> bool:
+        """Whether ``accuracy`` meets the constraint (always, without one)."""
+        return self.minimum is None or (accuracy is not None and accuracy >= self.minimum)
+
     @property
     def uses_challenge(self) -> bool:
         return self.category is not None
@@ -97,7 +141,7 @@ def accuracy(items: Sequence[Item], good: np.ndarray, bad: np.ndarray, category:
     -------
     float
     """
-    chosen = np.array([(not i.control) if category == ALL else i.category == category for i in items])
+    chosen = Objective(category).chosen(items)
     correct, _ = judge(good[chosen], bad[chosen])
     return float(correct.mean())
 

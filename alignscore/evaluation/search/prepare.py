@@ -9,14 +9,13 @@ from typing import Any, Mapping, Sequence
 from ...aggregators.single import SingleLayer
 from ...composition import Composition
 from ...config import Compiled, RunSpec, plan_runs
-from ...errors import ConfigError
 from ...remap import Remapping
 from ...scorer import Scorer
 from ...settings import settings_of
-from ..challenge import ALL, Item, item_scores
+from ..challenge import Item, item_scores
 from ..space import Candidate
 from .book import Entry
-from .objective import accuracy
+from .objective import Objective, accuracy
 
 
 def labels(candidates: Sequence[Candidate], resolved: Sequence[Composition]) -> list[str]:
@@ -117,9 +116,7 @@ def challenge_accuracy(entries: Sequence[Entry], scorers: Sequence[Scorer], item
     ConfigError
         A category the set does not have.
     """
-    if category != ALL and category not in {i.category for i in items}:
-        raise ConfigError(f"the challenge set has no category {category!r} (it has: "
-                          f"{', '.join(sorted({i.category for i in items}))}, and all)")
+    Objective(category).check_category(items)
     for entry, (_, good, bad) in zip(entries, item_scores(scorers, items, sources, remaps)):
         entry.accuracy = accuracy(items, good, bad, category)
 

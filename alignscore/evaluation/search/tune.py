@@ -169,11 +169,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     flag = any(s.style == "flag" for s in sources)
     label = "--budget" if flag else "budget="  # as the user named it
     minutes = check_budget(budget, label) if budget is not None else DEFAULT_BUDGET_MIN
-    wanted = Objective.parse(objective)
-    if wanted.uses_challenge != (challenge is not None):
-        raise ConfigError("--objective on a challenge set's accuracy needs --challenge SET, and --challenge an "
-                          "--objective that reads its accuracy" if wanted.uses_challenge else
-                          "--challenge applies with an --objective on its accuracy only")
+    wanted = Objective.given(objective, challenge)
     parsed = load_space(space)
     flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
         ([*sources, *sources_of(options)], None)
