@@ -70,6 +70,7 @@ def test_reported_accuracy_is_what_challenge_counts_for_best_toml(start, data, i
     with open(out / "folds.csv", encoding="utf-8") as fh:
         folds = list(csv.DictReader(fh))
     assert len(folds) == 2 and all(0 <= float(f["accuracy_fitted"]) <= 1 for f in folds)
+    assert "inner_objective_best" in folds[0] and "inner_r_best" not in folds[0]  # r + W * accuracy is not an r
     assert "the estimate is still the held-out mean |r|" in (out / "leaderboard.md").read_text(encoding="utf-8")
     code, table, stderr = invoke("challenge", items, "--config", out / "best.toml", "--format", "jsonl", "-q",
                                  "--bootstrap", "40")

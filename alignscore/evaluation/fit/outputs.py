@@ -187,6 +187,7 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
               for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
 
     acc = result.objective.uses_challenge
+    inner = "inner_objective" if result.objective.weight else "inner_r"  # r + W * accuracy is not an r
 
     def folds(p: Path) -> None:
         rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}",
@@ -196,7 +197,7 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
                  "" if result.static else ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
                 for f in (result.estimate.folds if result.estimate else [])]
         _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", *(("accuracy_fitted", "accuracy_start") if acc else ()),
-                 "steps", "inner_r_start", "inner_r_best", *NUMBERS, "layer_weights"], rows)
+                 "steps", f"{inner}_start", f"{inner}_best", *NUMBERS, "layer_weights"], rows)
 
     comment = f"alignscore fit on {', '.join(result.lang_pairs)}: {result.mixed()}"
     writers: dict[str, Callable[[Path], None]] = {
