@@ -15,6 +15,7 @@ import torch
 
 from ...aggregators.base import Aggregator, Vectors, layer_list
 from ...aligners.ngrams import window_size
+from ...aligners.optimal import TransportAligner
 from ...composition import Composition
 from ...engine import Pairs, aligner_inputs, encode, merge_pairs
 from ..wmt import LangPair
@@ -272,8 +273,8 @@ def extract(scorer: Scorer, composition: Composition, lang_pairs: Sequence[LangP
     # the lengths a state mean of windows weighs by are the mix's, which the model makes
     aligner = replace(aligner, ngram_mean="unit") if aligner.reads_norms() else aligner
     comp = replace(composition, aggregator=raw, weighting=weighting, baseline=None, aligner=aligner)
-    n_gram = getattr(composition.aligner, "n_gram", None)  # the optimal-transport aligners' windows
-    n_gram = None if n_gram == 1 else n_gram
+    windowed = isinstance(aligner, TransportAligner) and aligner.n_gram != 1
+    n_gram = aligner.n_gram if windowed else None  # the optimal-transport aligners' windows
     itemsize = torch.empty(0, dtype=dtype).element_size()
     out: list[PairFeatures] = []
     kept = 0
