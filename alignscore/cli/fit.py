@@ -16,8 +16,8 @@ from .options import objective_options, progress_log, quiet_option, scorer_optio
 @scorer_options(names=(OPTION.model.name,))
 @click.option("--from", "start", type=click.Path(dir_okay=False), default=None,
               help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
-                   "or mix, aligner greedy, wmd or sinkhorn (over tokens or n-gram windows; wmd without flow dropout), weighting none, idf-S or idf-L. Default: "
-                   "BERTScore's composition for --model.")
+                   "or mix, aligner greedy, wmd (no flow dropout) or sinkhorn, over tokens or n-gram windows, "
+                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model.")
 @click.option("--learn", default=None, metavar="NAMES", help="The settings to learn, a comma list (default: every "
               "one that applies to the start, docs/fit.md) of mix_weights, temperature, idf_power, beta, reg and the "
               "token-class weights special_weight, punct_weight, stopword_weight, subword_weight.")

@@ -12,6 +12,6 @@ from .optimise import Estimate, Fitted, Fold, Plan, fit_values, nested
 from .outputs import FitResult
 from .run import MIN_SEGMENTS, fit, fitted_spec
 
-__all__ = ["Estimate", "Features", "FitResult", "Fitted", "Fold", "Goal", "LEARNABLE", "MIN_SEGMENTS", "PairFeatures", "Plan",
-           "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r", "nested", "pearson",
+__all__ = ["Estimate", "Features", "FitResult", "Fitted", "Fold", "Goal", "LEARNABLE", "MIN_SEGMENTS", "PairFeatures",
+           "Plan", "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r", "nested", "pearson",
            "read_challenge", "scores_of"]

@@ -169,7 +169,8 @@ def mix_terms(batch: Batch, logits: torch.Tensor | Sequence[float]
     return cc, cand_norm, ref_norm
 
 
-def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> torch.Tensor:
+def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float],
+                     terms: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """``[B, Tc, Tr]`` cosine similarities of the softmax mix of the kept layers (what the
     ``mix`` aggregator and the engine make of them), from the batch's products::
 
@@ -177,8 +178,9 @@ def mixed_similarity(batch: Batch, logits: torch.Tensor | Sequence[float]) -> to
 
     ``X_ij`` the ``L x L`` products of candidate token i's and reference token j's layers,
     ``A_i``, ``B_j`` each token's own; norms floored as :func:`alignscore._ops.unit` floors them
-    (padding: 0). Differentiable in tensor ``logits``."""
-    cc, cand_norm, ref_norm = mix_terms(batch, logits)
+    (padding: 0). Differentiable in tensor ``logits``; ``terms``: :func:`mix_terms` of them, where
+    the caller has them already."""
+    cc, cand_norm, ref_norm = terms if terms is not None else mix_terms(batch, logits)
     return (batch.cross.to(cc.dtype) @ cc) / (cand_norm.unsqueeze(2) * ref_norm.unsqueeze(1))
 
 
@@ -197,7 +199,8 @@ def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> 
     aligner = values.get("aligner")
     out = []
     for b in pf.batches:
-        sim = mixed_similarity(b, values["logits"])  # type: ignore[arg-type]
+        terms = mix_terms(b, values["logits"])  # type: ignore[arg-type]
+        sim = mixed_similarity(b, values["logits"], terms)  # type: ignore[arg-type]
         ref_mass = idf_power(b.ref_mass, a) if powered else b.ref_mass  # type: ignore[arg-type]
         cand_mass = idf_power(b.cand_mass, a) if powered else b.cand_mass  # type: ignore[arg-type]
         if classes is not None:
@@ -205,8 +208,7 @@ def pair_scores(pf: PairFeatures, values: Mapping[str, object], metric: str) -> 
             cand_mass = cand_mass * token_class_multipliers(b.cand_classes, classes)
         if isinstance(aligner, TransportAligner):
             if aligner.n_gram != 1:  # the same transport, over the windows' cosines and masses
-                sim, ref_mass, cand_mass = window_problem(b, sim, mix_terms(b, values["logits"]),  # type: ignore[arg-type]
-                                                          ref_mass, cand_mass, aligner)
+                sim, ref_mass, cand_mass = window_problem(b, sim, terms, ref_mass, cand_mass, aligner)
             out.append(transport_scores(sim, ref_mass, cand_mass, aligner, values["reg"]))  # type: ignore[arg-type]
             continue
         p, r, f, _ = match_similarities(sim, ref_mass.to(sim.dtype), cand_mass.to(sim.dtype), b.ref_match,

@@ -3,8 +3,8 @@ as differentiable functions of a batch's mixed cosines and masses, with the alig
 
 The cost between two unit vectors is a function of their cosine alone (``||x - y||^2 = 2 - 2
 cos``), so what :mod:`~alignscore.evaluation.fit.features` keeps gives the costs too, between
-tokens or between n-gram windows (:mod:`~alignscore.evaluation.fit.windows`). The exact distance is found by the aligner's solver (POT's network simplex); its
-gradient is what ``ot.emd2`` gives on torch tensors: the optimal plan for the costs and the dual
+tokens or between n-gram windows (:mod:`~alignscore.evaluation.fit.windows`). The exact
+distance is found by the aligner's solver (POT's network simplex); its gradient is what ``ot.emd2`` gives on torch tensors: the optimal plan for the costs and the dual
 potentials for the masses (the distance is piecewise linear in the costs, a subgradient where
 the plan is not unique). Sinkhorn's plan comes from the aligner's iterations
 (:func:`~alignscore.aligners.transport.sinkhorn_potentials`); its gradient is the implicit one
