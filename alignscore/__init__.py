@@ -15,7 +15,7 @@ from ._version import __version__
 from .aggregators import AGGREGATORS, Aggregator, LayerMix, LayerStack, PowerMeans, Routing, SingleLayer
 from .aligners import ALIGNERS, WMD, Aligner, BaryScore, Greedy, PairBatch, Sinkhorn, TransportAligner
 from .api import PRESET_FUNCTIONS, baryscore, bertscore, moverscore_v1, moverscore_v2, score
-from .baseline import Baseline, rescale
+from .rescale import Baseline, rescale
 from .cache import CacheSpec
 from .composition import Composition
 from .config import PRESETS, RunSpec, build, build_all, compile_run, run_spec
@@ -23,10 +23,10 @@ from .encoders import CachedEncoder, Encoder, HFEncoder, StaticEncoder
 from .encoders.spec import EncoderSpec
 from .engine import Pairs, PairScores, score_many
 from .errors import AlignScoreError, ConfigError, InputError, ModelLoadError, NonFiniteError
-from .evaluation.fit import fit
-from .evaluation.search import TuneResult, tune
+from .fit import fit
+from .tune import TuneResult, tune
 from .filters import FILTERS, MoverScoreV2Strings, RemoveSubwordsPunct, StopWords, TokenFilter, TokenRoles
-from .rescale import compute_baseline
+from .baseline import compute_baseline
 from .runtime import Runtime
 from .scorer import Scorer, Scores
 from .signature import Signature

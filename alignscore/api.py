@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .baseline import Baseline
+from .rescale import Baseline
 from .config import build, run_compiled
 from .config.schema import options as option_table
 from .encoders.base import Encoder

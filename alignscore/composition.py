@@ -17,7 +17,7 @@ from .aggregators.base import Aggregator
 from .aggregators.single import SingleLayer
 from .aligners.base import Aligner
 from .aligners.greedy import Greedy
-from .baseline import Baseline
+from .rescale import Baseline
 from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
 from .lm import PAPER_WEIGHT, LMTerm
@@ -153,7 +153,7 @@ class Composition:
         if isinstance(self.weighting, TokenClassWeights):  # the special-token policy: the options' first
             self.weighting.check_special_policy(self.roles.special, next(iter(own)))
         try:
-            object.__setattr__(self, "aligner", self.aligner.fit(self.aggregator.output()))
+            object.__setattr__(self, "aligner", self.aligner.for_vectors(self.aggregator.output()))
         except ConfigError as exc:
             raise ConfigError(str(exc), ("aligner", "aggregator")) from None
         if self.metric is None:

@@ -83,7 +83,7 @@ class AlignerInputs:
         return self.vectors if self.ref_vectors is None else self.ref_vectors
 
 
-def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
+def token_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Weights:
     """``weighting`` fitted on the pairs' texts.
 
     Parameters
@@ -104,12 +104,12 @@ def fit_weights(weighting: Weighting, encoded: Encoded, encoder: Encoder) -> Wei
     >>> from alignscore.testing import WordEncoder
     >>> encoder, pairs = WordEncoder(), Pairs.from_pairs(["the cat sat", ""], ["a cat", "a dog"])
     >>> encoded = encode(encoder, pairs, [Composition().resolve(encoder).aggregator])
-    >>> ref, cand = fit_weights(IdfS(), encoded, encoder)
+    >>> ref, cand = token_weights(IdfS(), encoded, encoder)
     >>> [round(w, 4) for w in ref[encoded.table.ids[:5]].tolist()]   # [CLS] the cat sat [SEP]: log(3/2)
     [0.0, 0.4055, 0.4055, 0.4055, 0.0]
     """
     p = encoded.pairs
-    return weighting.fit(encoded.table, p.ref_counts, p.cand_counts, encoder)
+    return weighting.token_weights(encoded.table, p.ref_counts, p.cand_counts, encoder)
 
 
 def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encoder: Encoder,
@@ -160,7 +160,7 @@ def aligner_inputs(encoded: Encoded, compositions: Sequence[Composition], encode
         key = (a_sig, r_sig, w_sig, m_sig)
         if key not in out:
             if w_sig not in fitted:
-                fitted[w_sig] = fit_weights(comp.weighting, encoded, encoder)
+                fitted[w_sig] = token_weights(comp.weighting, encoded, encoder)
             if r_sig not in roles:
                 roles[r_sig] = comp.roles(table)
             vectors = encoded.vectors[a_sig]
@@ -441,5 +441,5 @@ def score_groups(encoder: Encoder, groups: Sequence[Pairs], compositions: Sequen
 
 
 __all__ = ["EMPTY_REASONS", "AlignerInputs", "Blocks", "Encoded", "PairScores", "Pairs", "Weights", "align",
-           "aligner_inputs", "batch_order", "check_vectors", "empty_reasons", "encode", "fit_weights", "merge_pairs",
+           "aligner_inputs", "batch_order", "check_vectors", "empty_reasons", "encode", "token_weights", "merge_pairs",
            "norms_read", "pair_batch", "pair_batches", "score_groups", "score_many", "text_reasons", "unique_texts"]

@@ -20,7 +20,7 @@ import torch
 
 from ._ops import normalise_mass
 from .aligners.base import Alignment
-from .baseline import rescale
+from .rescale import rescale
 from .composition import Composition
 from .encoders.base import Encoder
 from .engine import (AlignerInputs, Encoded, Pairs, PairScores, aligner_inputs, empty_reasons, encode, norms_read,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
 
 import torch
 
-from .baseline import rescale
+from .rescale import rescale
 from .blocks import score_blocks
 from .errors import InputError
 from .pairs import Blocks

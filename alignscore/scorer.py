@@ -12,7 +12,7 @@ import torch
 
 from .aggregators.base import Aggregator
 from .aligners.base import Aligner
-from .baseline import rescale
+from .rescale import rescale
 from .composition import MULTI_REF, Composition
 from .encoders.base import Encoder
 from .blocks import score_blocks

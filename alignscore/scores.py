@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import torch
 
-from .baseline import rescale
+from .rescale import rescale
 from .errors import InputError, describe
 from .signature import Signature
 from .weighting.classes import TOKEN_CLASSES, TokenClassWeights

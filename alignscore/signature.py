@@ -112,7 +112,7 @@ def content_digest(lines: Iterable[str]) -> str:
     """The first :data:`DIGEST_HEX` hex digits of the SHA-256 of ``lines``, each followed by a
     newline, in UTF-8: what a signature names a file's content by. Callers pass the lines the
     run uses (an idf-L corpus: its non-blank lines; stop words: the words, sorted; a baseline:
-    its table as :meth:`~alignscore.baseline.Baseline.csv` writes it), so a file with only
+    its table as :meth:`~alignscore.rescale.Baseline.csv` writes it), so a file with only
     ``\\n`` line ends and nothing dropped has the digest ``sha256sum`` prints for it.
 
     Parameters

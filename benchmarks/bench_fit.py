@@ -81,10 +81,10 @@ def _precision(args: argparse.Namespace) -> None:
     from dataclasses import replace
 
     import alignscore
-    from alignscore.evaluation.fit.features import extract
-    from alignscore.evaluation.fit.model import Model, Values, mean_r, pair_scores, scores_of
-    from alignscore.evaluation.fit.optimise import abs_r
-    from alignscore.evaluation.fit.run import start_values
+    from alignscore.fit.features import extract
+    from alignscore.fit.model import Model, Values, mean_r, pair_scores, scores_of
+    from alignscore.fit.optimise import abs_r
+    from alignscore.fit.run import start_values
     from alignscore.evaluation.wmt import load_daseg
 
     spec = alignscore.config.run_spec({"model": args.model})

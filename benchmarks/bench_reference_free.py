@@ -1,7 +1,7 @@
 """Reference-free scoring on WMT16 (source vs MT, the six to-English pairs): mean |r| with the human
 scores for greedy matching and XMoverScore's WMD on bigrams, without a remapping, with CLP
 (orthogonal) and with UMD, each remapping learned on WMT16's source/reference text of its
-language (``alignscore.remap.learn_files``, as ``alignscore remap`` runs it); the same pairs scored
+language (``alignscore.fit.remap.learn_files``, as ``alignscore remap`` runs it); the same pairs scored
 against their references for comparison; pairs per second of each reference-free run (one process,
 the model loaded before the clock starts).
 
@@ -39,7 +39,7 @@ def main() -> None:
     import alignscore
     from alignscore.config import encoder_of
     from alignscore.evaluation.wmt import load_daseg
-    from alignscore.remap import learn_files
+    from alignscore.fit.remap import learn_files
     from alignscore.runtime import Runtime
 
     pairs = load_daseg(WMT16)

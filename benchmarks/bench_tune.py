@@ -6,7 +6,7 @@ selection does on language pairs it never saw against the published configuratio
   leave-one-language-pair-out cross-validation (the folds reuse the grid's scores);
 - ``halving``: the schedule given (``--eta``, ``--levels``), with its own book of scores (nothing
   shared with the full grid but the loaded model), and the time it was estimated to take before
-  it ran (:func:`~alignscore.evaluation.search.measure`: a bounded probe of two batches of segments);
+  it ran (:func:`~alignscore.tune.measure`: a bounded probe of two batches of segments);
 - ``--command``: ``alignscore.tune`` as the command runs it, with the probe's time, the estimate and
   the time it took.
 
@@ -60,8 +60,8 @@ def main() -> None:
 
     from alignscore.config import build
     from alignscore.config.compile import sources_of
-    from alignscore.evaluation.search import Book, Schedule, data_corpus, halve, measure, prepare, search
-    from alignscore.evaluation.space import load_space
+    from alignscore.tune import Book, Schedule, data_corpus, halve, measure, prepare, search
+    from alignscore.tune.space import load_space
     from alignscore.evaluation.wmt import load_daseg
 
     pairs = load_daseg(WMT16)
@@ -185,7 +185,7 @@ def _against(result, other_id: str, resamples: int) -> str:  # noqa: ANN001
     """The selection and the run ``other_id`` on every segment: each one's mean |r| with its
     bootstrap standard error, and their paired difference with its own."""
     from alignscore.config import build
-    from alignscore.evaluation.search import Book, Schedule
+    from alignscore.tune import Book, Schedule
     from alignscore.evaluation.stats import pooled_abs_r
 
     entries = result.run.entries

@@ -93,7 +93,7 @@ def assert_same_run_every_way_in(opts: dict, tmp_path: Path) -> tuple[dict, list
     from alignscore.cli.options import parse_spec
     from alignscore.config import compile_run, file_source, run_spec
     from alignscore.config.sources import sources_of
-    from alignscore.evaluation.space import parse_space
+    from alignscore.tune.space import parse_space
 
     ways = {"keyword": run_spec(opts)}
     flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),

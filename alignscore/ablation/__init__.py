@@ -6,9 +6,9 @@ scores (Williams test, bootstrap intervals) and ``write_outputs`` writes the tab
 and signatures.
 """
 
-from .grid import Entry, Grid, load_grid, parse_grid
+from .grid import GridEntry, Grid, load_grid, parse_grid
 from .report import CellStat, evaluate, markdown, write_outputs
 from .runner import CellPlan, CellRun, GridPlan, GridRun, plan_grid, run_grid
 
-__all__ = ["CellPlan", "CellRun", "CellStat", "Entry", "Grid", "GridPlan", "GridRun", "evaluate", "load_grid",
+__all__ = ["CellPlan", "CellRun", "CellStat", "GridEntry", "Grid", "GridPlan", "GridRun", "evaluate", "load_grid",
            "markdown", "parse_grid", "plan_grid", "run_grid", "write_outputs"]

@@ -23,7 +23,7 @@ STATIC_ROLE = "static"
 
 
 @dataclass(frozen=True)
-class Entry:
+class GridEntry:
     """A row, a column or ``[defaults]``: its ``name``, the model ``role`` it names (if any) and
     its options."""
 
@@ -38,17 +38,17 @@ class Grid:
 
     title: str
     roles: Mapping[str, Source]
-    columns: tuple[Entry, ...]
-    rows: tuple[Entry, ...]
-    defaults: Entry
+    columns: tuple[GridEntry, ...]
+    rows: tuple[GridEntry, ...]
+    defaults: GridEntry
     path: str = "grid"
     name: str = "grid"
 
-    def role(self, row: Entry, column: Entry) -> str:
+    def role(self, row: GridEntry, column: GridEntry) -> str:
         """The model role of a cell: the row's, the column's, ``[defaults]``', or the first role."""
         return row.role or column.role or self.defaults.role or next(iter(self.roles))
 
-    def sources(self, row: Entry, column: Entry, flags: Sequence[Source] = (),
+    def sources(self, row: GridEntry, column: GridEntry, flags: Sequence[Source] = (),
                 models: Mapping[str, str] | None = None) -> list[Source]:
         """The sources of a cell, lowest first: its role, the command's options (``flags``),
         ``[defaults]``, the column, the row. ``models`` holds the models the command names per
@@ -108,7 +108,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
             raise ConfigError(f"{label(at)}: a role is a table with `model = \"<hub id or directory>\"`")
         roles[role] = make_source(table, "grid", lambda p, at=at: label(at + p), base_dir, style="key")
 
-    def entry(table: Any, at: tuple[Any, ...], named: bool) -> Entry:
+    def entry(table: Any, at: tuple[Any, ...], named: bool) -> GridEntry:
         if not isinstance(table, dict):
             raise ConfigError(f"{label(at)}: expected a table of options")
         name = table.get("name", "defaults" if not named else None)
@@ -119,7 +119,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
             raise ConfigError(f"{label(at + ('model',))}: names a model role of [models]: one of "
                               f"{', '.join(roles)}, not {role!r}")
         rest = {k: v for k, v in table.items() if k not in ("name", "model")}
-        return Entry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir, style="key"))
+        return GridEntry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir, style="key"))
 
     defaults = entry(data.get("defaults", {}), ("defaults",), named=False)
     columns, rows = (tuple(entry(t, (key, i), True) for i, t in enumerate(_tables(data, key, label, where)))
@@ -148,4 +148,4 @@ def load_grid(path: str | Path) -> Grid:
     return parse_grid(data, lines, str(path), Path(path).resolve().parent)
 
 
-__all__ = ["Entry", "Grid", "MNLI_ROLE", "STATIC_ROLE", "load_grid", "parse_grid"]
+__all__ = ["GridEntry", "Grid", "MNLI_ROLE", "STATIC_ROLE", "load_grid", "parse_grid"]

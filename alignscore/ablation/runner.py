@@ -33,7 +33,7 @@ from ..evaluation.wmt import LangPair
 from ..scorer import Scorer
 from ..weighting import WEIGHTINGS
 from ..weighting.schemes import Corpus, IdfL
-from .grid import Entry, Grid
+from .grid import GridEntry, Grid
 
 __all__ = ["CellPlan", "CellRun", "GridPlan", "GridRun", "plan_grid", "run_grid"]
 
@@ -162,7 +162,7 @@ def _no_corpus(place: LangPair) -> str:
     return "idf-L needs a corpus: pass --idf-corpus FILE"
 
 
-def _display(row: Entry, cell: CellPlan) -> str:
+def _display(row: GridEntry, cell: CellPlan) -> str:
     """A row name with ``{layer}`` (the resolved single layer) and ``{model}`` filled in."""
     if "{" not in row.name:
         return row.name

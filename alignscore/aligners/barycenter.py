@@ -183,7 +183,7 @@ class BaryScore(Aligner):
     >>> ref = torch.eye(3).unsqueeze(0)
     >>> batch = PairBatch(ref=ref, cand=ref[:, :2], ref_mass=torch.ones(1, 3), cand_mass=torch.ones(1, 2),
     ...                   ref_match=torch.ones(1, 3, dtype=torch.bool), cand_match=torch.ones(1, 2, dtype=torch.bool))
-    >>> aligner = BaryScore(reg=0.0).fit(SingleLayer().output())
+    >>> aligner = BaryScore(reg=0.0).for_vectors(SingleLayer().output())
     >>> round(aligner(batch)["score"].item(), 4)   # 1 - 2/3
     0.3333
     """
@@ -203,7 +203,7 @@ class BaryScore(Aligner):
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def fit(self, vectors: Vectors) -> "BaryScore":
+    def for_vectors(self, vectors: Vectors) -> "BaryScore":
         if vectors.kind not in ("stack", "layer"):
             raise ConfigError(f"aligner baryscore reads a stack of layers (aggregator stack, or one layer), not "
                               f"{vectors} (aggregator {_AGGREGATOR_OF.get(vectors.kind, vectors.kind)})")

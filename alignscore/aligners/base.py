@@ -135,7 +135,7 @@ class Aligner(ABC):
         ``cand_norm``): the engine then keeps them (after a remapping, the remapped vectors')."""
         return False
 
-    def fit(self, vectors: Vectors) -> "Aligner":
+    def for_vectors(self, vectors: Vectors) -> "Aligner":
         """This aligner for token vectors of the kind ``vectors`` (what the aggregator declares,
         :meth:`~alignscore.aggregators.base.Aggregator.output`). Raises ConfigError where it
         cannot use them; aligners that read the vectors' structure (BaryScore reads a stack of

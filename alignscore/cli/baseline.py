@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..baseline import bert_score_baseline
-from ..rescale import baseline_file
+from ..rescale import bert_score_baseline
+from ..baseline import baseline_file
 from ..textio import check_output, is_stdout, write_output
 from . import main
 from ..config.schema import OPTION

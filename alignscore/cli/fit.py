@@ -54,7 +54,7 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
     intervals; with one, the fit runs but no estimate is made. best.toml is an ordinary run
     file: `alignscore score --config best.toml` gives the scores in scores.csv.
     """
-    from ..evaluation.fit.run import fit as run_fit
+    from ..fit.run import fit as run_fit
 
     result = run_fit(data, model, start, learn, budget, output, holdout,
                      int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,

@@ -8,7 +8,8 @@ import click
 
 from ..errors import ConfigError
 from ..config import encoder_of
-from ..remap import METHODS, learn_files
+from ..fit.remap import learn_files
+from ..remap import METHODS
 from . import main
 from ..config.schema import OPTION
 from .options import compiled_of, quiet_option, refuse, require_model, scorer_options, scorer_opts

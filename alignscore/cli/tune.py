@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..evaluation.search import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
+from ..tune import DEFAULT_BUDGET_MIN, check_budget, tune as run_tune
 from ..config import sources_of
 from ..runtime import peak_memory_mib
 from ..weighting.schemes import IdfL

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from ..cache import CacheSpec
-from ..baseline import Baseline
+from ..rescale import Baseline
 from ..composition import Composition, CompositionOptions
 from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError

@@ -195,7 +195,7 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     layers : int
         Token vectors are ``layers`` unit vectors side by side (what the ``stack`` aggregator
         gives; BaryScore reads them back); the aligner is fitted to such a stack
-        (:meth:`~alignscore.aligners.base.Aligner.fit`).
+        (:meth:`~alignscore.aligners.base.Aligner.for_vectors`).
     others : sequence of Aligner
         Aligners of the same class, scored together with ``aligner`` through ``score_together``.
     atol : float, optional
@@ -221,8 +221,8 @@ def check_aligner(aligner: Aligner, *, dtype: torch.dtype = torch.float32, seed:
     gen = torch.Generator().manual_seed(seed)
     # the aggregator whose vectors the pairs stand for: one layer, or a stack of ``layers``
     aggregator = SingleLayer() if layers == 1 else LayerStack(tuple(range(-layers, 0)))
-    aligner = call("fit", "fit() to the aggregator's output", aligner.fit, aggregator.output())
-    others = [call("fit", "fit() of an aligner of others", o.fit, aggregator.output()) for o in others]
+    aligner = call("for_vectors", "for_vectors() to the aggregator's output", aligner.for_vectors, aggregator.output())
+    others = [call("for_vectors", "for_vectors() of an aligner of others", o.for_vectors, aggregator.output()) for o in others]
     pairs = _make_pairs(gen, 6, layers, dtype)
     batch = _batch(pairs)
     scores = call("outputs", "__call__ on the batch of nine pairs", aligner, batch)

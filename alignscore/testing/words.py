@@ -135,7 +135,7 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
     gen = torch.Generator().manual_seed(seed)
     ref_counts = torch.randint(0, 3, (len(table),), generator=gen).double()
     cand_counts = torch.randint(0, 3, (len(table),), generator=gen).double()
-    weights = call("outputs", "fit() over the texts", weighting.fit, table, ref_counts, cand_counts, encoder)
+    weights = call("outputs", "token_weights() over the texts", weighting.token_weights, table, ref_counts, cand_counts, encoder)
     if not isinstance(weights, tuple) or len(weights) != 2:
         raise fail("outputs", f"compute returned {type(weights).__name__}, not (ref_weights, cand_weights)")
     for side, w in zip(("reference", "candidate"), weights):
@@ -177,19 +177,19 @@ def check_weighting(weighting: Weighting, *, encoder: Encoder | None = None, tex
     perm = torch.randperm(len(table), generator=gen)
     sub, _ = table.select(perm)
     same("weights independent of the order of the texts",
-         call("weights independent of the order of the texts", "fit() over the texts reordered", weighting.fit, sub,
+         call("weights independent of the order of the texts", "token_weights() over the texts reordered", weighting.token_weights, sub,
               ref_counts[perm], cand_counts[perm], encoder), "when the texts are reordered")
     if not call("depends_on_texts", "depends_on_texts()", weighting.depends_on_texts):
         few = _table(encoder, ["something else entirely"])
         same("depends_on_texts is False but the weights depend on the texts",
-             call("depends_on_texts", "fit() over other texts", weighting.fit, few, torch.ones(1, dtype=torch.float64),
+             call("depends_on_texts", "token_weights() over other texts", weighting.token_weights, few, torch.ones(1, dtype=torch.float64),
                   torch.ones(1, dtype=torch.float64), encoder),
              "over other texts")
 
     _check_engine_masses(weighting, encoder, texts, weights)
     rebuilt = round_trip(Composition(weighting=weighting), WEIGHTINGS.stage).weighting
     check_signature(weighting, rebuilt)
-    same("spec round trip", call("spec round trip", "fit() of the rebuilt weighting", rebuilt.fit, table, ref_counts,
+    same("spec round trip", call("spec round trip", "token_weights() of the rebuilt weighting", rebuilt.token_weights, table, ref_counts,
                                  cand_counts, encoder),
          "from the weighting built from its run file")
 

@@ -181,7 +181,7 @@ class Weighting(ABC):
     >>> from alignscore.testing import WordEncoder
     >>> encoder = WordEncoder()
     >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat", "the dog"]))
-    >>> ref, cand = IdfS().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> ref, cand = IdfS().token_weights(table, torch.ones(2), torch.ones(2), encoder)
     >>> [round(w, 4) for w in ref[table.ids].tolist()]   # "the" is in both texts: idf log(3/3)
     [0.0, 0.0, 0.4055, 0.0, 0.0, 0.0, 0.4055, 0.0]
     """
@@ -222,7 +222,7 @@ class Weighting(ABC):
     def signature(self) -> str:
         """What pins the weights."""
 
-    def fit(self, table: TokenTable, ref_counts: torch.Tensor, cand_counts: torch.Tensor,
+    def token_weights(self, table: TokenTable, ref_counts: torch.Tensor, cand_counts: torch.Tensor,
             encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`update` over one table, then :meth:`compute`."""
         state = WeightState.empty(encoder.vocab_size)

@@ -33,7 +33,7 @@ from ..tokens import TokenTable
 #: the token classes, in the order of their bits (:func:`token_classes`) and of the weights
 TOKEN_CLASSES = ("special", "punct", "stopword", "subword")
 #: the stop words of the ``stopword`` class when no list is given: the packaged English list
-ENGLISH_STOPWORDS = str(Path(__file__).resolve().parents[1] / "evaluation" / "spaces" / "stopwords-en.txt")
+ENGLISH_STOPWORDS = str(Path(__file__).resolve().parents[1] / "tune" / "spaces" / "stopwords-en.txt")
 
 
 def token_classes(table: TokenTable, stopwords: StopWords | None = None) -> torch.Tensor:

@@ -115,7 +115,7 @@ class Uniform(TokenClassWeights, Weighting):
     >>> from alignscore.tokens import TokenTable
     >>> encoder = WordEncoder()
     >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
-    >>> ref, cand = Uniform().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> ref, cand = Uniform().token_weights(table, torch.ones(2), torch.ones(2), encoder)
     >>> ref[table.ids].tolist()
     [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     """
@@ -275,7 +275,7 @@ class IdfS(_Idf):
     >>> from alignscore.tokens import TokenTable
     >>> encoder = WordEncoder()
     >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
-    >>> ref, cand = IdfS().fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> ref, cand = IdfS().token_weights(table, torch.ones(2), torch.ones(2), encoder)
     >>> [round(w, 4) for w in ref[table.ids].tolist()]   # [CLS] the cat sat [SEP] [CLS] the dog [SEP]
     [0.0, 0.0, 0.4055, 0.4055, 0.0, 0.0, 0.0, 0.4055, 0.0]
     """
@@ -326,7 +326,7 @@ class IdfL(_Idf):
     >>> from alignscore.tokens import TokenTable
     >>> encoder = WordEncoder()
     >>> table = TokenTable.from_tokenized(encoder.tokenize(["the cat sat", "the dog"]))
-    >>> ref, _ = IdfL(idf_corpus=("the cat", "a dog")).fit(table, torch.ones(2), torch.ones(2), encoder)
+    >>> ref, _ = IdfL(idf_corpus=("the cat", "a dog")).token_weights(table, torch.ones(2), torch.ones(2), encoder)
     >>> [round(w, 4) for w in ref[table.ids].tolist()]   # "sat" is not in the corpus: log(3)
     [0.0, 0.4055, 0.4055, 1.0986, 0.0, 0.0, 0.4055, 0.4055, 0.0]
     """

@@ -119,7 +119,7 @@ def test_layer_stack_part():
 
 def bary(layers: int, **settings) -> BaryScore:
     """The aligner fitted to a stack of ``layers`` layers (as a composition fits it)."""
-    return BaryScore(**settings).fit(Vectors("stack", layers))
+    return BaryScore(**settings).for_vectors(Vectors("stack", layers))
 
 
 # -- the barycenter -----------------------------------------------------------------------------

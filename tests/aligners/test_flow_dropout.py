@@ -14,7 +14,7 @@ import alignscore
 from alignscore.ablation import parse_grid
 from alignscore.aligners import WMD
 from alignscore.config import compile_run
-from alignscore.evaluation.space import parse_space
+from alignscore.tune.space import parse_space
 from alignscore.aligners.transport import drop_flows, network_simplex, pairwise_cost
 from alignscore.errors import ConfigError
 from cli_checks import assert_one_error, invoke, write_toml

@@ -129,7 +129,7 @@ def test_diff_and_baseline_check_the_output_before_scoring(texts, tmp_path, no_s
     def refuse(*args, **kwargs):
         raise AssertionError("computed before the output was checked")
 
-    monkeypatch.setattr("alignscore.rescale.compute_baseline", refuse)
+    monkeypatch.setattr("alignscore.baseline.compute_baseline", refuse)
     code, _, err = invoke("baseline", "--model", tiny_bert_dir, "--corpus", texts["r"], "-o",
                           "/proc/alignscore-baseline.csv", "-q")
     assert_one_error(code, err, "cannot write the output here")

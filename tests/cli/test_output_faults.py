@@ -240,7 +240,7 @@ def test_mbr_tsv_escapes_tabs_and_newlines(files, tiny_bert_dir):
 
 
 def test_tune_outputs_are_written_as_one_set(tmp_path):
-    from alignscore.evaluation.search import outputs as leaderboard
+    from alignscore.tune import outputs as leaderboard
 
     old = {name: tmp_path / name for name in ("a.txt", "b.txt")}
     for path in old.values():

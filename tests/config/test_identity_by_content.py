@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import alignscore
-from alignscore.baseline import Baseline, bert_score_baseline
+from alignscore.rescale import Baseline, bert_score_baseline
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.encoders.static import StaticEncoder
 from alignscore.errors import ConfigError

@@ -29,7 +29,7 @@ from alignscore.config.schema import STAGES, options, part_settings
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.remap import Remapping, model_digest, save_remapping
-from alignscore.evaluation.space import parse_space
+from alignscore.tune.space import parse_space
 from alignscore.settings import Setting
 from cli_checks import CODE_ROOT, assert_one_error, fingerprint, invoke, write_toml
 

@@ -42,7 +42,7 @@ ALLOWED = {
     # a kind of vectors an aggregator hands on (`Vectors.kind`: one layer's), not the option
     ("aggregators/base.py", "layer"), ("aligners/barycenter.py", "layer"),
     # the word as a label: a baseline's default name, the progress bar computing one, a chart's axis
-    ("baseline.py", "baseline"), ("rescale.py", "baseline"), ("evaluation/fit/outputs.py", "layer"),
+    ("baseline.py", "baseline"), ("rescale.py", "baseline"), ("fit/outputs.py", "layer"),
     # the aggregator check's promise about the layers an aggregator reads, named in its report
     ("testing/aggregators.py", "layers"),
     # other libraries' words: transformers' block paths and model config, model2vec's config key,

@@ -25,7 +25,7 @@ from alignscore.config import compile_run, file_source
 from cli_checks import write_toml
 from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
-from alignscore.rescale import compute_baseline
+from alignscore.baseline import compute_baseline
 
 from conftest import REPO, compose, wmt16
 from fakes import CountingEncoder
@@ -107,7 +107,7 @@ def test_weights_accumulate_over_chunks_and_merge(tiny_bert_dir):
     enc = HFEncoder(tiny_bert_dir)
     weighting = IdfS(sep=True)
     whole = Pairs.from_pairs(refs, cands)
-    want = weighting.fit(TokenTable.from_tokenized(enc.tokenize(whole.texts)), whole.ref_counts, whole.cand_counts, enc)
+    want = weighting.token_weights(TokenTable.from_tokenized(enc.tokenize(whole.texts)), whole.ref_counts, whole.cand_counts, enc)
     states = []
     for lo, hi in ((0, 7), (7, 30)):  # two "processes" or chunks
         part = Pairs.from_pairs(refs[lo:hi], cands[lo:hi])

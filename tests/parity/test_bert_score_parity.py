@@ -137,9 +137,9 @@ def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm_dir, 
 
 def test_rescaling_with_a_file_bert_score_ships_matches_bert_score(pairs, minilm_dir):
     """A baseline file bert_score ships, given to alignscore as it is (found by
-    ``alignscore.baseline.bert_score_baseline``), rescales as bert_score rescales with it. It has
+    ``alignscore.rescale.bert_score_baseline``), rescales as bert_score rescales with it. It has
     no file for MiniLM: roberta-large's stands in (its layer-4 row), a file of the very format."""
-    from alignscore.baseline import bert_score_baseline
+    from alignscore.rescale import bert_score_baseline
 
     path = bert_score_baseline("roberta-large", "en")
     cands, refs = pairs

@@ -19,7 +19,7 @@ from alignscore.ablation import parse_grid
 from alignscore.config import compile_run
 from alignscore.encoders.fingerprint import directory_fingerprint
 from alignscore.errors import ConfigError, ModelLoadError
-from alignscore.evaluation.space import parse_space
+from alignscore.tune.space import parse_space
 from alignscore.lm import PAPER_WEIGHT, LMTerm, reference_score
 from cli_checks import assert_one_error, invoke, write_toml
 from fakes import CountingEncoder

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from alignscore.errors import ConfigError, InputError
-from alignscore.remap import (Remapping, apply_umd, fit, fit_clp, fit_umd, learn, load_remapping, mean_cosine,
-                              model_digest, mutual_best, paired_words, save_remapping, word_vectors)
+from alignscore.fit.remap import (learn, learn_clp, learn_umd, learn_weights, mean_cosine, mutual_best, paired_words,
+                                  word_vectors)
+from alignscore.remap import Remapping, apply_umd, load_remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, fingerprint, invoke, spawn
 
 DIGEST = "a" * 64
@@ -25,17 +26,17 @@ def _gen(seed: int = 0) -> torch.Generator:
 def test_unconstrained_clp_recovers_a_known_linear_map():
     x = torch.randn(200, 8, generator=_gen(), dtype=torch.float64)
     w = torch.randn(8, 8, generator=_gen(1), dtype=torch.float64)
-    assert torch.allclose(fit_clp(x, x @ w), w, atol=1e-9)
+    assert torch.allclose(learn_clp(x, x @ w), w, atol=1e-9)
     # with noise: the least-squares solution, as the normal equations give it (the reference's formula)
     z = x @ w + 0.1 * torch.randn(200, 8, generator=_gen(2), dtype=torch.float64)
-    assert torch.allclose(fit_clp(x, z), torch.linalg.inv(x.T @ x) @ x.T @ z, atol=1e-9)
+    assert torch.allclose(learn_clp(x, z), torch.linalg.inv(x.T @ x) @ x.T @ z, atol=1e-9)
 
 
 def test_orthogonal_clp_is_orthogonal_and_recovers_a_rotation():
     x = torch.randn(300, 6, generator=_gen(), dtype=torch.float64)
     q, _ = torch.linalg.qr(torch.randn(6, 6, generator=_gen(3), dtype=torch.float64))
     z = x @ q + 0.01 * torch.randn(300, 6, generator=_gen(4), dtype=torch.float64)
-    w = fit_clp(x, z, orthogonal=True)
+    w = learn_clp(x, z, orthogonal=True)
     assert torch.allclose(w.T @ w, torch.eye(6, dtype=torch.float64), atol=1e-10)
     assert torch.allclose(w, q, atol=1e-2)
     # it is the best orthogonal map: no random rotation fits better
@@ -51,7 +52,7 @@ def test_umd_removes_exactly_the_first_singular_direction():
     z = torch.randn(100, 10, generator=gen, dtype=torch.float64)
     x = z + 3.0 * torch.randn(100, 1, generator=gen, dtype=torch.float64) * direction \
         + 0.05 * torch.randn(100, 10, generator=gen, dtype=torch.float64)
-    b = fit_umd(x, z)
+    b = learn_umd(x, z)
     _, _, vt = np.linalg.svd((x - z).numpy())
     assert abs(float(b.norm()) - 1) < 1e-12
     assert abs(abs(float(b @ torch.from_numpy(vt[0]))) - 1) < 1e-12  # numpy's first right singular vector
@@ -62,7 +63,7 @@ def test_umd_removes_exactly_the_first_singular_direction():
     removed = v - out
     assert torch.allclose(removed, (v @ b).unsqueeze(-1) * b, atol=1e-12)  # only along b
     # the sign is fixed: the same for the negated difference
-    assert torch.allclose(fit_umd(x, z), fit_umd(-x, -z), atol=1e-12)
+    assert torch.allclose(learn_umd(x, z), learn_umd(-x, -z), atol=1e-12)
 
 
 def test_word_vectors_average_the_subwords_and_skip_special_tokens():
@@ -151,7 +152,7 @@ def test_bad_remappings_are_refused_where_built():
     with pytest.raises(ConfigError, match="finite"):
         Remapping("clp", torch.full((2, 2), float("nan")), "m", DIGEST, 8)
     with pytest.raises(ConfigError, match="needs at least 8"):
-        fit("clp", torch.zeros(5, 8), torch.zeros(5, 8))
+        learn_weights("clp", torch.zeros(5, 8), torch.zeros(5, 8))
 
 
 def test_word_pairs_come_from_the_encoder(tiny_bert_dir):

@@ -15,7 +15,7 @@ import torch
 
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
-from alignscore.evaluation.search import tune
+from alignscore.tune import tune
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
 from conftest import counted_forward, wmt16
