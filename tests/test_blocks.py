@@ -13,7 +13,7 @@ from alignscore.blocks import align_chunks, score_blocks
 from alignscore.engine import Blocks, align, aligner_inputs, encode
 from alignscore.errors import ConfigError, InputError
 
-from conftest import compose, wmt16
+from helpers import compose, wmt16
 from fakes import CountingEncoder
 
 TOL = 1e-6

@@ -27,7 +27,7 @@ from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
 from alignscore.baseline import compute_baseline
 
-from conftest import REPO, compose, wmt16
+from helpers import REPO, compose, wmt16
 from fakes import CountingEncoder
 
 TOL = 1e-6  # other batches change float32 summation order only

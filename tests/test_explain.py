@@ -20,7 +20,7 @@ from alignscore.filters import FILTERS
 from alignscore.render import format_for, html_report, save_figure, text_report
 from alignscore.rescale import Baseline
 from alignscore.weighting import IdfS
-from conftest import compose
+from helpers import compose
 
 PAPER_REF = "people like foreign cars"
 PAPER_CAND = "consumers prefer imported cars"

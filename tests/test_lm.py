@@ -10,7 +10,7 @@ import torch
 
 from alignscore.errors import ConfigError, ModelLoadError
 from alignscore.lm import CausalLM, reference_score
-from tiny_lm import LM_TEXTS, tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
+from tiny_lm import LM_TEXTS
 
 TEXTS = LM_TEXTS[:6]
 

@@ -23,7 +23,6 @@ from alignscore.tune.space import parse_space
 from alignscore.lm import PAPER_WEIGHT, LMTerm, reference_score
 from cli_checks import assert_one_error, invoke, write_toml
 from fakes import CountingEncoder
-from tiny_lm import tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "a", "birds sing at dawn"]
 SOURCES = ["die katze sass auf der matte", "ein hund lief im park", "ein", "voegel singen im morgengrauen"]

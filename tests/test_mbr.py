@@ -13,7 +13,7 @@ from alignscore.errors import InputError
 from alignscore.mbr import expected_utility, mbr_select
 
 from cli_checks import assert_one_error, fingerprint, invoke
-from conftest import compose, wmt16
+from helpers import compose, wmt16
 from fakes import CountingEncoder
 
 K = 4

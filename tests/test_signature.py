@@ -259,7 +259,7 @@ def test_alignscore_baseline_bert_score_prints_the_path_or_copies_the_file(tmp_p
 def test_a_bert_score_baseline_file_rescales_as_the_formula_says(pairs, tiny_bert_dir):
     """bert_score's roberta-large file, given to --baseline as it is, rescales the tiny model's
     layer-2 scores with its row 2: x' = (x - b) / (1 - b) (the formula against bert_score's own
-    numbers: tests/test_bertscore_parity.py)."""
+    numbers: tests/parity/test_bert_score_parity.py)."""
     path = bert_score_baseline("roberta-large", "en")
     raw = alignscore.score(CANDS, REFS, model=tiny_bert_dir, layer=2)
     rescaled = alignscore.score(CANDS, REFS, model=tiny_bert_dir, layer=2, baseline=str(path))

@@ -18,7 +18,7 @@ from alignscore.errors import InputError
 from alignscore.evaluation.stats import (ROUNDING_UNITS, correlation, flat, flat_rows, flat_text, pearson_rows,
                                          rounding_unit)
 from cli_checks import assert_one_error, fingerprint, invoke
-from conftest import write_daseg
+from helpers import write_daseg
 
 GOOD = ["the cat sat on the mat", "a dog ran in the park", "hello world", "people like foreign cars",
         "it rained all day", "he said it was fine"]
@@ -109,7 +109,7 @@ def test_ablate_tables_identical_pairs_as_undefined(tmp_path: Path, tiny_bert_di
     assert "nan" not in table.lower()
 
 
-# -- 2. (challenge items: tests/evaluation/test_challenge_sets.py) ----------------------------------------------------------
+# -- 2. (challenge items: tests/evaluation/test_challenge.py) ----------------------------------------------------------
 # -- 3, 4. static tables checked whole before use ----------------------------------------------------------
 def test_word2vec_zero_vector_is_refused_with_its_line(tmp_path: Path, texts: dict[str, Path]) -> None:
     vec = tmp_path / "t.vec"

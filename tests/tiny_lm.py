@@ -1,7 +1,7 @@
 """Tiny randomly initialised causal language models, built here (no download): a one-block GPT-2
 with a byte-level BPE vocabulary trained on :data:`LM_TEXTS`, and the same kind of model with a
-word-level vocabulary of a few English words (for texts its tokenizer cannot read). A test module
-imports the fixtures it uses (a conftest.py here would shadow the tests' own ``conftest``)."""
+word-level vocabulary of a few English words (for texts its tokenizer cannot read). The fixtures
+are the suite's (tests/conftest.py imports them)."""
 
 from __future__ import annotations
 

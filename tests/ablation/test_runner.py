@@ -21,7 +21,7 @@ from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.evaluation.wmt import load_daseg
 from alignscore.signature import content_digest
-from conftest import counted_forward, wmt16
+from helpers import counted_forward, wmt16
 
 N = 40  # segments per language pair: enough to correlate, small enough to be quick
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from alignscore.errors import ConfigError
 from alignscore._ops import unit
 from alignscore.weighting import IdfS
 from fakes import make_batch
-from conftest import compose
+from helpers import compose
 
 L, D = 4, 6
 

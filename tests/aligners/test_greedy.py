@@ -18,7 +18,7 @@ from alignscore.encoders import HFEncoder
 from alignscore.errors import ConfigError
 from alignscore.rescale import Baseline
 from fakes import make_batch, unit_rows
-from conftest import compose
+from helpers import compose
 
 
 def random_batch(seed: int = 0, pairs: int = 6):

@@ -17,7 +17,7 @@ from alignscore import run_spec
 from alignscore.encoders import layers
 
 from cli_checks import CODE_ROOT, assert_one_error, assert_same_tsv, fingerprint, invoke
-from conftest import REPO, compose, needs, wmt16
+from helpers import REPO, compose, needs, wmt16
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there"]
 REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world"]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from alignscore.cli import main
 from alignscore import HFEncoder, SingleLayer
 from cli_checks import CODE_ROOT
-from conftest import compose
+from helpers import compose
 
 
 def run(*args: str):

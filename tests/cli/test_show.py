@@ -16,7 +16,7 @@ from alignscore.cli.options import parse_spec, sides_specs
 from alignscore.evaluation.agreement import average_ranks, rank_pairs, spearman
 from alignscore.errors import ConfigError
 from alignscore.explain import explain
-from conftest import compose
+from helpers import compose
 
 PAPER_REF = "people like foreign cars"
 PAPER_CAND = "consumers prefer imported cars"

@@ -10,7 +10,7 @@ from alignscore.config import RunSources, plan_runs, run_spec, sources_of
 from alignscore.config.plan import by_encoder, model_available
 from alignscore.errors import ConfigError, ConfigErrors
 from alignscore.scorer import score_together
-from conftest import counted_forward
+from helpers import counted_forward
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "it rained all day long"]
 REFS = ["a cat was sitting on the mat", "the dog was running in a park", "the rain did not stop all day"]

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs
+from helpers import needs
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

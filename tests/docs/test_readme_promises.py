@@ -14,7 +14,7 @@ import torch
 import alignscore
 from alignscore import Composition, HFEncoder, IdfS, PowerMeans, Routing, Runtime, Scorer, SingleLayer
 from cli_checks import invoke
-from conftest import REPO, needs
+from helpers import REPO, needs
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there, world"]
 REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world"]
@@ -142,7 +142,7 @@ def test_mbr_with_idf_is_the_brute_force_argmax(files, tiny_bert_dir):
 def test_roberta_bpe_scores_match_bert_score(tiny_roberta_dir, monkeypatch):
     """roberta-large is the default model: a tiny RoBERTa (byte-level BPE) scores as bert_score
     scores it, idf and not. bert_score encodes RoBERTa text with ``add_prefix_space=True``, which
-    transformers 5 ignores at call time (tests/encoders/test_token_ids_match_bert_score.py): the oracle is bert_score with
+    transformers 5 ignores at call time (tests/encoders/test_huggingface.py): the oracle is bert_score with
     that prefix space restored, its own arithmetic untouched."""
     bert_score = needs("bert_score")
     utils = needs("bert_score.utils")

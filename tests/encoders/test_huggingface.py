@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import alignscore
-from conftest import needs
+from helpers import needs
 
 bert_score_utils = needs("bert_score.utils")
 

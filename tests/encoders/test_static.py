@@ -19,7 +19,7 @@ from alignscore.errors import ConfigError, InputError
 from alignscore.filters import FILTERS
 from alignscore.weighting import WEIGHTINGS
 from cli_checks import assert_one_error, invoke
-from conftest import needs
+from helpers import needs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -397,7 +397,7 @@ layer = -1
 
 @pytest.mark.slow
 def test_ablate_with_a_static_role(tmp_path: Path, tiny_bert_dir: str) -> None:
-    from conftest import write_daseg
+    from helpers import write_daseg
 
     data = write_daseg(tmp_path, ("de-en",), 24)
     words = sorted({w for kind in ("reference", "mt-system")

@@ -17,7 +17,7 @@ from alignscore.errors import ConfigError
 from alignscore.runtime import plan_batches
 
 from cli_checks import assert_one_error, invoke
-from conftest import compose, wmt16
+from helpers import compose, wmt16
 
 REFS = wmt16("de-en")["reference"]
 

@@ -19,7 +19,7 @@ from alignscore.evaluation.challenge import TIE_TOLERANCE, read_items
 from alignscore.evaluation.perturb import KINDS, _join, _words, perturb
 from alignscore.evaluation.stats import bootstrap_mean, bootstrap_mean_difference
 from cli_checks import assert_one_error, invoke
-from conftest import counted_forward, wmt16
+from helpers import counted_forward, wmt16
 
 N_LINES = 12
 
@@ -351,7 +351,7 @@ def test_ablate_challenge_stops_at_a_missing_model_unless_told_to_skip(set_path:
 
 @pytest.mark.reference
 def test_ablate_challenge_has_sacrebleu_rows(set_path: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
-    from conftest import needs
+    from helpers import needs
 
     sacrebleu = needs("sacrebleu")
     if sacrebleu is None:

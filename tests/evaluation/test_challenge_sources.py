@@ -13,7 +13,7 @@ import pytest
 
 import alignscore
 from cli_checks import assert_one_error, invoke
-from conftest import wmt16
+from helpers import wmt16
 
 N = 12
 

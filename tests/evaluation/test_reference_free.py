@@ -22,8 +22,7 @@ from alignscore.evaluation import reference_free
 from alignscore.evaluation.reference_free import challenge_remaps, remapped_item_scores
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
-from conftest import counted_forward
-from test_tune_sources import LPS, _challenge_set, remaps  # noqa: F401 - remaps: a fixture
+from helpers import SOURCE_LPS as LPS, counted_forward, source_challenge_set
 
 OPTIONS = ("--sources", "--layer", 2, "--a", "--aligner greedy", "--b", "--aligner wmd --n-gram 1")
 
@@ -38,11 +37,11 @@ def _rows(path: Path, tiny_bert_dir: str, *options: object) -> dict[tuple[str, s
 
 def test_a_folder_remaps_each_item_by_its_language(remaps: Path, tiny_bert_dir: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    both = _challenge_set(tmp_path / "set.jsonl", LPS)
+    both = source_challenge_set(tmp_path / "set.jsonl", LPS)
     rows = _rows(both, tiny_bert_dir, "--remap", remaps)
     digests = {lp[:2]: alignscore.remap.load_remapping(remaps / f"{lp[:2]}.remap").digest() for lp in LPS}
     for lp in LPS:  # each language's items: as challenge of those items alone with that language's file
-        alone = _rows(_challenge_set(tmp_path / f"{lp}.jsonl", (lp,)), tiny_bert_dir, "--remap",
+        alone = _rows(source_challenge_set(tmp_path / f"{lp}.jsonl", (lp,)), tiny_bert_dir, "--remap",
                       remaps / f"{lp[:2]}.remap")
         for name in ("A", "B"):
             mine, theirs = rows[(name, lp)], alone[(name, lp)]
@@ -69,7 +68,7 @@ def test_a_folder_remaps_each_item_by_its_language(remaps: Path, tiny_bert_dir: 
 
 def test_per_item_scores_are_each_languages_remapped_scores(remaps: Path, tiny_bert_dir: str,
                                                             tmp_path: Path) -> None:
-    path = _challenge_set(tmp_path / "set.jsonl", LPS)
+    path = source_challenge_set(tmp_path / "set.jsonl", LPS)
     items = read_items(path)
     opts, remap = remap_option({"model": tiny_bert_dir, "layer": 2, "remap": str(remaps)}, True)
     runs = [compile_labelled(sources_of(opts, style="flag"))]
@@ -97,7 +96,7 @@ def _refused(tmp_path: Path, path: Path, *args: object) -> str:
 
 
 def test_what_a_remapping_cannot_serve_is_one_line(remaps: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
-    both = _challenge_set(tmp_path / "set.jsonl", LPS)
+    both = source_challenge_set(tmp_path / "set.jsonl", LPS)
     model = ("--model", tiny_bert_dir)
     # an item without its language pair, with a folder: named by its file and line
     rows = [json.loads(line) for line in both.read_text(encoding="utf-8").splitlines()]

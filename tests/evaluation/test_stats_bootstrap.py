@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import needs
+from helpers import needs
 from scipy import stats as sps
 
 from alignscore.errors import ConfigError

@@ -9,7 +9,7 @@ import pytest
 
 from alignscore.errors import ConfigError, InputError
 from alignscore.evaluation.wmt import discover, load_daseg
-from conftest import WMT16
+from helpers import WMT16
 
 
 def _write(folder: Path, year: str, lp: str, n: int = 4, human: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ from alignscore.filters.lexical import is_punctuation
 from alignscore.scorer import Scorer
 from alignscore.signature import content_digest
 from alignscore.tokens import TokenTable
-from conftest import compose
+from helpers import compose
 
 # Long words that the tiny vocabularies split into several pieces, ASCII and non-ASCII punctuation
 # (byte-level BPE splits "—" and "“" into byte pieces), digits split by a hyphen.

@@ -19,7 +19,7 @@ from alignscore.fit import extract
 from alignscore.fit.goal import Goal, challenge_texts, read_challenge
 from alignscore.evaluation.objective import Objective
 from cli_checks import assert_one_error, invoke, write_toml
-from conftest import wmt16, write_daseg
+from helpers import wmt16, write_daseg
 
 PAIRS = ("cs-en", "de-en")
 

@@ -17,7 +17,7 @@ from alignscore.errors import ConfigError, InputError
 from alignscore.fit import Values, extract, scores_of
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 PAIRS = ("cs-en", "de-en")
 

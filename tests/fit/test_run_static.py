@@ -25,7 +25,7 @@ from alignscore.fit.model import Model, pair_scores
 from alignscore.fit.run import fitted_spec, learned, start_values
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 PAIRS = ("cs-en", "de-en")
 

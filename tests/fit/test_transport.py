@@ -20,7 +20,7 @@ from alignscore.fit import Values, extract, scores_of
 from alignscore.fit.transport import exact_distances, products_dtype, sinkhorn_distances, transport_scores
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 PAIRS = ("cs-en", "de-en")
 

@@ -29,7 +29,7 @@ from alignscore.evaluation.wmt import load_daseg
 from alignscore.weighting.classes import token_class_multipliers
 from alignscore.weighting.schemes import idf_power
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 PAIRS = ("cs-en", "de-en")
 LOGITS = (0.3, -0.4, 0.8)

@@ -6,7 +6,7 @@ AIPHES/ACL20-Reference-Free-MT-Evaluation (Apache-2.0; Zhao et al., ACL 2020). C
 give its folder (or the folder holding a copy of that one file)::
 
     git clone https://github.com/AIPHES/ACL20-Reference-Free-MT-Evaluation ref
-    PYTHONPATH=$PWD python tests/reference_free/make_xmover_fixture.py ref
+    PYTHONPATH=$PWD python tests/parity/make_xmover_fixture.py ref
 
 It needs ``pyemd`` (the reference's solver). The reference runs here on the CPU with the
 packaged real model all-MiniLM-L6-v2 (BERT-type, so the reference's literal ``[CLS]``, ``[SEP]``
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
                 "split_ties": [t[0] for t in ties], "scores_ties_kept": [t[1] for t in ties]}
     fixture = {
         "produced_by": {
-            "script": "tests/reference_free/make_xmover_fixture.py",
+            "script": "tests/parity/make_xmover_fixture.py",
             "reference": "https://github.com/AIPHES/ACL20-Reference-Free-MT-Evaluation score_utils_2.py "
                          "word_mover_score",
             "reference_commit": args.commit or commit_of(args.reference),

@@ -24,7 +24,7 @@ import torch
 from moverscore_ref import load_moverscore_v2
 
 from alignscore import build, moverscore_v2, run_spec
-from conftest import needs
+from helpers import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
 needs("moverscore_v2", load=False)

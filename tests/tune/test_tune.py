@@ -29,7 +29,7 @@ from alignscore.tune.space import load_space, parse_space
 from alignscore.evaluation.stats import bootstrap_mean, correlation
 from alignscore.evaluation.wmt import LangPair, load_daseg
 from cli_checks import assert_one_error, fingerprint, invoke
-from conftest import counted_forward, write_daseg
+from helpers import counted_forward, write_daseg
 
 N = 40
 LPS = ("de-en", "ru-en", "cs-en")
@@ -149,7 +149,7 @@ def test_the_packaged_space_holds_every_published_configuration(minilm_dir: str)
 
 def test_the_packaged_published_configurations_are_those_it_spelled_out(minilm_dir: str) -> None:
     """The packaged space names presets and grid cells instead of restating them: the runs are
-    the 35 it spelled out by hand before (their signatures, in tests/published-signatures.json;
+    the 35 it spelled out by hand before (their signatures, in tests/tune/published-signatures.json;
     MoverScore Table 6's cells now named by the grid's rows)."""
     before = json.loads((Path(__file__).parent / "published-signatures.json").read_text(encoding="utf-8"))
     published = load_space().published_runs(sources_of({"model": "all-MiniLM-L6-v2"}, style="flag"),

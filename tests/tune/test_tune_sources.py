@@ -18,11 +18,9 @@ from alignscore.errors import ConfigError
 from alignscore.tune import tune
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
-from conftest import counted_forward, wmt16
-from tiny_lm import tiny_gpt2_dir  # noqa: F401 - a fixture
+from helpers import SOURCE_LPS as LPS, counted_forward, source_challenge_set, wmt16
 
 N = 16
-LPS = ("de-en", "ru-en")
 SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
 
 
@@ -42,18 +40,6 @@ def space_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("space-src") / "space.toml"
     path.write_text(SPACE, encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def remaps(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: str) -> Path:
-    """A folder of de.remap and ru.remap (UMD, two different directions) for the tiny model's layer 2."""
-    folder = tmp_path_factory.mktemp("remaps")
-    encoder, gen = HFEncoder(tiny_bert_dir), torch.Generator().manual_seed(0)
-    for lang in ("de", "ru"):
-        direction = torch.randn(32, generator=gen, dtype=torch.float64)
-        save_remapping(Remapping("umd", direction / direction.norm(), tiny_bert_dir, model_digest(encoder), 2, lang,
-                                 10), folder / f"{lang}.remap")
-    return folder
 
 
 def _score_r(data_dir: Path, lp: str, tiny_bert_dir: str, *options: object) -> float:
@@ -192,17 +178,6 @@ def test_what_sources_cannot_serve_is_refused(data_dir: Path, space_file: Path, 
 
 
 
-def _challenge_set(path: Path, lps: tuple[str, ...]) -> Path:
-    """12 items per language pair: good the reference, bad the MT output, each with its source and lp."""
-    rows = []
-    for lp in lps:
-        files = wmt16(lp)
-        rows += [{"ref": files["reference"][k], "good": files["reference"][k], "bad": files["mt-system"][k],
-                  "category": "mt", "source": files["source"][k], "lp": lp} for k in range(12)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def _challenge_correct(path: Path, tiny_bert_dir: str, *options: object) -> dict[str, tuple[int, int]]:
     """``challenge --sources`` of the space's two runs (A greedy, B wmd): (correct, n) of category all."""
     code, stdout, err = invoke("challenge", path, "--sources", "--model", tiny_bert_dir, "--layer", 2, "--format",
@@ -216,14 +191,14 @@ def _challenge_correct(path: Path, tiny_bert_dir: str, *options: object) -> dict
 def test_tune_challenge_accuracy_against_sources_is_the_challenge_commands(data_dir: Path, space_file: Path,
                                                                           remaps: Path, tiny_bert_dir: str,
                                                                           tmp_path: Path, remapped: bool) -> None:
-    challenge = _challenge_set(tmp_path / "set.jsonl", LPS)
+    challenge = source_challenge_set(tmp_path / "set.jsonl", LPS)
     more = {"remap": str(remaps)} if remapped else {}
     result = tune(data_dir, space_file, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
                   challenge=challenge, objective="correlation + 0.5 * accuracy[all]", **more)
     # the challenge command, on each language's items with that language's remapping (one file each)
     counts = {"A": [0, 0], "B": [0, 0]}
     for lp in LPS:
-        part = _challenge_set(tmp_path / f"{lp}.jsonl", (lp,))
+        part = source_challenge_set(tmp_path / f"{lp}.jsonl", (lp,))
         for name, (correct, n) in _challenge_correct(part, tiny_bert_dir, *(
                 ["--remap", remaps / f"{lp[:2]}.remap"] if remapped else [])).items():
             counts[name][0] += correct
