@@ -87,6 +87,14 @@ def minilm_dir() -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def minilm_encoder(minilm_dir: str):
+    """all-MiniLM-L6-v2 loaded once for the tests that only score with it."""
+    from alignscore.encoders import HFEncoder
+
+    return HFEncoder("all-MiniLM-L6-v2")
+
+
 def _training_text() -> list[str]:
     lines: list[str] = []
     for lp in LANG_PAIRS[:2]:

@@ -23,6 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ALIGNSCORE_DATA", REPO.parent / "shared" / "data"))
 WMT16 = DATA / "wmt16-da-seg"
 LANG_PAIRS = ("cs-en", "de-en", "fi-en", "ro-en", "ru-en", "tr-en")
+#: the BERTScore paper's example pair (its figure 1)
+PAPER_REF = "people like foreign cars"
+PAPER_CAND = "consumers prefer imported cars"
 #: the language pairs of the reference-free tests (a remapping each: the ``remaps`` fixture)
 SOURCE_LPS = ("de-en", "ru-en")
 
@@ -112,3 +115,15 @@ def source_challenge_set(path: Path, lps: tuple[str, ...]) -> Path:
                   "category": "mt", "source": files["source"][k], "lp": lp} for k in range(12)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def svg_texts(path: str | Path) -> set[str]:
+    """The words of an SVG figure's text elements."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    words: set[str] = set()
+    for el in root.iter():
+        if el.tag.endswith("text"):
+            words.update("".join(el.itertext()).split())
+    return words
