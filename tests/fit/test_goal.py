@@ -18,10 +18,10 @@ from alignscore.evaluation.challenge import read_items
 from alignscore.fit import extract
 from alignscore.fit.goal import Goal, challenge_texts, read_challenge
 from alignscore.evaluation.objective import Objective
-from cli_checks import assert_one_error, invoke, write_toml
+from cli_checks import assert_one_error, invoke
 from helpers import wmt16, write_daseg
 
-PAIRS = ("cs-en", "de-en")
+PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 
 
 def write_set(path: Path, n: int = 24) -> Path:
@@ -39,17 +39,6 @@ def write_set(path: Path, n: int = 24) -> Path:
         lines.append(json.dumps({"ref": " ".join(w), "good": good, "bad": bad, "category": ("even", "odd")[k % 2]}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def start(tiny_bert_dir, tmp_path) -> Path:
-    return write_toml({"model": tiny_bert_dir, "layer": 2}, tmp_path / "start.toml")
-
-
-@pytest.fixture
-def data(tmp_path) -> Path:
-    (tmp_path / "data").mkdir()
-    return write_daseg(tmp_path / "data", PAIRS, 30)
 
 
 @pytest.fixture

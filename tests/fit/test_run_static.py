@@ -25,9 +25,8 @@ from alignscore.fit.model import Model, pair_scores
 from alignscore.fit.run import fitted_spec, learned, start_values
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, invoke, write_toml
-from helpers import write_daseg
 
-PAIRS = ("cs-en", "de-en")
+PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 
 
 def write_vectors(path: Path, rows: dict[str, list[float]]) -> str:
@@ -36,12 +35,6 @@ def write_vectors(path: Path, rows: dict[str, list[float]]) -> str:
     path.write_text(f"{len(rows)} {dims}\n" + "".join(f"{w} {' '.join(f'{x:.6f}' for x in v)}\n"
                                                       for w, v in rows.items()), encoding="utf-8")
     return str(path)
-
-
-@pytest.fixture
-def data(tmp_path) -> Path:
-    (tmp_path / "data").mkdir()
-    return write_daseg(tmp_path / "data", PAIRS, 30)
 
 
 @pytest.fixture
