@@ -142,7 +142,7 @@ def test_mbr_with_idf_is_the_brute_force_argmax(files, tiny_bert_dir):
 def test_roberta_bpe_scores_match_bert_score(tiny_roberta_dir, monkeypatch):
     """roberta-large is the default model: a tiny RoBERTa (byte-level BPE) scores as bert_score
     scores it, idf and not. bert_score encodes RoBERTa text with ``add_prefix_space=True``, which
-    transformers 5 ignores at call time (tests/encoders/test_huggingface.py): the oracle is bert_score with
+    transformers 5 ignores at call time (tests/parity/test_bert_score_token_ids.py): the oracle is bert_score with
     that prefix space restored, its own arithmetic untouched."""
     bert_score = needs("bert_score")
     utils = needs("bert_score.utils")
