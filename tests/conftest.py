@@ -21,6 +21,10 @@ from hypothesis import settings
 from helpers import LANG_PAIRS, WMT16, require_oracles, wmt16
 from tiny_lm import tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
 
+if __name__ == "conftest":  # a test file's ``import conftest``: a second copy, without the state pytest set
+    raise ImportError("tests import the suite's helpers from helpers.py (from helpers import wmt16, needs, ...), "
+                      "not from conftest.py, which pytest imports itself")
+
 settings.register_profile("alignscore", derandomize=True, database=None, print_blob=False)
 settings.load_profile("alignscore")
 
