@@ -245,7 +245,6 @@ def test_every_way_in_gives_the_same_scores_and_signature(tiny_bert_dir, tmp_pat
     assert compile_run([file_source(config)]) == run_spec(opts)
 
 
-@pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
 def test_a_run_file_scores_as_its_flags_from_any_folder(files, tiny_bert_dir, tmp_path) -> None:
     """`config` writes every file it names absolute (the model too), so `score --config` from
     another folder gives the output of the flags, byte for byte."""
@@ -257,14 +256,14 @@ def test_a_run_file_scores_as_its_flags_from_any_folder(files, tiny_bert_dir, tm
     model.symlink_to(tiny_bert_dir, target_is_directory=True)
     opts = ["--model", "model", "--layer", "3", "--aligner", "wmd", "--n-gram", "2", "--weighting", "idf-L",
             "--idf-corpus", "corpus.txt", "--sep", "--stopwords", "stop.txt", "--batch-size", "2"]
-    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT)}
 
-    def cli(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "alignscore", *map(str, args)], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=300)
+    def cli(*args: object, cwd: Path) -> tuple[int, str, str]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(cwd)
+            return invoke(*args)
 
-    written = cli("config", *opts, "-o", "run.toml", cwd=work)
-    assert written.returncode == 0, written.stderr
+    code, _, err = cli("config", *opts, "-o", "run.toml", cwd=work)
+    assert code == 0, err
     text = (work / "run.toml").read_text(encoding="utf-8")
     assert f'model = "{model.resolve()}"' in text and str(work / "corpus.txt") in text and str(work / "stop.txt") in text
     direct = cli("score", "-c", "c.txt", "-r", "r.txt", *opts, "-q", cwd=work)
@@ -272,8 +271,8 @@ def test_a_run_file_scores_as_its_flags_from_any_folder(files, tiny_bert_dir, tm
     elsewhere.mkdir()
     via_file = cli("score", "-c", work / "c.txt", "-r", work / "r.txt", "--config", work / "run.toml", "-q",
                    cwd=elsewhere)
-    assert direct.returncode == 0 and via_file.returncode == 0, direct.stderr + via_file.stderr
-    assert direct.stdout == via_file.stdout and direct.stdout.startswith("# model:")
+    assert direct[0] == 0 and via_file[0] == 0, direct[2] + via_file[2]
+    assert direct[1] == via_file[1] and direct[1].startswith("# model:")
 
 
 def test_a_grid_row_with_encoder_settings_equals_score_with_those_flags(files, tiny_bert_dir, tmp_path) -> None:
