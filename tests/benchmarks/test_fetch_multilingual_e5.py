@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, WMT16
+from helpers import REPO, WMT16
 
 SCRIPT = REPO / "benchmarks" / "fetch_multilingual_e5.py"
 _spec = importlib.util.spec_from_file_location("fetch_multilingual_e5", SCRIPT)

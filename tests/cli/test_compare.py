@@ -14,7 +14,7 @@ from alignscore.evaluation.stats import (bootstrap_r_difference, correlation, pe
                                          williams_test)
 from alignscore.scorer import Scorer
 from cli_checks import assert_one_error, invoke
-from conftest import counted_forward, write_daseg, wmt16
+from helpers import counted_forward, write_daseg, wmt16
 
 N = 30
 

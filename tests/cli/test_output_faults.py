@@ -14,7 +14,7 @@ import pytest
 import alignscore
 from alignscore import ConfigError, HFEncoder
 from cli_checks import assert_one_error, fingerprint, invoke
-from conftest import needs
+from helpers import needs
 
 CANDS = ["the cat sat on the mat", "a dog ran in the park", "hello there, world"]
 REFS = ["a cat sat on a mat", "the dog was running in a park", "hello world"]

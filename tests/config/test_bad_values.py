@@ -19,7 +19,7 @@ from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, pairwise_cost, sinkhorn_plans
 from alignscore.cli import main
 from alignscore.errors import AlignScoreError, ConfigError, InputError, NonFiniteError
-from conftest import compose
+from helpers import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "he said it was incredible"]

@@ -28,7 +28,7 @@ from alignscore.aggregators import PowerMeans, SingleLayer
 from alignscore.aligners import WMD, Greedy, Sinkhorn
 from alignscore.cli import main
 from alignscore.errors import AlignScoreError
-from conftest import compose
+from helpers import compose
 
 REFS = ["the cat sat on the mat.", "people like foreign cars", "", "he said: it is unbelievable!"]
 CANDS = ["a cat was sitting on the mat", "consumers prefer imported cars", "something", "he said it was incredible"]

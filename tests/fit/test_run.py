@@ -17,20 +17,9 @@ from alignscore.errors import ConfigError, InputError
 from alignscore.fit import Values, extract, scores_of
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
-PAIRS = ("cs-en", "de-en")
-
-
-@pytest.fixture
-def start(tiny_bert_dir, tmp_path) -> Path:
-    return write_toml({"model": tiny_bert_dir, "layer": 2}, tmp_path / "start.toml")
-
-
-@pytest.fixture
-def data(tmp_path) -> Path:
-    (tmp_path / "data").mkdir()
-    return write_daseg(tmp_path / "data", PAIRS, 30)
+PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 
 
 def test_score_config_best_toml_reproduces_the_fit(start, data, tmp_path) -> None:

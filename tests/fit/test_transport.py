@@ -6,7 +6,6 @@ refused in one line with nothing written."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,15 +19,9 @@ from alignscore.fit import Values, extract, scores_of
 from alignscore.fit.transport import exact_distances, products_dtype, sinkhorn_distances, transport_scores
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
-PAIRS = ("cs-en", "de-en")
-
-
-@pytest.fixture
-def data(tmp_path) -> Path:
-    (tmp_path / "data").mkdir()
-    return write_daseg(tmp_path / "data", PAIRS, 30)
+PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 
 
 def _problem(seed: int, b: int = 3, tr: int = 4, tc: int = 3, pad: bool = True) -> tuple[torch.Tensor, ...]:

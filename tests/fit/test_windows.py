@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
@@ -29,19 +28,13 @@ from alignscore.evaluation.wmt import load_daseg
 from alignscore.weighting.classes import token_class_multipliers
 from alignscore.weighting.schemes import idf_power
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
-PAIRS = ("cs-en", "de-en")
+PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 LOGITS = (0.3, -0.4, 0.8)
 IDF_POWER = 0.7
 CLASS_WEIGHTS = (0.5, 2.0, 1.5, 0.75)  # exact in float32, as the fit's class multipliers are
 LENGTHS = (5, 7, 1, 3, 9, 4, 2, 6, 8, 8)  # texts 2k against 2k + 1
-
-
-@pytest.fixture
-def data(tmp_path) -> Path:
-    (tmp_path / "data").mkdir()
-    return write_daseg(tmp_path / "data", PAIRS, 30)
 
 
 def _texts(seed: int = 0) -> tuple[torch.Tensor, ...]:

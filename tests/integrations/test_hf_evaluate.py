@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import compose, needs, wmt16  # noqa: E402
+from helpers import compose, needs, wmt16  # noqa: E402
 evaluate = needs("evaluate")
 
 from alignscore import WMD, HFEncoder, IdfS, MoverScoreV2Strings, Scorer, SingleLayer, bertscore  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import WMT16, needs, wmt16  # noqa: E402
+from helpers import WMT16, needs, wmt16  # noqa: E402
 needs("ray")
 
 import ray  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import compose, needs, wmt16  # noqa: E402
+from helpers import compose, needs, wmt16  # noqa: E402
 needs("torchmetrics")
 
 from alignscore import WMD, HFEncoder, IdfS, InputError, Scorer, SingleLayer, IdfL  # noqa: E402

@@ -14,7 +14,7 @@ import torch
 from click.testing import CliRunner
 
 import alignscore
-from conftest import needs
+from helpers import needs
 from alignscore.cli import main
 
 bert_score = needs("bert_score")
@@ -54,7 +54,7 @@ def test_api_matches_bert_score(pairs, minilm_dir, idf):
 
 @pytest.mark.parametrize("weighting", ["none", "idf-S"])
 def test_cli_matches_bert_score(wmt_data, minilm_dir, tmp_path, weighting):
-    from conftest import WMT16
+    from helpers import WMT16
 
     lp = "de-en"
     out = tmp_path / "scores.jsonl"

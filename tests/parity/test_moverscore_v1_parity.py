@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from alignscore import moverscore_v1
-from conftest import needs
+from helpers import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
 needs("pyemd")

@@ -19,7 +19,7 @@ from alignscore.ablation import evaluate, load_grid, run_grid
 from alignscore.config import compile_run
 from alignscore.config.compile import sources_of
 from alignscore.evaluation.wmt import load_daseg
-from conftest import LANG_PAIRS, needs, wmt16
+from helpers import LANG_PAIRS, needs, wmt16
 
 bert_score = needs("bert_score")
 

@@ -23,7 +23,7 @@ from alignscore.tune.space import parse_space
 from alignscore.config.compile import sources_of
 from alignscore.evaluation.wmt import LangPair, load_daseg
 from cli_checks import assert_one_error, invoke
-from conftest import write_daseg
+from helpers import write_daseg
 
 SIZES = [300, 300]
 
