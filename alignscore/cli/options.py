@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import replace
+from dataclasses import MISSING, fields, replace
 from typing import Any, Callable, Collection, Mapping
 
 import click
@@ -15,7 +15,7 @@ from click.core import ParameterSource
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
 from ..errors import ConfigError, InputError
-from ..settings import Declaration
+from ..settings import Declaration, Options, Setting, settings_of
 from ..textio import is_stdout
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
@@ -60,14 +60,37 @@ def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
                         "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
 
 
-def objective_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--challenge FILE`` (``challenge_set``) and ``--objective TEXT`` (what ``what`` maximises: ``Objective``)."""
-    return lambda fn: click.option("--challenge", "challenge_set", type=click.Path(dir_okay=False), help="A challenge "
-                                   "set (JSON lines, see 'alignscore challenge') for an --objective on its accuracy.")(
-        click.option("--objective", default="correlation", show_default=True, help=f"What {what} maximises: "
-                     "correlation (mean |r| over the language pairs), 'correlation + W * accuracy[CATEGORY]' (W times "
-                     "the --challenge accuracy added) or 'correlation, accuracy[CATEGORY] >= X' (at least that "
-                     "accurate); CATEGORY: one of the set's, or all.")(fn))
+def flag_of(s: Setting) -> str:
+    """A command's own option's flag: ``--`` + its declared flag name, else its field's (``_`` as ``-``)."""
+    return "--" + (s.decl.flag or s.name).replace("_", "-")
+
+
+def command_options(cls: type[Options]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A flag per setting of a command's own options (fit's, tune's), as the run's are made: the
+    text as typed (a list setting repeatable), read and checked once by :meth:`Options.given`."""
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for s in reversed([s for s in settings_of(cls) if s.decl.option]):
+            shown = "" if s.default in (None, False) else f" (default: {s.default})"
+            kwargs: dict[str, Any] = {"default": None, "help": s.decl.help + shown, "required": s.name in required,
+                                      "metavar": s.decl.metavar or ("N" if s.kinds == {int} else None)}
+            if s.boolean:
+                kwargs.update(is_flag=True, metavar=None)
+            elif s.sequence is str:
+                kwargs.update(multiple=True, default=())
+            fn = click.option(*filter(None, [s.decl.short, flag_of(s)]), s.name, **kwargs)(fn)
+        return fn
+
+    return decorate
+
+
+def command_opts(cls: type[Options], kwargs: dict[str, Any]) -> Any:
+    """The command's own options among its keyword arguments (taken out of them), each error naming its flag."""
+    table = {s.name: s for s in settings_of(cls)}
+    given = {k: kwargs.pop(k) for k in list(kwargs) if k in table}
+    return cls.given({k: v for k, v in given.items() if v not in (None, ())},
+                     {k: flag_of(s) for k, s in table.items()}, text=True)
 
 
 def progress_log(quiet: bool, command: str) -> Callable[[str], None]:

@@ -268,7 +268,7 @@ def test_objectives_read_as_written(text: str, want: Objective) -> None:
 @pytest.mark.parametrize("text", ["accuracy[all]", "correlation, accuracy[all]", "correlation + accuracy[a] >= 0.5",
                                   "correlation, accuracy[all] >= 2", "correlation - accuracy[all]"])
 def test_bad_objectives_are_refused(text: str) -> None:
-    with pytest.raises(ConfigError, match="--objective"):
+    with pytest.raises(ConfigError, match="^objective: "):
         Objective.parse(text)
 
 
