@@ -342,26 +342,22 @@ class Options:
     def given(cls, values: Mapping[str, Any], labels: Mapping[str, str] | None = None, text: bool = False) -> Any:
         """The options ``values`` give (``None``: not given), each read (``text``: as typed on the
         command line) and checked once, by its declaration."""
-        table, labels = {s.name: s for s in settings_of(cls)}, dict(labels or {})
-        named = lambda name: labels.get(name) or f"{name}="  # noqa: E731
-        read = {}
-        for key, value in values.items():
-            if key not in table:
-                raise ConfigError(f"{named(key)}: no such option (the options: {', '.join(table)})")
-            try:
-                read[key] = table[key].read(value, text, check=False) if value is not None else None
-            except SettingError as exc:
-                raise ConfigError(f"{named(key)}: {exc.reason}", (key,)) from None
-        needed = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-                  and read.get(f.name) is None]
-        if needed:
-            raise ConfigError(f"{named(needed[0])}: a value is needed ({table[needed[0]].describe()})")
-        return cls(**{k: v for k, v in read.items() if v is not None}, _labels=labels)
+        own, table = Options(_labels=dict(labels or {})), {s.name: s for s in settings_of(cls)}
+        unknown = [k for k in values if k not in table]
+        if unknown:
+            raise ConfigError(f"{own.label(unknown[0])}: no such option (the options: {', '.join(table)})")
+        try:
+            read = {k: table[k].read(v, text, check=False) for k, v in values.items() if v is not None}
+            needed = [f.name for f in fields(cls) if f.default is f.default_factory is MISSING and f.name not in read]
+            if needed:
+                raise SettingError(needed[0], f"a value is needed ({table[needed[0]].describe()})")
+        except SettingError as exc:
+            raise own.relabel(exc) from None
+        return cls(**read, _labels=own._labels)
 
 
-def int_list(value: str, what: str = "") -> tuple[int, ...]:
+def int_list(value: str) -> tuple[int, ...]:
     """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` -> a tuple."""
-    named = f"{what}: " if what else ""
     out: list[int] = []
     for part in value.split(","):
         part = part.strip()
@@ -369,12 +365,12 @@ def int_list(value: str, what: str = "") -> tuple[int, ...]:
             if part.count("-") == 1 and not part.startswith("-"):
                 lo, hi = (int(x) for x in part.split("-"))
                 if lo > hi:
-                    raise ConfigError(f"{named}{value!r}: the range {part} is empty (write ranges low-high)")
+                    raise ConfigError(f"{value!r}: the range {part} is empty (write ranges low-high)")
                 out += range(lo, hi + 1)
             else:
                 out.append(int(part))
         except ValueError:
-            raise ConfigError(f"{named}cannot read {value!r} as whole numbers") from None
+            raise ConfigError(f"cannot read {value!r} as whole numbers") from None
     return tuple(out)
 
 

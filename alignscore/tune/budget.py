@@ -94,7 +94,7 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
         if seconds <= fits:
             note = None if schedule in SCHEDULES else (
                 f"the default budget of {budget_s / 60:.1f} min left does not fit the usual schedules: screening "
-                f"harder ({schedule}); give --budget to be refused instead")
+                f"harder ({schedule}); give {label} to be refused instead")
             return Plan(schedule, seconds, None, note, tuple(cost.parts(sizes, schedule)))
     cheapest = SCHEDULES[-1]
     if explicit:

@@ -14,7 +14,7 @@ import torch
 from ..config import build
 from ..config.compile import Source, sources_of
 from ..errors import ConfigError
-from ..settings import setting
+from ..settings import SettingError, setting
 from ..textio import check_output_folder
 from ..weighting.schemes import Corpus, IdfL
 from ..evaluation.challenge import check_sources, read_items
@@ -173,7 +173,10 @@ def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, pro
     """
     own = {k: keywords.pop(k) for k in [k for k in keywords if k in TuneOptions.names()]}
     opts = data if isinstance(data, TuneOptions) else TuneOptions.given({"data": data, "space": space, **own})
-    return _tune(opts, [*sources, *sources_of(keywords)], progress, log, command, clock)
+    try:
+        return _tune(opts, [*sources, *sources_of(keywords)], progress, log, command, clock)
+    except SettingError as exc:  # a search's own option, named as the caller gave it
+        raise opts.relabel(exc) from None
 
 
 def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Callable[[str], None] | None,
