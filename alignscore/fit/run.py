@@ -263,7 +263,7 @@ def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet:
     try:
         return _fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)
     except SettingError as exc:  # a fit's own option, named as the caller gave it
-        raise opts.relabel(exc) from None
+        raise opts.relabel(exc) if exc.field in FitOptions.names() else exc from None
 
 
 def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],

@@ -176,7 +176,7 @@ def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, pro
     try:
         return _tune(opts, [*sources, *sources_of(keywords)], progress, log, command, clock)
     except SettingError as exc:  # a search's own option, named as the caller gave it
-        raise opts.relabel(exc) from None
+        raise opts.relabel(exc) if exc.field in TuneOptions.names() else exc from None
 
 
 def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Callable[[str], None] | None,
