@@ -20,8 +20,7 @@ from .engine import PairScores, score_many
 from .pairs import Blocks, Pairs
 from .errors import ConfigError, NonFiniteError, describe
 from .runtime import Runtime
-from .scores import (PairwiseScores, Scores, check_idf, check_references, check_sides, check_texts, reduce,
-                     why_empty)
+from .scores import PairwiseScores, Scores, check_references, check_sides, check_texts, reduce, why_empty
 from .signature import Signature
 from .weighting.base import Weighting
 
@@ -223,7 +222,6 @@ class Scorer:
         cands, groups = check_sides(cands, refs, sources)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
         composition.check_side(sources is not None)
-        check_idf(composition, groups)
         fluency = self.lm_scores(composition, cands)  # first: an LM that cannot read them fails before encoding
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)

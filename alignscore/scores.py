@@ -195,8 +195,10 @@ def check_sides(cands: Any, refs: Any, sources: Any) -> tuple[list[str], list[li
 
 def check_idf(composition: Composition, groups: Sequence[Sequence[str]]) -> None:
     """Refuse idf-S fitted on one reference text: every token is in every reference, so every
-    idf is ``log(2/2) = 0`` and every score would be 0 (bert_score prints those zeros). Raises
-    :class:`~alignscore.errors.ConfigError` about the weighting (the caller names it as given).
+    idf is ``log(2/2) = 0`` and every score would be 0 (bert_score prints those zeros; a
+    :class:`~alignscore.scorer.Scorer` scores them with a warning, the ``score`` command refuses
+    them before the model loads). Raises :class:`~alignscore.errors.ConfigError` about the
+    weighting (the caller names it as given).
 
     Examples
     --------
@@ -208,7 +210,7 @@ def check_idf(composition: Composition, groups: Sequence[Sequence[str]]) -> None
     distinct = {text for group in groups for text in group}
     if isinstance(composition.weighting, IdfS) and len(distinct) == 1:
         raise ConfigError(f"idf-S over one reference text ({next(iter(distinct))[:40]!r}) weighs every token "
-                          "log(2/2) = 0, so every score would be 0; give different references, or weigh by none",
+                          "log(2/2) = 0, so every score would be 0; use idf-L with a larger corpus, or no idf",
                           (WEIGHTINGS.stage,))
 
 

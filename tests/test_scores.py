@@ -1,6 +1,6 @@
 """What a caller gets back from scoring (``alignscore.scores``): unpacked into the wrong number of
 names, the scores say what they hold; an idf over one reference text, which would weigh every
-token 0 and score everything 0, is refused naming the option as given."""
+token 0 and score everything 0, is refused by the ``score`` command naming the option as given."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from alignscore.aligners.optimal import WMD
 from alignscore.composition import Composition
 from alignscore.errors import ConfigError
 from alignscore.scorer import Scorer
+from alignscore.scores import check_idf
 from alignscore.testing import WordEncoder
 from alignscore.weighting.schemes import IdfS
 from cli_checks import assert_one_error, invoke
@@ -41,11 +42,13 @@ def test_a_one_metric_run_of_the_front_door_says_what_it_holds(tiny_bert_dir) ->
         P, R, F = alignscore.score(CANDS, REFS, model=tiny_bert_dir, layer=2, aligner="wmd")  # noqa: N806
 
 
-def test_idf_over_one_reference_text_is_refused() -> None:
-    scorer = Scorer(WordEncoder(), Composition(weighting=IdfS()))
+def test_idf_over_one_reference_text_is_found() -> None:
+    idf = Composition(weighting=IdfS())
     with pytest.raises(ConfigError, match="idf-S over one reference text .* every score would be 0"):
-        scorer.score(["a cat", "the dog"], ["the cat", "the cat"])
-    assert scorer.score(["a cat", "the dog"], REFS).f1.min() > 0  # two texts: idf is not 0 everywhere
+        check_idf(idf, [["the cat"], ["the cat"]])
+    check_idf(idf, [["the cat"], ["the dog"]])  # two texts: idf is not 0 everywhere
+    check_idf(Composition(), [["the cat"]])  # no idf: nothing to refuse
+    assert Scorer(WordEncoder(), idf).score(["a cat"], ["the dog"]).f1.tolist() == [0.0]  # the library warns
 
 
 @pytest.mark.parametrize("flags, named", [(["--idf"], "--idf"), (["--weighting", "idf-S"], "--weighting")])
