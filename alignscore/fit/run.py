@@ -259,6 +259,8 @@ def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet:
     began = time.monotonic()
     say = say or (lambda msg: None)
     own = {k: keywords.pop(k) for k in [k for k in keywords if k in FitOptions.names()]}
+    if isinstance(data, FitOptions) and own:
+        raise ConfigError(f"{next(iter(own))}=: given beside a FitOptions; set it there")
     opts = data if isinstance(data, FitOptions) else FitOptions.given({"data": data, **own})
     try:
         return _fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)

@@ -172,6 +172,8 @@ def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, pro
     alignscore.errors.ConfigError: budget=: expected a number > 0, not -1.0
     """
     own = {k: keywords.pop(k) for k in [k for k in keywords if k in TuneOptions.names()]}
+    if isinstance(data, TuneOptions) and (own or space is not None):
+        raise ConfigError(f"{next(iter(own), 'space')}=: given beside a TuneOptions; set it there")
     opts = data if isinstance(data, TuneOptions) else TuneOptions.given({"data": data, "space": space, **own})
     try:
         return _tune(opts, [*sources, *sources_of(keywords)], progress, log, command, clock)

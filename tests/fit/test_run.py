@@ -14,7 +14,7 @@ import torch
 import alignscore
 from alignscore.config import run_spec
 from alignscore.errors import ConfigError, InputError
-from alignscore.fit import Values, extract, scores_of
+from alignscore.fit import FitOptions, Values, extract, scores_of
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
 from conftest import write_daseg
@@ -163,6 +163,8 @@ def test_python_errors_are_config_or_input_errors(start, tmp_path) -> None:
         alignscore.fit(data, start=start, layers=[3, 4])
     with pytest.raises(ConfigError, match="^resamples=: no such option"):
         alignscore.fit(data, start=start, resamples=200)  # one name per thing: bootstrap, as tune's
+    with pytest.raises(ConfigError, match="^steps=: given beside a FitOptions"):
+        alignscore.fit(FitOptions.given({"data": data, "start": start}), steps=3)
 
 
 def test_the_memory_bound_is_what_is_kept(tiny_bert_dir, data) -> None:
