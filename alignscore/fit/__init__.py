@@ -12,6 +12,6 @@ from .optimise import Estimate, Fitted, Fold, Optimisation, fit_values, nested
 from .outputs import FitResult
 from .run import MIN_SEGMENTS, FitOptions, fit, fitted_spec
 
-__all__ = ["Estimate", "Features", "FitOptions", "FitResult", "Fitted", "Fold", "Goal", "LEARNABLE", "MIN_SEGMENTS", "PairFeatures",
-           "Optimisation", "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r", "nested", "pearson",
-           "read_challenge", "scores_of"]
+__all__ = ["Estimate", "Features", "FitOptions", "FitResult", "Fitted", "Fold", "Goal", "LEARNABLE", "MIN_SEGMENTS",
+           "Optimisation", "PairFeatures", "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r",
+           "nested", "pearson", "read_challenge", "scores_of"]

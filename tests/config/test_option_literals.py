@@ -154,4 +154,5 @@ def test_the_learners_write_no_flag_and_take_no_style() -> None:
 def test_the_flag_scan_finds_a_flag_in_an_f_string() -> None:
     tree = ast.parse('def f(x, style="flag"):\n    raise ValueError(f"--layers {x}: bad")\n')
     texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    assert any(FLAG.search(t) for t in texts) and [a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)][-1] == "style"
+    args = [a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)]
+    assert any(FLAG.search(t) for t in texts) and args[-1] == "style"
