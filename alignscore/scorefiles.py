@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .errors import ConfigError, InputError
 from .lm import lm_named
+from .scores import check_idf
 from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
@@ -126,6 +127,10 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
 
     human_scores = read_human(human, len(cands)) if human else None
     _check_side(spec, against_sources, provenance)
+    try:
+        check_idf(spec.composition, refs)
+    except ConfigError as exc:
+        raise provenance.relabel(exc) if provenance is not None else exc from None
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     with lm_named(provenance):  # texts the LM cannot read: one line naming it, on Ray or not
         if ray is not None:

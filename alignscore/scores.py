@@ -3,24 +3,27 @@ rescaling, and the checks of what a caller passes as candidates and references."
 
 from __future__ import annotations
 
+import dis
+import sys
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
 from .rescale import rescale
-from .errors import InputError, describe
+from .errors import ConfigError, InputError, describe
 from .signature import Signature
 from .weighting.classes import TOKEN_CLASSES, TokenClassWeights
-from .weighting.schemes import _Idf
+from .weighting import WEIGHTINGS
+from .weighting.schemes import IdfS, _Idf
 
 if TYPE_CHECKING:
     from .composition import Composition
     from .engine import Pairs, PairScores
 
-__all__ = ["PairwiseScores", "Scores", "check_references", "check_sides", "check_texts", "reduce", "reduce_groups",
-           "why_empty"]
+__all__ = ["PairwiseScores", "Scores", "check_idf", "check_references", "check_sides", "check_texts", "reduce",
+           "reduce_groups", "why_empty"]
 
 
 class _ByMetric:
@@ -42,7 +45,15 @@ class _ByMetric:
     def __iter__(self) -> Iterator[torch.Tensor]:
         """The metrics in the aligner's order, as bert_score returns them: ``P, R, F = scores``
         for greedy matching (precision, recall, F1, then F-beta when ``beta`` is set); one score
-        for the optimal-transport aligners."""
+        for the optimal-transport aligners. Unpacked into another number of names
+        (``P, R, F = scores`` of a WMD run), a ValueError says what the scores hold."""
+        frame = sys._getframe(1)  # the caller's instruction: Python's own error would not name the metrics
+        code, at = frame.f_code.co_code, frame.f_lasti
+        names = len(self.metrics)
+        if at + 1 < len(code) and dis.opname[code[at]] == "UNPACK_SEQUENCE" and code[at + 1] != names:
+            raise ValueError(f"{code[at + 1]} names for {names} metric{'s' if names > 1 else ''}: these scores hold "
+                             f"{', '.join(self.metrics)} (unpack {names} name{'s' if names > 1 else ''}, or read one "
+                             f"by name: scores.{next(iter(self.metrics))})")
         return iter(self.metrics.values())
 
     def __getattr__(self, name: str) -> torch.Tensor:
@@ -180,6 +191,27 @@ def check_sides(cands: Any, refs: Any, sources: Any) -> tuple[list[str], list[li
     if len(sources) != len(cands):
         raise InputError(f"{len(cands)} candidates but {len(sources)} sources")
     return cands, [[s] for s in sources]
+
+
+def check_idf(composition: Composition, groups: Sequence[Sequence[str]]) -> None:
+    """Refuse idf-S fitted on one reference text: every token is in every reference, so every
+    idf is ``log(2/2) = 0`` and every score would be 0 (bert_score prints those zeros; a
+    :class:`~alignscore.scorer.Scorer` scores them with a warning, the ``score`` command refuses
+    them before the model loads). Raises :class:`~alignscore.errors.ConfigError` about the
+    weighting (the caller names it as given).
+
+    Examples
+    --------
+    >>> from alignscore.composition import Composition
+    >>> check_idf(Composition(weighting=IdfS()), [["the cat"], ["the cat"]])
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: idf-S over one reference text ('the cat') weighs every token log(2/2) = 0, ...
+    """
+    distinct = {text for group in groups for text in group}
+    if isinstance(composition.weighting, IdfS) and len(distinct) == 1:
+        raise ConfigError(f"idf-S over one reference text ({next(iter(distinct))[:40]!r}) weighs every token "
+                          "log(2/2) = 0, so every score would be 0; use idf-L with a larger corpus, or no idf",
+                          (WEIGHTINGS.stage,))
 
 
 def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: Signature,

@@ -89,6 +89,7 @@ class Declaration:
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
     short: str | None = None
+    flag: str | None = None
     envvar: str | None = None
     unset: str | None = None
     names_model: bool = False
@@ -117,6 +118,7 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     parse : how a text value is read, where the type alone does not say (``"4G"``).
     metavar : the placeholder in ``--help``.
     short : the flag's one-letter form (``-m``: bert-score's).
+    flag : the flag's name where it is not the field's (fit's ``start`` is ``from``).
     envvar : the environment variable the flag reads when it is not given.
     unset : what ``None`` means, said in a written run's comment (``"the model's own limit"``).
     compare : whether the setting takes part in equality (a large inline list need not).
@@ -295,9 +297,67 @@ def check_settings(obj: Any) -> None:
                 raise RequirementError(s.name, other, allowed, getattr(obj, other), held.decl.metavar or "VALUE")
 
 
-def int_list(value: str, what: str = "") -> tuple[int, ...]:
+@dataclass(frozen=True)
+class Options:
+    """The base of a command's own options (fit's, tune's): a frozen dataclass of settings, each
+    error naming the option as the caller gave it (``_labels``: the flag from the command line;
+    by default the keyword ``name=``).
+
+    Examples
+    --------
+    >>> @dataclass(frozen=True)
+    ... class Run(Options):
+    ...     steps: int = setting(200, ge=1, help="the most steps")
+    >>> Run.given({"steps": "0"}, {"steps": "--steps"}, text=True)
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: --steps: expected an integer >= 1, not 0
+    >>> Run.given({"step": 3})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: step=: no such option (the options: steps)
+    """
+
+    _labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        try:
+            check_settings(self)
+        except SettingError as exc:
+            raise self.relabel(exc) from None
+
+    def label(self, name: str) -> str:
+        """The option ``name`` as the caller names it."""
+        return self._labels.get(name) or f"{name}="
+
+    def relabel(self, exc: SettingError) -> ConfigError:
+        """``exc`` with its option named as the caller gave it."""
+        reason = exc.named(self.label) if isinstance(exc, RequirementError) else exc.reason
+        return ConfigError(f"{self.label(exc.field)}: {reason}", (exc.field,))
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """Its options' names."""
+        return [s.name for s in settings_of(cls)]
+
+    @classmethod
+    def given(cls, values: Mapping[str, Any], labels: Mapping[str, str] | None = None, text: bool = False) -> Any:
+        """The options ``values`` give (``None``: not given), each read (``text``: as typed on the
+        command line) and checked once, by its declaration."""
+        own, table = Options(_labels=dict(labels or {})), {s.name: s for s in settings_of(cls)}
+        unknown = [k for k in values if k not in table]
+        if unknown:
+            raise ConfigError(f"{own.label(unknown[0])}: no such option (the options: {', '.join(table)})")
+        try:
+            read = {k: table[k].read(v, text, check=False) for k, v in values.items() if v is not None}
+            needed = [f.name for f in fields(cls) if f.default is f.default_factory is MISSING and f.name not in read]
+            if needed:
+                raise SettingError(needed[0], f"a value is needed ({table[needed[0]].describe()})")
+        except SettingError as exc:
+            raise own.relabel(exc) from None
+        return cls(**read, _labels=own._labels)
+
+
+def int_list(value: str) -> tuple[int, ...]:
     """``"8,9,10"``, ``"8-12"``, ``"-5,-4,-3,-2,-1"`` -> a tuple."""
-    named = f"{what}: " if what else ""
     out: list[int] = []
     for part in value.split(","):
         part = part.strip()
@@ -305,12 +365,12 @@ def int_list(value: str, what: str = "") -> tuple[int, ...]:
             if part.count("-") == 1 and not part.startswith("-"):
                 lo, hi = (int(x) for x in part.split("-"))
                 if lo > hi:
-                    raise ConfigError(f"{named}{value!r}: the range {part} is empty (write ranges low-high)")
+                    raise ConfigError(f"{value!r}: the range {part} is empty (write ranges low-high)")
                 out += range(lo, hi + 1)
             else:
                 out.append(int(part))
         except ValueError:
-            raise ConfigError(f"{named}cannot read {value!r} as whole numbers") from None
+            raise ConfigError(f"cannot read {value!r} as whole numbers") from None
     return tuple(out)
 
 
@@ -335,5 +395,5 @@ def comma_list(values: Sequence[str]) -> list[str] | None:
     return out or None
 
 
-__all__ = ["Declaration", "GIVEN", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
+__all__ = ["Declaration", "GIVEN", "Options", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
            "comma_list", "float_list", "hints", "int_list", "setting", "settings_of"]

@@ -7,15 +7,15 @@ from __future__ import annotations
 import shlex
 import sys
 from dataclasses import replace
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 import click
 from click.core import ParameterSource
 
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
-from ..config.schema import MODEL_OPTIONS, OPTION, Option, options
+from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_option
 from ..errors import ConfigError, InputError
-from ..settings import Declaration
+from ..settings import Declaration, Options, settings_of
 from ..textio import is_stdout
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
@@ -60,14 +60,28 @@ def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
                         "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
 
 
-def objective_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--challenge FILE`` (``challenge_set``) and ``--objective TEXT`` (what ``what`` maximises: ``Objective``)."""
-    return lambda fn: click.option("--challenge", "challenge_set", type=click.Path(dir_okay=False), help="A challenge "
-                                   "set (JSON lines, see 'alignscore challenge') for an --objective on its accuracy.")(
-        click.option("--objective", default="correlation", show_default=True, help=f"What {what} maximises: "
-                     "correlation (mean |r| over the language pairs), 'correlation + W * accuracy[CATEGORY]' (W times "
-                     "the --challenge accuracy added) or 'correlation, accuracy[CATEGORY] >= X' (at least that "
-                     "accurate); CATEGORY: one of the set's, or all.")(fn))
+def _decorated(fn: Callable[..., Any], table: Iterable[Option]) -> Callable[..., Any]:
+    for option in reversed(list(table)):
+        fn = _click_option(option)(fn)
+    return fn
+
+
+def command_table(cls: type[Options]) -> dict[str, Option]:
+    """The options of a command's own :class:`Options` (fit's, tune's) that have a flag, made as the run's are."""
+    return {s.name: replace(setting_option(s, "command"), multiple=s.sequence is str) for s in settings_of(cls)
+            if s.decl.option}
+
+
+def command_options(cls: type[Options]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A flag per option of :func:`command_table`: the text as typed, read and checked once by :meth:`Options.given`."""
+    return lambda fn: _decorated(fn, command_table(cls).values())
+
+
+def command_opts(cls: type[Options], kwargs: dict[str, Any]) -> Any:
+    """The command's own options among its keyword arguments (taken out of them), each error naming its flag."""
+    given = {k: kwargs.pop(k) for k in cls.names() if k in kwargs}
+    return cls.given({k: v for k, v in given.items() if v not in (None, ())},
+                     {k: o.flag for k, o in command_table(cls).items()}, text=True)
 
 
 def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
@@ -84,14 +98,8 @@ def scorer_options(groups: Collection[str] | None = None, exclude: Collection[st
                    names: Collection[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The run's options (the table's, in its order): all, those of ``groups`` (``"encoder"``,
     ...) or those ``names``d, but the ``exclude``d."""
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(list(options().values())):
-            if ((groups is None or option.group in groups) and (names is None or option.name in names)
-                    and option.name not in exclude):
-                fn = _click_option(option)(fn)
-        return fn
-
-    return decorate
+    return lambda fn: _decorated(fn, [o for o in options().values() if (groups is None or o.group in groups)
+                                       and (names is None or o.name in names) and o.name not in exclude])
 
 
 def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ its configuration).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..cache import CacheSpec
@@ -36,8 +35,7 @@ class Given(NamedTuple):
     rank: int
 
 
-def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
-             base_dir: str | Path | None = None) -> RunSpec:
+def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "") -> RunSpec:
     """The :class:`RunSpec` that flags or keywords describe (the preset or run file they name
     first): :func:`sources_of` then :func:`compile_run`.
 
@@ -46,7 +44,6 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
     given : option names (or declared aliases) to values; ``None`` is "not given".
     style : ``"keyword"`` (Python), ``"flag"`` (text values read as the command line reads them).
     where : names the caller in errors (``"moverscore_v2()"``).
-    base_dir : where relative file names are read from (the working directory by default).
 
     Returns
     -------
@@ -64,16 +61,15 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "",
     ...
     alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
     """
-    return run_compiled(given, style, where, base_dir).spec
+    return run_compiled(given, style, where).spec
 
 
-def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "",
-                 base_dir: str | Path | None = None) -> Compiled:
+def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "") -> Compiled:
     """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec.
 
     Parameters
     ----------
-    given, style, where, base_dir : as :func:`run_spec`'s.
+    given, style, where : as :func:`run_spec`'s.
 
     Returns
     -------
@@ -85,7 +81,7 @@ def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = 
     {'aligner': '--aligner', 'n_gram': '--n-gram'}
     """
     try:
-        return compile_labelled(sources_of(given, style, base_dir))
+        return compile_labelled(sources_of(given, style))
     except ConfigError as exc:
         if not where:
             raise

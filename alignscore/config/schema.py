@@ -83,15 +83,15 @@ class Option:
 
     @property
     def flag(self) -> str:
-        """The command-line flag: ``--`` + the name, ``_`` as ``-``."""
-        return "--" + self.name.replace("_", "-")
+        """The command-line flag: ``--`` + the name (or the flag name its setting declares), ``_`` as ``-``."""
+        return "--" + (self.setting and self.setting.decl.flag or self.name).replace("_", "-")
 
 
 def _shown(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
-def _setting_option(s: Setting, group: str, parts: tuple[str, ...] = (), defaults: str | None = None) -> Option:
+def setting_option(s: Setting, group: str, parts: tuple[str, ...] = (), defaults: str | None = None) -> Option:
     d = s.decl
     help_text = d.help or f"{group} setting {s.name}"
     if defaults is not None:
@@ -133,7 +133,7 @@ def _table(*_parts: int) -> dict[str, Option]:
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
                metavar="CODE", means=(MODEL_OPTIONS[0], model_for_lang)))
     for s in settings_of(EncoderSpec):
-        add(_setting_option(s, "encoder"))
+        add(setting_option(s, "encoder"))
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
                    choices=tuple(registry.names()), layered=stage in LAYERED))
@@ -143,7 +143,7 @@ def _table(*_parts: int) -> dict[str, Option]:
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
     for s in settings_of(CompositionOptions):
-        add(_setting_option(s, "composition"))
+        add(setting_option(s, "composition"))
     for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.names():
@@ -154,11 +154,11 @@ def _table(*_parts: int) -> dict[str, Option]:
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
             helped = next((s for _, s in takers if s.decl.help), takers[0][1])
-            add(_setting_option(helped, stage, tuple(part for part, _ in takers), shown))
+            add(setting_option(helped, stage, tuple(part for part, _ in takers), shown))
     for group, cls in (("runtime", Runtime), ("cache", CacheSpec)):
         for s in settings_of(cls):
             if s.decl.option:
-                add(_setting_option(s, group))
+                add(setting_option(s, group))
     return out
 
 
@@ -217,4 +217,4 @@ def registry_of(stage: str) -> Registry[Any]:
 
 
 __all__ = ["DEFAULT_PARTS", "FILTER_LIST", "LAYERED", "MODEL_OPTIONS", "OPTION", "Option", "SOURCE_OPTIONS", "STAGES",
-           "aliases", "options", "part_settings", "registry_of", "takers"]
+           "aliases", "options", "part_settings", "registry_of", "setting_option", "takers"]

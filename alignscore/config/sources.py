@@ -299,16 +299,14 @@ def flat(sources: Sequence[Source]) -> list[Source]:
     return [replace(s, base=()) for src in sources for s in src.layers()]
 
 
-def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str | Path | None = None,
-               kind: str | None = None, label: Label | None = None) -> list[Source]:
+def sources_of(given: Mapping[str, Any], style: str = "keyword") -> list[Source]:
     """The sources a mapping of options describes: the preset or run file it names, then itself.
 
     Parameters
     ----------
     given : the options (:func:`make_source`'s ``mapping``).
-    style : ``"flag"`` (the command line: text values are read as it reads them), ``"keyword"``
-        (Python) or ``"key"`` (a file, a grid's entry or a space's, with its ``kind`` and ``label``).
-    base_dir, kind, label : :func:`make_source`'s (by default as ``style`` says).
+    style : ``"flag"`` (the command line: text values are read as it reads them, each option
+        named by its flag) or ``"keyword"`` (Python: named ``name=``).
 
     Returns
     -------
@@ -319,14 +317,12 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword", base_dir: str |
     --------
     >>> [s.kind for s in sources_of({"preset": "moverscore-v2", "n_gram": 2})]
     ['preset', 'keywords']
-    >>> row = sources_of({"preset": "moverscore-v2", "layer": 4}, "key", kind="grid", label=str)
-    >>> [sorted(s.values)[:3] for s in row]
-    [['aligner', 'cost', 'filters'], ['layer']]
+    >>> [s.labels for s in sources_of({"layer": "4"}, "flag")]
+    [{'layer': '--layer'}]
     """
     flags = style == "flag"
-    kind = kind or ("flags" if flags else "keywords")
-    label = label or (flag_label if flags else keyword_label)
-    return flat([make_source(given, kind, label, base_dir, flags, style)])
+    return flat([make_source(given, "flags" if flags else "keywords", flag_label if flags else keyword_label, None,
+                             flags, style)])
 
 
 @dataclass(frozen=True)

@@ -143,8 +143,8 @@ def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year
             file next to the DAseg files, when it is there.
 
     Raises:
-        InputError: missing files, files of different lengths, human scores that are not finite
-            numbers, that are all equal or fewer than :data:`MIN_SEGMENTS`.
+        InputError: missing files, files of different lengths, an empty reference or source line,
+            human scores that are not finite numbers, that are all equal or fewer than :data:`MIN_SEGMENTS`.
         ConfigError: an unknown language pair or year, or several years and none chosen.
     """
     folder = Path(folder)
@@ -180,6 +180,11 @@ def load_daseg(folder: str | Path, lang_pairs: Sequence[str] | None = None, year
             if n != len(refs):
                 raise InputError(f"{n} lines but the reference file has {len(refs)}", str(files[kind]))
         check_human(human, files["human"])
+        for kind, texts in (("reference", refs), ("source", sources or [])):
+            blank = next((k for k, text in enumerate(texts) if not text.strip()), None)
+            if blank is not None:
+                raise InputError(f"an empty {kind}: {lp}'s segment {blank + 1} has nothing to compare with",
+                                 str(files[kind]), blank + 1)
         corpus_path = _corpus_path(folder, year, src, tgt, idf_corpus)
         corpus = read_lines(corpus_path) if corpus_path is not None else None
         out.append(LangPair(year, src, tgt, refs, cands, human, sources, corpus, corpus_path))

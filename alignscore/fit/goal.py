@@ -25,21 +25,22 @@ TAU = 0.01
 SHORTFALL_WEIGHT = 1.0
 
 
-def read_challenge(objective: str, challenge: str | Path | None) -> tuple[Objective, list[Item]]:
-    """The ``objective`` and the ``challenge`` items it reads, checked before any model loads:
-    the text (:meth:`Objective.given`), the set (:func:`~alignscore.evaluation.challenge.read_items`),
+def read_challenge(wanted: Objective, challenge: str | Path | None) -> list[Item]:
+    """The ``challenge`` items the objective ``wanted`` reads, checked before any model loads:
+    the set (:func:`~alignscore.evaluation.challenge.read_items`),
     its category, one reference per item (a fit scores each candidate against one reference).
 
     Parameters
     ----------
-    objective : str
-        ``correlation``, ``correlation + W * accuracy[CATEGORY]`` or ``correlation, accuracy[CATEGORY] >= X``.
+    wanted : Objective
+        What is maximised (checked against ``challenge`` already:
+        :class:`~alignscore.evaluation.objective.JudgedOptions`).
     challenge : str or Path, optional
         A challenge set (JSON lines); needed by, and only with, an objective on its accuracy.
 
     Returns
     -------
-    tuple of (Objective, list of Item)
+    list of Item
 
     Raises
     ------
@@ -48,17 +49,16 @@ def read_challenge(objective: str, challenge: str | Path | None) -> tuple[Object
 
     Examples
     --------
-    >>> read_challenge("correlation", None)
-    (Objective(category=None, weight=0.0, minimum=None), [])
+    >>> read_challenge(Objective(), None)
+    []
     """
-    wanted = Objective.given(objective, challenge)
     items = read_items(challenge) if challenge is not None else []
     wanted.check_category(items)
     for k, item in enumerate(items):
         if len(item.refs) != 1:
             raise InputError(f"the item has {len(item.refs)} references; a fit scores each candidate against one",
                              str(challenge), item.line if item.line is not None else k + 1)
-    return wanted, items
+    return items
 
 
 def challenge_texts(items: Sequence[Item]) -> tuple[LangPair, torch.Tensor, torch.Tensor]:

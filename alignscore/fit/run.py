@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import replace
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -18,10 +19,13 @@ from ..aggregators.single import SingleLayer
 from ..aligners import ALIGNERS
 from ..aligners.greedy import Greedy
 from ..aligners.optimal import WMD, Sinkhorn
-from ..config import Provenance, RunSpec, build, run_compiled, run_spec
+from ..config import Provenance, RunSpec, build, run_spec
+from ..config.compile import Source, compile_labelled, sources_of
 from ..config.schema import OPTION, options as option_table
+from ..config.sources import file_source
 from ..errors import ConfigError, InputError
-from ..settings import settings_of
+from ..evaluation.objective import JudgedOptions
+from ..settings import SettingError, comma_list, setting, settings_of
 from ..evaluation.wmt import LangPair, load_daseg
 from ..textio import check_output_folder
 from ..weighting import WEIGHTINGS
@@ -99,12 +103,10 @@ def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
         return [n for n in LEARNABLE if n not in why_not]
     unknown = [n for n in names if n not in LEARNABLE]
     if unknown:
-        raise ConfigError(f"--learn {unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
+        raise SettingError("learn", f"{unknown[0]}: not a setting the fit learns (it learns {', '.join(LEARNABLE)})")
     for n in names:
         if n in why_not:
-            raise ConfigError(f"--learn {n}: {why_not[n]}")
-    if not names:
-        raise ConfigError("--learn: name at least one setting")
+            raise SettingError("learn", f"{n}: {why_not[n]}")
     return list(dict.fromkeys(names))
 
 
@@ -137,18 +139,16 @@ def start_values(spec: RunSpec, num_layers: int, layers: Sequence[int] | None) -
         k = agg.layer
         kept = tuple(layers) if layers else tuple(range(1, num_layers + 1))
         if k not in kept:
-            raise ConfigError(f"--layers: the start's layer {k} is not among the layers mixed ({kept})")
+            raise SettingError("layers", f"the start's layer {k} is not among the layers mixed ({kept})")
         exact = tuple(math.inf if layer == k else -math.inf for layer in kept)
         init = tuple(LAYER_START if layer == k else 0.0 for layer in kept)
     else:
         assert isinstance(agg, LayerMix)
         kept = agg.layers_read()
         if layers and tuple(layers) != kept:
-            raise ConfigError(f"--layers: the start mixes layers {kept}; leave --layers out or start from a single layer")
+            raise SettingError("layers", f"the start mixes layers {kept}; leave it out or start from a single layer")
         exact = agg.logits
         init = tuple(LAYER_START if w == math.inf else 0.0 if w == -math.inf else w for w in exact)
-    if len(kept) < 1:
-        raise ConfigError("--layers: name at least one layer")
     return kept, Values(exact, **common), Values(init, **common)  # type: ignore[arg-type]
 
 
@@ -168,13 +168,54 @@ def fitted_spec(start: RunSpec, values: Values, layers: Sequence[int], learn: Se
     return run_spec(options)
 
 
-def fit(data: str | Path, model: str | None = None, start: str | Path | None = None,
-        learn: str | Sequence[str] | None = None, budget: float = 10.0, output: str | Path | None = None,
-        holdout: str | Path | None = None, layers: Sequence[int] | None = None,
-        lang_pairs: str | Sequence[str] | None = None, year: str | None = None,
-        seed: int = 0, steps: int = 200, resamples: int = 1000, max_memory: float | None = None, quiet: bool = True,
-        style: str = "keyword", say: Callable[[str], None] | None = None, *,
-        challenge: str | Path | None = None, objective: str = "correlation") -> FitResult:
+@dataclass(frozen=True)
+class FitOptions(JudgedOptions):
+    """The options of a fit (``alignscore fit``'s flags, :func:`fit`'s keywords): besides the
+    data and the objective (:class:`~alignscore.evaluation.objective.JudgedOptions`), where it
+    starts, what it learns and what it may spend.
+
+    Examples
+    --------
+    >>> FitOptions.given({"data": "wmt", "learn": "temperature, idf-power", "layers": "2-4"}).learn
+    ('temperature', 'idf_power')
+    >>> FitOptions.given({"data": "wmt", "steps": 0})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: steps=: expected an integer >= 1, not 0
+    """
+
+    start: str | os.PathLike | None = setting(None, flag="from", metavar="FILE", help=(  # type: ignore[type-arg]
+        "A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single or mix, "
+        "aligner greedy, wmd (no flow dropout) or sinkhorn, over tokens or n-gram windows, weighting none, idf-S or "
+        "idf-L. Default: BERTScore's composition for --model."))
+    learn: tuple[str, ...] | None = setting(None, metavar="NAMES", help=(
+        "The settings to learn, a comma list (default: every one that applies to the start, docs/fit.md) of "
+        "mix_weights, temperature, idf_power, beta, reg and the token-class weights special_weight, punct_weight, "
+        "stopword_weight, subword_weight."))
+    layers: tuple[int, ...] | None = setting(None, ge=0, metavar="LIST", help=(
+        "The layers a single-layer start is mixed over, e.g. '2-6' (default: every block; the start's layer among "
+        "them). Not with a static table (no layers)."))
+    budget: float = setting(10.0, gt=0, metavar="MINUTES", help=(
+        "Minutes the fits may take in all (the nested folds and the final fit share them)."))
+    steps: int = setting(200, ge=1, help=(
+        "The most optimisation steps of one fit (early stopping usually ends it sooner)."))
+    max_memory: float = setting(MAX_MEMORY, gt=0, metavar="GIB", help=(
+        "GiB the fit may keep (the products of the mixed layers' states, and through n-gram windows those within each "
+        "text); refused past it."))
+    output: str | os.PathLike | None = setting(None, short="-o", metavar="DIR", help=(  # type: ignore[type-arg]
+        "Output folder: best.toml, scores.csv, folds.csv, leaderboard.md/.csv, layer_weights.png (the command's "
+        "default: fit-out; from Python, none: nothing written)."))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.learn is not None:
+            names = [n.replace("-", "_") for n in comma_list(self.learn) or ()]
+            if not names:
+                raise self.relabel(SettingError("learn", "name at least one setting"))
+            object.__setattr__(self, "learn", tuple(dict.fromkeys(names)))
+
+
+def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet: bool = True,
+        say: Callable[[str], None] | None = None, **keywords: Any) -> FitResult:
     """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
 
     Every text is encoded once and what the mixed layers' states give a mix's similarities kept
@@ -190,33 +231,14 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
 
     Parameters
     ----------
-    data : folder of ``DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>`` files.
-    model : the encoder (overrides the start's).
-    start : a run file to start from (default: BERTScore's composition for ``model``).
-    learn : the settings to learn (default: every one that applies), or a comma list of them.
-    budget : minutes the fits may take, in all.
-    output : a folder for best.toml, scores.csv, folds.csv, leaderboard.md/.csv and
-        layer_weights.png (nothing written when None).
-    holdout : another DAseg folder the start and the fitted metric are scored on.
-    layers : the layers a single-layer start is mixed over (default: every block; none for a
-        static table).
-    lang_pairs, year : which language pairs (a list, or a comma list) and year of ``data``.
-    seed : the seed of the inner split and the resamples (the fit is deterministic).
-    steps : the most optimisation steps per fit.
-    resamples : bootstrap resamples of the intervals.
-    max_memory : GiB the kept products may take (default :data:`MAX_MEMORY`): past it the fit stops with an error before they
-        are made (they take ``itemsize L^2 (Tc Tr + Tc + Tr)`` bytes per pair of ``Tc``, ``Tr``
-        tokens mixing ``L`` layers, ``itemsize`` 4, or 8 through optimal transport; over n-gram
-        windows of ``K`` members, ``itemsize L^2 (Pc (Kc - 1) + Pr (Kr - 1))`` more for ``Pc``,
-        ``Pr`` matchable tokens: :func:`~alignscore.fit.features.pair_bytes`).
+    data : a DAseg folder (``DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>`` files), or
+        the whole :class:`FitOptions`.
+    sources : run options as compiled sources (the command line's ``--model``), below ``**keywords``.
     quiet : no progress bars.
-    challenge : a challenge set (JSON lines, one reference per item) that ``objective`` reads.
-    objective : what each fit maximises: ``correlation`` (the mean r), ``correlation + W *
-        accuracy[CATEGORY]`` or ``correlation, accuracy[CATEGORY] >= X`` on ``challenge``
-        (:class:`~alignscore.evaluation.objective.Objective`, as ``alignscore tune``
-        reads it): the gradient follows a smooth surrogate of the accuracy
-        (:class:`~alignscore.fit.goal.Goal`), the values kept are chosen on the true
-        accuracy. The nested estimate stays the held-out mean |r|.
+    say : takes each line of progress.
+    **keywords : the fields of :class:`FitOptions` (``start=``, ``learn=``, ``budget=``,
+        ``output=``, ``challenge=``, ``objective=``, ...), and run options (``model=``: the
+        encoder, over the start's).
 
     Returns
     -------
@@ -236,59 +258,57 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     """
     began = time.monotonic()
     say = say or (lambda msg: None)
-    for name, value, integer in (("budget", budget, False), ("steps", steps, True), ("resamples", resamples, True),
-                                 ("max_memory", MAX_MEMORY if max_memory is None else max_memory, False)):
-        least = {"steps": 1, "resamples": 100}.get(name, 0)
-        kind = int if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or not (
-                value >= least if integer else value > least):
-            label = f"--{name.replace('_', '-')}" if style == "flag" else f"{name}="
-            want = f"an integer >= {least}" if integer else "a finite number > 0"
-            raise ConfigError(f"{label}: expected {want}, not {value!r}")
-    if isinstance(learn, str):
-        learn = [n.strip().replace("-", "_") for n in learn.split(",") if n.strip()]
-    if isinstance(lang_pairs, str):
-        lang_pairs = [lp.strip() for lp in lang_pairs.split(",")] if lang_pairs else None
-    wanted, items = read_challenge(objective, challenge)
-    given = dict(model=model, config=str(start) if start is not None else None)
-    spec, provenance = run_compiled({k: v for k, v in given.items() if v is not None}, style=style)
+    own = {k: keywords.pop(k) for k in [k for k in keywords if k in FitOptions.names()]}
+    if isinstance(data, FitOptions) and own:
+        raise ConfigError(f"{next(iter(own))}=: given beside a FitOptions; set it there")
+    opts = data if isinstance(data, FitOptions) else FitOptions.given({"data": data, **own})
+    try:
+        return _fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)
+    except SettingError as exc:  # a fit's own option, named as the caller gave it
+        raise opts.relabel(exc) if exc.field in FitOptions.names() else exc from None
+
+
+def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],
+         began: float) -> FitResult:
+    wanted = opts.wanted
+    items = read_challenge(wanted, opts.challenge)
+    start, output = opts.start, opts.output
+    spec, provenance = compile_labelled([*([file_source(start)] if start is not None else []), *sources])
     check_start(spec, provenance)
-    names = learned(spec, learn)
-    if layers and spec.encoder.static is not None:
-        raise ConfigError(f"{'--layers' if style == 'flag' else 'layers='}: a static table has no layers to mix "
-                          f"({spec.encoder.model!r}); leave it out")
+    names = learned(spec, opts.learn)
+    if opts.layers and spec.encoder.static is not None:
+        raise SettingError("layers", f"a static table has no layers to mix ({spec.encoder.model!r}); leave it out")
     if output is not None:
-        check_output_folder(output, OUTPUTS, [start, challenge])
-    pairs = load_daseg(data, lang_pairs, year)
-    check_data(pairs, str(data))
-    held = load_daseg(holdout) if holdout is not None else []
-    check_data(held, str(holdout))
+        check_output_folder(output, OUTPUTS, [start, opts.challenge])
+    pairs = load_daseg(opts.data, opts.lang_pairs, opts.year)
+    check_data(pairs, str(opts.data))
+    held = load_daseg(opts.holdout) if opts.holdout is not None else []
+    check_data(held, str(opts.holdout))
     scorer = build(spec, provenance=provenance)
     scorer.runtime = replace(scorer.runtime, progress=not quiet)
     composition = scorer.resolved()
     # a static table's resolved layer (0, the table) is no option of its run
     resolved = spec if spec.encoder.static is not None else replace(spec, composition=composition)
-    kept, exact, init = start_values(resolved, scorer.encoder.num_layers, layers)
+    kept, exact, init = start_values(resolved, scorer.encoder.num_layers, opts.layers)
     mixed = [n for n in names if _declares(LayerMix, n)]
     if mixed and len(kept) < 2:
         names = [n for n in names if n not in mixed]
         if not names:
-            raise ConfigError("--layers: one layer leaves no mix to learn, and nothing else was asked to move")
-    too_big = "--max-memory" if style == "flag" else "max_memory="
-    max_memory = MAX_MEMORY if max_memory is None else max_memory
+            raise SettingError("layers", "one layer leaves no mix to learn, and nothing else was asked to move")
+    limit = int(opts.max_memory * 2**30)
     texts, good, bad = challenge_texts(items) if items else (None, None, None)
-    features = extract(scorer, composition, pairs, kept, int(max_memory * 2**30), products_dtype(composition.aligner),
-                       too_big=too_big, challenge=texts)
+    features = extract(scorer, composition, pairs, kept, limit, products_dtype(composition.aligner),
+                       too_big=opts.label("max_memory"), challenge=texts)
     goal = Goal(wanted, items, features.challenge, good, bad) if features.challenge is not None else None
     band = (f", {features.band_bytes / 2**20:.0f} MiB of it within texts for n-gram windows"
             if features.band_bytes else "")
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; keeping {len(kept)} layers "
         f"({features.nbytes / 2**20:.0f} MiB{band}{f', {len(items)} challenge items with them' if items else ''}); "
         f"learning {', '.join(names)}; objective {wanted}")
-    plan = Optimisation(steps=steps, seed=seed)
+    plan = Optimisation(steps=opts.steps, seed=opts.seed)
     folds = len(pairs) if len(pairs) > 1 else 0
-    total = budget * 60
-    bar = tqdm(total=steps * (folds + 1), desc="fitting", disable=quiet, file=sys.stderr, leave=False)
+    total = opts.budget * 60
+    bar = tqdm(total=opts.steps * (folds + 1), desc="fitting", disable=quiet, file=sys.stderr, leave=False)
 
     def deadline(k: int) -> float:
         left = total - (time.monotonic() - began)
@@ -296,7 +316,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
 
     estimate, note = None, None
     if folds:
-        estimate = nested(features, init, names, plan, deadline, resamples, lambda: bar.update(), exact, goal)
+        estimate = nested(features, init, names, plan, deadline, opts.bootstrap, lambda: bar.update(), exact, goal)
     else:
         note = (f"one language pair ({pairs[0].name}): no cross-validation, so no estimate of how the fit does on "
                 "data it never saw; fit on two or more language pairs for one")
@@ -314,7 +334,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
     for name, v in (("start", exact), ("fitted", values)):
         result.in_sample[name] = sum(abs_r(scores_of(features, v), features, everything)) / len(pairs)
     if held:
-        result.holdout = score_holdout(scorer, composition, held, kept, exact, values, int(max_memory * 2**30))
+        result.holdout = score_holdout(scorer, composition, held, kept, exact, values, limit)
     result.seconds = time.monotonic() - began
     if output is not None:
         write_outputs(output, result, features)

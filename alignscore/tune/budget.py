@@ -23,41 +23,6 @@ PROBE_SECONDS = 60.0  # and at most this long
 HEADROOM = 0.65  # a plan takes at most this share of the time left: searches run over their estimates (RESULTS.md)
 
 
-def check_budget(minutes: object, label: str = "budget=") -> float:
-    """``minutes`` as a float when it is a finite number above 0.
-
-    Parameters
-    ----------
-    minutes : object
-        The budget as given.
-    label : str
-        How the user named it (``--budget``, ``budget=``), for the error.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ConfigError
-        Not a finite positive number (``nan``, ``inf``, ``0``, ``-1``).
-
-    Examples
-    --------
-    >>> check_budget("2.5")
-    2.5
-    """
-    try:
-        value = float(minutes)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        value = math.nan
-    if isinstance(minutes, bool) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{label} {minutes!r}: the minutes a search may take, a finite number > 0"
-                          if label.startswith("--") else f"{label}{minutes!r}: the minutes a search may take, "
-                          "a finite number > 0")
-    return value
-
-
 def probe_seconds(budget_s: float) -> float:
     """The time the cost probe may take: a tenth of the budget, at most a minute."""
     return min(PROBE_SHARE * budget_s, PROBE_SECONDS)
@@ -77,7 +42,7 @@ class Plan:
 
 
 def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: bool = True, seed: int = 0,
-                label: str = "--budget", given: float | None = None, headroom: float = 1.0) -> Plan:
+                label: str = "budget=", given: float | None = None, headroom: float = 1.0) -> Plan:
     """The schedule that scores the most segments within ``headroom * budget_s`` seconds.
 
     The full grid where it fits, else the first of :data:`SCHEDULES` that fits. Where none
@@ -129,7 +94,7 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
         if seconds <= fits:
             note = None if schedule in SCHEDULES else (
                 f"the default budget of {budget_s / 60:.1f} min left does not fit the usual schedules: screening "
-                f"harder ({schedule}); give --budget to be refused instead")
+                f"harder ({schedule}); give {label} to be refused instead")
             return Plan(schedule, seconds, None, note, tuple(cost.parts(sizes, schedule)))
     cheapest = SCHEDULES[-1]
     if explicit:
@@ -158,7 +123,7 @@ def plan_search(cost: Cost, sizes: Sequence[int], budget_s: float, explicit: boo
     note = (f"the space does not fit the default budget ({budget_s / 60:.1f} min left; all {n} runs would take "
             f"about {cost.seconds(sizes, hardest) / 60:.1f} min): searching a seeded sample of {len(runs)} runs "
             f"({published} of the {len(cost.always)} published configurations among them) with {hardest}; give "
-            "--budget to search them all or be refused")
+            f"{label} to search them all or be refused")
     return Plan(hardest, sub.seconds(sizes, hardest), runs, note, tuple(sub.parts(sizes, hardest)))
 
 
@@ -237,5 +202,5 @@ class Pace:
         return share
 
 
-__all__ = ["DEFAULT_BUDGET_MIN", "HEADROOM", "Pace", "Plan", "check_budget", "plan_search", "probe_seconds",
+__all__ = ["DEFAULT_BUDGET_MIN", "HEADROOM", "Pace", "Plan", "plan_search", "probe_seconds",
            "replan_share"]

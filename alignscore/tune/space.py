@@ -22,6 +22,7 @@ from ..config.files import key_label, load_toml
 from ..config.spec import RunSpec
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
+from ..settings import SettingError
 
 DEFAULT_SPACE = "default.toml"
 PRESET, MODEL = PRESETS.stage, MODEL_OPTIONS[0]
@@ -95,8 +96,8 @@ class Space:
                 ``file:line: key[i]``).
         """
         if limit is not None and (size := self.size()) > limit:
-            raise ConfigError(f"{self.path}: the space holds {size} runs, more than --max-compositions {limit}; "
-                              "narrow its lists or raise the limit")
+            raise SettingError("max_compositions", f"{self.path} holds {size} runs, more than {limit}; narrow its "
+                               "lists or raise the limit")
         out = []
         for name, values, paths in self.mappings():
             *below, source = self._sources(values, paths)

@@ -3,6 +3,7 @@ the selection, its estimate and (with an output folder) the files ``alignscore t
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ import torch
 from ..config import build
 from ..config.compile import Source, sources_of
 from ..errors import ConfigError
+from ..settings import SettingError, setting
 from ..textio import check_output_folder
 from ..weighting.schemes import Corpus, IdfL
 from ..evaluation.challenge import check_sources, read_items
@@ -21,10 +23,10 @@ from ..evaluation.reference_free import (against_sources as against_sources_of, 
 from .space import load_space
 from ..evaluation.wmt import LangPair, load_daseg
 from .book import Entry
-from .budget import DEFAULT_BUDGET_MIN, HEADROOM, Pace, Plan, check_budget, plan_search, probe_seconds
+from .budget import DEFAULT_BUDGET_MIN, HEADROOM, Pace, Plan, plan_search, probe_seconds
 from .cost import Probe, measure
 from .crossval import SearchRun, search
-from ..evaluation.objective import Objective
+from ..evaluation.objective import JudgedOptions
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
 
@@ -79,51 +81,54 @@ class TuneResult:
         return summary(self.run)
 
 
-def tune(data: str | Path, space: str | Path | None = None, *, budget: float | None = None,
-         objective: str = "correlation", challenge: str | Path | None = None, holdout: str | Path | None = None,
-         output: str | Path | None = None, lang_pairs: str | Sequence[str] = (), year: str | None = None,
-         idf_corpus: str | None = None, max_compositions: int = 5000, bootstrap: int = 1000, seed: int = 0,
-         skip_missing: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
-         command: str | None = None, sources: Sequence[Source] = (), against_sources: bool = False,
-         clock: Callable[[], float] = time.perf_counter, **options: Any) -> TuneResult:
+@dataclass(frozen=True)
+class TuneOptions(JudgedOptions):
+    """The options of a search (``alignscore tune``'s flags and argument, :func:`tune`'s
+    keywords): besides the data and the objective
+    (:class:`~alignscore.evaluation.objective.JudgedOptions`), the space, its budget and how its
+    runs are scored.
+
+    Examples
+    --------
+    >>> TuneOptions.given({"data": "wmt", "budget": -1})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: budget=: expected a number > 0, not -1.0
+    """
+
+    space: str | os.PathLike | None = setting(None, option=False, help=(  # type: ignore[type-arg]
+        "A space file (TOML); default: the packaged space."))
+    budget: float | None = setting(None, gt=0, metavar="MINUTES", help=(
+        f"Minutes the whole command may take on this machine (default {DEFAULT_BUDGET_MIN:g}): the full grid when it "
+        "fits, else the successive-halving schedule that scores the most segments within it (a cost measured here "
+        "first, in at most a tenth of it). A --budget that even the cheapest schedule exceeds is refused; the default "
+        "one screens harder instead, and says so."))
+    against_sources: bool = setting(False, flag="sources", help=(
+        "Score each MT output against its source (DAseg.*.source.*; --remap: a file, or a folder of <lang>.remap "
+        "files), and --challenge items against their 'source' field, not against the reference: reference-free, as "
+        "'alignscore score --sources' does (--remap, --lm apply)."))
+    idf_corpus: str | None = setting(None, help=(
+        "The idf-L corpus: a file, or a template like 'refs/newstest{year}-{src}{tgt}-ref.{tgt}' (one corpus: every "
+        "language pair's, together). Default: the official full reference files next to the data, else every "
+        "reference of the --data folder."))
+    skip_missing: bool = setting(False, help=(
+        "Leave out the runs of a model that is not on this machine (else: an error naming it)."))
+    max_compositions: int = setting(5000, ge=1, help="Refuse a space with more runs than this.")
+    output: str | os.PathLike | None = setting(None, short="-o", metavar="DIR", help=(  # type: ignore[type-arg]
+        "Output folder (the command's default: tune-out; from Python, none: nothing written)."))
+
+
+def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, progress: bool = False,
+         log: Callable[[str], None] | None = None, command: str | None = None, sources: Sequence[Source] = (),
+         clock: Callable[[], float] = time.perf_counter, **keywords: Any) -> TuneResult:
     """Search the runs of a space for the one that correlates best with the human judgments
     of a WMT DAseg folder, within a time budget, with nested cross-validated estimates.
 
     Parameters
     ----------
-    data : str or Path
-        The DAseg folder searched on.
+    data : str or Path or TuneOptions
+        The DAseg folder searched on, or the whole :class:`TuneOptions`.
     space : str or Path, optional
         A space file (TOML); default: the packaged space.
-    budget : float, optional
-        Minutes the whole call may take (a finite number > 0). Default: 30, and where the space
-        does not fit it the search screens harder and says so; a budget given is refused where
-        even the cheapest schedule does not fit it.
-    objective : str
-        ``correlation``, ``correlation + W * accuracy[CATEGORY]`` or
-        ``correlation, accuracy[CATEGORY] >= X`` (with ``challenge``).
-    challenge : str or Path, optional
-        A challenge set (JSON lines) for an objective on its accuracy.
-    holdout : str or Path, optional
-        Another DAseg folder the selection and the published configurations are scored on.
-    output : str or Path, optional
-        The folder to write best.toml, the leaderboard, the folds and the chart into (against
-        sources with remappings, also ``best.<lang>.toml``: best.toml with that source
-        language's remapping).
-    lang_pairs : str or sequence of str
-        The language pairs searched on (``"cs-en,de-en"``; default: all).
-    year : str, optional
-        Which year, where the folder holds several.
-    idf_corpus : str, optional
-        The idf-L corpus (a file or a template); default: the data's.
-    max_compositions : int
-        A space with more runs is refused.
-    bootstrap : int
-        Resamples of the intervals.
-    seed : int
-        Seed of the samples, the resamples and any sample of the space.
-    skip_missing : bool
-        Leave out the runs of a model not on this machine (else: an error naming it).
     progress : bool
         Progress bars on stderr.
     log : callable, optional
@@ -131,19 +136,21 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     command : str, optional
         The command line, for the leaderboard.
     sources : sequence of Source
-        Options of every run as compiled sources (the command line's flags), below ``options``.
-    against_sources : bool
-        Score each MT output against its source (``DAseg.*.source.*``) instead of its reference,
-        as ``alignscore score --sources`` does (:mod:`~alignscore.evaluation.reference_free`);
-        the remapping option then names one file or a folder of ``<lang>.remap`` files, one
-        per source language of the data. The ``challenge`` items are scored against their
-        ``source`` field, as ``alignscore challenge --sources`` does (with a folder, each item
-        with the remapping of its ``lp`` field's source language).
+        Options of every run as compiled sources (the command line's flags), below ``keywords``.
     clock : callable
         The clock the budget is kept on.
-    **options
-        Any option of :func:`alignscore.score` (``model=``, ``batch_size=``, ...) for every run,
-        below what the space chooses.
+    **keywords
+        The fields of :class:`TuneOptions`: ``budget`` (minutes the whole call may take; default
+        30, and where the space does not fit it the search screens harder and says so; a budget
+        given is refused where even the cheapest schedule does not fit it), ``objective`` and
+        ``challenge``, ``holdout``, ``output`` (best.toml, the leaderboard, the folds and the
+        chart; against sources with remappings, also ``best.<lang>.toml``), ``lang_pairs`` (a
+        list or a comma list), ``year``, ``idf_corpus``, ``max_compositions``, ``bootstrap``,
+        ``seed``, ``skip_missing``, ``against_sources`` (each MT output against its source,
+        ``DAseg.*.source.*``, as ``alignscore score --sources`` does; the remapping option then
+        names one file or a folder of ``<lang>.remap`` files; challenge items against their
+        ``source`` field); and any option of :func:`alignscore.score` (``model=``,
+        ``batch_size=``, ...) for every run, below what the space chooses.
 
     Returns
     -------
@@ -162,21 +169,30 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
 
     >>> tune("data/wmt16", budget=-1)
     Traceback (most recent call last):
-    alignscore.errors.ConfigError: budget=-1: the minutes a search may take, a finite number > 0
+    alignscore.errors.ConfigError: budget=: expected a number > 0, not -1.0
     """
+    own = {k: keywords.pop(k) for k in [k for k in keywords if k in TuneOptions.names()]}
+    if isinstance(data, TuneOptions) and (own or space is not None):
+        raise ConfigError(f"{next(iter(own), 'space')}=: given beside a TuneOptions; set it there")
+    opts = data if isinstance(data, TuneOptions) else TuneOptions.given({"data": data, "space": space, **own})
+    try:
+        return _tune(opts, [*sources, *sources_of(keywords)], progress, log, command, clock)
+    except SettingError as exc:  # a search's own option, named as the caller gave it
+        raise opts.relabel(exc) if exc.field in TuneOptions.names() else exc from None
+
+
+def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Callable[[str], None] | None,
+          command: str | None, clock: Callable[[], float]) -> TuneResult:
     start = clock()
     say = log or (lambda _msg: None)
-    flag = any(s.style == "flag" for s in sources)
-    label = "--budget" if flag else "budget="  # as the user named it
-    minutes = check_budget(budget, label) if budget is not None else DEFAULT_BUDGET_MIN
-    wanted = Objective.given(objective, challenge)
+    data, space, challenge, holdout, output = opts.data, opts.space, opts.challenge, opts.holdout, opts.output
+    against_sources, idf_corpus, year, seed = opts.against_sources, opts.idf_corpus, opts.year, opts.seed
+    minutes = DEFAULT_BUDGET_MIN if opts.budget is None else opts.budget
+    wanted = opts.wanted
     parsed = load_space(space)
-    flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
-        ([*sources, *sources_of(options)], None)
-    side = "--sources" if flag else "against_sources="
-    wanted_pairs = [p for item in ([lang_pairs] if isinstance(lang_pairs, str) else lang_pairs)
-                    for p in str(item).split(",") if p.strip()]
-    pairs = load_daseg(data, wanted_pairs or None, year=year, idf_corpus=idf_corpus)
+    flags, remap = split_remap(sources) if against_sources else (list(sources), None)
+    side = opts.label("against_sources")
+    pairs = load_daseg(data, opts.lang_pairs, year=year, idf_corpus=idf_corpus)
     held = load_daseg(holdout) if holdout is not None else []
     if against_sources:  # a language without a remapping is refused here, before any model loads
         remaps = remaps_for(*remap, [lp.src for lp in [*pairs, *held]]) if remap is not None else None
@@ -191,13 +207,13 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     item_remap = item_remaps(items, *remap, str(challenge)) if items and remap is not None else None
     corpus = {IdfL.corpus_setting(): data_corpus(data, year, pairs, against_sources)}
     missing = _missing(parsed.models(flags))
-    skip = set(missing) if skip_missing else set()
-    candidates = parsed.candidates(flags, max_compositions, corpus, skip)  # compiled: nothing loaded yet
+    skip = set(missing) if opts.skip_missing else set()
+    candidates = parsed.candidates(flags, opts.max_compositions, corpus, skip)  # compiled: nothing loaded yet
     runs = parsed.published_compiled(flags, corpus, skip)
-    if missing and not skip_missing:  # after every value is checked, before any model is loaded
+    if missing and not opts.skip_missing:  # after every value is checked, before any model is loaded
         model, where = next(iter(missing.items()))
         raise ConfigError(f"{where}: no such model folder or file, nor {model!r} in the Hugging Face cache "
-                          "(--skip-missing leaves its runs out)")
+                          f"({opts.label('skip_missing')} leaves its runs out)")
     left_out = [f"{m} ({where}): not on this machine, its runs left out" for m, where in missing.items()]
     for line in left_out:
         say(line)
@@ -224,14 +240,15 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
         left = budget_s - (clock() - start) - WRITING_SECONDS
         sizes = [len(lp) for lp in pairs]
-        plan = plan_search(probe.cost, sizes, left, budget is not None, seed, label, minutes, HEADROOM)
+        plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"), minutes,
+                           HEADROOM)
         if plan.note:
             say(plan.note)
         say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
             f"{plan.schedule}; about {plan.seconds / 60:.1f} min (measured here in {probe.seconds:.0f} s, "
             f"{probe.threads} thread{'s' if probe.threads > 1 else ''})")
         run = search(entries, scorers, pairs, plan.schedule, wanted, held, str(holdout) if holdout else None,
-                     bootstrap, seed, progress, say, probe.cost, plan.runs, Pace(plan.levels, left, clock))
+                     opts.bootstrap, seed, progress, say, probe.cost, plan.runs, Pace(plan.levels, left, clock))
     finally:
         torch.set_num_threads(threads)
     run.estimated_seconds = plan.seconds
@@ -280,4 +297,4 @@ def data_corpus(data: str | Path, year: str | None, pairs: list[LangPair], sourc
     return Corpus(list(dict.fromkeys(texts)), OUTPUT_FILES["corpus"])
 
 
-__all__ = ["TuneResult", "data_corpus", "tune"]
+__all__ = ["TuneOptions", "TuneResult", "data_corpus", "tune"]

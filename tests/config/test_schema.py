@@ -17,6 +17,7 @@ Docstrings are text, not code, and are not scanned.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -112,3 +113,46 @@ def test_the_scan_finds_a_literal(tmp_path: Path) -> None:
     tree = ast.parse('def f(x):\n    return x["n_gram"]\n')
     constants = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
     assert "n_gram" in constants and "n_gram" in options()  # what the scan reads is what it looks for
+
+
+#: the learners: their options are declared (FitOptions, TuneOptions, JudgedOptions) and named as the
+#: caller gave them, so none of their modules writes a flag or takes a `style`
+LEARNERS = ("fit/", "tune/", "evaluation/objective.py")
+#: learning a remapping (fit/remap.py) is the remap command's, whose options are not declared yet; the
+#: written reports (outputs.py) quote command lines for their readers
+NOT_YET = ("fit/remap.py", "fit/outputs.py", "tune/outputs.py")
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def flags_and_styles(prefixes: tuple[str, ...] = LEARNERS) -> list[tuple[str, int, str]]:
+    """``(module, line, what)`` for each flag written in a string (an f-string's text included) and
+    each ``style`` parameter or attribute, in the modules under ``prefixes``; docstrings and
+    declared help texts (``setting(help=...)``, read by ``--help``) aside."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if not module.startswith(prefixes) or module in NOT_YET:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree) | {id(c) for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "help"
+                                    for c in ast.walk(kw.value)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
+                    and FLAG.search(node.value):
+                found.append((module, node.lineno, node.value))
+            elif isinstance(node, ast.arg) and node.arg == "style" or isinstance(node, ast.Attribute) and \
+                    node.attr == "style":
+                found.append((module, node.lineno, "style"))
+    return found
+
+
+def test_the_learners_write_no_flag_and_take_no_style() -> None:
+    found = flags_and_styles()
+    assert not found, f"flags or styles in the learners (name the option through its Options' label): {found}"
+
+
+def test_the_flag_scan_finds_a_flag_in_an_f_string() -> None:
+    tree = ast.parse('def f(x, style="flag"):\n    raise ValueError(f"--layers {x}: bad")\n')
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    args = [a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)]
+    assert any(FLAG.search(t) for t in texts) and args[-1] == "style"

@@ -14,7 +14,7 @@ import torch
 import alignscore
 from alignscore.config import run_spec
 from alignscore.errors import ConfigError, InputError
-from alignscore.fit import Values, extract, scores_of
+from alignscore.fit import FitOptions, Values, extract, scores_of
 from alignscore.evaluation.wmt import load_daseg
 from cli_checks import assert_one_error, assert_score_config_reproduces, invoke, write_toml
 from helpers import write_daseg
@@ -85,9 +85,12 @@ def _edit(data: Path, kind: str, lp: str, lines: list[str]) -> None:
     ("lines", ["lines but the reference file has"]),
     ("from-pmeans", ["start.toml", "aggregator", "single or mix"]),
     ("from-baryscore", ["aligner", "greedy, wmd or sinkhorn"]),
-    ("learn-unknown", ["--learn layer", "not a setting the fit learns"]),
-    ("learn-idf", ["--learn idf_power", "idf-S or idf-L"]),
-    ("learn-special", ["--learn special_weight", "special_tokens keep"]),
+    ("learn-unknown", ["--learn: layer: not a setting the fit learns"]),
+    ("learn-idf", ["--learn: idf_power: ", "idf-S or idf-L"]),
+    ("learn-special", ["--learn: special_weight: ", "special_tokens keep"]),
+    ("empty-reference", ["DAseg.newstest2016.reference.cs-en:5: ", "an empty reference"]),
+    ("pairs-twice", ["--lang-pairs: de-en is named twice"]),
+    ("steps", ["--steps: expected an integer >= 1, not 0"]),
     ("memory", ["--max-memory", "more than 0.00 GiB", "mix fewer layers"]),
     ("from-classes", ["weighting", "token-class weights"]),
 ])
@@ -106,6 +109,13 @@ def test_bad_input_is_one_line_and_nothing_written(tiny_bert_dir, tmp_path, case
             _edit(data, kind, "de-en", path.read_text(encoding="utf-8").splitlines()[:29])
     elif case == "lines":
         _edit(data, "human", "cs-en", human[:-1])
+    elif case == "empty-reference":
+        refs = (data / "DAseg.newstest2016.reference.cs-en").read_text(encoding="utf-8").splitlines()
+        _edit(data, "reference", "cs-en", refs[:4] + [" "] + refs[5:])
+    elif case == "pairs-twice":
+        extra = ["--lang-pairs", "de-en,de-en"]
+    elif case == "steps":
+        extra = ["--steps", "0"]
     elif case == "from-pmeans":
         options = {"model": tiny_bert_dir, "aggregator": "pmeans", "layers": [1, 2]}
     elif case == "from-baryscore":
@@ -136,6 +146,14 @@ def test_python_errors_are_config_or_input_errors(start, tmp_path) -> None:
         alignscore.fit(write_daseg(tmp_path / "few", PAIRS, 10), start=start)
     with pytest.raises(ConfigError, match="max_memory=: the fit would keep more than"):
         alignscore.fit(data, start=start, max_memory=1e-6)
+    with pytest.raises(ConfigError, match="^lang_pairs=: cs-en is named twice"):
+        alignscore.fit(data, start=start, lang_pairs=["cs-en", "de-en", "cs-en"])
+    with pytest.raises(ConfigError, match="^layers=: the start's layer 2 is not among"):
+        alignscore.fit(data, start=start, layers=[3, 4])
+    with pytest.raises(ConfigError, match="^resamples=: no such option"):
+        alignscore.fit(data, start=start, resamples=200)  # one name per thing: bootstrap, as tune's
+    with pytest.raises(ConfigError, match="^steps=: given beside a FitOptions"):
+        alignscore.fit(FitOptions.given({"data": data, "start": start}), steps=3)
 
 
 def test_the_memory_bound_is_what_is_kept(tiny_bert_dir, data) -> None:
@@ -151,9 +169,9 @@ def test_the_memory_bound_is_what_is_kept(tiny_bert_dir, data) -> None:
         extract(scorer, scorer.resolved(), pairs, (1, 2, 3), limit=need - 1)
 
 
-@pytest.mark.parametrize("kwargs, needle", [({"budget": 0}, "budget=: expected a finite number > 0"),
+@pytest.mark.parametrize("kwargs, needle", [({"budget": 0}, "budget=: expected a number > 0"),
                                             ({"budget": math.nan}, "budget="), ({"steps": 0}, "steps="),
-                                            ({"steps": 2.5}, "steps="), ({"resamples": 5}, "resamples="),
+                                            ({"steps": 2.5}, "steps="), ({"bootstrap": 5}, "bootstrap="),
                                             ({"max_memory": -1.0}, "max_memory=")])
 def test_numbers_are_checked_before_anything_loads(kwargs, needle, tmp_path) -> None:
     data = write_daseg(tmp_path, PAIRS, 30)

@@ -268,7 +268,7 @@ def test_objectives_read_as_written(text: str, want: Objective) -> None:
 @pytest.mark.parametrize("text", ["accuracy[all]", "correlation, accuracy[all]", "correlation + accuracy[a] >= 0.5",
                                   "correlation, accuracy[all] >= 2", "correlation - accuracy[all]"])
 def test_bad_objectives_are_refused(text: str) -> None:
-    with pytest.raises(ConfigError, match="--objective"):
+    with pytest.raises(ConfigError, match="^objective: "):
         Objective.parse(text)
 
 
@@ -480,7 +480,7 @@ def test_tune_refuses_what_does_not_fit(tmp_path: Path, space_file: Path, data_d
     code, _, err = invoke(*common, "--budget", "0.00001")
     assert_one_error(code, err, "does not fit --budget 1e-05 min", "37 runs", "measured here")
     code, _, err = invoke(*common, "--max-compositions", "10")
-    assert_one_error(code, err, "40 runs", "--max-compositions 10")
+    assert_one_error(code, err, "--max-compositions: ", "holds 40 runs, more than 10")
     code, _, err = invoke(*common, "--objective", "correlation, accuracy[all] >= 0.5")
     assert_one_error(code, err, "needs --challenge SET")
     challenge = tmp_path / "c.jsonl"
@@ -488,7 +488,13 @@ def test_tune_refuses_what_does_not_fit(tmp_path: Path, space_file: Path, data_d
                          encoding="utf-8")
     code, _, err = invoke(*common, "--challenge", challenge)
     assert_one_error(code, err, "--challenge applies with an --objective on its accuracy only")
+    code, _, err = invoke(*common, "--lang-pairs", "de-en", "--lang-pairs", "cs-en,de-en")
+    assert_one_error(code, err, "--lang-pairs: de-en is named twice")
     assert not out.exists()
+    with pytest.raises(ConfigError, match="^lang_pairs=: de-en is named twice"):
+        alignscore.tune(data_dir, space_file, model=tiny_bert_dir, lang_pairs="de-en,de-en")
+    with pytest.raises(ConfigError, match="^max_compositions=: .* holds 40 runs, more than 10"):
+        alignscore.tune(data_dir, space_file, model=tiny_bert_dir, max_compositions=10)
 
 
 def test_tune_never_overwrites_an_input(tmp_path: Path, data_dir: Path, tiny_bert_dir: str) -> None:
