@@ -10,6 +10,7 @@ import click
 
 from .._version import __version__
 from ..errors import AlignScoreError, ConfigErrors
+from ..registry import load_plugins
 from ..runtime import quiet_libraries
 
 
@@ -80,4 +81,15 @@ def main() -> None:
     quiet_libraries()
 
 
+def _load_plugins() -> None:
+    """The plugins' parts, loaded before the commands' options are made from the table: one that
+    cannot load is skipped with a one-line warning (at start-up, before ``main`` runs)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_plugins()
+    for warning in caught:
+        print(f"alignscore: warning: {one_line(str(warning.message))}", file=sys.stderr)
+
+
+_load_plugins()
 from . import ablate, baseline, challenge, compare, config, diff, distill, fit, mbr, perturb, remap, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)
