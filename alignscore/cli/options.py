@@ -136,9 +136,11 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
 
 
-def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[Compiled]:
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
+                files: list[str] | None = None) -> list[Compiled]:
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
-    an empty text names none) layered on the ``common`` ones (what a side names replaces them)."""
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
+    ``files`` is extended with the files each side reads (:func:`option_files`)."""
     out = []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
@@ -146,6 +148,8 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
             out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:
             raise ConfigError(f"{flag} {text!r}: {exc}") from None
+        if files is not None:
+            files += option_files(out[-1].spec, {**common, **named})
     return out
 
 

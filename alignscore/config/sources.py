@@ -42,6 +42,7 @@ class Source:
     style : how an option it does not give is named in an error (``"flag"``, ``"keyword"``, ``"key"``).
     filter_labels : how each token filter's settings were written, by filter.
     base : the sources it is based on (the preset or run file it names), merged just below it.
+    path : the run file it was read from, if it is one.
 
     Examples
     --------
@@ -56,6 +57,7 @@ class Source:
     style: str = "keyword"
     filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     base: tuple["Source", ...] = ()
+    path: str | None = None
 
     def layers(self) -> list["Source"]:
         """This source after the ones it is based on (the preset or run file it names), lowest first."""
@@ -262,8 +264,32 @@ def file_source(path: str | Path) -> Source:
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")
-    return make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
-                       Path(path).resolve().parent, style="key")
+    source = make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
+                         Path(path).resolve().parent, style="key")
+    return replace(source, path=str(Path(path).resolve()))
+
+
+def input_files(sources: Sequence[Source]) -> list[str]:
+    """The files ``sources`` read: the run files and every file an option of theirs names (stop
+    words, a baseline, a corpus...); no output may replace one.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+    >>> _ = run.write_text('stopwords = "stop.txt"\n')
+    >>> [pathlib.Path(f).name for f in input_files(sources_of({"config": str(run)}))]
+    ['run.toml', 'stop.txt']
+    """
+    table = options()
+    out: list[str] = []
+    for src in flat(sources):
+        out += [src.path] if src.path else []
+        for name, value in src.values.items():
+            if table[name].file:
+                out += [str(v) for v in (value if isinstance(value, (list, tuple)) else [value])
+                        if isinstance(v, (str, os.PathLike))]
+    return out
 
 
 def preset_source(name: str, model: bool = True) -> Source:
@@ -372,5 +398,5 @@ class Provenance:
         return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["CLEAR", "Label", "Provenance", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label",
-           "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]
+__all__ = ["CLEAR", "Label", "Provenance", "SWITCH", "Source", "file_source", "flag_label", "flat", "input_files",
+           "keyword_label", "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]

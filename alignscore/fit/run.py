@@ -258,7 +258,7 @@ def fit(data: str | Path, model: str | None = None, start: str | Path | None = N
         raise ConfigError(f"{'--layers' if style == 'flag' else 'layers='}: a static table has no layers to mix "
                           f"({spec.encoder.model!r}); leave it out")
     if output is not None:
-        check_output_folder(output, OUTPUTS, [start, challenge])
+        check_output_folder(output, OUTPUTS, [start, challenge, *spec.files()])
     pairs = load_daseg(data, lang_pairs, year)
     check_data(pairs, str(data))
     held = load_daseg(holdout) if holdout is not None else []
