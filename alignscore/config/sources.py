@@ -119,9 +119,9 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     labels: dict[str, str] = {}
     filter_labels: dict[str, dict[str, str]] = {}
     for key, value in mapping.items():
-        if value is None:
-            continue
         name = key if key in table else older.get(key)
+        if value is None or name is not None and _unset(table[name], value):
+            continue
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
@@ -163,9 +163,18 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     return Source(kind, values, labels, style, filter_labels, base)
 
 
+def _unset(option: Any, value: Any) -> bool:
+    """An empty text for an option read from an environment variable means "not given", as an
+    empty variable does (``--cache ''``: no cache)."""
+    return isinstance(value, str) and not value.strip() and option.setting is not None \
+        and option.setting.decl.envvar is not None
+
+
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
     """A value as the option holds it: files resolved, then read and checked by its declaration."""
     s = option.setting
+    if option.file and isinstance(value, str) and not value.strip():  # not the working folder
+        raise ConfigError(f"{label}: a file name, not an empty text", (option.name,))
     if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
         spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
