@@ -141,15 +141,21 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
     an empty text names none) layered on the ``common`` ones (what a side names replaces them);
     ``files`` is extended with the files each side reads (:func:`option_files`)."""
-    out = []
+    out, missing = [], []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
         try:
             out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:
-            raise ConfigError(f"{flag} {text!r}: {exc}") from None
+            if MODEL_OPTIONS[0] not in exc.options:
+                raise ConfigError(f"{flag} {text!r}: {exc}") from None
+            # the model's absence after every side's values; a side's own only where it names one
+            missing.append(ConfigError(f"{flag} {text!r}: {exc}") if any(k in named for k in MODEL_OPTIONS) else exc)
+            continue
         if files is not None:
             files += option_files(out[-1].spec, {**common, **named})
+    if missing:
+        raise missing[0]
     return out
 
 

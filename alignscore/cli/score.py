@@ -10,7 +10,8 @@ from ..config.schema import OPTION
 from ..distributed import init_from_env, leave
 from ..evaluation.stats import SACREBLEU_SEED
 from ..scorefiles import score_file_stream, score_matrix, score_texts
-from ..textio import check_output
+from ..evaluation.wmt import read_human
+from ..textio import check_output, check_readable
 from . import main
 from .inputs import Sources, input_options
 from .options import (compiled_of, needs, option_files, output_option, quiet_option, refuse, scorer_options,
@@ -91,6 +92,11 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
            (streamed and not sources.cands,
             "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
     writer = shard is None or shard.rank == 0
+    # the texts and human scores before the model: a missing file is said first
+    texts = None if streamed else sources.read()
+    check_readable(sources.files if streamed else ())
+    if human and texts is not None:
+        read_human(human, len(texts[0]))
     spec, provenance = compiled_of(opts, progress=not quiet and writer)
     files = option_files(spec, opts)
     if output and writer:  # before any work: the output must be writable and none of the inputs
@@ -100,7 +106,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                   provenance, sources.against_sources)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
-        lines = score_texts(spec, *sources.read(), output, fmt, sources.several_refs, human, confidence, resamples,
+        lines = score_texts(spec, *texts, output, fmt, sources.several_refs, human, confidence, resamples,
                             seed, shard, ray, not quiet, provenance, sources.against_sources)
     for line in lines:
         click.echo(line, err=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from alignscore.config import run_spec, sources_of
-from alignscore.config.sources import input_files
 from alignscore.errors import ConfigError
 
 from cli_checks import invoke, write_toml
@@ -34,6 +33,8 @@ def test_an_empty_file_name_is_refused_not_the_working_folder(name: str) -> None
 
 
 def test_input_files_are_the_run_files_and_the_files_they_name(tmp_path: Path) -> None:
+    from alignscore.config.sources import input_files
+
     run = write_toml({"stopwords": "stop.txt", "layer": 2}, tmp_path / "run.toml")
     files = input_files(sources_of({"config": str(run), "baseline": str(tmp_path / "b.csv")}))
     assert files == [str(run.resolve()), str(tmp_path / "stop.txt"), str(tmp_path / "b.csv")]
