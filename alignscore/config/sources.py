@@ -122,6 +122,8 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         name = key if key in table else older.get(key)
         if value is None or name is not None and _unset(table[name], value):
             continue
+        if name == CONFIG and isinstance(value, str) and value in PRESETS.names() and not _local(value, root).exists():
+            name = PRESET  # a preset by name wherever a run file is taken
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
@@ -163,6 +165,12 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     return Source(kind, values, labels, style, filter_labels, base)
 
 
+def _local(value: str, root: Path | None) -> Path:
+    """A file name as the source reads it: relative to ``root`` where it has one."""
+    path = Path(value).expanduser()
+    return root / path if root is not None and not path.is_absolute() else path
+
+
 def _unset(option: Any, value: Any) -> bool:
     """An empty text for an option read from an environment variable means "not given", as an
     empty variable does (``--cache ''``: no cache)."""
@@ -180,8 +188,7 @@ def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, st
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
     model = s is not None and s.decl.names_model and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
-        path = Path(value).expanduser()
-        local = root / path if root is not None and not path.is_absolute() else path
+        local = _local(str(value), root)
         if option.file or local.exists():  # a file, or the model as a local folder or file
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
