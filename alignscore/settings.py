@@ -235,8 +235,9 @@ class Setting:
                 raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
             return value
         if str in kinds and isinstance(value, str):
-            if d.choices is not None and value not in d.choices:
-                raise SettingError(self.name, f"one of {', '.join(map(str, d.choices))}, not {value!r}")
+            if d.choices is not None and value not in d.choices:  # where numbers are taken too, say so
+                raise SettingError(self.name, f"expected {self.describe()}, not {value!r}" if kinds - {str, Any}
+                                   else f"one of {', '.join(map(str, d.choices))}, not {value!r}")
             return value
         if os.PathLike in kinds and isinstance(value, os.PathLike):
             return os.fspath(value)

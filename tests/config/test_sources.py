@@ -38,3 +38,11 @@ def test_input_files_are_the_run_files_and_the_files_they_name(tmp_path: Path) -
     run = write_toml({"stopwords": "stop.txt", "layer": 2}, tmp_path / "run.toml")
     files = input_files(sources_of({"config": str(run), "baseline": str(tmp_path / "b.csv")}))
     assert files == [str(run.resolve()), str(tmp_path / "stop.txt"), str(tmp_path / "b.csv")]
+
+
+def test_a_preset_by_name_where_a_run_file_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_spec({"config": "moverscore-v2"}) == run_spec({"preset": "moverscore-v2"})
+    assert run_spec({"config": "moverscore-v2", "n_gram": "2"}, style="flag").composition.aligner.n_gram == 2
+    monkeypatch.chdir(tmp_path)
+    write_toml({"layer": 3}, tmp_path / "bertscore")  # a file of that name is the file
+    assert run_spec({"config": "bertscore"}).composition.aggregator.layer == 3

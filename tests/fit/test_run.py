@@ -180,3 +180,10 @@ def test_no_output_replaces_a_file_the_start_names(tiny_bert_dir, data, tmp_path
     code, _, err = invoke("fit", "--data", data, "--from", start, "-o", out, "-q")
     assert_one_error(code, err, "scores.csv", "is also an input")
     assert (out / "scores.csv").read_text(encoding="utf-8") == "the\n"
+
+
+def test_a_preset_by_name_is_a_start(tmp_path) -> None:
+    few = write_daseg(tmp_path, PAIRS, 5)  # the preset compiles; the data is what is refused
+    code, _, err = invoke("fit", "--data", few, "--from", "moverscore-v2", "--model", "all-MiniLM-L6-v2",
+                          "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, "5 segments; a fit needs at least 30")
