@@ -9,6 +9,7 @@ import warnings
 import click
 
 from .._version import __version__
+from ..config.sources import BERT_SCORE_NAMES, bert_score_name
 from ..errors import AlignScoreError, ConfigErrors
 from ..registry import load_plugins
 from ..runtime import quiet_libraries
@@ -62,7 +63,11 @@ def _usage_error(exc: click.ClickException) -> None:
         raise exc
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    click.echo(f"alignscore: error: {' '.join(exc.format_message().split())}{hint}", err=True)
+    message = exc.format_message()
+    habit = (exc.option_name.lstrip("-") if isinstance(exc, click.NoSuchOption) else "").replace("-", "_")
+    if habit in BERT_SCORE_NAMES:  # bert-score's own flag: what it is here, not the nearest spelling
+        message = f"no such option {exc.option_name}: {bert_score_name(habit, 'flag')}"
+    click.echo(f"alignscore: error: {' '.join(message.split())}{hint}", err=True)
     sys.exit(exc.exit_code)
 
 

@@ -64,6 +64,41 @@ class Source:
         return [*(b for src in self.base for b in src.layers()), self]
 
 
+#: bert_score's keywords (``bert_score.score``, and its command line's flags) that name no option
+#: here: the option that does what they do (None: none), and what to know
+BERT_SCORE_NAMES: dict[str, tuple[str | None, str]] = {
+    "model_type": ("model", "a hub id or local folder"),
+    "num_layers": ("layer", "the layer whose vectors are matched, counted as bert_score counts it (0: the "
+                            "embeddings)"),
+    "rescale_with_baseline": ("baseline", "the baseline file, which rescales (bert_score's own file for its "
+                                          "model and language: alignscore.rescale.bert_score_baseline(model, "
+                                          "lang), or `alignscore baseline --bert-score LANG`)"),
+    "baseline_path": ("baseline", "the baseline file, which rescales"),
+    "all_layers": (None, "a run scores one composition: score once per layer, or run a grid over the layers "
+                         "(alignscore ablate)"),
+    "return_hash": (None, "every result carries its signature, the whole of what bert_score's hash says "
+                          "(scores.signature; the command line prints it)"),
+    "verbose": (None, "the command line shows progress on stderr; a Python call is quiet"),
+    "nthreads": (None, "the tokenizer is always the fast one; torch's threads are torch.set_num_threads'"),
+    "use_fast_tokenizer": (None, "the tokenizer is always the fast one"),
+}
+
+
+def bert_score_name(key: str, style: str) -> str:
+    """What to use instead of bert_score's keyword ``key`` (:data:`BERT_SCORE_NAMES`), the option
+    named in ``style``.
+
+    Examples
+    --------
+    >>> bert_score_name("model_type", "keyword")
+    "bert_score's model_type is model= here: a hub id or local folder"
+    """
+    option, note = BERT_SCORE_NAMES[key.replace("-", "_")]
+    if option is None:
+        return f"bert_score's {key} has no counterpart here: {note}"
+    return f"bert_score's {key} is {name_in(style, option)} here: {note}"
+
+
 def flag_label(path: tuple[Any, ...]) -> str:
     return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
 
@@ -124,6 +159,8 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         if name == CONFIG and isinstance(value, str) and value in PRESETS.names() and not _local(value, root).exists():
             name = PRESET  # a preset by name wherever a run file is taken
+        if name is None and key.replace("-", "_") in BERT_SCORE_NAMES:
+            raise ConfigError(f"{label((key,))}: {bert_score_name(key, style)}")
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
@@ -414,5 +451,5 @@ class Provenance:
         return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["CLEAR", "Label", "Provenance", "SWITCH", "Source", "file_source", "flag_label", "flat", "input_files",
-           "keyword_label", "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]
+__all__ = ["BERT_SCORE_NAMES", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
+           "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]
