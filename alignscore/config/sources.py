@@ -81,6 +81,7 @@ BERT_SCORE_NAMES: dict[str, tuple[str | None, str]] = {
     "verbose": (None, "the command line shows progress on stderr; a Python call is quiet"),
     "nthreads": (None, "the tokenizer is always the fast one; torch's threads are torch.set_num_threads'"),
     "use_fast_tokenizer": (None, "the tokenizer is always the fast one"),
+    "seg_level": (None, "the scores of every candidate are always written, the means and signature to stderr"),
 }
 
 

@@ -46,3 +46,55 @@ def test_a_preset_by_name_where_a_run_file_is_taken(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(tmp_path)
     write_toml({"layer": 3}, tmp_path / "bertscore")  # a file of that name is the file
     assert run_spec({"config": "bertscore"}).composition.aggregator.layer == 3
+
+
+# -- bert_score's keywords ----------------------------------------------------------------------
+@pytest.mark.parametrize("keyword, value, needle", [
+    ("rescale_with_baseline", True, "is baseline= here"),
+    ("baseline_path", "b.tsv", "is baseline= here"),
+    ("model_type", "bert-base-uncased", "is model= here"),
+    ("num_layers", 9, "is layer= here"),
+    ("return_hash", True, "has no counterpart here: every result carries its signature"),
+    ("verbose", True, "has no counterpart here"),
+    ("all_layers", True, "has no counterpart here: a run scores one composition"),
+    ("nthreads", 4, "has no counterpart here"),
+    ("use_fast_tokenizer", True, "has no counterpart here"),
+])
+def test_bert_scores_keywords_name_the_option_to_use(keyword: str, value: object, needle: str) -> None:
+    import alignscore
+
+    with pytest.raises(ConfigError) as caught:
+        alignscore.score(["a"], ["b"], model="/nonexistent/model", **{keyword: value})
+    assert str(caught.value).startswith(f"score(): {keyword}=: bert_score's {keyword} {needle}")
+    assert "did you mean" not in str(caught.value)
+
+
+def test_lang_beside_a_model_says_what_bert_score_does() -> None:
+    with pytest.raises(ConfigError, match=r"lang= means model roberta-large; it cannot go with model= "
+                                          r"all-MiniLM-L6-v2: give one \(bert_score keeps its model_type and "
+                                          r"reads its lang only for the baseline file: here leave lang= out and "
+                                          r"give baseline= that file\)"):
+        run_spec({"lang": "en", "model": "all-MiniLM-L6-v2"})
+
+
+@pytest.mark.reference
+def test_every_keyword_of_bert_scores_score_is_an_option_or_mapped() -> None:
+    import inspect
+
+    from alignscore.config import options
+    from alignscore.config.sources import BERT_SCORE_NAMES
+    from conftest import needs
+
+    bert_score = needs("bert_score")
+    keywords = [k for k in inspect.signature(bert_score.score).parameters if k not in ("cands", "refs")]
+    assert [k for k in keywords if k not in options() and k not in BERT_SCORE_NAMES] == []
+    assert all(option is None or option in options() for option, _ in BERT_SCORE_NAMES.values())
+
+
+def test_the_docs_map_every_bert_score_keyword() -> None:
+    from alignscore.config.sources import BERT_SCORE_NAMES
+    from conftest import REPO
+
+    page = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    table = page[page.index("### Coming from bert_score"):page.index("## Scorers and presets")]
+    assert [k for k in BERT_SCORE_NAMES if f"`{k}" not in table and f"--{k}`" not in table] == []
