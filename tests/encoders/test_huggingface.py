@@ -42,3 +42,15 @@ def test_the_digest_is_hashed_once_per_file_and_process(tiny_bert_dir: str) -> N
 def test_a_hub_id_or_packaged_name_is_shown_as_it_is() -> None:
     assert HFEncoder("all-MiniLM-L6-v2").signature() == "all-MiniLM-L6-v2"
     assert HFEncoder("roberta-large", revision="abc").signature() == "roberta-large@abc"
+
+
+def test_with_a_cache_a_rerun_hashes_nothing(tiny_bert_dir: str, tmp_path: Path) -> None:
+    from alignscore.cache import EmbeddingCache
+    from alignscore.encoders.cached import CachedEncoder
+
+    folder = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    (tmp_path / "cache").mkdir()  # as a run that encoded leaves it
+    first = CachedEncoder(HFEncoder(str(folder)), EmbeddingCache(tmp_path / "cache")).signature()
+    fingerprint._hashed.cache_clear()  # as a new process: only the cache's memo remembers
+    again = CachedEncoder(HFEncoder(str(folder)), EmbeddingCache(tmp_path / "cache")).signature()
+    assert again == first and fingerprint._hashed.cache_info().misses == 0
