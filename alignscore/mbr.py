@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .config import Provenance, RunSpec
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "read_samples", "write_selections"]
+__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "read_samples",
+           "write_selections"]
 
 
 @dataclass(frozen=True)

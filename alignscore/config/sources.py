@@ -453,4 +453,5 @@ class Provenance:
 
 
 __all__ = ["BERT_SCORE_NAMES", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
-           "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]
+           "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in",
+           "preset_source", "sources_of"]
