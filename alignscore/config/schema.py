@@ -153,7 +153,8 @@ def _table(*_parts: int) -> dict[str, Option]:
     add(Option(SOURCE_OPTIONS[0], "source", "A named run (its model and composition); the options below override it.",
                choices=tuple(PRESETS.names())))
     add(Option(SOURCE_OPTIONS[1], "source", "A run file (TOML: the keys are these options' names; `alignscore config` "
-               "and `alignscore tune` write one); the options below override it. Not with --preset.", file=True,
+               "and `alignscore tune` write one), or a preset's name; the options below override it. Not with "
+               "--preset.", file=True,
                metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
