@@ -92,6 +92,7 @@ class Declaration:
     envvar: str | None = None
     unset: str | None = None
     names_model: bool = False
+    bert_score: tuple[str, ...] = ()
 
 
 def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
@@ -122,6 +123,8 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     compare : whether the setting takes part in equality (a large inline list need not).
     names_model : the value names a model: a hub id, or a local folder or file (resolved against
         the folder of the file that names it where it exists there).
+    bert_score : bert_score's keywords (and flags) that do what this setting does: refused with
+        this setting's name (a user's habit named, not translated by hand).
 
     The keywords but ``default`` and ``compare`` are :class:`Declaration`'s fields.
     """

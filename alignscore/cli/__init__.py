@@ -9,7 +9,7 @@ import warnings
 import click
 
 from .._version import __version__
-from ..config.sources import BERT_SCORE_NAMES, bert_score_name
+from ..config.sources import bert_score_name
 from ..errors import AlignScoreError, ConfigErrors
 from ..registry import load_plugins
 from ..runtime import quiet_libraries
@@ -64,9 +64,9 @@ def _usage_error(exc: click.ClickException) -> None:
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     message = exc.format_message()
-    habit = (exc.option_name.lstrip("-") if isinstance(exc, click.NoSuchOption) else "").replace("-", "_")
-    if habit in BERT_SCORE_NAMES:  # bert-score's own flag: what it is here, not the nearest spelling
-        message = f"no such option {exc.option_name}: {bert_score_name(habit, 'flag')}"
+    habit = bert_score_name(exc.option_name.lstrip("-"), "flag") if isinstance(exc, click.NoSuchOption) else None
+    if habit is not None:  # bert-score's own flag: what it is here, not the nearest spelling
+        message = f"no such option {exc.option_name}: {habit}"
     click.echo(f"alignscore: error: {' '.join(message.split())}{hint}", err=True)
     sys.exit(exc.exit_code)
 

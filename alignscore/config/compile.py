@@ -154,7 +154,7 @@ def _beside(shorthand: str, target: str, style: str) -> str:
     if (shorthand, target) != (MODEL_OPTIONS[1], MODEL_OPTIONS[0]):
         return ""
     return (f" (bert_score keeps its model_type and reads its lang only for the baseline file: here leave "
-            f"{name_in(style, shorthand)} out and give {name_in(style, 'baseline')} that file)")
+            f"{name_in(style, shorthand)} out and give {name_in(style, OPTION.baseline.name)} that file)")
 
 
 def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], named: Given | None,

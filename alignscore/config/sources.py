@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -64,40 +65,38 @@ class Source:
         return [*(b for src in self.base for b in src.layers()), self]
 
 
-#: bert_score's keywords (``bert_score.score``, and its command line's flags) that name no option
-#: here: the option that does what they do (None: none), and what to know
-BERT_SCORE_NAMES: dict[str, tuple[str | None, str]] = {
-    "model_type": ("model", "a hub id or local folder"),
-    "num_layers": ("layer", "the layer whose vectors are matched, counted as bert_score counts it (0: the "
-                            "embeddings)"),
-    "rescale_with_baseline": ("baseline", "the baseline file, which rescales (bert_score's own file for its "
-                                          "model and language: alignscore.rescale.bert_score_baseline(model, "
-                                          "lang), or `alignscore baseline --bert-score LANG`)"),
-    "baseline_path": ("baseline", "the baseline file, which rescales"),
-    "all_layers": (None, "a run scores one composition: score once per layer, or run a grid over the layers "
-                         "(alignscore ablate)"),
-    "return_hash": (None, "every result carries its signature, the whole of what bert_score's hash says "
-                          "(scores.signature; the command line prints it)"),
-    "verbose": (None, "the command line shows progress on stderr; a Python call is quiet"),
-    "nthreads": (None, "the tokenizer is always the fast one; torch's threads are torch.set_num_threads'"),
-    "use_fast_tokenizer": (None, "the tokenizer is always the fast one"),
-    "seg_level": (None, "the scores of every candidate are always written, the means and signature to stderr"),
+#: bert_score's keywords (``bert_score.score``, and its command line's flags) that no setting does
+#: (a setting that does declares them: ``setting(bert_score=...)``), and what to know instead
+BERT_SCORE_ONLY: dict[str, str] = {
+    "all_layers": "a run scores one composition: score once per layer, or run a grid over the layers "
+                  "(alignscore ablate)",
+    "return_hash": "every result carries its signature, the whole of what bert_score's hash says "
+                   "(scores.signature; the command line prints it)",
+    "verbose": "the command line shows progress on stderr; a Python call is quiet",
+    "nthreads": "the tokenizer is always the fast one; torch's threads are torch.set_num_threads'",
+    "use_fast_tokenizer": "the tokenizer is always the fast one",
+    "seg_level": "the scores of every candidate are always written, the means and signature to stderr",
 }
 
 
-def bert_score_name(key: str, style: str) -> str:
-    """What to use instead of bert_score's keyword ``key`` (:data:`BERT_SCORE_NAMES`), the option
-    named in ``style``.
+def bert_score_name(key: str, style: str) -> str | None:
+    """What to use instead of bert_score's keyword (or flag) ``key``, the option named in
+    ``style``: the setting that declares it, with the gist of its help, or
+    :data:`BERT_SCORE_ONLY`'s note; None where ``key`` is none of bert_score's.
 
     Examples
     --------
     >>> bert_score_name("model_type", "keyword")
-    "bert_score's model_type is model= here: a hub id or local folder"
+    "bert_score's model_type is model= here (Hugging Face hub id or local directory)"
+    >>> bert_score_name("rescale_with_baseline", "flag")
+    "bert_score's rescale_with_baseline is --baseline here (Baseline file in bert_score's format)"
     """
-    option, note = BERT_SCORE_NAMES[key.replace("-", "_")]
-    if option is None:
-        return f"bert_score's {key} has no counterpart here: {note}"
-    return f"bert_score's {key} is {name_in(style, option)} here: {note}"
+    key = key.replace("-", "_")
+    for option in options().values():
+        if option.setting is not None and key in option.setting.decl.bert_score:
+            gist = re.split(r" \(|\. |; ", option.help)[0].rstrip(".")
+            return f"bert_score's {key} is {name_in(style, option.name)} here ({gist})"
+    return f"bert_score's {key} has no counterpart here: {BERT_SCORE_ONLY[key]}" if key in BERT_SCORE_ONLY else None
 
 
 def flag_label(path: tuple[Any, ...]) -> str:
@@ -160,8 +159,8 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         if name == CONFIG and isinstance(value, str) and value in PRESETS.names() and not _local(value, root).exists():
             name = PRESET  # a preset by name wherever a run file is taken
-        if name is None and key.replace("-", "_") in BERT_SCORE_NAMES:
-            raise ConfigError(f"{label((key,))}: {bert_score_name(key, style)}")
+        if name is None and (habit := bert_score_name(key, style)) is not None:
+            raise ConfigError(f"{label((key,))}: {habit}")
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
@@ -452,6 +451,6 @@ class Provenance:
         return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["BERT_SCORE_NAMES", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
+__all__ = ["BERT_SCORE_ONLY", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
            "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in",
            "preset_source", "sources_of"]

@@ -17,6 +17,7 @@ from ..cache import DIGESTS, EmbeddingCache, forward_cached
 from ..tokens import Tokenized
 from .fingerprint import digest_memo
 from .base import Encoder
+from .huggingface import HFEncoder
 
 
 class CachedEncoder(Encoder):
@@ -89,7 +90,7 @@ class CachedEncoder(Encoder):
         self.inner.check()
 
     def signature(self) -> str:
-        if Path(str(getattr(self.inner, "model", ""))).is_dir():
+        if isinstance(self.inner, HFEncoder) and Path(self.inner.model).is_dir():
             self.fingerprint()  # a local model's digest from the cache's memo: a re-run hashes nothing
         return self.inner.signature()
 

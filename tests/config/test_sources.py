@@ -50,10 +50,10 @@ def test_a_preset_by_name_where_a_run_file_is_taken(tmp_path: Path, monkeypatch:
 
 # -- bert_score's keywords ----------------------------------------------------------------------
 @pytest.mark.parametrize("keyword, value, needle", [
-    ("rescale_with_baseline", True, "is baseline= here"),
+    ("rescale_with_baseline", True, "is baseline= here (Baseline file in bert_score's format)"),
     ("baseline_path", "b.tsv", "is baseline= here"),
-    ("model_type", "bert-base-uncased", "is model= here"),
-    ("num_layers", 9, "is layer= here"),
+    ("model_type", "bert-base-uncased", "is model= here (Hugging Face hub id or local directory)"),
+    ("num_layers", 9, "is layer= here (Layer for the single-layer aggregator"),
     ("return_hash", True, "has no counterpart here: every result carries its signature"),
     ("verbose", True, "has no counterpart here"),
     ("all_layers", True, "has no counterpart here: a run scores one composition"),
@@ -82,19 +82,20 @@ def test_every_keyword_of_bert_scores_score_is_an_option_or_mapped() -> None:
     import inspect
 
     from alignscore.config import options
-    from alignscore.config.sources import BERT_SCORE_NAMES
+    from alignscore.config.sources import bert_score_name
     from conftest import needs
 
     bert_score = needs("bert_score")
     keywords = [k for k in inspect.signature(bert_score.score).parameters if k not in ("cands", "refs")]
-    assert [k for k in keywords if k not in options() and k not in BERT_SCORE_NAMES] == []
-    assert all(option is None or option in options() for option, _ in BERT_SCORE_NAMES.values())
+    assert [k for k in keywords if k not in options() and bert_score_name(k, "keyword") is None] == []
 
 
 def test_the_docs_map_every_bert_score_keyword() -> None:
-    from alignscore.config.sources import BERT_SCORE_NAMES
+    from alignscore.config import options
+    from alignscore.config.sources import BERT_SCORE_ONLY
     from conftest import REPO
 
     page = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
     table = page[page.index("### Coming from bert_score"):page.index("## Scorers and presets")]
-    assert [k for k in BERT_SCORE_NAMES if f"`{k}" not in table and f"--{k}`" not in table] == []
+    declared = [k for o in options().values() if o.setting for k in o.setting.decl.bert_score]
+    assert len(declared) == 4 and [k for k in [*declared, *BERT_SCORE_ONLY] if k not in table] == []
