@@ -330,7 +330,7 @@ def input_files(sources: Sequence[Source]) -> list[str]:
     --------
     >>> import pathlib, tempfile
     >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
-    >>> _ = run.write_text('stopwords = "stop.txt"\n')
+    >>> _ = run.write_text('stopwords = "stop.txt"\\n')
     >>> [pathlib.Path(f).name for f in input_files(sources_of({"config": str(run)}))]
     ['run.toml', 'stop.txt']
     """
