@@ -62,8 +62,7 @@ def baseline(corpus: str | None, output: str | None, pairs: int, seed: int, bert
     require_model(ctx, "the model whose layers the baseline is for")
     refuse((corpus is None, "Missing option '--corpus' (the sentences whose random pairs are scored)."),
            (not given(ctx, "output"), "Missing option '-o' / '--output'."), error=click.UsageError)
-    check_readable([corpus])  # before the model: a missing corpus is said first
-    spec = compiled_of(opts, progress=not quiet).spec
+    spec = compiled_of(opts, progress=not quiet, before_model=lambda: check_readable([corpus])).spec
     result = baseline_file(spec, corpus, output, pairs, seed)
     click.echo(f"wrote {output or 'the baseline to standard output'}: layers 0..{max(result.rows)}, {pairs} random "
                f"pairs of {corpus}", err=True)

@@ -100,10 +100,18 @@ def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in table}
 
 
-def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
+def compiled_of(opts: Mapping[str, Any], progress: bool, before_model: Callable[[], Any] | None = None) -> Compiled:
     """The run the options describe (progress bars on stderr or not), with how each option was
-    given beside the spec (for ``build``)."""
-    spec, provenance = compile_labelled(sources_of(opts, style="flag"))
+    given beside the spec (for ``build``). ``before_model``: the command's own checks (its input
+    files), run after every option's value is checked and before the model's absence is said."""
+    try:
+        spec, provenance = compile_labelled(sources_of(opts, style="flag"))
+    except ConfigError as exc:
+        if before_model is not None and MODEL_OPTIONS[0] in exc.options:  # the last check: every value passed
+            before_model()
+        raise
+    if before_model is not None:
+        before_model()
     return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
 

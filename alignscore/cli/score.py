@@ -92,12 +92,17 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
            (streamed and not sources.cands,
             "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
     writer = shard is None or shard.rank == 0
-    # the texts and human scores before the model: a missing file is said first
-    texts = None if streamed else sources.read()
-    check_readable(sources.files if streamed else ())
-    if human and texts is not None:
-        read_human(human, len(texts[0]))
-    spec, provenance = compiled_of(opts, progress=not quiet and writer)
+    read: list[tuple[list[str], list[list[str]]]] = []
+
+    def inputs() -> None:  # the texts and human scores, after the options' values, before the model's absence
+        if streamed:
+            check_readable(sources.files)
+            return
+        read.append(sources.read())
+        if human:
+            read_human(human, len(read[0][0]))
+
+    spec, provenance = compiled_of(opts, progress=not quiet and writer, before_model=inputs)
     files = option_files(spec, opts)
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *files, human])
@@ -106,7 +111,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                   provenance, sources.against_sources)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
-        lines = score_texts(spec, *texts, output, fmt, sources.several_refs, human, confidence, resamples,
+        lines = score_texts(spec, *read[0], output, fmt, sources.several_refs, human, confidence, resamples,
                             seed, shard, ray, not quiet, provenance, sources.against_sources)
     for line in lines:
         click.echo(line, err=True)
