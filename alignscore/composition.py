@@ -57,7 +57,9 @@ class CompositionOptions:
     rescale: bool = setting(False, requires={"baseline": GIVEN}, help=(
         "Rescale with the --baseline file (--baseline alone implies it; --no-rescale switches off a file's)."))
     baseline: str | os.PathLike[str] | Baseline | None = setting(None, file=True, metavar="FILE",
-                                                                 implies={"rescale": True}, help=(
+                                                                 implies={"rescale": True},
+                                                                 bert_score=("rescale_with_baseline", "baseline_path"),
+                                                                 help=(
         "Baseline file in bert_score's format (LAYER,P,R,F); implies --rescale."))
     remap: str | os.PathLike[str] | Remapping | None = setting(None, file=True, metavar="FILE", help=(
         "A cross-lingual remapping (alignscore remap) applied to the sources' vectors: scoring against --sources "

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .config import Provenance, RunSpec
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "write_selections"]
+__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "read_samples",
+           "write_selections"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,19 @@ def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
 
 
+def read_samples(samples_file: str, k: int | None, exclude_self: bool = False) -> tuple[list[str], int]:
+    """The lines of ``samples_file`` and the block size (``k``, None: the whole file), checked
+    (:func:`check_blocks`): what a command reads before its model is looked up."""
+    from .textio import read_lines
+
+    samples = read_lines(samples_file)
+    if not samples:
+        raise InputError("is empty: there are no samples to select from", samples_file)
+    k = k or len(samples)
+    check_blocks(len(samples), k, exclude_self, samples_file)
+    return samples, k
+
+
 def mbr_file(spec: RunSpec, samples_file: str, k: int | None, exclude_self: bool = False, fmt: str = "tsv",
              output: str | None = None, files: Sequence[str] = (), provenance: Provenance | None = None
              ) -> list[str]:
@@ -143,14 +157,10 @@ def mbr_file(spec: RunSpec, samples_file: str, k: int | None, exclude_self: bool
         The blocks and their mean selected utility; the signature.
     """
     from .config import build
-    from .textio import check_output, output_stream, read_lines
+    from .textio import check_output, output_stream
 
     check_output(output, [samples_file, *files])
-    samples = read_lines(samples_file)
-    if not samples:
-        raise InputError("is empty: there are no samples to select from", samples_file)
-    k = k or len(samples)
-    check_blocks(len(samples), k, exclude_self, samples_file)
+    samples, k = read_samples(samples_file, k, exclude_self)
     scorer = build(spec, provenance=provenance)
     selections = mbr_select(scorer, samples, k, exclude_self)
     signature = mbr_signature(scorer.signature(), k, exclude_self)

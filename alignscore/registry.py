@@ -26,19 +26,42 @@ class Registry(Generic[T]):
     def __init__(self, stage: str) -> None:
         self.stage = stage
         self._entries: dict[str, Callable[..., T]] = {}
+        #: what a part registered once the option table exists must pass (the table sets it:
+        #: it knows every stage's names and the run's own); raises ConfigError
+        self.admit: Callable[[], None] | None = None
 
     def register(self, *names: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        """Register a part under ``names`` (its first is the name it is written back with).
+
+        A name another part holds, or a setting that clashes with the options of the parts
+        registered before it, is refused (:class:`~alignscore.errors.ConfigError` naming the
+        part's module) and leaves the registry as it was.
+        """
         def deco(factory: Callable[..., T]) -> Callable[..., T]:
-            for name in names:
-                if name in self._entries and self._entries[name] is not factory:
-                    raise ValueError(f"{self.stage} {name!r} registered twice")
-                self._entries[name] = factory
+            taken = [n for n in names if n in self._entries and self._entries[n] is not factory]
+            if taken:
+                held = self._entries[taken[0]]
+                raise ConfigError(f"{origin(factory)}: {self.stage} {taken[0]!r} is already {origin(held)}'s: "
+                                  "register the part under a name of its own")
+            new = [n for n in names if n not in self._entries]
+            self._entries.update({n: factory for n in new})
+            try:
+                if self.admit is not None and new:
+                    self.admit()
+            except ConfigError as exc:
+                for n in new:
+                    del self._entries[n]
+                raise ConfigError(f"{origin(factory)}: {self.stage} {new[0]!r} refused: {exc}") from None
             return factory
 
         return deco
 
     def names(self) -> list[str]:
         load_plugins()
+        return self.registered()
+
+    def registered(self) -> list[str]:
+        """The names registered now (no plugin is loaded for them)."""
         return sorted(self._entries)
 
     def get(self, name: str) -> Callable[..., T]:
@@ -73,11 +96,18 @@ class Registry(Generic[T]):
         return name in self._entries
 
 
+def origin(factory: Any) -> str:
+    """Where a part is defined, as an error names it: ``module.Class``."""
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"
+
+
 _plugins_loaded = False
 
 
 def load_plugins() -> None:
-    """Import the modules named in the ``alignscore.parts`` entry-point group (once)."""
+    """Import the modules named in the ``alignscore.parts`` entry-point group (once). A plugin
+    that fails to import, or whose part :meth:`Registry.register` refuses, is skipped with one
+    warning naming its module and distribution; the parts it registered before are kept."""
     global _plugins_loaded
     if _plugins_loaded:
         return
@@ -88,4 +118,7 @@ def load_plugins() -> None:
         try:
             ep.load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
-            warnings.warn(f"cannot load alignscore plugin {ep.name!r} ({ep.value}): {exc}", stacklevel=2)
+            dist = getattr(getattr(ep, "dist", None), "name", None)
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            warnings.warn(f"alignscore plugin {ep.name!r} (module {ep.value}{f', distribution {dist}' if dist else ''})"
+                          f" skipped: {reason}", stacklevel=2)

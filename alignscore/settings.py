@@ -93,6 +93,7 @@ class Declaration:
     envvar: str | None = None
     unset: str | None = None
     names_model: bool = False
+    bert_score: tuple[str, ...] = ()
 
 
 def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
@@ -124,6 +125,8 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     compare : whether the setting takes part in equality (a large inline list need not).
     names_model : the value names a model: a hub id, or a local folder or file (resolved against
         the folder of the file that names it where it exists there).
+    bert_score : bert_score's keywords (and flags) that do what this setting does: refused with
+        this setting's name (a user's habit named, not translated by hand).
 
     The keywords but ``default`` and ``compare`` are :class:`Declaration`'s fields.
     """
@@ -237,8 +240,9 @@ class Setting:
                 raise SettingError(self.name, f"expected {self.describe()}, not {value!r}")
             return value
         if str in kinds and isinstance(value, str):
-            if d.choices is not None and value not in d.choices:
-                raise SettingError(self.name, f"one of {', '.join(map(str, d.choices))}, not {value!r}")
+            if d.choices is not None and value not in d.choices:  # where numbers are taken too, say so
+                raise SettingError(self.name, f"expected {self.describe()}, not {value!r}" if kinds - {str, Any}
+                                   else f"one of {', '.join(map(str, d.choices))}, not {value!r}")
             return value
         if os.PathLike in kinds and isinstance(value, os.PathLike):
             return os.fspath(value)

@@ -78,6 +78,14 @@ def iter_lines(path: str | Path) -> Iterator[str]:
                                  f"of the line)", str(path), number) from None
 
 
+def check_readable(paths: Iterable[str | Path | None]) -> None:
+    """Raise the error reading would (:func:`iter_lines`) for the first of ``paths`` that cannot
+    be opened or whose first line is not UTF-8, without reading them whole: before a model loads."""
+    for path in paths:
+        if path is not None:
+            next(iter_lines(path), None)
+
+
 def read_lines(path: str | Path) -> list[str]:
     """Every line of a UTF-8 file (:func:`iter_lines`)."""
     return list(iter_lines(path))

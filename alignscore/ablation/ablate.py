@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..config.compile import Source
+from ..config.sources import input_files
 from ..textio import check_output_folder, read_lines
 from .grid import Grid
 
@@ -17,6 +18,11 @@ __all__ = ["ablate_challenge", "ablate_daseg"]
 
 def _quiet(msg: str) -> None:
     pass
+
+
+def _read_by(grid: Grid, flags: Sequence[Source]) -> list[str]:
+    """The files the grid's cells read (run files, stop words, baselines...: the flags' and the grid's own)."""
+    return [f for row in grid.rows for column in grid.columns for f in input_files(grid.sources(row, column, flags))]
 
 
 def ablate_daseg(grid: Grid, grid_path: str, data: str, flags: Sequence[Source], *,
@@ -52,7 +58,7 @@ def ablate_daseg(grid: Grid, grid_path: str, data: str, flags: Sequence[Source],
     pairs = load_daseg(data, lang_pairs, year=year, idf_corpus=idf_corpus)  # checks the data first
     out = Path(output or f"ablation-{grid.name}")
     # before any work: the folder must be writable and hold none of the inputs
-    check_output_folder(out, OUTPUT_FILES.values(), [grid_path, idf_corpus, *inputs])
+    check_output_folder(out, OUTPUT_FILES.values(), [grid_path, idf_corpus, *inputs, *_read_by(grid, flags)])
     log(f"{grid.name}: {len(grid.rows)} rows x {len(grid.columns)} columns x {len(pairs)} language pair(s)")
     run = run_grid(grid, pairs, flags, progress=progress, log=log, **planning)
     methods = list(dict.fromkeys(methods)) or ["pearson"]
@@ -82,7 +88,7 @@ def ablate_challenge(grid: Grid, grid_path: str, challenge_set: str, flags: Sequ
     items = read_items(challenge_set)
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{grid.name}")
-    check_output_folder(out, OUTPUT_FILES.values(), [grid_path, challenge_set, idf_corpus])  # before any work
+    check_output_folder(out, OUTPUT_FILES.values(), [grid_path, challenge_set, idf_corpus, *_read_by(grid, flags)])
     items, repeated = settle_repeats(items, dedupe)
     if dedupe and repeated:
         log(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")

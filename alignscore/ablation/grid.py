@@ -14,8 +14,8 @@ from typing import Any, Mapping, Sequence
 
 from ..config.compile import Source, make_source
 from ..config.files import key_label, load_toml
-from ..config.schema import MODEL_OPTIONS, options
-from ..config.sources import model_given
+from ..config.schema import MODEL_OPTIONS, STAGES, options
+from ..config.sources import PRESET, model_given
 from ..errors import ConfigError
 
 MNLI_ROLE = "mnli"
@@ -127,12 +127,29 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
     for i, column in enumerate(columns):
         if "aligner" not in column.source.values:
             raise ConfigError(f"{label(('columns', i))}: a column names its `aligner`")
+    _presets_keep_columns(rows, columns, label)
     names = [r.name for r in rows if "{" not in r.name]  # templates ("Layer {layer}") repeat
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: row names must be unique")
     if len({c.name for c in columns}) != len(columns):
         raise ConfigError(f"{where}: column names must be unique")
     return Grid(str(data.get("title", Path(where).stem)), roles, columns, rows, defaults, where, Path(where).stem)
+
+
+def _presets_keep_columns(rows: Sequence[GridEntry], columns: Sequence[GridEntry], label: Any) -> None:
+    """Refuse a row whose preset names another part than a column declares: the preset, merged
+    just below the row, would replace the column's part without a trace in the table."""
+    for i, row in enumerate(rows):
+        for preset in (b for b in row.source.base if b.kind == PRESET):
+            for column in columns:
+                for stage in (s for s in STAGES if s in preset.values and s in column.source.values
+                              and s not in row.source.values):
+                    if preset.values[stage] != column.source.values[stage]:
+                        raise ConfigError(
+                            f"{label(('rows', i, PRESET))}: its preset's {stage} {preset.values[stage]} would replace "
+                            f"column {column.name!r}'s {stage} {column.source.values[stage]}: a row's preset may not "
+                            f"change what a column declares (give the row its settings without the preset, or make "
+                            f"the columns {stage} {preset.values[stage]})")
 
 
 def _tables(data: Mapping[str, Any], key: str, label: Any, where: str) -> list[Any]:

@@ -35,7 +35,8 @@ class SingleLayer(Aggregator):
     (12,)
     """
 
-    layer: int | None = setting(None, short="-l", unset="the model's tuned layer (BERTScore's table)", help=(
+    layer: int | None = setting(None, short="-l", unset="the model's tuned layer (BERTScore's table)",
+                                bert_score=("num_layers",), help=(
         "Layer for the single-layer aggregator (0 = embeddings; negative counts from the top). Default: the "
         "model's tuned layer."))
 

@@ -9,7 +9,9 @@ import warnings
 import click
 
 from .._version import __version__
+from ..config.sources import bert_score_name
 from ..errors import AlignScoreError, ConfigErrors
+from ..registry import load_plugins
 from ..runtime import quiet_libraries
 
 
@@ -61,7 +63,11 @@ def _usage_error(exc: click.ClickException) -> None:
         raise exc
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    click.echo(f"alignscore: error: {' '.join(exc.format_message().split())}{hint}", err=True)
+    message = exc.format_message()
+    habit = bert_score_name(exc.option_name.lstrip("-"), "flag") if isinstance(exc, click.NoSuchOption) else None
+    if habit is not None:  # bert-score's own flag: what it is here, not the nearest spelling
+        message = f"no such option {exc.option_name}: {habit}"
+    click.echo(f"alignscore: error: {' '.join(message.split())}{hint}", err=True)
     sys.exit(exc.exit_code)
 
 
@@ -80,4 +86,15 @@ def main() -> None:
     quiet_libraries()
 
 
+def _load_plugins() -> None:
+    """The plugins' parts, loaded before the commands' options are made from the table: one that
+    cannot load is skipped with a one-line warning (at start-up, before ``main`` runs)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_plugins()
+    for warning in caught:
+        print(f"alignscore: warning: {one_line(str(warning.message))}", file=sys.stderr)
+
+
+_load_plugins()
 from . import ablate, baseline, challenge, compare, config, diff, distill, fit, mbr, perturb, remap, score, show, tune  # noqa: E402,F401  (commands register themselves on ``main``)

@@ -9,7 +9,7 @@ import click
 from ..evaluation.challenge_report import challenge_file, remap_option
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
-from .options import (option_files, output_option, quiet_option, scorer_options, scorer_opts, seed_option,
+from .options import (output_option, quiet_option, scorer_options, scorer_opts, seed_option,
                       sides_specs, sources_option)
 
 
@@ -51,9 +51,10 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
         --b "--aligner wmd --n-gram 1"
     """
     common, remap = remap_option(scorer_opts(kwargs), against_sources)  # a file, or a folder: by each item's lp
-    specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet)
-    challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe,
-                   [f for run in specs for f in option_files(run.spec, common)], lambda msg: click.echo(msg, err=True),
-                   against_sources, remap)
+    files: list[str] = []
+    specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet,
+                        files=files)
+    challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe, files,
+                   lambda msg: click.echo(msg, err=True), against_sources, remap)
     if output:
         click.echo(f"wrote {output}", err=True)

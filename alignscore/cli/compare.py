@@ -51,6 +51,6 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
            (data is None and (not refs or human is None), "-c CAND needs -r REF and --human FILE"),
            (data is not None and (refs or human), "--data DIR holds the references and human scores: no -r or --human "
             "with it"), error=ConfigError)
+    sets = comparison_sets(data, comma_list(lang_pairs), year, cands, refs, human)  # the data before the model
     runs = sides_specs(scorer_opts(kwargs), [("--a", spec_a), ("--b", spec_b)], progress=not quiet)
-    sets = comparison_sets(data, comma_list(lang_pairs), year, cands, refs, human)
     click.echo("\n".join(compare_runs(*runs, sets, bootstrap, permutations, seed)))

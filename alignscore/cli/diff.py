@@ -10,7 +10,7 @@ import click
 from ..errors import ConfigError
 from ..evaluation.diff import check_diff_folder, write_diff
 from . import main
-from .options import ManyValues, option_files, quiet_option, scorer_options, scorer_opts, sides_specs
+from .options import ManyValues, quiet_option, scorer_options, scorer_opts, sides_specs
 
 
 @main.command()
@@ -47,10 +47,10 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     if fmt in ("png", "svg", "html") and out_dir is None:
         raise ConfigError(f"--format {fmt} writes files: give a folder with -o DIR")
     common = scorer_opts(kwargs)
-    run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress=not quiet)
+    files: list[str] = []
+    run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress=not quiet, files=files)
     if out_dir is not None:  # before any work: the folder must be writable and hold none of the inputs
-        check_diff_folder(out_dir, [cands, *refs, *option_files(run_a.spec, common),
-                                        *option_files(run_b.spec, common)], fmt)
+        check_diff_folder(out_dir, [cands, *refs, *files], fmt)
     shown = write_diff(run_a, run_b, cands, refs, top, fmt, out_dir, click.get_text_stream("stdout"))
     if out_dir is not None and shown:
         click.echo(f"wrote {Path(out_dir) / 'diff.tsv'} and the alignments of {shown} pair(s)", err=True)

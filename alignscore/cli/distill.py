@@ -29,6 +29,8 @@ def distill(output: str, dims: int, sif: float, batch_size: int, quiet: bool, **
     to --dims, Zipf/SIF weighting (model2vec's method), saved in model2vec's format. Score with
     it by `--model OUTPUT` (docs/static.md). Offline: the model must be on this machine."""
     require_model(click.get_current_context(), "the Hugging Face model to distil")
+    if not 0 < sif < 1:  # NaN passes click's range
+        raise click.BadParameter(f"{sif} is not in the range 0<x<1.", param_hint="'--sif'")
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec  # the checks of every command
     if spec.encoder.static is not None:
         raise ConfigError(f"{OPTION.model.flag} {kwargs[OPTION.model.name]}: already a static table; distil a "

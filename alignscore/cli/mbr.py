@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..mbr import mbr_file
+from ..mbr import mbr_file, read_samples
 from . import main
 from .options import compiled_of, option_files, output_option, quiet_option, scorer_options, scorer_opts
 
@@ -31,6 +31,7 @@ def mbr(samples_file: str, k: int | None, exclude_self: bool, fmt: str, output: 
     block as reference, itself included unless --exclude-self. Ties go to the first sample.
     Any composition is the utility; every text is encoded once for the whole file."""
     opts = scorer_opts(kwargs)
-    spec, provenance = compiled_of(opts, progress=not quiet)
+    spec, provenance = compiled_of(opts, progress=not quiet,  # the samples before the model's absence
+                                   before_model=lambda: read_samples(samples_file, k, exclude_self))
     lines = mbr_file(spec, samples_file, k, exclude_self, fmt, output, option_files(spec, opts), provenance)
     click.echo("\n".join(lines), err=True)

@@ -108,10 +108,18 @@ def scorer_opts(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in table}
 
 
-def compiled_of(opts: Mapping[str, Any], progress: bool) -> Compiled:
+def compiled_of(opts: Mapping[str, Any], progress: bool, before_model: Callable[[], Any] | None = None) -> Compiled:
     """The run the options describe (progress bars on stderr or not), with how each option was
-    given beside the spec (for ``build``)."""
-    spec, provenance = compile_labelled(sources_of(opts, style="flag"))
+    given beside the spec (for ``build``). ``before_model``: the command's own checks (its input
+    files), run after every option's value is checked and before the model's absence is said."""
+    try:
+        spec, provenance = compile_labelled(sources_of(opts, style="flag"))
+    except ConfigError as exc:
+        if before_model is not None and MODEL_OPTIONS[0] in exc.options:  # the last check: every value passed
+            before_model()
+        raise
+    if before_model is not None:
+        before_model()
     return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
 
@@ -144,16 +152,26 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
 
 
-def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool) -> list[Compiled]:
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
+                files: list[str] | None = None) -> list[Compiled]:
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
-    an empty text names none) layered on the ``common`` ones (what a side names replaces them)."""
-    out = []
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
+    ``files`` is extended with the files each side reads (:func:`option_files`)."""
+    out, missing = [], []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
         try:
             out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:
-            raise ConfigError(f"{flag} {text!r}: {exc}") from None
+            if MODEL_OPTIONS[0] not in exc.options:
+                raise ConfigError(f"{flag} {text!r}: {exc}") from None
+            # the model's absence after every side's values; a side's own only where it names one
+            missing.append(ConfigError(f"{flag} {text!r}: {exc}") if any(k in named for k in MODEL_OPTIONS) else exc)
+            continue
+        if files is not None:
+            files += option_files(out[-1].spec, {**common, **named})
+    if missing:
+        raise missing[0]
     return out
 
 

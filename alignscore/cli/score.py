@@ -10,7 +10,8 @@ from ..config.schema import OPTION
 from ..distributed import init_from_env, leave
 from ..evaluation.stats import SACREBLEU_SEED
 from ..scorefiles import score_file_stream, score_matrix, score_texts
-from ..textio import check_output
+from ..evaluation.wmt import read_human
+from ..textio import check_output, check_readable
 from . import main
 from .inputs import Sources, input_options
 from .options import (compiled_of, needs, option_files, output_option, quiet_option, refuse, scorer_options,
@@ -91,7 +92,17 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
            (streamed and not sources.cands,
             "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
     writer = shard is None or shard.rank == 0
-    spec, provenance = compiled_of(opts, progress=not quiet and writer)
+    read: list[tuple[list[str], list[list[str]]]] = []
+
+    def inputs() -> None:  # the texts and human scores, after the options' values, before the model's absence
+        if streamed:
+            check_readable(sources.files)
+            return
+        read.append(sources.read())
+        if human:
+            read_human(human, len(read[0][0]))
+
+    spec, provenance = compiled_of(opts, progress=not quiet and writer, before_model=inputs)
     files = option_files(spec, opts)
     if output and writer:  # before any work: the output must be writable and none of the inputs
         check_output(output, [*sources.files, *files, human])
@@ -100,7 +111,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                   provenance, sources.against_sources)
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
-        lines = score_texts(spec, *sources.read(), output, fmt, sources.several_refs, human, confidence, resamples,
+        lines = score_texts(spec, *read[0], output, fmt, sources.several_refs, human, confidence, resamples,
                             seed, shard, ray, not quiet, provenance, sources.against_sources)
     for line in lines:
         click.echo(line, err=True)

@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import RequirementError, allows
-from .schema import DEFAULT_PARTS, FILTER_LIST, OPTION, STAGES, options, part_settings, takers
+from .schema import DEFAULT_PARTS, FILTER_LIST, MODEL_OPTIONS, OPTION, STAGES, options, part_settings, takers
 from .sources import Provenance, Source, flat, make_source, name_in, preset_source, sources_of
 from .spec import RunSpec
 
@@ -132,7 +132,7 @@ def merge(sources: Sequence[Source]) -> Merged:
             meant, other = read(short.value), given.get(target)
             if other is not None and other.value != meant:
                 raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
-                                  f"{other.value}", (name,))
+                                  f"{other.value}: give one{_beside(name, target, src.style)}", (name,))
             given[target] = Given(meant, short.label, rank)
         # the encoder's, the runtime's, the cache's, the composition's own options
         out.simple.update({k: g for k, g in given.items()
@@ -143,6 +143,14 @@ def merge(sources: Sequence[Source]) -> Merged:
         _merge_filters(out, given, src, rank)
     _requirements(out)
     return out
+
+
+def _beside(shorthand: str, target: str, style: str) -> str:
+    """What bert_score does with a language beside a model, where it differs (it picks only the baseline file)."""
+    if (shorthand, target) != (MODEL_OPTIONS[1], MODEL_OPTIONS[0]):
+        return ""
+    return (f" (bert_score keeps its model_type and reads its lang only for the baseline file: here leave "
+            f"{name_in(style, shorthand)} out and give {name_in(style, OPTION.baseline.name)} that file)")
 
 
 def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], named: Given | None,

@@ -11,7 +11,7 @@ settings of two stages.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -114,6 +114,32 @@ def _same_kind(stage: str, takers: list[tuple[str, Setting]]) -> None:
                               "(rename the setting)")
 
 
+def _helped(stage: str, takers: list[tuple[str, Setting]]) -> Setting:
+    """The setting whose help a shared option shows: the first built-in part's that has one, and
+    each other meaning after it, named by its parts (a plugin's setting does not hide a built-in's)."""
+    package = __package__.split(".")[0] + "."
+    takers = sorted(takers, key=lambda taker: not registry_of(stage).get(taker[0]).__module__.startswith(package))
+    meanings: dict[str, list[str]] = {}
+    for part, s in takers:
+        if s.decl.help:
+            meanings.setdefault(s.decl.help, []).append(part)
+    first = next((s for _, s in takers if s.decl.help), takers[0][1])
+    if len(meanings) < 2:
+        return first
+    more = "; ".join(f"for {stage} {', '.join(parts)}: {text}" for text, parts in list(meanings.items())[1:])
+    return replace(first, decl=replace(first.decl, help=f"{first.decl.help.rstrip()} ({more})"))
+
+
+def _admit() -> None:
+    """A part registered once this table exists must fit in it (each registry calls this)."""
+    _table(*_part_ids(loaded=False))
+
+
+def _part_ids(loaded: bool = True) -> tuple[int, ...]:
+    registries = (*STAGES.values(), FILTERS)
+    return tuple(id(r.get(n)) for r in registries for n in (r.names() if loaded else r.registered()))
+
+
 @lru_cache(maxsize=1)
 def _table(*_parts: int) -> dict[str, Option]:
     out: dict[str, Option] = {}
@@ -127,7 +153,8 @@ def _table(*_parts: int) -> dict[str, Option]:
     add(Option(SOURCE_OPTIONS[0], "source", "A named run (its model and composition); the options below override it.",
                choices=tuple(PRESETS.names())))
     add(Option(SOURCE_OPTIONS[1], "source", "A run file (TOML: the keys are these options' names; `alignscore config` "
-               "and `alignscore tune` write one); the options below override it. Not with --preset.", file=True,
+               "and `alignscore tune` write one), or a preset's name; the options below override it. Not with "
+               "--preset.", file=True,
                metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
@@ -135,8 +162,8 @@ def _table(*_parts: int) -> dict[str, Option]:
     for s in settings_of(EncoderSpec):
         add(setting_option(s, "encoder"))
     for stage, registry in STAGES.items():
-        add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.names())}.",
-                   choices=tuple(registry.names()), layered=stage in LAYERED))
+        add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.registered())}.",
+                   choices=tuple(registry.registered()), layered=stage in LAYERED))
     add(Option("idf", "composition", "--idf is --weighting idf-S (bert_score's --idf); --no-idf is --weighting none.",
                boolean=True, means=("weighting", lambda on: "idf-S" if on else "none")))
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
@@ -146,15 +173,14 @@ def _table(*_parts: int) -> dict[str, Option]:
         add(setting_option(s, "composition"))
     for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
-        for name in registry.names():
+        for name in registry.registered():
             for s in part_settings(stage, name).values():
                 shared.setdefault(s.name, []).append((name, s))
         for takers in shared.values():  # a setting several parts of a stage share is one option
             _same_kind(stage, takers)
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
-            helped = next((s for _, s in takers if s.decl.help), takers[0][1])
-            add(setting_option(helped, stage, tuple(part for part, _ in takers), shown))
+            add(setting_option(_helped(stage, takers), stage, tuple(part for part, _ in takers), shown))
     for group, cls in (("runtime", Runtime), ("cache", CacheSpec)):
         for s in settings_of(cls):
             if s.decl.option:
@@ -177,7 +203,11 @@ def options() -> dict[str, Option]:
     >>> table["n_gram"].flag, table["n_gram"].parts, table["layer"].layered
     ('--n-gram', ('sinkhorn', 'wmd'), True)
     """
-    return _table(*(id(r.get(n)) for r in (*STAGES.values(), FILTERS) for n in r.names()))
+    return _table(*_part_ids())
+
+
+for _registry in (*STAGES.values(), FILTERS):  # from now on a part is checked as it registers
+    _registry.admit = _admit
 
 
 class _Named:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ class Source:
     style : how an option it does not give is named in an error (``"flag"``, ``"keyword"``, ``"key"``).
     filter_labels : how each token filter's settings were written, by filter.
     base : the sources it is based on (the preset or run file it names), merged just below it.
+    path : the run file it was read from, if it is one.
 
     Examples
     --------
@@ -56,10 +58,45 @@ class Source:
     style: str = "keyword"
     filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     base: tuple["Source", ...] = ()
+    path: str | None = None
 
     def layers(self) -> list["Source"]:
         """This source after the ones it is based on (the preset or run file it names), lowest first."""
         return [*(b for src in self.base for b in src.layers()), self]
+
+
+#: bert_score's keywords (``bert_score.score``, and its command line's flags) that no setting does
+#: (a setting that does declares them: ``setting(bert_score=...)``), and what to know instead
+BERT_SCORE_ONLY: dict[str, str] = {
+    "all_layers": "a run scores one composition: score once per layer, or run a grid over the layers "
+                  "(alignscore ablate)",
+    "return_hash": "every result carries its signature, the whole of what bert_score's hash says "
+                   "(scores.signature; the command line prints it)",
+    "verbose": "the command line shows progress on stderr; a Python call is quiet",
+    "nthreads": "the tokenizer is always the fast one; torch's threads are torch.set_num_threads'",
+    "use_fast_tokenizer": "the tokenizer is always the fast one",
+    "seg_level": "the scores of every candidate are always written, the means and signature to stderr",
+}
+
+
+def bert_score_name(key: str, style: str) -> str | None:
+    """What to use instead of bert_score's keyword (or flag) ``key``, the option named in
+    ``style``: the setting that declares it, with the gist of its help, or
+    :data:`BERT_SCORE_ONLY`'s note; None where ``key`` is none of bert_score's.
+
+    Examples
+    --------
+    >>> bert_score_name("model_type", "keyword")
+    "bert_score's model_type is model= here (Hugging Face hub id or local directory)"
+    >>> bert_score_name("rescale_with_baseline", "flag")
+    "bert_score's rescale_with_baseline is --baseline here (Baseline file in bert_score's format)"
+    """
+    key = key.replace("-", "_")
+    for option in options().values():
+        if option.setting is not None and key in option.setting.decl.bert_score:
+            gist = re.split(r" \(|\. |; ", option.help)[0].rstrip(".")
+            return f"bert_score's {key} is {name_in(style, option.name)} here ({gist})"
+    return f"bert_score's {key} has no counterpart here: {BERT_SCORE_ONLY[key]}" if key in BERT_SCORE_ONLY else None
 
 
 def flag_label(path: tuple[Any, ...]) -> str:
@@ -117,9 +154,13 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     labels: dict[str, str] = {}
     filter_labels: dict[str, dict[str, str]] = {}
     for key, value in mapping.items():
-        if value is None:
-            continue
         name = key if key in table else older.get(key)
+        if value is None or name is not None and _unset(table[name], value):
+            continue
+        if name == CONFIG and isinstance(value, str) and value in PRESETS.names() and not _local(value, root).exists():
+            name = PRESET  # a preset by name wherever a run file is taken
+        if name is None and (habit := bert_score_name(key, style)) is not None:
+            raise ConfigError(f"{label((key,))}: {habit}")
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
@@ -161,16 +202,30 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
     return Source(kind, values, labels, style, filter_labels, base)
 
 
+def _local(value: str, root: Path | None) -> Path:
+    """A file name as the source reads it: relative to ``root`` where it has one."""
+    path = Path(value).expanduser()
+    return root / path if root is not None and not path.is_absolute() else path
+
+
+def _unset(option: Any, value: Any) -> bool:
+    """An empty text for an option read from an environment variable means "not given", as an
+    empty variable does (``--cache ''``: no cache)."""
+    return isinstance(value, str) and not value.strip() and option.setting is not None \
+        and option.setting.decl.envvar is not None
+
+
 def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
     """A value as the option holds it: files resolved, then read and checked by its declaration."""
     s = option.setting
+    if option.file and isinstance(value, str) and not value.strip():  # not the working folder
+        raise ConfigError(f"{label}: a file name, not an empty text", (option.name,))
     if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
         spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
         raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
     model = s is not None and s.decl.names_model and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
-        path = Path(value).expanduser()
-        local = root / path if root is not None and not path.is_absolute() else path
+        local = _local(str(value), root)
         if option.file or local.exists():  # a file, or the model as a local folder or file
             value = str(local.resolve())
     if option.multiple and isinstance(value, str):
@@ -262,8 +317,32 @@ def file_source(path: str | Path) -> Source:
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")
-    return make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
-                       Path(path).resolve().parent, style="key")
+    source = make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
+                         Path(path).resolve().parent, style="key")
+    return replace(source, path=str(Path(path).resolve()))
+
+
+def input_files(sources: Sequence[Source]) -> list[str]:
+    """The files ``sources`` read: the run files and every file an option of theirs names (stop
+    words, a baseline, a corpus...); no output may replace one.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+    >>> _ = run.write_text('stopwords = "stop.txt"\\n')
+    >>> [pathlib.Path(f).name for f in input_files(sources_of({"config": str(run)}))]
+    ['run.toml', 'stop.txt']
+    """
+    table = options()
+    out: list[str] = []
+    for src in flat(sources):
+        out += [src.path] if src.path else []
+        for name, value in src.values.items():
+            if table[name].file:
+                out += [str(v) for v in (value if isinstance(value, (list, tuple)) else [value])
+                        if isinstance(v, (str, os.PathLike))]
+    return out
 
 
 def preset_source(name: str, model: bool = True) -> Source:
@@ -368,5 +447,6 @@ class Provenance:
         return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["CLEAR", "Label", "Provenance", "SWITCH", "Source", "file_source", "flag_label", "flat", "keyword_label",
-           "known", "make_source", "model_given", "name_in", "preset_source", "sources_of"]
+__all__ = ["BERT_SCORE_ONLY", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
+           "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in",
+           "preset_source", "sources_of"]

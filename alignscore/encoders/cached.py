@@ -8,6 +8,7 @@ weights. Everything else (tokenization included) is the wrapped encoder's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import MutableMapping, Sequence
 
 import torch
@@ -16,6 +17,7 @@ from ..cache import DIGESTS, EmbeddingCache, forward_cached
 from ..tokens import Tokenized
 from .fingerprint import digest_memo
 from .base import Encoder
+from .huggingface import HFEncoder
 
 
 class CachedEncoder(Encoder):
@@ -88,6 +90,8 @@ class CachedEncoder(Encoder):
         self.inner.check()
 
     def signature(self) -> str:
+        if isinstance(self.inner, HFEncoder) and Path(self.inner.model).is_dir():
+            self.fingerprint()  # a local model's digest from the cache's memo: a re-run hashes nothing
         return self.inner.signature()
 
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:

@@ -4,10 +4,10 @@ The embedding cache is keyed by it, so that a different model in
 the same directory (another checkpoint copied over it, a fine-tuned model saved in its place)
 never reuses what the old one computed. Every top-level file of the model directory takes part
 (config, tokenizer files, weights), hashed in full with SHA-256; a read-me or ``.gitattributes``
-does not. Hashing a large checkpoint takes a second or two, so a ``memo`` may remember a file's
-digest under its path, inode, size, modification and change times: any write to the file, or
-another file put at the same path, changes one of them and makes it hash again. The cache keeps
-that memo in a JSON file in its folder (:func:`digest_memo`).
+does not. Hashing a large checkpoint takes a second or two, so a file's digest is remembered under
+its path, inode, size, modification and change times, within the process and in a ``memo``: any
+write to the file, or another file put at the same path, changes one of them and makes it hash
+again. The cache keeps that memo in a JSON file in its folder (:func:`digest_memo`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, MutableMapping
 
@@ -48,14 +49,21 @@ def file_digest(path: Path, memo: MutableMapping[str, str] | None = None) -> str
     ident = _identity(path)
     if memo is not None and ident in memo:
         return memo[ident]
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(_BLOCK):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = _hashed(ident)
     if memo is not None:
         memo[ident] = digest
     return digest
+
+
+@lru_cache(maxsize=1024)
+def _hashed(ident: str) -> str:
+    """SHA-256 of the file of an :func:`_identity`, hashed once per process while the identity
+    holds (a write or another file at the path makes another identity)."""
+    h = hashlib.sha256()
+    with open(_identity_path(ident), "rb") as fh:
+        while block := fh.read(_BLOCK):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _identity(path: Path) -> str:

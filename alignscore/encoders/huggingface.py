@@ -250,11 +250,15 @@ class HFEncoder(Encoder):
     def signature(self) -> str:
         """``name[@revision][+onnx][+bfloat16][+window[(stride=S)]]``: the backend, dtype and
         long-text mode only when not the defaults (torch, float32, truncate); ``+window``
-        changes the numbers of texts over the limit only."""
+        changes the numbers of texts over the limit only. A local folder is ``path#<digest>``:
+        the first 12 hex digits of its files' fingerprint (what the embedding cache and
+        ``--resume`` key on), so that other weights saved in its place change the signature; a
+        hub id or packaged name is pinned by its revision instead."""
         extras = "" if self.dtype == "float32" else f"+{self.dtype}"
         if self.long_texts == "window":
             extras += "+window" + (f"(stride={self.stride})" if self.stride else "")
-        return self.model + (f"@{self.revision}" if self.revision else "") + extras
+        local = f"#{self._files_fingerprint()[1][:12]}" if Path(self.model).is_dir() else ""
+        return self.model + local + (f"@{self.revision}" if self.revision else "") + extras
 
     def fingerprint(self, memo: MutableMapping[str, str] | None = None) -> str:
         """Digest of the model's files (see :mod:`alignscore.encoders.fingerprint`), its

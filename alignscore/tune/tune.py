@@ -13,6 +13,7 @@ import torch
 
 from ..config import build
 from ..config.compile import Source, sources_of
+from ..config.sources import input_files
 from ..errors import ConfigError
 from ..settings import SettingError, setting
 from ..textio import check_output_folder
@@ -200,7 +201,7 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     if output is not None:  # best.<lang>.toml beside best.toml for each source language remapped
         names = [p.name for p in output_paths(output, holdout is not None, True,
                                               {lp.src for lp in pairs if lp.remap is not None}).values()]
-        check_output_folder(output, names, [space, challenge, idf_corpus])
+        check_output_folder(output, names, [space, challenge, idf_corpus, *input_files(flags)])
     items = read_items(challenge) if challenge is not None else []
     if items and against_sources:  # each item against its source, with its language's remapping, as challenge does
         check_sources(items, str(challenge), side)

@@ -75,6 +75,19 @@ def test_short_options_and_idf(files, tiny_bert_dir):
                      "--idf means weighting idf-S", "--weighting none")
 
 
+@pytest.mark.parametrize("flag, needle", [
+    ("--num_layers", "no such option --num_layers: bert_score's num_layers is --layer here"),
+    ("--rescale_with_baseline", "no such option --rescale_with_baseline: bert_score's rescale_with_baseline is "
+                                "--baseline here"),
+    ("--model_type", "bert_score's model_type is --model here"),
+    ("--nthreads", "bert_score's nthreads has no counterpart here"),
+])
+def test_bert_scores_flags_name_the_option_to_use(files, flag, needle):
+    c, r = files("c.txt", CANDS), files("r.txt", REFS)
+    line = assert_one_error(*invoke("score", "-c", c, "-r", r, flag, "3")[::2], needle)
+    assert "Did you mean" not in line
+
+
 # -- several files after one -r ---------------------------------------------------------------
 def test_several_files_after_one_r(files, tiny):
     c, r1, r2 = files("c.txt", CANDS), files("r1.txt", REFS), files("r2.txt", REFS2)

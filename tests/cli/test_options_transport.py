@@ -96,7 +96,7 @@ def test_preset_moverscore_v1_with_overrides(io, tiny_bert_dir) -> None:
 @pytest.mark.parametrize("args,needle", [
     (["--n-gram", "2"], "--n-gram: applies to aligner sinkhorn or wmd, not to aligner greedy (the default)"),
     (["--aligner", "wmd", "--n-gram", "0"], "--n-gram: expected an integer >= 1 or one of sentence, not 0"),
-    (["--aligner", "wmd", "--n-gram", "two"], "--n-gram: one of sentence, not 'two'"),
+    (["--aligner", "wmd", "--n-gram", "two"], "--n-gram: expected an integer >= 1 or one of sentence, not 'two'"),
 ])
 def test_bad_n_gram_is_one_line(io, tiny_bert_dir, args, needle) -> None:
     refs, cands = io

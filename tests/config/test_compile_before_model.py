@@ -156,7 +156,7 @@ def test_preset_as_the_base_of_a_run_file(tmp_path: Path) -> None:
 
 def test_preset_as_the_base_of_a_grid_row_keeps_the_role_model() -> None:
     grid = parse_grid({"models": {"m": {"model": "all-MiniLM-L6-v2", "layer": 4}},
-                       "columns": [{"name": "c", "aligner": "greedy"}],
+                       "columns": [{"name": "c", "aligner": "wmd"}],
                        "rows": [{"name": "r", "preset": "moverscore-v2", "n_gram": 2}]}, path="g.toml")
     spec = compile_run(grid.sources(grid.rows[0], grid.columns[0]))
     wanted = run_spec({"preset": "moverscore-v2", "model": "all-MiniLM-L6-v2", "n_gram": 2})

@@ -177,3 +177,20 @@ def test_numbers_are_checked_before_anything_loads(kwargs, needle, tmp_path) -> 
     data = write_daseg(tmp_path, PAIRS, 30)
     with pytest.raises(ConfigError, match=needle):
         alignscore.fit(data, model="no-such-org/no-such-model", **kwargs)
+
+
+def test_no_output_replaces_a_file_the_start_names(tiny_bert_dir, data, tmp_path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scores.csv").write_text("the\n", encoding="utf-8")  # stop words, where the fit writes its scores
+    start = write_toml({"model": tiny_bert_dir, "layer": 2, "stopwords": str(out / "scores.csv")}, tmp_path / "s.toml")
+    code, _, err = invoke("fit", "--data", data, "--from", start, "-o", out, "-q")
+    assert_one_error(code, err, "scores.csv", "is also an input")
+    assert (out / "scores.csv").read_text(encoding="utf-8") == "the\n"
+
+
+def test_a_preset_by_name_is_a_start(tmp_path) -> None:
+    few = write_daseg(tmp_path, PAIRS, 5)  # the preset compiles; the data is what is refused
+    code, _, err = invoke("fit", "--data", few, "--from", "moverscore-v2", "--model", "all-MiniLM-L6-v2",
+                          "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, "5 segments; a fit needs at least 30")
