@@ -189,8 +189,10 @@ def test_a_missing_lm_folder_is_named_as_written_every_way_in(tiny_bert_dir, tmp
         compile_run([alignscore.config.file_source(run)])
     with pytest.raises(ConfigError, match=r"lm_weight=: expected a number >= 0, not nan"):
         alignscore.run_spec({"lm": "gpt2", "lm_weight": float("nan")})
-    with pytest.raises(ConfigError, match="lm_weight must be a finite number"):
+    with pytest.raises(ConfigError, match=r"^lm_weight: expected a number >= 0, not inf$"):  # the same declaration
         LMTerm("gpt2", math.inf)
+    with pytest.raises(ConfigError, match=r"^lm_scale: expected a number > 0, not 0.0$"):
+        LMTerm("gpt2", lm_scale=0)
 
 
 def test_the_lm_term_refuses_references(encoder, tiny_gpt2_dir, files, tmp_path) -> None:
