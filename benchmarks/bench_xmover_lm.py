@@ -13,7 +13,8 @@ timed on its own (the model loaded before the clock starts), beside the alignmen
     python benchmarks/fetch_smollm2.py LM_DIR
     python benchmarks/bench_xmover_lm.py --model E5_DIR --lm LM_DIR --wmt17 WMT17_DIR [--record]
 
-``--save FILE.json`` keeps every score (and the chosen numbers) for a look later.
+``--save FILE.json`` keeps every score (and the chosen numbers); ``--tables FILE.json`` makes the
+tables again from such a file, scoring nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import REPO, WMT16, machine  # noqa: E402
 
-WEIGHTS = np.round(np.arange(0, 0.2001, 0.0025), 4)  # the grid of the mean-logprob term's weight
 YEARS = ("WMT16", "WMT17")
 
 
@@ -46,10 +46,14 @@ def main() -> None:
     ap.add_argument("--model", required=True, help="the multilingual encoder (multilingual-e5-small converted)")
     ap.add_argument("--lm", required=True, help="the causal LM folder (SmolLM2-135M converted)")
     ap.add_argument("--wmt17", required=True, help="the WMT17 DAseg folder with source files")
+    ap.add_argument("--tables", help="make the tables from this --save file (nothing is scored)")
     ap.add_argument("--layer", type=int, default=8)
     ap.add_argument("--save", help="write every score and the chosen numbers to this JSON file")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    if args.tables:
+        report(json.loads(Path(args.tables).read_text(encoding="utf-8")), args, machine())
+        return
 
     import torch
 
@@ -111,22 +115,20 @@ def main() -> None:
 
 def mixes(out: dict) -> dict:
     """The mean-logprob term's location and scale (WMT16's candidates) and weight (WMT16's best mean
-    |r| with the remapping), into ``out``; the |r| table of every variant per pair."""
-    train = [v for k, row in out["pairs"].items() if k.startswith("WMT16") for v in row["lm_mean_logprob"]
-             if v is not None]
-    loc, scale = float(np.mean(train)), float(np.std(train))
+    |r| with the remapping), learned by :mod:`alignscore.fit.lm`, into ``out``; the |r| table of
+    every variant per pair."""
+    from alignscore.fit.lm import WEIGHT_GRID, learn_lm_weight, lm_scale_of
+
+    train = [row for k, row in out["pairs"].items() if k.startswith("WMT16")]
+    loc, scale = lm_scale_of([np.array([v for v in row["lm_mean_logprob"] if v is not None]) for row in train])
     out["location"], out["scale"] = loc, scale
 
     def term(row: dict) -> np.ndarray:
         return np.array([0.0 if v is None else (v - loc) / scale for v in row["lm_mean_logprob"]])
 
-    def mean_r(year: str, w: float, side: str) -> float:
-        rows = [row for k, row in out["pairs"].items() if k.startswith(year)]
-        return float(np.mean([_abs_r(np.array(row[f"x_{side}"]) + w * term(row), np.array(row["human"]))
-                              for row in rows]))
-
-    out["weight_grid"] = {f"{w:g}": mean_r("WMT16", w, "clp") for w in WEIGHTS}
-    out["weight"] = w = float(max(WEIGHTS, key=lambda w: (mean_r("WMT16", w, "clp"), -w)))
+    w, tried = learn_lm_weight([np.array(row["x_clp"]) for row in train], [term(row) for row in train],
+                               [np.array(row["human"]) for row in train], WEIGHT_GRID)
+    out["weight"], out["weight_grid"] = w, {f"{k:g}": v for k, v in tried.items()}
     table: dict = {}
     for key, row in out["pairs"].items():
         human = np.array(row["human"])
