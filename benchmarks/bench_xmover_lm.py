@@ -11,10 +11,12 @@ timed on its own (the model loaded before the clock starts), beside the alignmen
 
     python benchmarks/fetch_multilingual_e5.py E5_DIR
     python benchmarks/fetch_smollm2.py LM_DIR
-    python benchmarks/bench_xmover_lm.py --model E5_DIR --lm LM_DIR --wmt17 WMT17_DIR [--record]
+    python benchmarks/bench_xmover_lm.py --model E5_DIR --lm LM_DIR --wmt17 WMT17_DIR --store DIR
+    python benchmarks/bench_xmover_lm.py ... --store DIR --tables [--record]
 
-``--save FILE.json`` keeps every score (and the chosen numbers); ``--tables FILE.json`` makes the
-tables again from such a file, scoring nothing.
+Each language pair's scores are kept in ``--store`` as they are made (a run scores the pairs not
+there yet, or those ``--only`` names, so several runs can share the work); ``--tables`` makes the
+tables from the store.
 """
 
 from __future__ import annotations
@@ -46,13 +48,17 @@ def main() -> None:
     ap.add_argument("--model", required=True, help="the multilingual encoder (multilingual-e5-small converted)")
     ap.add_argument("--lm", required=True, help="the causal LM folder (SmolLM2-135M converted)")
     ap.add_argument("--wmt17", required=True, help="the WMT17 DAseg folder with source files")
-    ap.add_argument("--tables", help="make the tables from this --save file (nothing is scored)")
     ap.add_argument("--layer", type=int, default=8)
-    ap.add_argument("--save", help="write every score and the chosen numbers to this JSON file")
+    ap.add_argument("--store", required=True, help="a folder: the remappings (learned there unless present) and "
+                    "one JSON file of scores per language pair, each kept once made (several runs may share it)")
+    ap.add_argument("--only", nargs="*", default=None, metavar="YEAR:PAIR",
+                    help="score only these (WMT16:de-en, ...); default: every pair not yet in --store")
+    ap.add_argument("--tables", action="store_true", help="make the tables from --store (nothing is scored)")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    store = Path(args.store)
     if args.tables:
-        report(json.loads(Path(args.tables).read_text(encoding="utf-8")), args, machine())
+        report(collect(store), args, machine())
         return
 
     import torch
@@ -62,55 +68,61 @@ def main() -> None:
     from alignscore.evaluation.wmt import load_daseg
     from alignscore.fit.remap import learn_files
     from alignscore.lm import LMTerm, mean_logprob, reference_score
+    from alignscore.remap import load_remapping
     from alignscore.runtime import Runtime
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch.set_num_threads(1)  # several of these run side by side, one pair each
+    store.mkdir(parents=True, exist_ok=True)
     data = {"WMT16": load_daseg(WMT16)}
     learn_langs = {lp.src for lp in data["WMT16"]}
     data["WMT17"] = [lp for lp in load_daseg(args.wmt17) if lp.src in learn_langs]
-    base = alignscore.run_spec({"model": args.model, "layer": args.layer})
-    encoder = encoder_of(base.encoder)
+    encoder = encoder_of(alignscore.run_spec({"model": args.model, "layer": args.layer}).encoder)
     runtime = Runtime(progress=False)
-    lm = LMTerm(args.lm).model()
-    lm.load_model()
-    out: dict = {"pairs": {}, "learned": {}, "time": {"alignment": 0.0, "alignment remapped": 0.0, "lm": 0.0},
-                 "segments": 0}
-    with tempfile.TemporaryDirectory() as tmp:
-        remaps = {}
-        for lp in data["WMT16"]:
-            src, ref = Path(tmp) / f"{lp.src}.src", Path(tmp) / f"{lp.src}.ref"
-            src.write_text("\n".join(lp.sources) + "\n", encoding="utf-8")
-            ref.write_text("\n".join(lp.references) + "\n", encoding="utf-8")
-            path = str(Path(tmp) / f"{lp.src}.remap")
-            remapping, stats = learn_files(encoder, runtime, str(src), str(ref), path, args.layer, "clp-orthogonal",
-                                           lp.src)
-            remaps[lp.src] = path
-            out["learned"][lp.src] = {"pairs": remapping.pairs, **{k: stats[k] for k in ("cosine_before",
-                                                                                          "cosine_after")}}
-            print(f"remap {lp.src}: {remapping.pairs} word pairs", flush=True)
-        for year in YEARS:
-            for lp in data[year]:
-                row = {"human": lp.human.tolist()}
-                for name, remap in (("none", None), ("clp", remaps[lp.src])):
-                    given = {"preset": "xmoverscore", "model": args.model, "layer": args.layer,
-                             **({"remap": remap} if remap else {})}
-                    scorer = alignscore.build(alignscore.run_spec(given), encoder=encoder)
-                    t = time.perf_counter()
-                    row[f"x_{name}"] = scorer.score(lp.candidates, sources=lp.sources)["score"].double().tolist()
-                    if year == "WMT17":
-                        out["time"]["alignment" if remap is None else "alignment remapped"] += \
-                            time.perf_counter() - t
+    for lp in data["WMT16"]:  # the remapping of each source language, from WMT16's source/reference lines
+        path = store / f"{lp.src}.remap"
+        if not path.exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                src, ref = Path(tmp) / f"{lp.src}.src", Path(tmp) / f"{lp.src}.ref"
+                src.write_text("\n".join(lp.sources) + "\n", encoding="utf-8")
+                ref.write_text("\n".join(lp.references) + "\n", encoding="utf-8")
+                learn_files(encoder, runtime, str(src), str(ref), str(path), args.layer, "clp-orthogonal", lp.src)
+    lm = LMTerm(args.lm).model("cpu")
+    for year in YEARS:
+        for lp in data[year]:
+            name = f"{year}:{lp.name}"
+            target = store / f"{year}-{lp.name}.json"
+            if (args.only is not None and name not in args.only) or target.exists():
+                continue
+            row: dict = {"human": lp.human.tolist(), "time": {}, "remap_pairs": load_remapping(
+                store / f"{lp.src}.remap").pairs}
+            for side, remap in (("none", None), ("clp", str(store / f"{lp.src}.remap"))):
+                given = {"preset": "xmoverscore", "model": args.model, "layer": args.layer,
+                         **({"remap": remap} if remap else {})}
+                scorer = alignscore.build(alignscore.run_spec(given), encoder=encoder)
                 t = time.perf_counter()
-                sums, lengths = lm.log_likelihoods(lp.candidates)
-                if year == "WMT17":
-                    out["time"]["lm"] += time.perf_counter() - t
-                    out["segments"] += len(lp)
-                row["lm_reference"] = [reference_score(float(s), int(n)) for s, n in zip(sums, lengths)]
-                row["lm_mean_logprob"] = [mean_logprob(float(s), int(n)) for s, n in zip(sums, lengths)]
-                out["pairs"][f"{year} {lp.name}"] = row
-                print(f"{year} {lp.name}: x none {_abs_r(np.array(row['x_none']), lp.human):.3f}, clp "
-                      f"{_abs_r(np.array(row['x_clp']), lp.human):.3f}", flush=True)
-    report(out, args, machine())
+                row[f"x_{side}"] = scorer.score(lp.candidates, sources=lp.sources)["score"].double().tolist()
+                row["time"][f"alignment {side}"] = time.perf_counter() - t
+            lm.load_model()
+            t = time.perf_counter()
+            sums, lengths = lm.log_likelihoods(lp.candidates)
+            row["time"]["lm"] = time.perf_counter() - t
+            row["lm_reference"] = [reference_score(float(s), int(n)) for s, n in zip(sums, lengths)]
+            row["lm_mean_logprob"] = [mean_logprob(float(s), int(n)) for s, n in zip(sums, lengths)]
+            target.write_text(json.dumps(row) + "\n", encoding="utf-8")
+            print(f"{name}: x none {_abs_r(np.array(row['x_none']), lp.human):.3f}, clp "
+                  f"{_abs_r(np.array(row['x_clp']), lp.human):.3f}; times {row['time']}", flush=True)
+
+
+def collect(store: Path) -> dict:
+    """Every pair's scores kept in ``store``, keyed ``"YEAR PAIR"`` (WMT16's first)."""
+    out: dict = {"pairs": {}, "learned": {}}
+    for year in YEARS:
+        for path in sorted(store.glob(f"{year}-*.json")):
+            row = json.loads(path.read_text(encoding="utf-8"))
+            out["pairs"][f"{year} {path.stem.split('-', 1)[1]}"] = row
+            if year == "WMT16":
+                out["learned"][path.stem.split("-")[1]] = {"pairs": row["remap_pairs"]}
+    return out
 
 
 def mixes(out: dict) -> dict:
@@ -145,8 +157,6 @@ def mixes(out: dict) -> dict:
 
 def report(out: dict, args: argparse.Namespace, m: dict) -> None:
     table = mixes(out)
-    if args.save:
-        Path(args.save).write_text(json.dumps(out) + "\n", encoding="utf-8")
     lines = [f"### {dt.date.today().isoformat()}: XMoverScore with a language model (SmolLM2-135M), WMT16 and WMT17",
              "", f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']}, transformers {m['transformers']}. "
              f"Command: `python benchmarks/bench_xmover_lm.py {shlex.join(sys.argv[1:])}`. Encoder "
@@ -167,10 +177,13 @@ def report(out: dict, args: argparse.Namespace, m: dict) -> None:
             lines.append(f"| {label} | {variant} | " + " | ".join(f"{v:.4f}" for v in got) +
                          f" | {np.mean(got):.4f} |")
         lines.append("")
-    t, n = out["time"], out["segments"]
-    lines.append(f"Cost on WMT17 ({n} candidates, one process, models loaded before the clock): the alignment "
-                 f"{t['alignment']:.0f} s without remapping and {t['alignment remapped']:.0f} s with it, the "
-                 f"LM {t['lm']:.0f} s ({n / t['lm']:.1f} candidates/s).")
+    rows = [row for k, row in out["pairs"].items() if k.startswith("WMT17")]
+    n = sum(len(row["human"]) for row in rows)
+    t = {k: sum(row["time"][k] for row in rows) for k in ("alignment none", "alignment clp", "lm")}
+    lines.append(f"Cost on WMT17 ({n} candidates; one thread per process, models loaded before the clock; the "
+                 f"machine loaded, so only the ratios mean much): the alignment {t['alignment none']:.0f} s without "
+                 f"remapping and {t['alignment clp']:.0f} s with it, the LM {t['lm']:.0f} s "
+                 f"({t['lm'] / t['alignment clp']:.2f} times the remapped alignment's).")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:

