@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--store", required=True, help="a folder: the remappings (learned there unless present) and "
                     "one JSON file of scores per language pair, each kept once made (several runs may share it)")
     ap.add_argument("--only", nargs="*", default=None, metavar="YEAR:PAIR",
-                    help="score only these (WMT16:de-en, ...); default: every pair not yet in --store")
+                    help="score only these, in this order (WMT17:de-en, ...); default: every pair not yet in --store")
     ap.add_argument("--tables", action="store_true", help="make the tables from --store (nothing is scored)")
     ap.add_argument("--record", action="store_true", help="append the tables to benchmarks/RESULTS.md")
     args = ap.parse_args()
@@ -87,12 +87,13 @@ def main() -> None:
                 ref.write_text("\n".join(lp.references) + "\n", encoding="utf-8")
                 learn_files(encoder, runtime, str(src), str(ref), str(path), args.layer, "clp-orthogonal", lp.src)
     lm = LMTerm(args.lm).model("cpu")
-    for year in YEARS:
-        for lp in data[year]:
-            name = f"{year}:{lp.name}"
-            target = store / f"{year}-{lp.name}.json"
-            if (args.only is not None and name not in args.only) or target.exists():
-                continue
+    every = {f"{year}:{lp.name}": (year, lp) for year in YEARS for lp in data[year]}
+    for name in args.only if args.only is not None else list(every):  # in the order given
+        if name not in every:
+            raise SystemExit(f"--only {name}: no such pair (choose among {', '.join(every)})")
+        year, lp = every[name]
+        target = store / f"{year}-{lp.name}.json"
+        if not target.exists():
             row: dict = {"human": lp.human.tolist(), "time": {}, "remap_pairs": load_remapping(
                 store / f"{lp.src}.remap").pairs}
             for side, remap in (("none", None), ("clp", str(store / f"{lp.src}.remap"))):
@@ -170,7 +171,8 @@ def report(out: dict, args: argparse.Namespace, m: dict) -> None:
         keys = [k for k in out["pairs"] if k.startswith(year)]
         names = [k.split()[1] for k in keys]
         lines += [f"{year}, |r| with the human scores:", "",
-                  "| remapping | LM term | " + " | ".join(names) + " | mean |", "|---|---|" + "---:|" * (len(names) + 1)]
+                  "| remapping | LM term | " + " | ".join(names) + " | mean |",
+                  "|---|---|" + "---:|" * (len(names) + 1)]
         for (side, variant), values in table.items():
             got = [values[k] for k in keys]
             label = {"none": "none", "clp": "CLP"}.get(side, "(LM alone)")

@@ -35,8 +35,8 @@ from .options import compiled_of, quiet_option, refuse, require_model, scorer_op
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The remapping file to write (safetensors with a checksum).")
 @quiet_option("No progress bar.")
-def remap(src: tuple[str, ...], tgt: tuple[str, ...], layer: int, method: str, source_lang: str | None, output: str, quiet: bool,
-          **kwargs: Any) -> None:
+def remap(src: tuple[str, ...], tgt: tuple[str, ...], layer: int, method: str, source_lang: str | None, output: str,
+          quiet: bool, **kwargs: Any) -> None:
     """Learn a cross-lingual remapping of --model's --layer from parallel sentences (--src, --tgt:
     line i of one translates line i of the other; several files or folders per side for more text):
     words paired by mutual best match in the encoder's own space, then CLP or UMD, from at least as
