@@ -7,7 +7,6 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from ..settings import SettingError
 from ..config import encoder_of
 from ..fit.remap import learn_files
 from ..remap import METHODS
@@ -47,11 +46,11 @@ def remap(src: tuple[str, ...], tgt: tuple[str, ...], layer: int, method: str, s
             "--lang: a language code (de, cs, ...), not an empty name"),
            error=ConfigError)
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
-    try:
-        remapping, stats = learn_files(encoder_of(spec.encoder, spec.runtime.device), spec.runtime, src, tgt, output,
-                                       layer, method, source_lang.strip() if source_lang else None, spec.files())
-    except SettingError as exc:  # the command's own option, named as its flag
-        raise ConfigError(f"--{exc.field.replace('_', '-')} {exc.reason}") from None
+    encoder = encoder_of(spec.encoder, spec.runtime.device)
+    refuse((layer > encoder.num_layers, f"--layer {layer}: model {encoder.name!r} has layers 0..{encoder.num_layers}"),
+           error=ConfigError)  # the model's configuration only: its weights load later
+    remapping, stats = learn_files(encoder, spec.runtime, src, tgt, output, layer, method,
+                                   source_lang.strip() if source_lang else None, spec.files())
     files = int(stats["files"])
     click.echo(f"wrote {output}: {method} remapping of layer {layer}{f' ({remapping.lang})' if source_lang else ''}, "
                f"learned from {remapping.pairs} word pairs of {stats['sentences']:.0f} sentence pairs "

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..errors import ConfigError, InputError
-from ..settings import SettingError
 from ..remap import METHODS, Remapping, model_digest, save_remapping
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ def learn_files(encoder: Encoder, runtime: Runtime, src: str | Sequence[str], tg
         other = files[0][1] if len(files) == 1 else "their target files"
         raise InputError(f"and {other} have no line where both sentences are non-empty: nothing to learn from", where)
     if layer > encoder.num_layers:  # the model's configuration only: its weights load later
-        raise SettingError("layer", f"{layer}: model {encoder.name!r} has layers 0..{encoder.num_layers}")
+        raise ConfigError(f"layer {layer} does not exist: model {encoder.name!r} has layers 0..{encoder.num_layers}")
     encoder.check()
     remapping, stats = learn(encoder, sources, targets, layer=layer, method=method, lang=lang, runtime=runtime)
     with replacing(output) as tmp:
