@@ -20,9 +20,9 @@ from .aligners.greedy import Greedy
 from .rescale import Baseline
 from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
-from .lm import PAPER_WEIGHT, LMTerm
+from .lm import LMTerm
 from .remap import Remapping, load_remapping, model_digest
-from .settings import GIVEN, SettingError, check_settings, setting, settings_of
+from .settings import GIVEN, KEY, SettingError, check_settings, setting, settings_of
 from .signature import Signature
 from .weighting.base import Weighting
 from .weighting.classes import TokenClassWeights
@@ -32,6 +32,14 @@ if TYPE_CHECKING:
     from .encoders.base import Encoder
 
 MULTI_REF = ("max", "mean")  # how several references reduce; the first, bert_score's, is the default
+LM_OPTIONS = tuple(f.name for f in fields(LMTerm) if f.init)  # the LM term's settings, a run's options by name
+
+
+def lm_setting(name: str, **changes: Any) -> Any:
+    """The run's option ``name``: :class:`~alignscore.lm.LMTerm`'s setting of that name, declared
+    there once, with ``changes`` to its declaration (what it requires of the run's other options)."""
+    declared = next(f for f in fields(LMTerm) if f.name == name)
+    return field(default=declared.default, metadata={KEY: replace(declared.metadata[KEY], **changes)})
 
 
 @dataclass(frozen=True)
@@ -64,12 +72,11 @@ class CompositionOptions:
     remap: str | os.PathLike[str] | Remapping | None = setting(None, file=True, metavar="FILE", help=(
         "A cross-lingual remapping (alignscore remap) applied to the sources' vectors: scoring against --sources "
         "with the model and layer it was learned for."))
-    lm: str | os.PathLike[str] | None = setting(None, metavar="MODEL", names_model=True, help=(
-        "A causal language model (hub id or local directory) whose fluency score of each candidate is added to "
-        "its scores with --lm-weight (XMoverScore's target-side LM term): scoring against --sources only. "
-        "Default: none (the term is off)."))
-    lm_weight: float = setting(PAPER_WEIGHT, ge=0, requires={"lm": GIVEN}, metavar="W", help=(
-        "The weight of the --lm term: each score becomes score + W * lm_score (XMoverScore's 0.1, the default)."))
+    lm: str | os.PathLike[str] | None = lm_setting("lm")
+    lm_weight: float = lm_setting("lm_weight", requires={"lm": (GIVEN,)})
+    lm_score: str = lm_setting("lm_score", requires={"lm": (GIVEN,)})
+    lm_location: float = lm_setting("lm_location", requires={"lm": (GIVEN,)})
+    lm_scale: float = lm_setting("lm_scale", requires={"lm": (GIVEN,)})
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -81,7 +88,7 @@ class CompositionOptions:
         return cls(composition.roles.special, composition.metric, composition.multi_ref, baseline is not None,
                    baseline.source if baseline is not None and baseline.source else baseline,
                    remap.source if remap is not None and remap.source else remap,
-                   lm.lm if lm is not None else None, lm.lm_weight if lm is not None else PAPER_WEIGHT)
+                   **{name: getattr(lm, name) for name in LM_OPTIONS} if lm is not None else {})
 
     def compose(self, parts: dict[str, Any], filters: tuple[Any, ...]) -> "Composition":
         """The composition of these options and ``parts`` (by stage) and token ``filters``; the
@@ -89,7 +96,7 @@ class CompositionOptions:
         baseline = self.baseline if self.rescale else None
         baseline = Baseline.read(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
         remap = load_remapping(self.remap) if isinstance(self.remap, (str, os.PathLike)) else self.remap
-        lm = LMTerm(os.fspath(self.lm), self.lm_weight) if self.lm is not None else None
+        lm = LMTerm(**{name: getattr(self, name) for name in LM_OPTIONS}) if self.lm is not None else None
         return Composition(roles=TokenRoles(self.special_tokens, filters), metric=self.metric,
                            multi_ref=self.multi_ref, baseline=baseline, remap=remap, lm=lm, **parts)
 

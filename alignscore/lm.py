@@ -12,17 +12,28 @@ in (0, 1], higher for more probable texts. A text of one token, or an empty one,
 the reference. A text that is not empty but of which the tokenizer makes no tokens, or only
 unknown ones, cannot be judged by that LM: an error (a language model for another language).
 
-:class:`LMTerm` is the term as a run holds it (the composition's ``lm`` and ``lm_weight``): which
-LM, its weight, its name in the signature, and the mix ``score + lm_weight * lm_score`` of each
-candidate's scores (XMoverScore's ``metric_combination`` with weights 1 and 0.1).
+That score is kept for parity (``lm_score = "reference"``), but it carries little signal: its
+exponent ``m / n`` mixes a text's fluency with its length. ``lm_score = "mean-logprob"`` is ``m``
+itself, the mean log-probability per predicted token (a text of fewer than two tokens has none:
+its term is 0, it moves no score).
+
+:class:`LMTerm` is the term as a run holds it (the composition's ``lm``, ``lm_weight``,
+``lm_score``, ``lm_location`` and ``lm_scale``): which LM, which score, its fixed scale, its weight,
+its name in the signature, and the mix ``score + lm_weight * (lm_score - lm_location) / lm_scale``
+of each candidate's scores (XMoverScore's ``metric_combination`` with weights 1 and 0.1 where the
+location is 0 and the scale 1). The location and scale are declared (or learned from training data
+by ``alignscore fit``), never taken from the texts being scored, so that a candidate's score does
+not depend on the others.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
@@ -30,10 +41,15 @@ import torch
 from .encoders.fingerprint import directory_fingerprint
 from .encoders.spec import local_model
 from .errors import ConfigError, ModelLoadError
+from .settings import SettingError, check_settings, setting
 from .signature import DIGEST_HEX
 
 #: XMoverScore's weight of the LM term (the reference's ``metric_combination(..., [1, 0.1])``)
 PAPER_WEIGHT = 0.1
+#: the LM's score of a text: the reference's ``exp(m / n)``, or the mean log-probability ``m``
+LM_SCORES = ("reference", "mean-logprob")
+#: the architectures' name endings of a causal language model
+CAUSAL = ("ForCausalLM", "LMHeadModel", "CausalLM")
 
 
 class UnreadableTexts(ConfigError):
@@ -65,6 +81,47 @@ def reference_score(logprob_sum: float, tokens: int) -> float:
     if tokens < 2:
         return 0.0
     return math.exp(logprob_sum / (tokens - 1) / tokens)
+
+
+def mean_logprob(logprob_sum: float, tokens: int) -> float | None:
+    """The mean log-probability of the ``tokens - 1`` predicted tokens of a text whose summed
+    log-probability is ``logprob_sum``; None for a text of fewer than two tokens (none predicted).
+
+    >>> mean_logprob(-4.0, 3)
+    -2.0
+    >>> mean_logprob(0.0, 1) is None
+    True
+    """
+    return logprob_sum / (tokens - 1) if tokens >= 2 else None
+
+
+def check_causal(folder: Path, option: str = "lm") -> None:
+    """Raise a SettingError naming ``option`` where the local ``folder`` (or file) is not a causal
+    language model that transformers reads: a GGUF file (say how to convert it), or a folder whose
+    ``config.json`` names only architectures that are not causal LMs (an encoder such as BERT).
+    A folder without ``config.json`` is left to the loader.
+
+    >>> check_causal(Path("model.gguf"))
+    Traceback (most recent call last):
+    alignscore.settings.SettingError: lm: model.gguf is a GGUF file: convert it to a Hugging Face folder first \
+(transformers' from_pretrained(folder, gguf_file=NAME), then save_pretrained of a plain model with its state dict, as \
+benchmarks/fetch_smollm2.py does)
+    """
+    if folder.suffix.lower() == ".gguf":
+        raise SettingError(option, f"{folder.name} is a GGUF file: convert it to a Hugging Face folder first "
+                                   "(transformers' from_pretrained(folder, gguf_file=NAME), then save_pretrained of a "
+                                   "plain model with its state dict, as benchmarks/fetch_smollm2.py does)")
+    config = folder / "config.json"
+    if not folder.is_dir() or not config.is_file():
+        return
+    try:
+        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return  # the loader says what is wrong with it
+    if architectures and not any(str(a).endswith(CAUSAL) for a in architectures):
+        raise SettingError(option, f"{folder} is not a causal language model (its architectures: "
+                                   f"{', '.join(map(str, architectures))}): give one that predicts the next token "
+                                   "(GPT-2, Llama, SmolLM2, ...)")
 
 
 def next_token_logprobs(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -207,54 +264,67 @@ class CausalLM:
 
 @dataclass(frozen=True)
 class LMTerm:
-    """The target-side LM term of a run: the causal LM ``lm`` (hub id or local folder) and its
-    weight; each candidate's scores become ``score + lm_weight * lm_score`` (every output of the
-    aligner). The LM loads when texts are first scored, once per device.
-
-    Parameters
-    ----------
-    lm : str
-        Hub id or local directory of a causal language model.
-    lm_weight : float
-        A finite number >= 0 (the paper's: 0.1).
+    """The target-side LM term of a run: the causal LM ``lm`` (hub id or local folder), which
+    score of it, its fixed scale and its weight; each candidate's scores become
+    ``score + lm_weight * (lm_score - lm_location) / lm_scale`` (every output of the aligner). The
+    LM loads when texts are first scored, once per device. Its settings are declared here and
+    checked by :func:`~alignscore.settings.check_settings`; a run's options take them from here.
 
     Examples
     --------
     >>> LMTerm("gpt2").signature()
     'gpt2(w=0.1)'
+    >>> LMTerm("gpt2", 0.5, "mean-logprob", -4.0, 2.0).signature()
+    'gpt2(mean-logprob,(x+4.0)/2.0,w=0.5)'
     >>> [round(x, 6) for x in LMTerm("gpt2", 0.5).mix(torch.tensor([0.25, 0.5]), torch.tensor([0.5, 0.0])).tolist()]
     [0.5, 0.5]
     """
 
-    lm: str
-    lm_weight: float = PAPER_WEIGHT
+    lm: str | os.PathLike[str] = setting(None, metavar="MODEL", names_model=True, help=(
+        "A causal language model (hub id or local directory) whose fluency score of each candidate is added to "
+        "its scores with --lm-weight (XMoverScore's target-side LM term): scoring against --sources only. "
+        "Default: none (the term is off)."))
+    lm_weight: float = setting(PAPER_WEIGHT, ge=0, metavar="W", help=(
+        "The weight of the --lm term: each score becomes score + W * (lm_score - location) / scale "
+        "(XMoverScore's 0.1, the default)."))
+    lm_score: str = setting(LM_SCORES[0], choices=LM_SCORES, help=(
+        "The LM's score of a candidate: reference (exp(m / n), the reference code's, the default) or "
+        "mean-logprob (m, the mean log-probability per predicted token: the one that carries signal)."))
+    lm_location: float = setting(0.0, metavar="X", help=(
+        "Subtracted from the LM score before it is weighted: a fixed number (from training data, never "
+        "from the texts being scored). Default 0."))
+    lm_scale: float = setting(1.0, gt=0, metavar="X", help=(
+        "The LM score (less --lm-location) is divided by it before it is weighted: a fixed number (the "
+        "training data's standard deviation, say). Default 1."))
     _models: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _digest: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.lm, os.PathLike):
-            object.__setattr__(self, "lm", os.fspath(self.lm))
-        if not isinstance(self.lm, str) or not self.lm.strip():
-            raise ConfigError(f"lm must name a causal language model (hub id or folder), not {self.lm!r}", ("lm",))
-        weight = self.lm_weight
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
-            raise ConfigError(f"lm_weight must be a finite number >= 0, not {weight!r}", ("lm_weight",))
-        object.__setattr__(self, "lm_weight", float(weight))
+        if self.lm is None or isinstance(self.lm, str) and not self.lm.strip():
+            raise SettingError("lm", f"a causal language model (hub id or folder) is needed, not {self.lm!r}")
+        check_settings(self)
 
     def locate(self) -> None:
-        """Raise (a SettingError naming ``lm``) where the LM names a path that does not exist;
-        a hub id is looked up when the LM loads."""
-        local_model(self.lm, "lm")
+        """Raise (a SettingError naming ``lm``) where the LM names a path that does not exist, a
+        GGUF file or a folder that is not a causal LM (:func:`check_causal`); a hub id is looked
+        up when the LM loads."""
+        folder = local_model(self.lm, "lm")
+        if folder is not None:
+            check_causal(folder)
 
     def signature(self) -> str:
         """``<hub id>(w=<weight>)``, or for a local folder ``<folder name>#<digest of its files>(w=...)``
-        (the first 12 hex digits of the SHA-256 over its files, as a model's files are hashed)."""
+        (the first 12 hex digits of the SHA-256 over its files, as a model's files are hashed); the
+        score and its scale in front of the weight where they are not the reference's."""
         if not self._digest:
             folder = local_model(self.lm, "lm")
             name = self.lm if folder is None or not folder.is_dir() else \
                 f"{folder.name}#{directory_fingerprint(folder.resolve())[:DIGEST_HEX]}"
             self._digest.append(name)
-        return f"{self._digest[0]}(w={self.lm_weight!r})"
+        score = "" if self.lm_score == LM_SCORES[0] else f"{self.lm_score},"
+        scale = "" if (self.lm_location, self.lm_scale) == (0.0, 1.0) else \
+            f"(x{-self.lm_location:+})/{self.lm_scale!r},"
+        return f"{self._digest[0]}({score}{scale}w={self.lm_weight!r})"
 
     def model(self, device: str | None = None, batch_size: int = 8) -> CausalLM:
         """The :class:`CausalLM` on ``device`` (made once per device and batch size; loads when used)."""
@@ -263,9 +333,22 @@ class LMTerm:
             self._models[key] = CausalLM(self.lm, device_name=device, batch_size=batch_size)
         return self._models[key]
 
+    def scores(self, texts: Sequence[str], device: str | None = None, batch_size: int = 8) -> torch.Tensor:
+        """``[N]`` float64: the LM's score of each text (``lm_score``); a text of fewer than two
+        tokens scores 0 under ``reference`` (the reference's) and ``lm_location`` under
+        ``mean-logprob`` (its term is 0)."""
+        sums, lengths = self.model(device, batch_size).log_likelihoods(texts)
+        if self.lm_score == "reference":
+            values = [reference_score(float(s), int(n)) for s, n in zip(sums, lengths)]
+        else:
+            values = [mean_logprob(float(s), int(n)) for s, n in zip(sums, lengths)]
+            values = [self.lm_location if v is None else v for v in values]
+        return torch.tensor(values, dtype=torch.float64)
+
     def mix(self, values: torch.Tensor, lm_scores: torch.Tensor) -> torch.Tensor:
-        """``values + lm_weight * lm_scores`` (in float64), in ``values``' dtype."""
-        return (values.double() + self.lm_weight * lm_scores.double()).to(values.dtype)
+        """``values + lm_weight * (lm_scores - lm_location) / lm_scale`` (in float64), in ``values``' dtype."""
+        term = (lm_scores.double() - self.lm_location) / self.lm_scale
+        return (values.double() + self.lm_weight * term).to(values.dtype)
 
 
 @contextmanager
@@ -288,4 +371,5 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-__all__ = ["CausalLM", "LMTerm", "PAPER_WEIGHT", "UnreadableTexts", "lm_named", "next_token_logprobs", "reference_score"]
+__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal", "lm_named",
+           "mean_logprob", "next_token_logprobs", "reference_score"]

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from .errors import ConfigError, InputError
+from .settings import check_settings, setting
 
 if TYPE_CHECKING:
     from .encoders.base import Encoder
@@ -85,19 +86,18 @@ class Remapping:
     ([[[3.0, 0.0]]], 2)
     """
 
-    method: str
+    method: str = setting(MISSING, choices=METHODS)
     weights: torch.Tensor = field(repr=False)
-    model: str
-    model_digest: str
-    layer: int
-    lang: str | None = None
-    pairs: int = 0
+    model: str = setting(MISSING)
+    model_digest: str = setting(MISSING)
+    layer: int = setting(MISSING, ge=0)
+    lang: str | None = setting(None)
+    pairs: int = setting(0, ge=0)
     source: str | None = field(default=None, repr=False)
     _checksum: str = field(default="", init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        check_settings(self)
         if not isinstance(self.weights, torch.Tensor):
             raise ConfigError(f"weights must be a tensor, not {type(self.weights).__name__}")
         object.__setattr__(self, "weights", self.weights.detach().to("cpu", torch.float64).contiguous())
@@ -109,10 +109,6 @@ class Remapping:
                               f"not {list(self.weights.shape)}")
         if not bool(torch.isfinite(self.weights).all()):
             raise ConfigError("the remapping's weights are not all finite")
-        if isinstance(self.layer, bool) or not isinstance(self.layer, int) or self.layer < 0:
-            raise ConfigError(f"layer must be an integer >= 0, not {self.layer!r}")
-        if isinstance(self.pairs, bool) or not isinstance(self.pairs, int) or self.pairs < 0:
-            raise ConfigError(f"pairs must be an integer >= 0, not {self.pairs!r}")
         # frozen: the checksum of the whole weight matrix is taken once, not at every signature or compare
         h = hashlib.sha256(json.dumps(self.header(), sort_keys=True).encode("utf-8") + b"\0")
         h.update(self.weights.numpy().astype("<f8").tobytes())

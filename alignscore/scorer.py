@@ -202,7 +202,8 @@ class Scorer:
             with it by a multilingual encoder (XMoverScore), remapped where the composition has
             a ``remap``. Weightings fit on the sources where they would on the references; the
             signature says ``refs:source``. With the composition's language-model term
-            (``lm``), each score becomes ``score + lm_weight * lm_score`` (:mod:`alignscore.lm`).
+            (``lm``), each score becomes ``score + lm_weight * (lm_score - lm_location) / lm_scale``
+            (:mod:`alignscore.lm`).
 
         Returns
         -------
@@ -254,7 +255,7 @@ class Scorer:
         """
         if composition.lm is None or not cands:
             return None
-        values = composition.lm.model(self.runtime.device, self.runtime.batch_size).score(cands)
+        values = composition.lm.scores(cands, self.runtime.device, self.runtime.batch_size)
         if not torch.isfinite(values).all():
             raise NonFiniteError(f"the language model {composition.lm.lm!r} gave a score that is not finite")
         return values

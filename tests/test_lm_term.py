@@ -188,8 +188,10 @@ def test_a_missing_lm_folder_is_named_as_written_every_way_in(tiny_bert_dir, tmp
         compile_run([alignscore.config.file_source(run)])
     with pytest.raises(ConfigError, match=r"lm_weight=: expected a number >= 0, not nan"):
         alignscore.run_spec({"lm": "gpt2", "lm_weight": float("nan")})
-    with pytest.raises(ConfigError, match="lm_weight must be a finite number"):
+    with pytest.raises(ConfigError, match=r"^lm_weight: expected a number >= 0, not inf$"):  # the same declaration
         LMTerm("gpt2", math.inf)
+    with pytest.raises(ConfigError, match=r"^lm_scale: expected a number > 0, not 0.0$"):
+        LMTerm("gpt2", lm_scale=0)
 
 
 def test_the_lm_term_refuses_references(encoder, tiny_gpt2_dir, files, tmp_path) -> None:
@@ -253,3 +255,40 @@ def test_on_ray_texts_the_lm_cannot_read_are_the_same_one_line(tiny_bert_dir, wo
                              "cannot read 2 of the texts (text 2: only unknown tokens)")
     on_ray = assert_one_error(*invoke(*common, "--ray", "local", "--ray-actors", 1)[::2])
     assert on_ray == alone and not out.exists()
+
+
+# -- the LM score and its fixed scale -------------------------------------------------------------
+def test_the_mean_logprob_score_on_a_fixed_scale(encoder, tiny_gpt2_dir) -> None:
+    from alignscore.lm import mean_logprob
+
+    plain = _scorer(encoder).score(CANDS, sources=SOURCES)
+    options = dict(lm=tiny_gpt2_dir, lm_weight=0.3, lm_score="mean-logprob", lm_location=-5.0, lm_scale=2.0)
+    mixed = _scorer(encoder, **options).score(CANDS, sources=SOURCES)
+    sums, lengths = LMTerm(tiny_gpt2_dir).model("cpu").log_likelihoods(CANDS)
+    m = [mean_logprob(float(s), int(n)) for s, n in zip(sums, lengths)]
+    assert m[2] is None and all(v is not None and v < 0 for v in m[:2] + m[3:])  # "a": one token, none predicted
+    term = torch.tensor([0.0 if v is None else (v + 5.0) / 2.0 for v in m], dtype=torch.float64)
+    assert torch.allclose(mixed["f1"].double(), plain["f1"].double() + 0.3 * term, atol=1e-6)
+    # a candidate's score does not depend on the others scored with it (the scale is fixed, not the batch's)
+    alone = _scorer(encoder, **options).score(CANDS[:1], sources=SOURCES[:1])
+    assert float(alone["f1"][0]) == pytest.approx(float(mixed["f1"][0]), abs=1e-6)
+    assert mixed.signature.differences(plain.signature) == [
+        f"lm {Path(tiny_gpt2_dir).name}#{directory_fingerprint(Path(tiny_gpt2_dir))[:12]}"
+        "(mean-logprob,(x+5.0)/2.0,w=0.3) vs none"]
+
+
+@pytest.mark.parametrize("case", ["not causal", "gguf", "scale without lm", "bad score"])
+def test_an_lm_that_cannot_serve_is_one_line_before_anything_loads(tiny_bert_dir, files, tmp_path, case) -> None:
+    out = tmp_path / "out.tsv"
+    gguf = tmp_path / "model.Q4_1.gguf"
+    gguf.write_bytes(b"GGUF")
+    extra, needle = {
+        "not causal": (["--lm", tiny_bert_dir], f"--lm: {tiny_bert_dir} is not a causal language model (its "
+                                                 "architectures: BertModel)"),
+        "gguf": (["--lm", str(gguf)], "--lm: model.Q4_1.gguf is a GGUF file: convert it to a Hugging Face folder"),
+        "scale without lm": (["--lm-scale", "2"], "--lm-scale: applies with --lm MODEL only"),
+        "bad score": (["--lm", str(tmp_path), "--lm-score", "ppl"], "--lm-score: one of reference, mean-logprob"),
+    }[case]
+    assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--model", tiny_bert_dir,
+                             "--layer", 2, "-o", out, *extra)[::2], needle)
+    assert not out.exists()

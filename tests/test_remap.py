@@ -145,14 +145,18 @@ def test_another_model_layer_or_width_is_refused():
 
 
 def test_bad_remappings_are_refused_where_built():
-    with pytest.raises(ConfigError, match="method must be one of"):
+    with pytest.raises(ConfigError, match=r"^method: one of clp, clp-orthogonal, umd, not 'pca'$"):
         Remapping("pca", torch.eye(3), "m", DIGEST, 8)
+    with pytest.raises(ConfigError, match=r"^layer: expected an integer >= 0, not -1$"):  # the declared range
+        Remapping("umd", torch.ones(3) / 3**0.5, "m", DIGEST, -1)
     with pytest.raises(ConfigError, match="shape"):
         Remapping("umd", torch.eye(3), "m", DIGEST, 8)
     with pytest.raises(ConfigError, match="finite"):
         Remapping("clp", torch.full((2, 2), float("nan")), "m", DIGEST, 8)
-    with pytest.raises(ConfigError, match="needs at least 8"):
-        learn_weights("clp", torch.zeros(5, 8), torch.zeros(5, 8))
+    for method in ("clp", "clp-orthogonal", "umd"):  # as many pairs as the width, whichever the method
+        with pytest.raises(ConfigError, match=rf"^5 word pairs found .*; {method} needs at least 8 \(the vectors' "):
+            learn_weights(method, torch.zeros(5, 8), torch.zeros(5, 8))
+    assert learn_weights("umd", torch.eye(8, dtype=torch.float64), torch.zeros(8, 8, dtype=torch.float64)).shape == (8,)
 
 
 def test_word_pairs_come_from_the_encoder(tiny_bert_dir):
@@ -163,12 +167,12 @@ def test_word_pairs_come_from_the_encoder(tiny_bert_dir):
     x, z = paired_words(encoder, texts, texts, layer=2)
     # a sentence against itself: every word is its own best match (the empty line has none)
     assert len(x) == 7 and torch.allclose(x, z)
-    others = ["people like cars", "a test of the world today", "unbelievable"]
-    remapping, stats = learn(encoder, texts[:2] + others, others + texts[:2], layer=2, method="clp-orthogonal",
-                             lang="xx")
+    others = ["people like cars", "a test of the world today", "unbelievable"] * 8
+    sources, targets = texts[:2] * 8 + others, others + texts[:2] * 8  # enough pairs for 32 dimensions
+    remapping, stats = learn(encoder, sources, targets, layer=2, method="clp-orthogonal", lang="xx")
     assert remapping.model_digest == model_digest(encoder) and remapping.layer == 2 and remapping.width == 32
-    assert stats["pairs"] == remapping.pairs >= 2
-    x, z = paired_words(encoder, texts[:2] + others, others + texts[:2], layer=2)
+    assert stats["pairs"] == remapping.pairs >= 32
+    x, z = paired_words(encoder, sources, targets, layer=2)
     assert stats["cosine_before"] == pytest.approx(mean_cosine(x, z))
     # the orthogonal map maximises the summed dot products of the pairs (the identity is one candidate)
     assert float((remapping.apply(x) * z).sum()) >= float((x * z).sum()) - 1e-9
@@ -176,8 +180,10 @@ def test_word_pairs_come_from_the_encoder(tiny_bert_dir):
 
 
 # -- the command -----------------------------------------------------------------------------------
-SRC = ["the people like foreign cars", "hello world", "it is a test", "unbelievable cars"]
-TGT = ["people like the cars", "world hello", "a test it is", "cars unbelievable"]
+WORDS = ["the people like foreign cars", "hello world", "it is a test", "unbelievable cars", "a dog ran in the park",
+         "birds sing at dawn", "the cat sat on the mat"]
+SRC = WORDS * 3  # enough word pairs for the tiny model's 32 dimensions
+TGT = [" ".join(reversed(s.split())) for s in SRC]
 
 
 def test_the_command_writes_a_remapping(tiny_bert_dir, files, tmp_path):
@@ -188,18 +194,50 @@ def test_the_command_writes_a_remapping(tiny_bert_dir, files, tmp_path):
     assert code == 0, err
     r = load_remapping(out)
     assert (r.method, r.layer, r.lang, r.width, r.model) == ("umd", 3, "xx", 32, tiny_bert_dir)
-    assert f"{r.pairs} word pairs" in err and "encoding" not in err  # -q: no progress bar
+    assert f"from {r.pairs} word pairs of {len(SRC)} sentence pairs (1 pair of files)" in err
+    assert "encoding" not in err  # -q: no progress bar
+
+
+def test_several_files_or_folders_per_side_learn_from_all_of_them(tiny_bert_dir, files, tmp_path):
+    from alignscore.fit.remap import parallel_files
+
+    one = tmp_path / "one.remap"
+    code, _, err = invoke("remap", "--src", files("src.txt", SRC), "--tgt", files("tgt.txt", TGT), "--model",
+                          tiny_bert_dir, "--layer", 3, "-o", one, "--device", "cpu", "-q")
+    assert code == 0, err
+    (tmp_path / "de").mkdir()
+    (tmp_path / "en").mkdir()
+    for k, part in enumerate((slice(0, 9), slice(9, None))):  # the same lines in two files
+        (tmp_path / "de" / f"part{k}.txt").write_text("\n".join(SRC[part]) + "\n", encoding="utf-8")
+        (tmp_path / "en" / f"part{k}.txt").write_text("\n".join(TGT[part]) + "\n", encoding="utf-8")
+    two = tmp_path / "two.remap"
+    code, _, err = invoke("remap", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "--model", tiny_bert_dir,
+                          "--layer", 3, "-o", two, "--device", "cpu", "-q")
+    assert code == 0, err
+    assert f"of {len(SRC)} sentence pairs (2 pairs of files)" in err
+    assert torch.allclose(load_remapping(one).weights, load_remapping(two).weights)
+    three = tmp_path / "three.remap"  # files given one by one: the same
+    code, _, err = invoke("remap", "--src", tmp_path / "de" / "part0.txt", "--src", tmp_path / "de" / "part1.txt",
+                          "--tgt", tmp_path / "en" / "part0.txt", "--tgt", tmp_path / "en" / "part1.txt", "--model",
+                          tiny_bert_dir, "--layer", 3, "-o", three, "--device", "cpu", "-q")
+    assert code == 0 and load_remapping(three) == load_remapping(two), err
+    assert parallel_files([str(tmp_path / "de")], [str(tmp_path / "en")]) == [
+        (str(tmp_path / "de" / f"part{k}.txt"), str(tmp_path / "en" / f"part{k}.txt")) for k in (0, 1)]
 
 
 @pytest.mark.parametrize("case", ["line counts", "output is an input", "layer", "stdout", "no model", "empty lang",
-                                  "no folder", "nothing to learn"])
+                                  "no folder", "nothing to learn", "same file", "file counts", "too few pairs"])
 def test_bad_command_lines_are_one_line_and_write_nothing(tiny_bert_dir, files, tmp_path, case):
     src, tgt = files("src.txt", SRC), files("tgt.txt", TGT)
     out = str(tmp_path / "xx.remap")
     args = {"--src": src, "--tgt": tgt, "--model": tiny_bert_dir, "--layer": "2", "-o": out}
     needle = {"line counts": "has 3 lines but", "output is an input": "is also an input",
               "layer": "--layer 9: model", "stdout": "binary file", "no model": "Missing option '--model'",
-              "empty lang": "--lang", "no folder": "does not exist", "nothing to learn": "nothing to learn"}[case]
+              "empty lang": "--lang", "no folder": "does not exist", "nothing to learn": "nothing to learn",
+              "same file": "src.txt: given as both the source and the target side",
+              "file counts": "2 source files but 1 target files",
+              "too few pairs": "word pairs found in the parallel sentences; clp-orthogonal needs at least 32 "
+                               "(the vectors' width)"}[case]
     if case == "line counts":
         args["--tgt"] = files("short.txt", TGT[:3])
     elif case == "output is an input":
@@ -213,7 +251,16 @@ def test_bad_command_lines_are_one_line_and_write_nothing(tiny_bert_dir, files, 
     elif case == "no folder":
         args["-o"] = out = str(tmp_path / "no-such-dir" / "xx.remap")
     elif case == "nothing to learn":
-        args["--src"] = src = files("blank.txt", ["", " ", "", "  "])
+        args["--src"] = src = files("blank.txt", [""] * len(TGT))
+    elif case == "same file":
+        args["--tgt"] = src
+    elif case == "file counts":
+        (tmp_path / "two").mkdir()
+        for name in ("a.txt", "b.txt"):
+            (tmp_path / "two" / name).write_text("\n".join(SRC) + "\n", encoding="utf-8")
+        args["--src"] = str(tmp_path / "two")
+    elif case == "too few pairs":
+        args["--src"], args["--tgt"] = src, tgt = files("few.txt", SRC[:2]), files("few-t.txt", TGT[:2])
     else:
         args["--lang"] = " "
     before = fingerprint(src, tgt, out)

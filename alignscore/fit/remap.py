@@ -7,10 +7,19 @@ target word are paired where each is the other's most similar word by cosine (mu
 matches in the encoder's own space: the reference pairs words with fast_align instead). The
 paired vectors, source rows ``X`` and target rows ``Z``, give the weights of each method
 (:data:`alignscore.remap.METHODS`; the formulas are in :mod:`alignscore.remap`).
+
+Every method needs at least as many word pairs as the vectors' width (:func:`pairs_needed`): the
+least-squares map is not determined by fewer (``X^T X`` is singular); the orthogonal one is not
+either (``Z^T X`` has rank below the width, and its SVD leaves the map free on the rest of the
+space); and UMD's direction is the leading one of the ``[D, D]`` covariance of ``X - Z``, which
+fewer rows than ``D`` estimate with a rank below ``D``, so its leading direction is only one of
+the few the pairs happen to span. Two pairs learned a "map" taking their mean cosine from .40 to
+.999: a fit to the pairs, not a remapping. More parallel text: several files per side, or folders.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import torch
@@ -128,22 +137,30 @@ def paired_words(encoder: Encoder, sources: Sequence[str], targets: Sequence[str
     return cat(xs), cat(zs)
 
 
+def pairs_needed(method: str, width: int) -> int:
+    """The fewest word pairs ``method`` learns a remapping of ``width``-dimensional vectors from:
+    the width, for every method (the module's docstring says why).
+
+    >>> pairs_needed("umd", 384)
+    384
+    """
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    return width
+
+
 def learn_weights(method: str, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """The weights of ``method`` learned from the paired rows ``x ~ z``.
 
     Raises
     ------
     ConfigError
-        Too few pairs: fewer than two, or, for unconstrained CLP, fewer than the width (the
-        least-squares map would not be determined by them).
+        Fewer pairs than :func:`pairs_needed`, saying how many were found and how many it needs.
     """
-    if method not in METHODS:
-        raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    need = x.shape[-1] if method == "clp" else 2
+    need = pairs_needed(method, x.shape[-1])
     if len(x) < need:
-        raise ConfigError(f"{len(x)} word pairs found in the parallel sentences; {method} needs at least {need}"
-                          + (" (the vectors' width) for a determined map: give more sentences, or use "
-                             "clp-orthogonal or umd" if method == "clp" else ": give more sentences"))
+        raise ConfigError(f"{len(x)} word pairs found in the parallel sentences; {method} needs at least {need} "
+                          "(the vectors' width): give more parallel sentences (several files or a folder per side)")
     if method == "umd":
         return learn_umd(x, z)
     return learn_clp(x, z, orthogonal=method == "clp-orthogonal")
@@ -164,36 +181,79 @@ def learn(encoder: Encoder, sources: Sequence[str], targets: Sequence[str], laye
     return remapping, stats
 
 
-def learn_files(encoder: Encoder, runtime: Runtime, src: str, tgt: str, output: str, layer: int = 8,
-                method: str = "clp-orthogonal", lang: str | None = None, inputs: Sequence[str] = ()
+def parallel_files(src: Sequence[str], tgt: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs of parallel files that ``src`` and ``tgt`` name, in order: each a file, or a folder
+    standing for its files (not hidden, sorted by name). Raises :class:`InputError` where the two
+    sides name different numbers of files, or one file on both sides.
+
+    >>> parallel_files(["a.de", "b.de"], ["a.en", "b.en"])
+    [('a.de', 'a.en'), ('b.de', 'b.en')]
+    """
+    def files(paths: Sequence[str]) -> list[str]:
+        out = []
+        for path in paths:
+            folder = Path(path)
+            if folder.is_dir():
+                found = sorted(str(p) for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+                if not found:
+                    raise InputError("a folder with no files: nothing to learn from", str(path))
+                out += found
+            else:
+                out.append(str(path))
+        return out
+
+    sources, targets = files(src), files(tgt)
+    if len(sources) != len(targets):
+        raise InputError(f"{len(sources)} source files but {len(targets)} target files: give one target file "
+                         "per source file, in the same order (a folder stands for its files sorted by name)")
+    for a, b in zip(sources, targets):
+        if Path(a).resolve() == Path(b).resolve():
+            raise InputError("given as both the source and the target side: give the sentences and their "
+                             "translations in two files", a)
+    return list(zip(sources, targets))
+
+
+def learn_files(encoder: Encoder, runtime: Runtime, src: str | Sequence[str], tgt: str | Sequence[str], output: str,
+                layer: int = 8, method: str = "clp-orthogonal", lang: str | None = None, inputs: Sequence[str] = ()
                 ) -> tuple[Remapping, dict[str, float]]:
-    """:func:`learn` from the parallel files ``src`` and ``tgt`` (line i of one translates line i
-    of the other) with ``encoder`` and ``runtime``, saved to ``output`` (which may not be one of
-    the ``inputs``, the other files the run reads).
+    """:func:`learn` from parallel files (line i of a source file translates line i of its target
+    file): ``src`` and ``tgt`` each a file, a folder or a list of them (:func:`parallel_files`),
+    the pairs of files concatenated; saved to ``output`` (which may not be one of the inputs nor
+    of ``inputs``, the other files the run reads). The statistics add ``sentences`` (the sentence
+    pairs read) and ``files`` (the pairs of files).
 
     Raises
     ------
     InputError, ConfigError
         An output that cannot be written or is an input, files that are not parallel or hold no
-        pair of non-empty lines, a layer the model does not have: before the weights load.
+        pair of non-empty lines, a file on both sides, a layer the model does not have: before
+        the weights load. Too few word pairs (:func:`learn_weights`): before anything is written.
     """
     from ..textio import check_output, read_lines, replacing
 
-    check_output(output, [src, tgt, *inputs])  # before any work: writable, and not an input
-    sources, targets = read_lines(src), read_lines(tgt)
-    if len(sources) != len(targets):
-        raise InputError(f"{tgt} has {len(targets)} lines but {src} has {len(sources)}: the files must be parallel, "
-                         "one sentence and its translation per line")
+    files = parallel_files([src] if isinstance(src, str) else src, [tgt] if isinstance(tgt, str) else tgt)
+    check_output(output, [f for pair in files for f in pair] + list(inputs))  # before any work
+    sources: list[str] = []
+    targets: list[str] = []
+    for s_file, t_file in files:
+        s_lines, t_lines = read_lines(s_file), read_lines(t_file)
+        if len(s_lines) != len(t_lines):
+            raise InputError(f"{t_file} has {len(t_lines)} lines but {s_file} has {len(s_lines)}: the files must be "
+                             "parallel, one sentence and its translation per line")
+        sources += s_lines
+        targets += t_lines
     if not any(s.strip() and t.strip() for s, t in zip(sources, targets)):
-        raise InputError(f"and {tgt} have no line where both sentences are non-empty: nothing to learn from", src)
+        where = files[0][0] if len(files) == 1 else f"the {len(files)} source files"
+        other = files[0][1] if len(files) == 1 else "their target files"
+        raise InputError(f"and {other} have no line where both sentences are non-empty: nothing to learn from", where)
     if layer > encoder.num_layers:  # the model's configuration only: its weights load later
-        raise ConfigError(f"--layer {layer}: model {encoder.name!r} has layers 0..{encoder.num_layers}")
+        raise ConfigError(f"layer {layer} does not exist: model {encoder.name!r} has layers 0..{encoder.num_layers}")
     encoder.check()
     remapping, stats = learn(encoder, sources, targets, layer=layer, method=method, lang=lang, runtime=runtime)
     with replacing(output) as tmp:
         save_remapping(remapping, tmp)
-    return remapping, stats
+    return remapping, {**stats, "sentences": float(len(sources)), "files": float(len(files))}
 
 
 __all__ = ["learn", "learn_clp", "learn_files", "learn_umd", "learn_weights", "mean_cosine", "mutual_best", "paired_words",
-           "word_vectors"]
+           "pairs_needed", "parallel_files", "word_vectors"]

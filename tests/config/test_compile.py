@@ -55,7 +55,7 @@ def _example(s: Setting, files: dict[str, str]) -> Any:
         low = d.ge if d.ge is not None else (d.gt + 1 if d.gt is not None else 1)
         return int(max(low, 0)) + 2
     if float in s.kinds:
-        base = s.default if isinstance(s.default, float) else 0.5
+        base = s.default if isinstance(s.default, float) and s.default else 0.5  # 0 doubled is still 0
         value = base * 2
         return min(value, d.le) if d.le is not None else value
     if str in s.kinds:
@@ -69,7 +69,8 @@ NEEDS = {"baryscore": {"aggregator": "stack"}, "idf-L": {"idf_corpus": "text"},
          "cache_size": {"cache": "dir"}, "cache_timeout": {"cache": "dir"}, "rescale": {"baseline": "baseline"},
          "lowercase": {"model": "vec"}, "sinkhorn_dtype": {"reg": 0.05},
          "revision": {"model": "roberta-large"},  # a hub id: a local folder has no revisions
-         "mix_weights": {"layers": (-2, -1)}, "lm_weight": {"lm": "v1"}, "special_weight": {"special_tokens": "keep"}}
+         "mix_weights": {"layers": (-2, -1)}, "lm_weight": {"lm": "v1"}, "lm_score": {"lm": "v1"},
+         "lm_location": {"lm": "v1"}, "lm_scale": {"lm": "v1"}, "special_weight": {"special_tokens": "keep"}}
 # sources and shorthands (tested on their own); the metric and the baseline: examples of their own below
 SKIP = {"preset", "config", "lang", "idf", "model", "device", "metric", "baseline", "remap"}
 

@@ -1,7 +1,7 @@
 """Write the XMoverScore parity fixture (``xmover_reference_scores.json``) by running the
-reference code's scoring function (not part of alignscore, not shipped with it).
+reference code's scoring functions (not part of alignscore, not shipped with it).
 
-The reference is ``word_mover_score`` in ``score_utils_2.py`` of the public repository
+The reference is ``word_mover_score`` and ``lm_perplexity`` in ``score_utils_2.py`` of the public repository
 AIPHES/ACL20-Reference-Free-MT-Evaluation (Apache-2.0; Zhao et al., ACL 2020). Clone it and
 give its folder (or the folder holding a copy of that one file)::
 
@@ -15,6 +15,12 @@ WMT16 de-en and their MT outputs, for every remapping (none, CLP with a random o
 UMD with a random unit vector; both regenerated from a seed by :func:`clp_matrix` and
 :func:`umd_vector`) and for n-grams and flow dropout as in :data:`CASES`. Two shims adapt the
 current ``transformers`` to what the reference was written for (documented where defined).
+
+The LM term: ``lm_perplexity`` (batch size 1, as the reference's ``demo.py`` calls it) on the same
+translations with a tiny causal LM that :func:`byte_gpt2` builds from a seed (a one-block GPT-2 over
+the 256 bytes, no merges, its weights drawn by numpy, so that a test rebuilds the same model
+without a download), and the reference's ``metric_combination(xmoverscores, lm_scores, [1, 0.1])``
+of the paper's run (CLP, bigrams, dropout 0.3) with it (``lm`` in the fixture).
 
 Each run records the reference's scores and, from the flows its solver returned (recorded by
 :class:`FlowRecorder`), per pair the number of flows its dropout split off from equal ones by
@@ -57,6 +63,34 @@ def umd_vector(dim: int, seed: int = SEED) -> np.ndarray:
     """A random unit ``[dim]`` float64 vector from ``numpy.random.default_rng(seed + 1)``."""
     b = np.random.default_rng(seed + 1).standard_normal(dim)
     return b / np.linalg.norm(b)
+
+
+def byte_gpt2(out: Path, seed: int = SEED) -> str:
+    """A one-block GPT-2 (64 wide, 256 positions) over byte-level tokens (the 256 bytes, no merges:
+    every text tokenizes, one token a byte) with weights drawn from
+    ``numpy.random.default_rng(seed + 2)`` in the order of the parameters' sorted names (layer norm
+    gains about 1), saved with its tokenizer into ``out``; returns the folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {ch: i for i, ch in enumerate(alphabet)} | {"<|endoftext|>": len(alphabet)}
+    tok = Tokenizer(models.BPE(vocab, []))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", unk_token="<|endoftext|>",
+                            bos_token="<|endoftext|>").save_pretrained(out)
+    config = GPT2Config(vocab_size=len(vocab), n_layer=1, n_embd=64, n_head=4, n_positions=256, n_inner=128,
+                        bos_token_id=len(alphabet), eos_token_id=len(alphabet))
+    model = GPT2LMHeadModel(config).eval()
+    rng = np.random.default_rng(seed + 2)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            values = rng.standard_normal(tuple(param.shape))
+            gain = name.endswith(".weight") and ("ln_" in name or "ln_f" in name)
+            param.copy_(torch.from_numpy(1.0 + 0.1 * values if gain else 0.3 * values))
+    model.save_pretrained(out)
+    return str(out)
 
 
 def pairs(data: Path = DATA, n: int = PAIRS) -> tuple[list[str], list[str]]:
@@ -177,6 +211,15 @@ def main(argv: list[str] | None = None) -> None:
     dim = int(encoder.config.hidden_size)
     projection = torch.tensor(clp_matrix(dim), dtype=torch.float)
     bias = torch.tensor(umd_vector(dim), dtype=torch.float).unsqueeze(0)  # the reference reads bias[0]
+    import tempfile
+
+    from transformers import AutoModelForCausalLM
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lm_dir = byte_gpt2(Path(tmp))
+        lm = AutoModelForCausalLM.from_pretrained(lm_dir).eval()
+        lm_scores = [float(v) for v in reference.lm_perplexity(lm, hyps, AutoTokenizer.from_pretrained(lm_dir),
+                                                                 batch_size=1, device="cpu")]
     runs = {}
     for states, n_gram, rate in [("raw", n, r) for n, r in CASES] + [("unit", n, r) for n, r in CASES if n > 1]:
         model = ModelShim(encoder, unit=states == "unit")
@@ -206,6 +249,14 @@ def main(argv: list[str] | None = None) -> None:
         "umd": "umd_vector(hidden size, seed): unit, float64 (float32 in the reference)",
         "sources": src, "translations": hyps,
         "runs": runs,
+        "lm": {"model": "byte_gpt2(folder, seed)", "scores": lm_scores, "weight": 0.1,
+               "combined_run": "CLP,n=2,dropout=0.3,states=raw",
+               "combined": [float(v) for v in np.asarray(runs["CLP,n=2,dropout=0.3,states=raw"]["scores"])
+                            + 0.1 * np.asarray(lm_scores)],
+               "combined_ties_kept": [float(v) for v in
+                                      np.asarray(runs["CLP,n=2,dropout=0.3,states=raw"]["scores_ties_kept"])
+                                      + 0.1 * np.asarray(lm_scores)],
+               "how": "metric_combination(xmoverscores, lm_scores, [1, 0.1]) as in the reference's demo.py"},
     }
     args.output.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.output}: {len(runs)} runs of {len(src)} pairs")

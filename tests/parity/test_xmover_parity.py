@@ -19,6 +19,12 @@ rule in exact arithmetic.
 
 The ``states=unit`` runs give the reference unit-length token states: alignscore's default
 ``ngram_mean="unit"`` (means of unit vectors, MoverScore v1's) equals it there.
+
+The LM term: the reference's ``lm_perplexity`` with a tiny causal LM rebuilt here from its seed
+(``byte_gpt2``), and XMoverScore whole, ``metric_combination(xmoverscores, lm_scores, [1, 0.1])``
+of the paper's run, against ``--preset xmoverscore`` with the same remapping and ``lm`` (its
+defaults: the reference's LM score, weight 0.1), to 1e-5 per pair (measured: below 1e-6; the
+reference's loss is a float32 mean, alignscore's sum is float64 of float32 log-probabilities).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import alignscore
 from alignscore.remap import Remapping, model_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_xmover_fixture import FIXTURE, clp_matrix, umd_vector  # noqa: E402
+from make_xmover_fixture import FIXTURE, byte_gpt2, clp_matrix, umd_vector  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loads the real model
 
@@ -55,9 +61,9 @@ def ours(fixture: dict[str, Any]) -> Any:
     base = alignscore.build(alignscore.run_spec(dict(preset="xmoverscore", model=fixture["model"], layer=layer)))
     encoder, digest = base.encoder, model_digest(base.encoder)
 
-    def score(mapping: str, n_gram: int, dropout: float, mean: str = "states") -> np.ndarray:
+    def score(mapping: str, n_gram: int, dropout: float, mean: str = "states", **more: Any) -> np.ndarray:
         options: dict[str, Any] = dict(preset="xmoverscore", model=fixture["model"], layer=layer, n_gram=n_gram,
-                                       flow_dropout=dropout, ngram_mean=mean)
+                                       flow_dropout=dropout, ngram_mean=mean, **more)
         if mapping != "none":
             dim = encoder.load_model().config.hidden_size
             weights = clp_matrix(dim, fixture["seed"]) if mapping == "CLP" else umd_vector(dim, fixture["seed"])
@@ -102,3 +108,27 @@ def test_means_of_unit_vectors_equal_the_reference_given_unit_states(fixture: di
     np.testing.assert_allclose(ours(mapping, 2, dropout, "unit"), run["scores_ties_kept"], rtol=0, atol=TOL)
     if mapping == "none":  # and differ from the reference's own (raw-state) bigrams
         assert np.abs(ours(mapping, 2, dropout, "unit") - _run(fixture, mapping, 2, dropout, "raw")["scores"]).max() > TOL
+
+
+@pytest.fixture(scope="module")
+def lm_dir(tmp_path_factory: pytest.TempPathFactory, fixture: dict[str, Any]) -> str:
+    return byte_gpt2(tmp_path_factory.mktemp("byte-gpt2"), fixture["seed"])
+
+
+def test_the_lm_score_equals_the_reference(fixture: dict[str, Any], lm_dir: str) -> None:
+    from alignscore.lm import LMTerm
+
+    got = LMTerm(lm_dir).scores(fixture["translations"]).numpy()
+    np.testing.assert_allclose(got, fixture["lm"]["scores"], rtol=0, atol=TOL)
+    assert np.ptp(got) > 0.01  # the model tells the texts apart: the check could fail
+
+
+def test_xmoverscore_whole_equals_the_reference(fixture: dict[str, Any], ours: Any, lm_dir: str) -> None:
+    lm = fixture["lm"]
+    run = fixture["runs"][lm["combined_run"]]
+    got = ours("CLP", run["n_gram"], run["dropout_rate"], lm=lm_dir)
+    np.testing.assert_allclose(got, lm["combined_ties_kept"], rtol=0, atol=TOL)
+    clean = np.array(run["split_ties"]) == 0
+    np.testing.assert_allclose(got[clean], np.array(lm["combined"])[clean], rtol=0, atol=TOL)
+    without = ours("CLP", run["n_gram"], run["dropout_rate"])
+    np.testing.assert_allclose(got - without, lm["weight"] * np.array(lm["scores"]), rtol=0, atol=TOL)

@@ -228,3 +228,22 @@ def test_tune_and_challenge_share_one_sources_switch() -> None:
     assert all(common in h for h in helps.values())
     assert "DAseg.*.source.*" in helps["tune"] and "--challenge items" in helps["tune"]
     assert "field 'source'" in helps["challenge"] and "DAseg" not in helps["challenge"]
+
+
+def test_tune_searches_the_lm_weight_against_sources(data_dir: Path, tiny_bert_dir: str, tiny_gpt2_dir: str,
+                                                     tmp_path: Path) -> None:
+    space = tmp_path / "lm-space.toml"
+    space.write_text('layer = [2]\naligner = ["greedy"]\nlm_score = ["mean-logprob"]\nlm_weight = [0.0, 0.05]\n',
+                     encoding="utf-8")
+    result = tune(data_dir, space, model=tiny_bert_dir, against_sources=True, budget=5, bootstrap=100,
+                  lm=tiny_gpt2_dir, output=tmp_path / "out")
+    run = result.run
+    weights = sorted(e.composition.lm.lm_weight for e in run.entries)
+    assert weights == [0.0, 0.05] and all(e.composition.lm.lm_score == "mean-logprob" for e in run.entries)
+    for e, entry in enumerate(run.entries):  # each entry's numbers are score's with its weight
+        w = entry.composition.lm.lm_weight
+        for k, lp in enumerate(LPS):
+            got = _score_r(data_dir, lp, tiny_bert_dir, "--layer", 2, "--lm", tiny_gpt2_dir, "--lm-score",
+                           "mean-logprob", "--lm-weight", w)
+            assert abs(run.per_pair[e][k] - got) < 1e-6
+    assert not np.allclose(run.per_pair[0], run.per_pair[1], atol=1e-4)
