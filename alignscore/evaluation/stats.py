@@ -7,9 +7,9 @@
   (Graham & Baldwin, 2014); :func:`not_beaten` marks the cells no other cell significantly beats,
   the cells the papers print in bold.
 - :func:`bootstrap_ci`: seeded percentile bootstrap confidence intervals over segments.
-- :func:`leave_one_pair_out`: the nested estimate of a procedure chosen on some language pairs,
-  scored on the one left out, with paired bootstrap intervals (:func:`paired_intervals`); what
-  ``alignscore fit`` and ``alignscore tune`` report.
+- :func:`leave_one_pair_out`: the nested estimate of runs chosen on all language pairs but one,
+  scored on the one left out, with paired bootstrap intervals; what ``alignscore fit`` and
+  ``alignscore tune`` report.
 - :func:`bootstrap_mean`: sacreBLEU's ``--confidence`` for a corpus mean of segment scores.
 - :func:`bootstrap_r_difference` and :func:`permutation_r_difference`: paired resampling tests
   of the difference in |Pearson r| of two metrics against the same human scores (Deutsch et al.,

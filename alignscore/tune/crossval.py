@@ -179,7 +179,7 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
 
 
 def held_out(entries: Sequence[Entry], scorers: Sequence[Scorer], run: SearchRun,
-             holdout: Sequence[LangPair]) -> list[Fold]:
+             holdout: Sequence[LangPair]) -> list[Fold[int]]:
     """The selection and every single baseline (a group: its best on the search's pairs) on
     every segment of the held-out pairs."""
     chosen = {"selected": run.best}
