@@ -14,7 +14,8 @@ The rules every command follows for an output (``-o``), all of them here:
   read-only, not something other than a regular file, a pipe or a character device, and its
   folder accepts a new file. Nothing is created by the checks.
 - The output is written to a temporary file next to it and renamed onto it when complete
-  (:func:`replacing`, :func:`write_output`, :func:`output_stream`).
+  (:func:`replacing`, :func:`write_output`, :func:`output_stream`); a folder of files is written
+  as one set, renamed into place once every file is complete (:func:`write_output_set`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import secrets
 import shutil
 import stat
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
 
 import torch
 
@@ -340,6 +341,47 @@ def replacing(path: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def write_output_set(folder: str | Path, writers: Mapping[str, Callable[[Path], None]],
+                     names: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """The files of a command's output folder, written as one set.
+
+    The folder is made if it is not there (:func:`make_output_folder`); each file is written
+    into a temporary file beside it (:func:`replacing`), and only once every file is written are
+    they renamed into place: a failed or interrupted run leaves the earlier set whole, never a
+    mix of new and old files.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The output folder (checked before any work: :func:`check_output_folder`).
+    writers : mapping of str to callable
+        What writes each file, given the path to write, by key.
+    names : mapping of str to str, optional
+        The file written for each key (only those: a writer without a name here is not
+        called); default: every key of ``writers`` is its file's name.
+
+    Returns
+    -------
+    dict of str to Path
+        Each file's path, by key.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     paths = write_output_set(Path(tmp) / "out", {"table": lambda p: p.write_text("a")}, {"table": "a.md"})
+    ...     paths["table"].name, paths["table"].read_text()
+    ('a.md', 'a')
+    """
+    folder = make_output_folder(folder)
+    paths = {key: folder / name for key, name in (names or {k: k for k in writers}).items()}
+    with ExitStack() as stack:
+        temporaries = {key: stack.enter_context(replacing(path)) for key, path in paths.items()}
+        for key, tmp in temporaries.items():
+            writers[key](tmp)
+    return paths
 
 
 def write_output(path: str | Path | None, text: str) -> None:

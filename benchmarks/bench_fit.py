@@ -72,8 +72,9 @@ def _fit(args: argparse.Namespace, out: Path, start: str | None) -> dict:
             "class_weights": dict(zip(TOKEN_CLASSES, v.class_weights)),
             "final_steps": result.final.steps, "in_sample": result.in_sample, "holdout": result.holdout,
             "start": "; ".join(line for line in result.start.toml().splitlines() if line and not line.startswith("#")),
-            "intervals": {k: [i.estimate, i.low, i.high] for k, i in est.intervals.items()} if est else {},
-            "folds": [[f.held_out, f.r_fitted, f.r_start, f.fitted.steps] for f in est.folds] if est else []}
+            "intervals": {k: [i.estimate, i.low, i.high] for k, i in result.intervals.items()},
+            "folds": [[f.held_out, f.abs_r["fitted"], f.abs_r["start"], f.chosen["fitted"].steps]
+                      for f in est.folds] if est else []}
 
 
 def _precision(args: argparse.Namespace) -> None:

@@ -139,10 +139,11 @@ def main() -> None:
         lines.append(f"| {'the search' if key == 'selected' else key} | {est.estimate:.4f} | "
                      f"[{est.low:.4f}, {est.high:.4f}] | " +
                      (f"{gain.estimate:+.4f} | [{gain.low:+.4f}, {gain.high:+.4f}] |" if gain else "| |"))
-    chosen_runs = {f.selected for f in run.folds}
+    chosen_runs = {f.chosen["selected"] for f in run.folds}
     lines += ["", "Selected on the other pairs: " + "; ".join(
         f"{run.entries[e].id} ({run.entries[e].label}) for " +
-        ", ".join(f"{f.lang_pair} ({f.abs_r['selected']:.4f} held out)" for f in run.folds if f.selected == e)
+        ", ".join(f"{f.held_out} ({f.abs_r['selected']:.4f} held out)" for f in run.folds
+                  if f.chosen["selected"] == e)
         for e in sorted(chosen_runs))]
     text = "\n".join(lines) + "\n"
     print(text)

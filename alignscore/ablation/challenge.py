@@ -21,7 +21,7 @@ from ..evaluation.challenge import ALL, CompositionResult, Item, categories, eva
 from ..evaluation.challenge_report import jsonl
 from ..config.compile import Source
 from ..evaluation.wmt import LangPair
-from ..textio import make_output_folder, replacing
+from ..textio import write_output_set
 from .grid import Grid
 from .runner import plan_grid
 
@@ -195,15 +195,10 @@ def heatmap(path: str | Path, run: GridChallenge) -> None:
 
 def write_outputs(out_dir: str | Path, run: GridChallenge, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.jsonl`` (every row with its signature) and ``heatmap.png``."""
-    paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
-    make_output_folder(out_dir)
     writers = {"table": lambda p: p.write_text(markdown(run, command), encoding="utf-8"),
                "results": lambda p: p.write_text(jsonl(run.results + run.references), encoding="utf-8"),
                "heatmap": lambda p: heatmap(p, run)}
-    for name, path in paths.items():
-        with replacing(path) as tmp:
-            writers[name](tmp)
-    return paths
+    return write_output_set(out_dir, writers, OUTPUT_FILES)
 
 
 __all__ = ["GridChallenge", "OUTPUT_FILES", "heatmap", "markdown", "reference_scores", "run_grid_challenge",

@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..evaluation.chart import dot_line_chart
 from ..evaluation.stats import (CORRELATIONS, abs_pearson, bootstrap_ci, bootstrap_indices, correlation, flat,
                                 flat_text, not_beaten)
-from ..textio import make_output_folder, replacing
+from ..textio import write_output_set
 from .runner import GridRun
 
 
@@ -212,12 +212,7 @@ OUTPUT_FILES = {"table": "table.md", "csv": "results.csv", "chart": "chart.png",
 def write_outputs(out_dir: str | Path, run: GridRun, stats: list[CellStat], method: str = "pearson",
                   alpha: float = 0.05, command: str | None = None) -> dict[str, Path]:
     """Write ``table.md``, ``results.csv``, ``chart.png`` and ``signatures.tsv`` into ``out_dir``."""
-    paths = {key: Path(out_dir) / name for key, name in OUTPUT_FILES.items()}
-    make_output_folder(out_dir)
     writers = {"table": lambda p: p.write_text(markdown(run, stats, method, alpha, command), encoding="utf-8"),
                "csv": lambda p: write_csv(p, stats), "chart": lambda p: write_chart(p, run, stats, method),
                "signatures": lambda p: write_signatures(p, run)}
-    for name, path in paths.items():
-        with replacing(path) as tmp:  # a failure never leaves a truncated file in place of a good one
-            writers[name](tmp)
-    return paths
+    return write_output_set(out_dir, writers, OUTPUT_FILES)

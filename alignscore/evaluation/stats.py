@@ -7,6 +7,9 @@
   (Graham & Baldwin, 2014); :func:`not_beaten` marks the cells no other cell significantly beats,
   the cells the papers print in bold.
 - :func:`bootstrap_ci`: seeded percentile bootstrap confidence intervals over segments.
+- :func:`leave_one_pair_out`: the nested estimate of runs chosen on all language pairs but one,
+  scored on the one left out, with paired bootstrap intervals; what ``alignscore fit`` and
+  ``alignscore tune`` report.
 - :func:`bootstrap_mean`: sacreBLEU's ``--confidence`` for a corpus mean of segment scores.
 - :func:`bootstrap_r_difference` and :func:`permutation_r_difference`: paired resampling tests
   of the difference in |Pearson r| of two metrics against the same human scores (Deutsch et al.,
@@ -20,8 +23,8 @@ Scores that are constant up to rounding (:mod:`~alignscore.evaluation.rounding`)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -189,6 +192,98 @@ def pooled_abs_r(blocks: Sequence[np.ndarray], humans: Sequence[np.ndarray], res
         for k, x in enumerate(block):
             out[k] += np.abs(pearson_rows(x[idx], human[idx])) / len(blocks)
     return out
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Fold(Generic[T]):
+    """One fold of :func:`leave_one_pair_out`: the language pair ``held_out``, what each compared
+    run is (``chosen``: chosen on the other pairs) and its ``abs_r`` on every segment of
+    ``held_out`` (NaN where undefined)."""
+
+    held_out: str
+    chosen: Mapping[str, T]
+    abs_r: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class CrossValidation(Generic[T]):
+    """What :func:`leave_one_pair_out` found: the ``folds``, each run's mean held-out |r| with
+    its interval (``estimates``) and the first run's gain over each other (``gains``); all
+    empty with fewer than two language pairs."""
+
+    folds: tuple[Fold[T], ...] = ()
+    estimates: Mapping[str, Interval] = field(default_factory=dict)
+    gains: Mapping[str, Interval] = field(default_factory=dict)
+
+
+def leave_one_pair_out(pairs: Sequence[str], choose: Callable[[list[list[int]]], Sequence[Mapping[str, T]]],
+                       score: Callable[[int, Mapping[str, T]], tuple[np.ndarray, np.ndarray]],
+                       resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> CrossValidation[T]:
+    """Nested leave-one-language-pair-out with paired bootstrap intervals.
+
+    For each pair ``k`` held out, the compared runs are chosen on the other pairs and scored on
+    every segment of ``k``. The estimate of a run is the mean over the folds of its held-out
+    |r|; the first run's gain over another is the difference of their estimates. Each held-out
+    pair's segments are resampled with replacement, one draw per pair from one
+    ``default_rng(seed)``, in order (:func:`pooled_abs_r`), the same draws for every run, so the
+    gains' intervals are paired; a resample's value is the mean over the folds of its |r|, and
+    an interval is the central ``confidence`` range of the resampled values
+    (:func:`percentile_interval`).
+
+    Parameters
+    ----------
+    pairs : sequence of str
+        The language pairs' names.
+    choose : callable
+        ``choose(trains)``: for each fold ``k`` (``trains[k]``: the indices of every pair but
+        ``k``, in order), the compared runs by name (the same names in every fold; the first is
+        the one whose gains are taken), chosen on ``trains[k]``. Given every fold at once, so
+        that a search can run them together; with fewer than two pairs, called with none.
+    score : callable
+        ``score(k, chosen)``: the scores ``[K, n_k]`` of fold ``k``'s runs (in ``chosen``'s
+        order) on every segment of pair ``k``, and the human scores ``[n_k]``.
+    resamples : int
+        Resamples of each held-out pair's segments.
+    seed : int
+        Seed of the resamples.
+    confidence : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    CrossValidation
+
+    Examples
+    --------
+    Choosing, on the other pairs, the better of two fixed metrics:
+
+    >>> rng = np.random.default_rng(0)
+    >>> human = [rng.normal(size=20) for _ in range(3)]
+    >>> metric = {"good": [h + rng.normal(size=20) for h in human], "poor": [rng.normal(size=20) for h in human]}
+    >>> def r(name, lps): return np.mean([abs(np.corrcoef(metric[name][l], human[l])[0, 1]) for l in lps])
+    >>> choose = lambda trains: [{"chosen": max(metric, key=lambda m: r(m, t)), "poor": "poor"} for t in trains]
+    >>> score = lambda k, chosen: (np.stack([metric[m][k] for m in chosen.values()]), human[k])
+    >>> cv = leave_one_pair_out(["a", "b", "c"], choose, score, resamples=100)
+    >>> [f.chosen["chosen"] for f in cv.folds], cv.gains["poor"].low > 0
+    (['good', 'good', 'good'], True)
+    """
+    trains = [[i for i in range(len(pairs)) if i != k] for k in range(len(pairs))] if len(pairs) >= 2 else []
+    chosen = choose(trains)
+    if not trains:
+        return CrossValidation()
+    names = list(chosen[0])
+    held = [score(k, c) for k, c in enumerate(chosen)]
+    folds = tuple(Fold(pairs[k], dict(c), dict(zip(names, abs_pearson(s, np.broadcast_to(h, s.shape)).tolist())))
+                  for k, (c, (s, h)) in enumerate(zip(chosen, held)))
+    boot = dict(zip(names, pooled_abs_r([s for s, _ in held], [h for _, h in held], resamples, seed)))
+    est = {n: float(np.mean([f.abs_r[n] for f in folds])) for n in names}
+    first = names[0]
+    estimates = {n: percentile_interval(est[n], boot[n], confidence) for n in names}
+    gains = {n: percentile_interval(est[first] - est[n], boot[first] - boot[n], confidence) for n in names[1:]}
+    return CrossValidation(folds, estimates, gains)
 
 
 def abs_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:

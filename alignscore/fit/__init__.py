@@ -8,10 +8,10 @@ cross-validation over language pairs; optionally with a challenge set's accuracy
 from .features import Features, PairFeatures, RawLayers, extract
 from .goal import Goal, read_challenge
 from .model import LEARNABLE, Values, mean_r, pearson, scores_of
-from .optimise import Estimate, Fitted, Fold, Optimisation, fit_values, nested
+from .optimise import Fitted, Optimisation, fit_values, nested
 from .outputs import FitResult
 from .run import MIN_SEGMENTS, FitOptions, fit, fitted_spec
 
-__all__ = ["Estimate", "Features", "FitOptions", "FitResult", "Fitted", "Fold", "Goal", "LEARNABLE", "MIN_SEGMENTS",
-           "Optimisation", "PairFeatures", "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r",
-           "nested", "pearson", "read_challenge", "scores_of"]
+__all__ = ["Features", "FitOptions", "FitResult", "Fitted", "Goal", "LEARNABLE", "MIN_SEGMENTS", "Optimisation",
+           "PairFeatures", "RawLayers", "Values", "extract", "fit", "fit_values", "fitted_spec", "mean_r", "nested",
+           "pearson", "read_challenge", "scores_of"]

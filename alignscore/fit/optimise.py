@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence, cast
 
 import numpy as np
 import torch
 
-from ..evaluation.stats import bootstrap_indices, pearson_rows
+from ..evaluation.stats import CrossValidation, leave_one_pair_out
 from .features import Features, PairFeatures
 from .goal import Goal
 from .model import Model, Values, mean_r, pair_scores, pearson, plain, scores_of
@@ -132,81 +132,30 @@ def fit_values(features: Features, pairs: Sequence[int], start: Values, learn: S
         steps += 1
 
 
-@dataclass
-class Fold:
-    """One outer fold: the language pair left out, the fitted values (on the others) and the
-    held-out Pearson r of the fitted and of the starting metric."""
-
-    held_out: str
-    fitted: Fitted
-    r_fitted: float
-    r_start: float
-
-
-@dataclass
-class Interval:
-    """A mean over folds and its 95% bootstrap interval."""
-
-    estimate: float
-    low: float
-    high: float
-
-
-@dataclass
-class Estimate:
-    """The nested estimate: the ``folds`` and, per metric (``fitted``, ``start``) and for
-    their difference (``gain``), the mean held-out |r| with an interval."""
-
-    folds: list[Fold] = field(default_factory=list)
-    intervals: dict[str, Interval] = field(default_factory=dict)
-
-
 def abs_r(scores: Sequence[torch.Tensor], features: Features, which: Sequence[int]) -> list[float]:
     """|r| with the human scores of each language pair in ``which``."""
     return [abs(float(np.corrcoef(scores[i].numpy(), features.pairs[i].human.numpy())[0, 1])) for i in which]
 
 
-def intervals(features: Features, folds: Sequence[Fold], fitted: Sequence[torch.Tensor],
-              start: Sequence[torch.Tensor], resamples: int, seed: int) -> dict[str, Interval]:
-    """The mean held-out |r| of the fitted and the starting metric over the folds, and of
-    their difference, each with a 95% percentile interval: the segments of each held-out
-    language pair resampled with replacement (one draw per pair, shared by both metrics, so
-    the difference's interval is paired). ``fitted[k]``, ``start[k]``: the scores of fold k's
-    held-out pair."""
-    names = [pf.name for pf in features.pairs]
-    boot = {"fitted": np.zeros(resamples), "start": np.zeros(resamples)}
-    for k, fold in enumerate(folds):
-        human = features.pairs[names.index(fold.held_out)].human.numpy()
-        idx = bootstrap_indices(len(human), resamples, seed + k)
-        for name, scores in (("fitted", fitted[k]), ("start", start[k])):
-            boot[name] += np.abs(pearson_rows(scores.numpy()[idx], human[idx])) / len(folds)
-    est = {"fitted": float(np.mean([f.r_fitted for f in folds])), "start": float(np.mean([f.r_start for f in folds]))}
-    out = {n: Interval(est[n], *np.nanpercentile(boot[n], [2.5, 97.5]).tolist()) for n in est}
-    out["gain"] = Interval(est["fitted"] - est["start"],
-                           *np.nanpercentile(boot["fitted"] - boot["start"], [2.5, 97.5]).tolist())
-    return out
-
-
 def nested(features: Features, start: Values, learn: Sequence[str], plan: Optimisation, deadline: Callable[[int], float],
            resamples: int = 1000, step_done: Callable[[], None] = lambda: None, exact: Values | None = None,
-           goal: Goal | None = None) -> Estimate:
-    """Leave one language pair out: fit on the others, score the one left out, for every pair;
-    the intervals of :func:`intervals`. ``deadline(k)``: when fold ``k``'s fit must stop;
-    ``exact``: the starting composition (default ``start``), compared on each held-out pair;
-    ``goal``: a challenge objective each fold's fit chooses its values by (the estimate itself
-    is the held-out |r|)."""
-    out = Estimate()
-    everything = range(len(features.pairs))
+           goal: Goal | None = None) -> CrossValidation[Fitted | Values]:
+    """Leave one language pair out (:func:`~alignscore.evaluation.stats.leave_one_pair_out`):
+    fit on the others, score the one left out, for every pair, beside the start; the runs
+    ``fitted`` (its :class:`Fitted`) and ``start`` (``exact``), and the gain of the one over the
+    other. ``deadline(k)``: when fold ``k``'s fit must stop; ``exact``: the starting composition
+    (default ``start``), compared on each held-out pair; ``goal``: a challenge objective each
+    fold's fit chooses its values by (the estimate itself is the held-out |r|)."""
     exact = exact or start
     start_scores = scores_of(features, exact)
-    fitted_scores, held_start = [], []
-    for k in everything:
-        fitted = fit_values(features, [i for i in everything if i != k], start, learn, plan, deadline(k), step_done,
-                            exact, goal)
-        scores = scores_of(features, fitted.values)
-        fitted_scores.append(scores[k])
-        held_start.append(start_scores[k])
-        out.folds.append(Fold(features.pairs[k].name, fitted, abs_r(scores, features, [k])[0],
-                              abs_r(start_scores, features, [k])[0]))
-    out.intervals = intervals(features, out.folds, fitted_scores, held_start, resamples, plan.seed)
-    return out
+
+    def choose(trains: list[list[int]]) -> list[dict[str, Fitted | Values]]:
+        return [{"fitted": fit_values(features, train, start, learn, plan, deadline(k), step_done, exact, goal),
+                 "start": exact} for k, train in enumerate(trains)]
+
+    def score(k: int, chosen: Mapping[str, Fitted | Values]) -> tuple[np.ndarray, np.ndarray]:
+        fitted = cast(Fitted, chosen["fitted"])
+        return (torch.stack([scores_of(features, fitted.values)[k], start_scores[k]]).numpy(),
+                features.pairs[k].human.numpy())
+
+    return leave_one_pair_out([pf.name for pf in features.pairs], choose, score, resamples, plan.seed)

@@ -5,19 +5,19 @@ written)."""
 from __future__ import annotations
 
 import csv
-from contextlib import ExitStack
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 import torch
 
 from ..config import RunSpec
-from ..textio import make_output_folder, replacing
+from ..evaluation.stats import CrossValidation, Interval
+from ..textio import write_output_set
 from .features import Features
 from .model import CLASS_SETTINGS, NUMBERS, Values
 from ..evaluation.objective import Objective
-from .optimise import Estimate, Fitted
+from .optimise import Fitted
 
 
 @dataclass
@@ -40,7 +40,7 @@ class FitResult:
     scores: list[torch.Tensor]
     human: list[torch.Tensor]
     final: Fitted
-    estimate: Estimate | None = None
+    estimate: CrossValidation[Fitted | Values] | None = None
     note: str | None = None
     holdout: dict[str, float] = field(default_factory=dict)
     in_sample: dict[str, float] = field(default_factory=dict)
@@ -49,6 +49,14 @@ class FitResult:
     learned: tuple[str, ...] = ()
     objective: Objective = field(default_factory=Objective)
     accuracy: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def intervals(self) -> dict[str, Interval]:
+        """The nested estimate's held-out mean |r| of ``fitted`` and ``start``, and their
+        difference ``gain``, each with its interval (none without an estimate)."""
+        if self.estimate is None:
+            return {}
+        return {**self.estimate.estimates, "gain": self.estimate.gains["start"]}
 
     @property
     def static(self) -> bool:
@@ -66,7 +74,7 @@ class FitResult:
         """The lines that say what was fitted: the nested estimates, the holdout's mean |r| and
         the fitted values."""
         lines = [f"{name}: held-out mean |r| {i.estimate:.4f} [{i.low:.4f}, {i.high:.4f}]"
-                 for name, i in (self.estimate.intervals.items() if self.estimate else ())]
+                 for name, i in self.intervals.items()]
         lines += [f"{name}: holdout mean |r| {value:.4f}" for name, value in self.holdout.items()]
         if self.objective.uses_challenge:
             acc = f"accuracy[{self.objective.category}]"
@@ -95,7 +103,7 @@ def leaderboard_rows(result: FitResult) -> list[list[object]]:
     """``[name, estimate, low, high, in-sample mean |r|, holdout mean |r|]`` of the fitted
     metric, its start and their difference (empty cells where there is no value), and the
     challenge accuracy where the objective reads one."""
-    est = result.estimate.intervals if result.estimate else {}
+    est = result.intervals
     out: list[list[object]] = []
     for name in ("fitted", "start", "gain"):
         i = est.get(name)
@@ -178,9 +186,6 @@ def write_figure(path: Path, result: FitResult) -> None:
 
 def write_outputs(folder: str | Path, result: FitResult, features: Features) -> dict[str, Path]:
     """Every output into ``folder`` (checked before the fit began)."""
-    make_output_folder(folder)
-    folder = Path(folder)
-
     def scores(p: Path) -> None:
         _csv(p, ["lang_pair", "segment", "score", "human"],
              [[name, i, _number(s), _number(h)] for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
@@ -189,13 +194,16 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
     acc = result.objective.uses_challenge
     inner = "inner_objective" if result.objective.weight else "inner_r"  # r + W * accuracy is not an r
 
+    folds_of = result.estimate.folds if result.estimate else ()
+    fitted_of = [cast(Fitted, f.chosen["fitted"]) for f in folds_of]
+
     def folds(p: Path) -> None:
-        rows = [[f.held_out, f"{f.r_fitted:.6f}", f"{f.r_start:.6f}",
-                 *((f"{f.fitted.accuracy_best:.6f}", f"{f.fitted.accuracy_start:.6f}") if acc else ()),
-                 f.fitted.steps, f"{f.fitted.inner_start:.6f}",
-                 f"{f.fitted.inner_best:.6f}", *(f"{getattr(f.fitted.values, name):.6g}" for name in NUMBERS),
-                 "" if result.static else ";".join(f"{w:.4f}" for w in f.fitted.values.weights())]
-                for f in (result.estimate.folds if result.estimate else [])]
+        rows = [[f.held_out, f"{f.abs_r['fitted']:.6f}", f"{f.abs_r['start']:.6f}",
+                 *((f"{ft.accuracy_best:.6f}", f"{ft.accuracy_start:.6f}") if acc else ()),
+                 ft.steps, f"{ft.inner_start:.6f}",
+                 f"{ft.inner_best:.6f}", *(f"{getattr(ft.values, name):.6g}" for name in NUMBERS),
+                 "" if result.static else ";".join(f"{w:.4f}" for w in ft.values.weights())]
+                for f, ft in zip(folds_of, fitted_of)]
         _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", *(("accuracy_fitted", "accuracy_start") if acc else ()),
                  "steps", f"{inner}_start", f"{inner}_best", *NUMBERS, "layer_weights"], rows)
 
@@ -208,9 +216,4 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
                                               *([f"accuracy[{result.objective.category}]"] if acc else [])],
                                           leaderboard_rows(result)),
         "layer_weights.png": lambda p: write_figure(p, result)}
-    paths = {name: folder / name for name in writers}
-    with ExitStack() as stack:
-        temporaries = {name: stack.enter_context(replacing(path)) for name, path in paths.items()}
-        for name, tmp in temporaries.items():
-            writers[name](tmp)
-    return paths
+    return write_output_set(folder, writers)

@@ -48,15 +48,14 @@ from __future__ import annotations
 from .book import Book, Entry
 from .budget import DEFAULT_BUDGET_MIN, Pace, Plan, plan_search, probe_seconds, replan_share
 from .cost import Cost, Probe, measure
-from .crossval import Published, Fold, SearchRun, published, search
+from .crossval import Published, SearchRun, published, search
 from .halving import Trace, halve, halve_together
 from ..evaluation.objective import Objective, accuracy
 from .prepare import challenge_accuracy, labels, prepare
 from .schedule import HARDER, MIN_SEGMENTS, SCHEDULES, Schedule, samples
 from .tune import TuneOptions, TuneResult, data_corpus, tune
 
-__all__ = ["Published", "Book", "Cost", "DEFAULT_BUDGET_MIN", "Entry", "Fold", "HARDER", "MIN_SEGMENTS", "Objective",
-           "Pace", "Plan", "Probe", "SCHEDULES", "Schedule", "SearchRun", "Trace", "TuneOptions", "TuneResult",
-           "accuracy",
-           "published", "challenge_accuracy", "data_corpus", "halve", "halve_together",
-           "labels", "measure", "plan_search", "prepare", "probe_seconds", "replan_share", "samples", "search", "tune"]
+__all__ = ["Book", "Cost", "DEFAULT_BUDGET_MIN", "Entry", "HARDER", "MIN_SEGMENTS", "Objective", "Pace", "Plan", "Probe",
+           "Published", "SCHEDULES", "Schedule", "SearchRun", "Trace", "TuneOptions", "TuneResult", "accuracy",
+           "challenge_accuracy", "data_corpus", "halve", "halve_together", "labels", "measure", "plan_search",
+           "prepare", "probe_seconds", "published", "replan_share", "samples", "search", "tune"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..scorer import Scorer
-from ..evaluation.stats import Interval, percentile_interval, pooled_abs_r
+from ..evaluation.stats import Fold, Interval, leave_one_pair_out
 from ..evaluation.wmt import LangPair
 from .book import Book, Entry
 from .budget import Pace
@@ -37,24 +37,13 @@ class Published:
 
 
 @dataclass
-class Fold:
-    """Fold ``lang_pair`` of the nested cross-validation: the run the search selected on the
-    other pairs, and each baseline's run (a group's best on the other pairs); ``abs_r`` their
-    |r| on the left-out pair (every segment)."""
-
-    lang_pair: str
-    selected: int
-    published: dict[str, int]
-    abs_r: dict[str, float]
-
-
-@dataclass
 class SearchRun:
     """What :func:`search` found: the entries, the ``final`` search on every pair (its
-    selection is what best.toml holds), the nested cross-validation ``folds`` with the
-    ``estimate`` of each compared run (``"selected"`` and every baseline: mean held-out |r| with
-    a 95% bootstrap interval) and of the difference between the selection and each baseline,
-    the held-out data comparison, and what it cost."""
+    selection is what best.toml holds), the nested cross-validation ``folds`` (each compared
+    run's entry: ``"selected"``, the search's selection on the other pairs, and every baseline)
+    with the ``estimates`` of each compared run (mean held-out |r| with a 95% bootstrap
+    interval) and the ``gains`` of the selection over each baseline, the held-out data
+    comparison, and what it cost."""
 
     model: str
     lang_pairs: list[LangPair]
@@ -63,10 +52,10 @@ class SearchRun:
     objective: Objective
     final: Trace
     published: list[Published]
-    folds: list[Fold] = field(default_factory=list)
-    estimates: dict[str, Interval] = field(default_factory=dict)
-    gains: dict[str, Interval] = field(default_factory=dict)
-    holdout: list[Fold] = field(default_factory=list)
+    folds: Sequence[Fold[int]] = ()
+    estimates: Mapping[str, Interval] = field(default_factory=dict)
+    gains: Mapping[str, Interval] = field(default_factory=dict)
+    holdout: list[Fold[int]] = field(default_factory=list)
     holdout_source: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     estimated_seconds: float | None = None
@@ -152,34 +141,35 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     # a sample of the runs compares with the published configurations in it (the budget's plan)
     base = [b for b in published(entries) if set(b.members) <= set(every)]
     last = schedule.levels - 1
-    # every fold (each language pair left out) and the search on every pair, level by level together
-    trains = [[l for l in lps if l != held] for held in lps] if len(lps) >= 2 else []
-    # the published configurations are scored on every segment with the last level (a group picks
-    # its best on the pairs a fold sees)
-    *traces, final = halve_together(book, every, [*trains, lps], objective, say,
-                                    cost.per_score if cost is not None else None,
-                                    also=[e for b in base for e in b.members], pace=pace)
-    choices = []
-    for train, trace in zip(trains, traces):
-        chosen = {"selected": trace.selected}
-        for b in base:
-            chosen[b.name] = b.members[0] if not b.group else best_of(book, b.members, train, last)
-        choices.append(chosen)
-    book.need((e, held, last) for held, chosen in enumerate(choices) for e in chosen.values())
-    folds: list[Fold] = []
-    for held, chosen in enumerate(choices):
-        rs = {name: float(book.abs_r([e], held, last)[0]) for name, e in chosen.items()}
-        folds.append(Fold(lang_pairs[held].name, chosen["selected"],
-                          {k: v for k, v in chosen.items() if k != "selected"}, rs))
-        say(f"fold {lang_pairs[held].name}: selected {entries[chosen['selected']].id} "
-            f"({entries[chosen['selected']].label}), held-out |r| {rs['selected']:.3f}")
+    finals: list[Trace] = []
+
+    def choose(trains: list[list[int]]) -> list[dict[str, int]]:
+        # every fold (each language pair left out) and the search on every pair, level by level together;
+        # the published configurations are scored on every segment with the last level (a group picks
+        # its best on the pairs a fold sees)
+        *traces, final = halve_together(book, every, [*trains, lps], objective, say,
+                                        cost.per_score if cost is not None else None,
+                                        also=[e for b in base for e in b.members], pace=pace)
+        finals.append(final)
+        return [{"selected": trace.selected, **{b.name: b.members[0] if not b.group else
+                                                best_of(book, b.members, train, last) for b in base}}
+                for train, trace in zip(trains, traces)]
+
+    def score(held: int, chosen: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        book.need((e, held, last) for e in chosen.values())
+        (block,), (human,) = book.blocks(list(chosen.values()), [held], last)
+        e = chosen["selected"]
+        say(f"fold {lang_pairs[held].name}: selected {entries[e].id} ({entries[e].label}), held-out |r| "
+            f"{book.abs_r([e], held, last)[0]:.3f}")
+        return block, human
+
+    cv = leave_one_pair_out([lp.name for lp in lang_pairs], choose, score, resamples, seed)
+    final = finals[0]
     run = SearchRun(", ".join(sorted({e.spec.encoder.model for e in entries})), lang_pairs, entries, schedule,
-                    objective, final, base, folds)
+                    objective, final, base, cv.folds, cv.estimates, cv.gains)
     for e, level in final.reached.items():
         run.mean_abs_r[e] = float(book.mean_abs_r([e], lps, level)[0])
         run.per_pair[e] = [float(book.abs_r([e], l, level)[0]) for l in lps]
-    if folds:
-        run.estimates, run.gains = intervals(book, folds, resamples, seed)
     if holdout:
         run.holdout, run.holdout_source = held_out(entries, scorers, run, holdout), holdout_source
     run.seconds = {**{f"level {k + 1}": s for k, s in enumerate(book.seconds)},
@@ -188,30 +178,8 @@ def search(entries: list[Entry], scorers: list[Scorer], lang_pairs: Sequence[Lan
     return run
 
 
-def intervals(book: Book, folds: Sequence[Fold], resamples: int, seed: int
-              ) -> tuple[dict[str, Interval], dict[str, Interval]]:
-    """The mean held-out |r| of each compared run over the folds, with a 95% percentile
-    interval from resampling every left-out pair's segments (the same resamples for every run:
-    the differences are paired), and the selection's gain over each."""
-    last = book.schedule.levels - 1
-    names = list(folds[0].abs_r)
-    blocks, humans = [], []
-    for f in folds:
-        lp = next(i for i, p in enumerate(book.lang_pairs) if p.name == f.lang_pair)
-        chosen = {"selected": f.selected, **f.published}
-        (block,), (human,) = book.blocks([chosen[name] for name in names], [lp], last)
-        blocks.append(block)
-        humans.append(human)
-    boot = dict(zip(names, pooled_abs_r(blocks, humans, resamples, seed)))
-    est = {name: float(np.mean([f.abs_r[name] for f in folds])) for name in names}
-    estimates = {n: percentile_interval(est[n], boot[n]) for n in names}
-    gains = {n: percentile_interval(est["selected"] - est[n], boot["selected"] - boot[n])
-             for n in names if n != "selected"}
-    return estimates, gains
-
-
 def held_out(entries: Sequence[Entry], scorers: Sequence[Scorer], run: SearchRun,
-             holdout: Sequence[LangPair]) -> list[Fold]:
+             holdout: Sequence[LangPair]) -> list[Fold[int]]:
     """The selection and every single baseline (a group: its best on the search's pairs) on
     every segment of the held-out pairs."""
     chosen = {"selected": run.best}
@@ -221,9 +189,8 @@ def held_out(entries: Sequence[Entry], scorers: Sequence[Scorer], run: SearchRun
             else -math.inf)
     book = Book(list(entries), list(scorers), list(holdout), Schedule((1.0,)))
     book.need((e, l, 0) for e in chosen.values() for l in range(len(holdout)))
-    return [Fold(lp.name, run.best, {k: v for k, v in chosen.items() if k != "selected"},
-                 {name: float(book.abs_r([e], l, 0)[0]) for name, e in chosen.items()})
+    return [Fold(lp.name, chosen, {name: float(book.abs_r([e], l, 0)[0]) for name, e in chosen.items()})
             for l, lp in enumerate(holdout)]
 
 
-__all__ = ["Published", "Fold", "SearchRun", "published", "held_out", "intervals", "search"]
+__all__ = ["Published", "SearchRun", "published", "held_out", "search"]

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import csv
 import math
-from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..config.schema import OPTION
-from ..textio import make_output_folder, replacing
+from ..textio import write_output_set
 from ..weighting.schemes import Corpus, IdfL
 from ..evaluation.chart import dot_line_chart
 
@@ -101,8 +100,8 @@ def markdown(run: SearchRun, data: str, command: str | None = None) -> str:
                 "| left out | selected on the others | " + " | ".join(_esc(n) for n in names) + " |",
                 "|---|---|" + "---:|" * len(names)]
         for f in run.folds:
-            e = run.entries[f.selected]
-            out.append(f"| {f.lang_pair} | {e.id} ({_esc(e.label)}) | " +
+            e = run.entries[f.chosen[SELECTED]]
+            out.append(f"| {f.held_out} | {e.id} ({_esc(e.label)}) | " +
                        " | ".join(_f(f.abs_r[name]) for name in names) + " |")
         means = [run.estimates[name] for name in names]
         out.append("| **mean** | | " + " | ".join(f"**{_f(m.estimate)}** [{_f(m.low)}, {_f(m.high)}]" for m in means)
@@ -113,7 +112,7 @@ def markdown(run: SearchRun, data: str, command: str | None = None) -> str:
         out += [f"### Held-out data: {run.holdout_source}", "",
                 "| language pair | " + " | ".join(_esc(n) for n in names) + " |", "|---|" + "---:|" * len(names)]
         for h in run.holdout:
-            out.append(f"| {h.lang_pair} | " + " | ".join(_f(h.abs_r[name]) for name in names) + " |")
+            out.append(f"| {h.held_out} | " + " | ".join(_f(h.abs_r[name]) for name in names) + " |")
         out.append("")
     levels = run.schedule.levels
     acc = run.objective.uses_challenge
@@ -165,8 +164,7 @@ def write_folds(path: Path, run: SearchRun) -> None:
         w = csv.writer(fh)
         w.writerow(["left_out", *[c for n in names for c in (f"{n} run", f"{n} abs_r")]])
         for f in run.folds:
-            ids = {SELECTED: f.selected, **f.published}
-            w.writerow([f.lang_pair, *[c for n in names for c in (run.entries[ids[n]].id, _num(f.abs_r[n]))]])
+            w.writerow([f.held_out, *[c for n in names for c in (run.entries[f.chosen[n]].id, _num(f.abs_r[n]))]])
         for row, pick in (("mean", "estimate"), ("low", "low"), ("high", "high")):
             if run.estimates:
                 w.writerow([row, *[c for n in names for c in ("", _num(getattr(run.estimates[n], pick)))]])
@@ -178,7 +176,7 @@ def write_holdout(path: Path, run: SearchRun) -> None:
         w = csv.writer(fh)
         w.writerow(["lang_pair", *names])
         for h in run.holdout:
-            w.writerow([h.lang_pair, *[_num(h.abs_r[n]) for n in names]])
+            w.writerow([h.held_out, *[_num(h.abs_r[n]) for n in names]])
 
 
 def write_chart(path: Path, run: SearchRun) -> None:
@@ -237,12 +235,11 @@ def output_paths(out_dir: str | Path, holdout: bool, corpus: bool = True, remapp
 
 
 def write_outputs(out_dir: str | Path, run: SearchRun, data: str, command: str | None = None) -> dict[str, Path]:
-    """Write every output into ``out_dir`` as one set: each into a temporary file, and only once
-    all are written are they renamed into place (an interrupted run leaves the earlier set whole)."""
+    """Write every output into ``out_dir`` as one set (:func:`~alignscore.textio.write_output_set`:
+    an interrupted run leaves the earlier set whole)."""
     corpus = corpus_of(run)
     remapped = remapped_languages(run)
     paths = output_paths(out_dir, bool(run.holdout), corpus is not None, remapped)
-    make_output_folder(out_dir)
     writers: dict[str, Callable[[Path], None]] = {
         "best": lambda p: write_best(p, run, paths.get("corpus")),
         **{f"best.{lang}": (lambda p, lang=lang: write_best(p, run, paths.get("corpus"), lang)) for lang in remapped},
@@ -251,11 +248,7 @@ def write_outputs(out_dir: str | Path, run: SearchRun, data: str, command: str |
         "chart": lambda p: write_chart(p, run), "holdout": lambda p: write_holdout(p, run),
         "corpus": lambda p: p.write_text("".join(t + "\n" for t in (corpus.texts if corpus else ())),
                                          encoding="utf-8")}
-    with ExitStack() as stack:
-        temporaries = {key: stack.enter_context(replacing(path)) for key, path in paths.items()}
-        for key, tmp in temporaries.items():
-            writers[key](tmp)
-    return paths
+    return write_output_set(out_dir, writers, {key: path.name for key, path in paths.items()})
 
 
 __all__ = ["BEST_FOR", "OUTPUT_FILES", "markdown", "output_paths", "ranking", "remapped_languages", "summary",

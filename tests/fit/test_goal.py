@@ -72,7 +72,7 @@ def test_a_heavy_weight_never_gives_up_accuracy(start, data, items) -> None:
     result = alignscore.fit(data, start=start, steps=8, challenge=items, objective="correlation + 100 * accuracy[odd]")
     assert result.accuracy["fitted"] >= result.accuracy["start"]
     for fold in result.estimate.folds:
-        assert fold.fitted.accuracy_best >= fold.fitted.accuracy_start
+        assert fold.chosen["fitted"].accuracy_best >= fold.chosen["fitted"].accuracy_start
     assert result.summary()[-2].startswith("objective correlation + 100 * accuracy[odd]")
 
 
@@ -80,7 +80,7 @@ def test_a_heavy_weight_never_gives_up_accuracy(start, data, items) -> None:
 def test_the_constraint_is_never_broken(start, data, items, minimum) -> None:
     result = alignscore.fit(data, start=start, steps=8, challenge=items,
                             objective=f"correlation, accuracy[all] >= {minimum}")
-    for fitted in [result.final, *(f.fitted for f in result.estimate.folds)]:
+    for fitted in [result.final, *(f.chosen["fitted"] for f in result.estimate.folds)]:
         if fitted.accuracy_best < minimum:  # only the start, and only when nothing met it
             assert not fitted.start_meets and fitted.values == result.start_values
             assert fitted.accuracy_best == fitted.accuracy_start

@@ -39,8 +39,8 @@ def test_fit_is_deterministic_and_never_worse_inside_than_its_start(start, data)
     two = alignscore.fit(data, start=start, steps=6, seed=3)
     assert one.values == two.values
     assert one.final.inner_best >= one.final.inner_start
-    assert one.estimate is not None and set(one.estimate.intervals) == {"fitted", "start", "gain"}
-    for i in one.estimate.intervals.values():
+    assert one.estimate is not None and set(one.intervals) == {"fitted", "start", "gain"}
+    for i in one.intervals.values():
         assert i.low <= i.estimate <= i.high or math.isclose(i.low, i.high)
     assert one.spec.composition.aggregator.layers == one.layers
 

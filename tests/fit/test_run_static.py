@@ -198,5 +198,5 @@ def test_the_fit_learns_the_idf_exponent_where_it_matters(tmp_path, monkeypatch)
     assert result.values.idf_power > 1.5
     assert result.in_sample["fitted"] > result.in_sample["start"] + 0.005
     assert result.final.inner_best > result.final.inner_start
-    assert result.estimate is not None and result.estimate.intervals["gain"].estimate > 0
+    assert result.estimate is not None and result.intervals["gain"].estimate > 0
     assert panels == [["learned token-class weights\n(static: no layers; cs-en, de-en)"]]

@@ -346,15 +346,16 @@ def test_final_scores_equal_each_run_scored_alone(tuned) -> None:
 def test_nested_cross_validation_and_its_intervals(tuned, prepared) -> None:
     run, pairs, _ = tuned
     entries, scorers = prepared
-    assert [f.lang_pair for f in run.folds] == [lp.name for lp in pairs]
+    assert [f.held_out for f in run.folds] == [lp.name for lp in pairs]
     book = Book(entries, scorers, pairs, Schedule.halving(3, 2))
     for k, fold in enumerate(run.folds):
         train = [m for m in range(len(pairs)) if m != k]
-        assert fold.selected == halve(book, range(len(entries)), train).selected  # the search without that pair
-        alone = alignscore.build(entries[fold.selected].spec).score(pairs[k].candidates, pairs[k].references)
-        r, _ = correlation(alone[entries[fold.selected].composition.metric].double().numpy(), pairs[k].human)
+        selected = fold.chosen["selected"]
+        assert selected == halve(book, range(len(entries)), train).selected  # the search without that pair
+        alone = alignscore.build(entries[selected].spec).score(pairs[k].candidates, pairs[k].references)
+        r, _ = correlation(alone[entries[selected].composition.metric].double().numpy(), pairs[k].human)
         assert abs(fold.abs_r["selected"] - abs(r)) < 1e-6
-        assert set(fold.abs_r) == {"selected", "Plain", "Tiny"} and fold.published["Plain"] == next(
+        assert set(fold.abs_r) == {"selected", "Plain", "Tiny"} and fold.chosen["Plain"] == next(
             i for i, e in enumerate(entries) if "Plain" in e.published)
     for name, interval in run.estimates.items():
         assert interval.estimate == pytest.approx(np.mean([f.abs_r[name] for f in run.folds]))
@@ -396,7 +397,7 @@ def test_an_accuracy_constraint_changes_the_selection_where_it_binds(tmp_path: P
     assert entries[rm].accuracy == 0.0 and entries[1 - rm].accuracy == 1.0
     assert search(entries, scorers, pairs, Schedule((1.0,)), resamples=100).best == rm
     constrained = search(entries, scorers, pairs, Schedule((1.0,)), objective, resamples=100)
-    assert constrained.best == 1 - rm and all(f.selected == 1 - rm for f in constrained.folds)
+    assert constrained.best == 1 - rm and all(f.chosen["selected"] == 1 - rm for f in constrained.folds)
     weighted = search(entries, scorers, pairs, Schedule((1.0,)), Objective.parse("correlation + 2 * accuracy[all]"),
                       resamples=100)
     assert weighted.best == 1 - rm
