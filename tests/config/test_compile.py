@@ -55,7 +55,7 @@ def _example(s: Setting, files: dict[str, str]) -> Any:
         low = d.ge if d.ge is not None else (d.gt + 1 if d.gt is not None else 1)
         return int(max(low, 0)) + 2
     if float in s.kinds:
-        base = s.default if isinstance(s.default, float) and s.default else 0.5  # 0 doubled is still 0
+        base = s.default if isinstance(s.default, float) else 0.5
         value = base * 2
         return min(value, d.le) if d.le is not None else value
     if str in s.kinds:
