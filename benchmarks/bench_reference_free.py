@@ -39,7 +39,7 @@ def main() -> None:
     import alignscore
     from alignscore.config import encoder_of
     from alignscore.evaluation.wmt import load_daseg
-    from alignscore.fit.remap import learn_files
+    from alignscore.fit.remap import RemapOptions, learn_files
     from alignscore.runtime import Runtime
 
     pairs = load_daseg(WMT16)
@@ -55,9 +55,10 @@ def main() -> None:
             remaps = {"none": None}
             for method in METHODS[1:]:
                 path = Path(tmp) / f"{src_lang}-{method}.remap"
-                _, stats = learn_files(encoder, runtime, _write(tmp, f"{src_lang}.src", lp.sources),
-                                       _write(tmp, f"{src_lang}.ref", lp.references), str(path), args.layer, method,
-                                       src_lang)
+                opts = RemapOptions((_write(tmp, f"{src_lang}.src", lp.sources),),
+                                    (_write(tmp, f"{src_lang}.ref", lp.references),), str(path), args.layer, method,
+                                    src_lang)
+                _, stats = learn_files(encoder, runtime, opts)
                 learned.append(f"{src_lang} {method}: {stats['pairs']:.0f} word pairs, mean cosine "
                                f"{stats['cosine_before']:.4f} -> {stats['cosine_after']:.4f}")
                 remaps[method] = str(path)

@@ -66,7 +66,7 @@ def main() -> None:
     import alignscore
     from alignscore.config import encoder_of
     from alignscore.evaluation.wmt import load_daseg
-    from alignscore.fit.remap import learn_files
+    from alignscore.fit.remap import RemapOptions, learn_files
     from alignscore.lm import LMTerm, mean_logprob, reference_score
     from alignscore.remap import load_remapping
     from alignscore.runtime import Runtime
@@ -85,7 +85,7 @@ def main() -> None:
                 src, ref = Path(tmp) / f"{lp.src}.src", Path(tmp) / f"{lp.src}.ref"
                 src.write_text("\n".join(lp.sources) + "\n", encoding="utf-8")
                 ref.write_text("\n".join(lp.references) + "\n", encoding="utf-8")
-                learn_files(encoder, runtime, str(src), str(ref), str(path), args.layer, "clp-orthogonal", lp.src)
+                learn_files(encoder, runtime, RemapOptions((str(src),), (str(ref),), str(path), args.layer, lang=lp.src))
     lm = LMTerm(args.lm).model("cpu")
     every = {f"{year}:{lp.name}": (year, lp) for year in YEARS for lp in data[year]}
     for name in args.only if args.only is not None else list(every):  # in the order given

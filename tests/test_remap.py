@@ -232,7 +232,7 @@ def test_bad_command_lines_are_one_line_and_write_nothing(tiny_bert_dir, files, 
     out = str(tmp_path / "xx.remap")
     args = {"--src": src, "--tgt": tgt, "--model": tiny_bert_dir, "--layer": "2", "-o": out}
     needle = {"line counts": "has 3 lines but", "output is an input": "is also an input",
-              "layer": "--layer 9: model", "stdout": "binary file", "no model": "Missing option '--model'",
+              "layer": "--layer: 9 does not exist: model", "stdout": "binary file", "no model": "Missing option '--model'",
               "empty lang": "--lang", "no folder": "does not exist", "nothing to learn": "nothing to learn",
               "same file": "src.txt: given as both the source and the target side",
               "file counts": "2 source files but 1 target files",

@@ -19,6 +19,8 @@ the few the pairs happen to span. Two pairs learned a "map" taking their mean co
 
 from __future__ import annotations
 
+import os
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -26,6 +28,7 @@ import torch
 
 from ..errors import ConfigError, InputError
 from ..remap import METHODS, Remapping, model_digest, save_remapping
+from ..settings import Options, SettingError, setting
 
 if TYPE_CHECKING:
     from ..encoders.base import Encoder
@@ -213,13 +216,50 @@ def parallel_files(src: Sequence[str], tgt: Sequence[str]) -> list[tuple[str, st
     return list(zip(sources, targets))
 
 
-def learn_files(encoder: Encoder, runtime: Runtime, src: str | Sequence[str], tgt: str | Sequence[str], output: str,
-                layer: int = 8, method: str = "clp-orthogonal", lang: str | None = None, inputs: Sequence[str] = ()
+@dataclass(frozen=True)
+class RemapOptions(Options):
+    """The options of learning a remapping (``alignscore remap``'s flags, :func:`learn_files`'s
+    keywords); the encoder and the runtime are a run's options.
+
+    Examples
+    --------
+    >>> RemapOptions.given({"src": ["de.txt"], "tgt": ["en.txt"], "output": "de.remap", "method": "umd"}).src
+    ('de.txt',)
+    >>> RemapOptions.given({"src": ["de.txt"], "tgt": ["en.txt"], "output": "de.remap", "layer": -1})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: layer=: expected an integer >= 0, not -1
+    """
+
+    src: tuple[str, ...] = setting(MISSING, metavar="PATH", help=(
+        "Source-language sentences, one per line (the side the remapping moves): a file or a folder (its files, "
+        "sorted by name); repeat it for more."))
+    tgt: tuple[str, ...] = setting(MISSING, metavar="PATH", help=(
+        "Their translations in the target language, line by line: as many files as --src, in the same order (a "
+        "folder: its files, sorted by name)."))
+    output: str | os.PathLike = setting(MISSING, short="-o", metavar="FILE", help=(  # type: ignore[type-arg]
+        "The remapping file to write (safetensors with a checksum)."))
+    layer: int = setting(8, ge=0, help="The encoder layer whose vectors are remapped (XMoverScore: 8 of mBERT).")
+    method: str = setting("clp-orthogonal", choices=METHODS, help=(
+        "clp: least-squares linear map; clp-orthogonal: the orthogonal one (Procrustes); umd: remove the first "
+        "singular direction of the source-target differences."))
+    lang: str | None = setting(None, metavar="LANG", help=(
+        "The source language the remapping is for (recorded in the file), e.g. de."))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.lang is not None and not self.lang.strip():
+            raise self.relabel(SettingError("lang", "a language code (de, cs, ...), not an empty name"))
+        if str(self.output) == "-":
+            raise self.relabel(SettingError("output", "a remapping is a binary file, not text for standard output; "
+                                                      "give a file name"))
+
+
+def learn_files(encoder: Encoder, runtime: Runtime, opts: RemapOptions, inputs: Sequence[str] = ()
                 ) -> tuple[Remapping, dict[str, float]]:
-    """:func:`learn` from parallel files (line i of a source file translates line i of its target
-    file): ``src`` and ``tgt`` each a file, a folder or a list of them (:func:`parallel_files`),
-    the pairs of files concatenated; saved to ``output`` (which may not be one of the inputs nor
-    of ``inputs``, the other files the run reads). The statistics add ``sentences`` (the sentence
+    """:func:`learn` from the parallel files of ``opts`` (line i of a source file translates line i
+    of its target file): its ``src`` and ``tgt`` each files or folders (:func:`parallel_files`),
+    the pairs of files concatenated; saved to its ``output`` (which may not be one of the inputs
+    nor of ``inputs``, the other files the run reads). The statistics add ``sentences`` (the sentence
     pairs read) and ``files`` (the pairs of files).
 
     Raises
@@ -231,7 +271,8 @@ def learn_files(encoder: Encoder, runtime: Runtime, src: str | Sequence[str], tg
     """
     from ..textio import check_output, read_lines, replacing
 
-    files = parallel_files([src] if isinstance(src, str) else src, [tgt] if isinstance(tgt, str) else tgt)
+    files = parallel_files(opts.src, opts.tgt)
+    output, layer = str(opts.output), opts.layer
     check_output(output, [f for pair in files for f in pair] + list(inputs))  # before any work
     sources: list[str] = []
     targets: list[str] = []
@@ -247,13 +288,15 @@ def learn_files(encoder: Encoder, runtime: Runtime, src: str | Sequence[str], tg
         other = files[0][1] if len(files) == 1 else "their target files"
         raise InputError(f"and {other} have no line where both sentences are non-empty: nothing to learn from", where)
     if layer > encoder.num_layers:  # the model's configuration only: its weights load later
-        raise ConfigError(f"layer {layer} does not exist: model {encoder.name!r} has layers 0..{encoder.num_layers}")
+        raise opts.relabel(SettingError("layer", f"{layer} does not exist: model {encoder.name!r} has layers "
+                                                 f"0..{encoder.num_layers}"))
     encoder.check()
-    remapping, stats = learn(encoder, sources, targets, layer=layer, method=method, lang=lang, runtime=runtime)
+    remapping, stats = learn(encoder, sources, targets, layer=layer, method=opts.method,
+                             lang=opts.lang.strip() if opts.lang else None, runtime=runtime)
     with replacing(output) as tmp:
         save_remapping(remapping, tmp)
     return remapping, {**stats, "sentences": float(len(sources)), "files": float(len(files))}
 
 
-__all__ = ["learn", "learn_clp", "learn_files", "learn_umd", "learn_weights", "mean_cosine", "mutual_best", "paired_words",
+__all__ = ["RemapOptions", "learn", "learn_clp", "learn_files", "learn_umd", "learn_weights", "mean_cosine", "mutual_best", "paired_words",
            "pairs_needed", "parallel_files", "word_vectors"]
