@@ -46,6 +46,7 @@ def items(tmp_path) -> Path:
     return write_set(tmp_path / "set.jsonl")
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 def test_reported_accuracy_is_what_challenge_counts_for_best_toml(start, data, items, tmp_path) -> None:
     out = tmp_path / "out"
     code, stdout, stderr = invoke("fit", "--data", data, "--from", start, "--steps", "5", "-o", out, "-q",
@@ -68,6 +69,7 @@ def test_reported_accuracy_is_what_challenge_counts_for_best_toml(start, data, i
     assert counted["accuracy"] == pytest.approx(fitted, abs=1e-4)
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 def test_a_heavy_weight_never_gives_up_accuracy(start, data, items) -> None:
     result = alignscore.fit(data, start=start, steps=8, challenge=items, objective="correlation + 100 * accuracy[odd]")
     assert result.accuracy["fitted"] >= result.accuracy["start"]
@@ -76,6 +78,7 @@ def test_a_heavy_weight_never_gives_up_accuracy(start, data, items) -> None:
     assert result.summary()[-2].startswith("objective correlation + 100 * accuracy[odd]")
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 @pytest.mark.parametrize("minimum", [0.45, 0.5, 0.9])  # the start meets 0.45 (0.476), a fit 0.5, none 0.9
 def test_the_constraint_is_never_broken(start, data, items, minimum) -> None:
     result = alignscore.fit(data, start=start, steps=8, challenge=items,

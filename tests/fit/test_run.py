@@ -22,6 +22,7 @@ from helpers import write_daseg
 PAIRS = ("cs-en", "de-en")  # the language pairs of the data fixture (conftest.py)
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 def test_score_config_best_toml_reproduces_the_fit(start, data, tmp_path) -> None:
     out = tmp_path / "out"
     code, stdout, stderr = invoke("fit", "--data", data, "--from", start, "--steps", "4", "-o", out, "-q")
@@ -34,6 +35,7 @@ def test_score_config_best_toml_reproduces_the_fit(start, data, tmp_path) -> Non
     assert_score_config_reproduces(out, data, PAIRS)
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 def test_fit_is_deterministic_and_never_worse_inside_than_its_start(start, data) -> None:
     one = alignscore.fit(data, start=start, steps=6, seed=3)
     two = alignscore.fit(data, start=start, steps=6, seed=3)

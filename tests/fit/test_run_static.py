@@ -71,6 +71,7 @@ def _scores_csv(path: Path) -> dict[str, list[float]]:
     return out
 
 
+@pytest.mark.slow  # whole fits with nested cross-validation: out of the edit loop's tier, in CI's
 def test_a_static_fit_end_to_end_reproduces_through_score_config(table, data, tmp_path, monkeypatch) -> None:
     start = write_toml({"model": table, "weighting": "idf-S", "temperature": 0.05}, tmp_path / "start.toml")
     out = tmp_path / "out"
