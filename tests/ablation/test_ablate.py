@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_checks import assert_one_error, fingerprint, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 
 def test_no_output_replaces_a_file_a_cell_names(tmp_path: Path, tiny_bert_dir: str) -> None:

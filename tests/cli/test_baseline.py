@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli_checks import assert_one_error, invoke
-from conftest import needs
+from helpers import needs
 
 
 def test_a_missing_corpus_before_the_model(tmp_path) -> None:

@@ -83,7 +83,7 @@ def test_every_keyword_of_bert_scores_score_is_an_option_or_mapped() -> None:
 
     from alignscore.config import options
     from alignscore.config.sources import bert_score_name
-    from conftest import needs
+    from helpers import needs
 
     bert_score = needs("bert_score")
     keywords = [k for k in inspect.signature(bert_score.score).parameters if k not in ("cands", "refs")]
@@ -93,7 +93,7 @@ def test_every_keyword_of_bert_scores_score_is_an_option_or_mapped() -> None:
 def test_the_docs_map_every_bert_score_keyword() -> None:
     from alignscore.config import options
     from alignscore.config.sources import BERT_SCORE_ONLY
-    from conftest import REPO
+    from helpers import REPO
 
     page = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
     table = page[page.index("### Coming from bert_score"):page.index("## Scorers and presets")]

@@ -16,7 +16,7 @@ from alignscore.evaluation.wmt import load_daseg
 from alignscore.tune import Schedule, prepare, search
 from alignscore.tune.space import load_space
 from alignscore.config.compile import sources_of
-from conftest import write_daseg
+from helpers import write_daseg
 
 PAIRS = ("cs-en", "de-en", "fi-en")
 

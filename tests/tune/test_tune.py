@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli_checks import assert_one_error, fingerprint, invoke, write_toml
-from conftest import write_daseg
+from helpers import write_daseg
 
 
 @pytest.mark.parametrize("named", ["config", "stopwords"])
