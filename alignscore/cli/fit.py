@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..config.schema import OPTION
+from ..errors import ConfigError
 from ..settings import int_list
 from . import main
 from .options import objective_options, progress_log, quiet_option, scorer_options, seed_option
@@ -14,10 +15,13 @@ from .options import objective_options, progress_log, quiet_option, scorer_optio
 @click.option("--data", required=True, type=click.Path(file_okay=False),
               help="Folder of WMT DAseg files to fit on (DAseg.newstest{YEAR}.{reference,mt-system,human}.<lp>).")
 @scorer_options(names=(OPTION.model.name,))
-@click.option("--from", "start", type=click.Path(dir_okay=False), default=None,
+@click.option("--from", "start", type=click.Path(dir_okay=False), multiple=True,
               help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
                    "or mix, aligner greedy, wmd (no flow dropout) or sinkhorn, over tokens or n-gram windows, "
-                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model.")
+                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model. Given two or more times: a combination of those runs, "
+                   "its weights learned (docs/combinations.md); best.toml is then a combination's run file.")
+@click.option("--pull", type=float, default=0.0, show_default=True, help="With several --from: the L2 pull of the "
+              "combination's weights toward equal weights.")
 @click.option("--learn", default=None, metavar="NAMES", help="The settings to learn, a comma list (default: every "
               "one that applies to the start, docs/fit.md) of mix_weights, temperature, idf_power, beta, reg and the "
               "token-class weights special_weight, punct_weight, stopword_weight, subword_weight.")
@@ -42,7 +46,7 @@ from .options import objective_options, progress_log, quiet_option, scorer_optio
 @objective_options("each fit")
 @seed_option(0, "Seed of the inner split and the resamples.")
 @quiet_option("No progress.")
-def fit(data: str, model: str | None, start: str | None, learn: str | None, layers: str | None, budget: float,
+def fit(data: str, model: str | None, start: tuple[str, ...], pull: float, learn: str | None, layers: str | None, budget: float,
         steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None, bootstrap: int,
         max_memory: float | None, challenge_set: str | None, objective: str, seed: int, quiet: bool) -> None:
     """Fit the continuous settings of a composition (the layer mix, a soft greedy match's
@@ -56,7 +60,13 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
     """
     from ..fit.run import fit as run_fit
 
-    result = run_fit(data, model, start, learn, budget, output, holdout,
+    if len(start) > 1:
+        combined(data, model, start, pull, output, holdout, lang_pairs, year, bootstrap, seed, quiet,
+                 learn=learn, layers=layers, max_memory=max_memory, challenge=challenge_set, objective=objective)
+        return
+    if pull:
+        raise ConfigError("--pull applies to a combination (two or more --from) only")
+    result = run_fit(data, model, start[0] if start else None, learn, budget, output, holdout,
                      int_list(layers, "--layers") if layers is not None else None, lang_pairs, year, seed, steps,
                      bootstrap, max_memory, quiet, "flag", progress_log(quiet, "fit"), challenge=challenge_set,
                      objective=objective)
@@ -65,3 +75,20 @@ def fit(data: str, model: str | None, start: str | None, learn: str | None, laye
     click.echo("\n".join(result.summary()))
     click.echo(f"wrote {output}/best.toml and the leaderboard ({result.seconds:.1f} s; kept "
                f"{result.state_bytes / 2**20:.0f} MiB)", err=True)
+
+
+def combined(data: str, model: str | None, starts: tuple[str, ...], pull: float, output: str, holdout: str | None,
+             lang_pairs: str | None, year: str | None, bootstrap: int, seed: int, quiet: bool,
+             **continuous: object) -> None:
+    """``fit --from A --from B ...``: the weights of a combination of the runs (the options of a
+    continuous fit do not apply)."""
+    from ..fit.combined import fit_combination
+
+    given = [k for k, v in continuous.items() if v not in (None, "correlation")]
+    if given:
+        raise ConfigError(f"--{given[0].replace('_', '-')}: applies to a fit of one run's settings, not to a "
+                          "combination's weights (several --from)")
+    result = fit_combination(data, starts, model, output, holdout, lang_pairs, year, pull, seed, bootstrap, "flag",
+                             progress_log(quiet, "fit"))
+    click.echo("\n".join(result.summary()))
+    click.echo(f"wrote {output}/best.toml and the leaderboard ({result.seconds:.1f} s)", err=True)
