@@ -45,12 +45,15 @@ from .options import (command_line, objective_options, progress_log, quiet_optio
               help="Refuse a space with more runs than this.")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Resamples of the intervals of the cross-validated estimates.")
+@click.option("--combine", type=int, default=None, metavar="K", help="After the search, propose the best "
+              "combination of at most K of the leaderboard's runs (weights fitted, docs/combinations.md); best.toml "
+              "only where its nested estimate beats the single selection's.")
 @seed_option(0, "Seed of the samples and the resamples.")
 @quiet_option("No progress.")
 def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...], year: str | None,
          against_sources: bool, idf_corpus: str | None, holdout: str | None, challenge_set: str | None, objective: str,
-         budget: str | None, skip_missing: bool, max_compositions: int, bootstrap: int, seed: int, quiet: bool,
-         **kwargs: Any) -> None:
+         budget: str | None, skip_missing: bool, max_compositions: int, bootstrap: int, combine: int | None, seed: int,
+         quiet: bool, **kwargs: Any) -> None:
     """Search the runs of SPACE (a TOML file of lists of choices; default: the packaged space,
     every published configuration of BERTScore, MoverScore, BaryScore and WRD and the choices
     between them) on the human judgments in --data.
@@ -70,9 +73,14 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
                       output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
                       max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
                       progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
-                      sources=sources_of(scorer_opts(kwargs), style="flag"), against_sources=against_sources)
+                      sources=sources_of(scorer_opts(kwargs), style="flag"), against_sources=against_sources, combine=combine)
     for line in result.summary():
         click.echo(line.replace("**", ""))
+    if result.proposal is not None:
+        p = result.proposal
+        click.echo(f"combination of {len(p.weights.parts)}: nested estimate "
+                   f"{p.folds.intervals['combined'].estimate:.3f} against the selection's {p.single.estimate:.3f} ({p.gain:+.3f}): "
+                   + ("kept as best.toml" if p.kept else "not kept (combination.toml)"))
     peak = peak_memory_mib()
     click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
                + (f", peak memory {peak:.0f} MiB)" if peak is not None else ")"), err=True)

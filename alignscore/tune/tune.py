@@ -27,6 +27,7 @@ from .crossval import SearchRun, search
 from ..evaluation.objective import Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
+from .combine import Proposal, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
 
@@ -52,6 +53,8 @@ class TuneResult:
         What was not run, each with the reason.
     seconds : float
         Wall time of the whole call.
+    proposal : Proposal, optional
+        With ``combine``: the combination proposed (:mod:`~alignscore.tune.combine`).
 
     Examples
     --------
@@ -59,7 +62,7 @@ class TuneResult:
 
     >>> from dataclasses import fields
     >>> [f.name for f in fields(TuneResult)]
-    ['run', 'plan', 'probe', 'written', 'left_out', 'seconds']
+    ['run', 'plan', 'probe', 'written', 'left_out', 'seconds', 'proposal']
     """
 
     run: SearchRun
@@ -68,6 +71,7 @@ class TuneResult:
     written: dict[str, Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    proposal: Proposal | None = None
 
     @property
     def best(self) -> Entry:
@@ -85,7 +89,7 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
          idf_corpus: str | None = None, max_compositions: int = 5000, bootstrap: int = 1000, seed: int = 0,
          skip_missing: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
          command: str | None = None, sources: Sequence[Source] = (), against_sources: bool = False,
-         clock: Callable[[], float] = time.perf_counter, **options: Any) -> TuneResult:
+         clock: Callable[[], float] = time.perf_counter, combine: int | None = None, **options: Any) -> TuneResult:
     """Search the runs of a space for the one that correlates best with the human judgments
     of a WMT DAseg folder, within a time budget, with nested cross-validated estimates.
 
@@ -141,6 +145,10 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         with the remapping of its ``lp`` field's source language).
     clock : callable
         The clock the budget is kept on.
+    combine : int, optional
+        After the search, propose the best combination of at most this many (>= 2) of the
+        leaderboard's runs, kept as best.toml only where its nested estimate beats the selection's
+        (:mod:`~alignscore.tune.combine`).
     **options
         Any option of :func:`alignscore.score` (``model=``, ``batch_size=``, ...) for every run,
         below what the space chooses.
@@ -170,6 +178,8 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     label = "--budget" if flag else "budget="  # as the user named it
     minutes = check_budget(budget, label) if budget is not None else DEFAULT_BUDGET_MIN
     wanted = Objective.given(objective, challenge)
+    if combine is not None:
+        _check_combine(combine, against_sources, wanted, flag)
     parsed = load_space(space)
     flags, remap = split_remap([*sources, *sources_of(options)]) if against_sources else \
         ([*sources, *sources_of(options)], None)
@@ -184,7 +194,8 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
     if output is not None:  # best.<lang>.toml beside best.toml for each source language remapped
         names = [p.name for p in output_paths(output, holdout is not None, True,
                                               {lp.src for lp in pairs if lp.remap is not None}).values()]
-        check_output_folder(output, names, [space, challenge, idf_corpus])
+        check_output_folder(output, names + (["single.toml", "combination.toml"] if combine else []),
+                            [space, challenge, idf_corpus])
     items = read_items(challenge) if challenge is not None else []
     if items and against_sources:  # each item against its source, with its language's remapping, as challenge does
         check_sources(items, str(challenge), side)
@@ -241,8 +252,22 @@ def tune(data: str | Path, space: str | Path | None = None, *, budget: float | N
         say("writing outputs")
         run.seconds["wall"] = clock() - start
         result.written = write_outputs(output, run, str(data), command)
+    if combine is not None:
+        result.proposal = propose(run, pairs, combine, held, resamples=bootstrap, seed=seed, say=say)
+        if output is not None:
+            result.written.update(write_combination(output, run, result.proposal, combine))
     result.seconds = clock() - start
     return result
+
+
+def _check_combine(most: object, against_sources: bool, wanted: Objective, flag: bool) -> None:
+    """Refuse a ``combine`` that is not an integer >= 2, or one beside what it does not handle yet."""
+    label = "--combine" if flag else "combine="
+    if isinstance(most, bool) or not isinstance(most, int) or most < 2:
+        raise ConfigError(f"{label}: the most runs a combination has, an integer >= 2, not {most!r}")
+    if against_sources or wanted.uses_challenge:
+        raise ConfigError(f"{label}: combines runs scored against references on the correlation only (not with "
+                          f"{'--sources' if flag else 'against_sources='} or a challenge objective)")
 
 
 def _missing(models: dict[str, str]) -> dict[str, str]:
