@@ -143,3 +143,30 @@ def test_python_errors_name_the_part(tiny_bert_dir) -> None:
         Combination.of([])
     with pytest.raises(ConfigError, match="does not exist"):
         combine([{"model": tiny_bert_dir, "layer": 99}])
+
+
+def test_a_cache_given_on_the_command_line_serves_every_part(combo_file, texts, tmp_path) -> None:
+    plain = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "--format", "jsonl", "-q")
+    cached = [invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "--format", "jsonl", "-q",
+                     "--cache", tmp_path / "cache") for _ in range(2)]  # filled, then read
+    assert plain[0] == cached[0][0] == cached[1][0] == 0
+    assert (tmp_path / "cache").is_dir() and any((tmp_path / "cache").iterdir())
+    rows = [[json.loads(line)["combined"] for line in out[1].splitlines() if line.strip()]
+            for out in (plain, *cached)]
+    assert rows[1] == pytest.approx(rows[0], abs=1e-6) and rows[2] == pytest.approx(rows[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("command", ["show", "diff"])
+def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts, command) -> None:
+    given = ["-c", "a cat", "-r", "the cat"] if command == "show" else ["-c", texts[0], "-r", texts[1], "--a",
+                                                                       "--layer 1", "--b", "--layer 2"]
+    code, _, stderr = invoke(command, "--config", combo_file, *given)
+    assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
+
+
+@pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])
+def test_what_a_combination_does_not_take_yet_is_one_line(combo_file, texts, tmp_path, extra) -> None:
+    extra = [str(tmp_path / "out.tsv") if a == "OUT" else a for a in extra]
+    code, _, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], *extra)
+    assert_one_error(code, stderr, "a combination")
+    assert not (tmp_path / "out.tsv").exists()

@@ -18,8 +18,8 @@ from .options import objective_options, progress_log, quiet_option, scorer_optio
 @click.option("--from", "start", type=click.Path(dir_okay=False), multiple=True,
               help="A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single "
                    "or mix, aligner greedy, wmd (no flow dropout) or sinkhorn, over tokens or n-gram windows, "
-                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model. Given two or more times: a combination of those runs, "
-                   "its weights learned (docs/combinations.md); best.toml is then a combination's run file.")
+                   "weighting none, idf-S or idf-L. Default: BERTScore's composition for --model. Given two or more "
+                   "times: a combination of those runs, its weights learned (docs/combinations.md); best.toml is then a combination's run file.")
 @click.option("--pull", type=float, default=0.0, show_default=True, help="With several --from: the L2 pull of the "
               "combination's weights toward equal weights.")
 @click.option("--learn", default=None, metavar="NAMES", help="The settings to learn, a comma list (default: every "
@@ -46,9 +46,9 @@ from .options import objective_options, progress_log, quiet_option, scorer_optio
 @objective_options("each fit")
 @seed_option(0, "Seed of the inner split and the resamples.")
 @quiet_option("No progress.")
-def fit(data: str, model: str | None, start: tuple[str, ...], pull: float, learn: str | None, layers: str | None, budget: float,
-        steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None, bootstrap: int,
-        max_memory: float | None, challenge_set: str | None, objective: str, seed: int, quiet: bool) -> None:
+def fit(data: str, model: str | None, start: tuple[str, ...], pull: float, learn: str | None, layers: str | None,
+        budget: float, steps: int, output: str, holdout: str | None, lang_pairs: str | None, year: str | None,
+        bootstrap: int, max_memory: float | None, challenge_set: str | None, objective: str, seed: int, quiet: bool) -> None:
     """Fit the continuous settings of a composition (the layer mix, a soft greedy match's
     temperature, the idf exponent, F-beta's beta) to the human judgments in --data, by gradient
     on the mean Pearson r over language pairs, every text encoded once.

@@ -68,7 +68,8 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     opts = scorer_opts(kwargs)
     combination = combination_in(opts, "flag")
     if combination is not None:  # --config names a [[parts]] file: its parts, the flags above each
-        refuse((ray_address is not None or pairwise or stream or resume or confidence or os.environ.get("WORLD_SIZE", "1") != "1",
+        torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
+        refuse((ray_address is not None or pairwise or stream or resume or confidence or torchrun,
                 "a combination ([[parts]] in --config) is scored at once in one process: not with --ray, "
                 "--pairwise, --stream, --resume, --confidence or under torchrun"))
         sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file, tsv_sources)

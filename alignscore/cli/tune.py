@@ -73,13 +73,15 @@ def tune(space: str | None, data: str, output: str, lang_pairs: tuple[str, ...],
                       output=output, lang_pairs=lang_pairs, year=year, idf_corpus=idf_corpus,
                       max_compositions=max_compositions, bootstrap=bootstrap, seed=seed, skip_missing=skip_missing,
                       progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
-                      sources=sources_of(scorer_opts(kwargs), style="flag"), against_sources=against_sources, combine=combine)
+                      sources=sources_of(scorer_opts(kwargs), style="flag"), against_sources=against_sources,
+                      combine=combine)
     for line in result.summary():
         click.echo(line.replace("**", ""))
     if result.proposal is not None:
         p = result.proposal
         click.echo(f"combination of {len(p.weights.parts)}: nested estimate "
-                   f"{p.folds.intervals['combined'].estimate:.3f} against the selection's {p.single.estimate:.3f} ({p.gain:+.3f}): "
+                   f"{p.folds.intervals['combined'].estimate:.3f} against the selection's {p.single.estimate:.3f} "
+                   f"({p.gain:+.3f}): "
                    + ("kept as best.toml" if p.kept else "not kept (combination.toml)"))
     peak = peak_memory_mib()
     click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
