@@ -82,7 +82,7 @@ def combined(data: str, model: str | None, starts: tuple[str, ...], pull: float,
              **continuous: object) -> None:
     """``fit --from A --from B ...``: the weights of a combination of the runs (the options of a
     continuous fit do not apply)."""
-    from ..fit.combined import fit_combination
+    from ..fit.combination_run import fit_combination
 
     given = [k for k, v in continuous.items() if v not in (None, "correlation")]
     if given:

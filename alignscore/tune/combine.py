@@ -6,7 +6,7 @@ The pool is the leaderboard's best runs, each apart from the others (no two diff
 two of the settings the space varies: not K neighbours of one cell). Every pool run is scored on
 every segment over one encoding per model; then, in each fold of the nested cross-validation
 (leave one language pair out), forward selection chooses at most K runs of the pool and fits their
-weights on the other pairs only (:func:`~alignscore.fit.combine.choose`), and the combination is
+weights on the other pairs only (:func:`~alignscore.fit.combination_weights.choose`), and the combination is
 scored on the pair left out. The pool itself is read from the search on every pair (the
 leaderboard), which the nested estimate of the selection does not see: a small optimism, said in
 the leaderboard."""
@@ -23,8 +23,8 @@ from ..combination import Combination, CombinedScorer
 from ..config import Compiled, Provenance
 from ..evaluation.stats import Interval
 from ..evaluation.wmt import LangPair
-from ..fit.combine import Folds, Weights, choose, mean_r, nested
-from ..fit.combined import blocks_of, combination_of, score_holdout
+from ..fit.combination_weights import Folds, Weights, choose, mean_r, nested
+from ..fit.combination_run import blocks_of, combination_of, score_holdout
 from ..textio import replacing
 from ..weighting.schemes import IdfL
 from .book import Entry

@@ -61,7 +61,7 @@ def test_fit_writes_a_combination_that_score_config_reproduces(fitted, data) -> 
 
 
 def test_the_python_call_gives_the_cli_weights(fitted, data, starts) -> None:
-    from alignscore.fit.combined import fit_combination
+    from alignscore.fit.combination_run import fit_combination
 
     result = fit_combination(data, starts, resamples=200)
     written = (fitted[0] / "best.toml").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Learning a combination's weights (alignscore/fit/combine.py): the weights are on the simplex and
+"""Learning a combination's weights (alignscore/fit/combination_weights.py): the weights are on the simplex and
 find the signal, forward selection keeps runs apart, and the nested estimate fits every fold on
 the other pairs only."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from alignscore.errors import ConfigError
-from alignscore.fit.combine import choose, fit_weights, mean_r, nested, standardisation
+from alignscore.fit.combination_weights import choose, fit_weights, mean_r, nested, standardisation
 
 
 def _data(pairs: int = 3, n: int = 150, seed: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:

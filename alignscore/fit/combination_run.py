@@ -1,5 +1,5 @@
 """``alignscore fit --from A.toml --from B.toml ...``: a combination of runs with its weights
-learned on human judgments (:mod:`~alignscore.fit.combine`), the nested estimate, and its
+learned on human judgments (:mod:`~alignscore.fit.combination_weights`), the nested estimate, and its
 outputs (best.toml, a combination's run file; the leaderboard; a figure of the weights)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..config import Compiled, run_compiled
 from ..errors import ConfigError
 from ..evaluation.wmt import LangPair, load_daseg
 from ..textio import check_output_folder, replacing
-from .combine import Folds, Weights, fit_weights, mean_r, nested
+from .combination_weights import Folds, Weights, fit_weights, mean_r, nested
 
 OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "weights.png")
 
