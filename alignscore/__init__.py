@@ -17,6 +17,7 @@ from .aligners import ALIGNERS, WMD, Aligner, BaryScore, Greedy, PairBatch, Sink
 from .api import PRESET_FUNCTIONS, baryscore, bertscore, moverscore_v1, moverscore_v2, score
 from .rescale import Baseline, rescale
 from .cache import CacheSpec
+from .combination import Combination, CombinedScorer, combine
 from .composition import Composition
 from .config import PRESETS, RunSpec, build, build_all, compile_run, run_spec
 from .encoders import CachedEncoder, Encoder, HFEncoder, StaticEncoder
@@ -32,7 +33,7 @@ from .scorer import Scorer, Scores
 from .signature import Signature
 from .weighting import WEIGHTINGS, Corpus, IdfL, IdfS, Norm, Uniform, Weighting
 
-__all__ = [
+__all__ = ["Combination", "CombinedScorer", "combine", 
     "AGGREGATORS", "ALIGNERS", "FILTERS", "PRESETS", "PRESET_FUNCTIONS", "WEIGHTINGS", "Aggregator",
     "AlignScoreError", "Aligner", "BaryScore", "Baseline", "CacheSpec", "CachedEncoder", "Composition",
     "ConfigError", "Corpus", "Encoder", "EncoderSpec", "Greedy", "HFEncoder", "IdfL", "IdfS", "InputError",

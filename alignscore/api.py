@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .rescale import Baseline
+from .combination import combination_in
 from .config import build, run_compiled
 from .config.schema import options as option_table
 from .encoders.base import Encoder
@@ -66,6 +67,8 @@ def score(cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | 
     ...
     alignscore.errors.ConfigError: score(): idf=: True or False, not 'no'
     """
+    if (combination := combination_in(options, where="score()")) is not None:  # config names a [[parts]] file
+        return combination.build(sources is not None).score(cands, refs, sources=sources)
     spec, provenance = run_compiled(options, where="score()")
     scorer = build(spec, provenance=provenance)
     with lm_named(provenance, "score()"):

@@ -15,10 +15,11 @@ from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
 if TYPE_CHECKING:
+    from .combination import Combination
     from .config import Provenance, RunSpec
     from .distributed import Shard
 
-__all__ = ["score_file_stream", "score_matrix", "score_texts"]
+__all__ = ["score_combination", "score_file_stream", "score_matrix", "score_texts"]
 
 
 def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | None) -> None:
@@ -161,4 +162,39 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         lines.append(f"confidence: {confidence_text(intervals)}")
     if r is not None:
         lines.append(f"pearson r({metric}, human) = {r:.12f} (n = {len(human_scores)})")
+    return lines + [f"signature: {scores.signature}"]
+
+
+def score_combination(combination: Combination, cands: list[str], refs: list[list[str]], output: str | None,
+                      fmt: str = "tsv", several_refs: bool = False, human: str | None = None,
+                      against_sources: bool = False) -> list[str]:
+    """:func:`score_texts` for a :class:`~alignscore.combination.Combination`: its score
+    (``combined``) and each part's own (``part0``, ...) written to ``output`` (None: standard
+    output), replacing it whole.
+
+    Returns
+    -------
+    list of str
+        The means, the r with ``human`` (of the combined score), the signature.
+    """
+    from .combination import METRIC
+    from .evaluation.agreement import human_r
+    from .evaluation.wmt import read_human
+    from .stream import clear_sidecar
+
+    human_scores = read_human(human, len(cands)) if human else None
+    scorer = combination.build(against_sources)
+    with lm_named(None):
+        scores = (scorer.score(cands, sources=[g[0] for g in refs]) if against_sources else scorer.score(cands, refs))
+    if output:
+        with replacing(output) as tmp:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                write_scores(scores, fh, fmt, several_refs)
+            clear_sidecar(output)
+    else:
+        write_scores(scores, sys.stdout, fmt, several_refs)
+    lines = [f"{len(scores)} candidates: " + " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())]
+    if human_scores is not None:
+        r = human_r(scores[METRIC], human_scores, METRIC)
+        lines.append(f"pearson r({METRIC}, human) = {r:.12f} (n = {len(human_scores)})")
     return lines + [f"signature: {scores.signature}"]

@@ -20,7 +20,8 @@ from .options import command_options, command_opts, progress_log, quiet_option, 
 def fit(quiet: bool, **kwargs: Any) -> None:
     """Fit the continuous settings of a composition (the layer mix, a soft greedy match's
     temperature, the idf exponent, F-beta's beta) to the human judgments in --data, by gradient
-    on the mean Pearson r over language pairs, every text encoded once.
+    on the mean Pearson r over language pairs, every text encoded once; with two or more --from,
+    the weights of their combination.
 
     With two or more language pairs, nested cross-validation (leave one language pair out, fit
     on the others) estimates the fitted metric's held-out mean |r| beside its start's, with 95%
@@ -31,6 +32,11 @@ def fit(quiet: bool, **kwargs: Any) -> None:
 
     kwargs["output"] = kwargs["output"] or "fit-out"
     opts = command_opts(FitOptions, kwargs)
+    if opts.start is not None and len(opts.start) > 1:  # a combination's weights (docs/combinations.md)
+        result = run_fit(opts, model=scorer_opts(kwargs).get(OPTION.model.name), say=progress_log(quiet, "fit"))
+        click.echo("\n".join(result.summary()))
+        click.echo(f"wrote {opts.output}/best.toml and the leaderboard ({result.seconds:.1f} s)", err=True)
+        return
     result = run_fit(opts, sources=sources_of(scorer_opts(kwargs), style="flag"), quiet=quiet,
                      say=progress_log(quiet, "fit"))
     if result.note:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -9,8 +10,9 @@ import click
 from ..config.schema import OPTION
 from ..distributed import init_from_env, leave
 from ..evaluation.stats import SACREBLEU_SEED
-from ..scorefiles import score_file_stream, score_matrix, score_texts
+from ..combination import combination_in
 from ..evaluation.wmt import read_human
+from ..scorefiles import score_combination, score_file_stream, score_matrix, score_texts
 from ..textio import check_output, check_readable
 from . import main
 from .inputs import Sources, input_options
@@ -65,6 +67,20 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address",
                                         "tsv_sources": "tsv"})
     opts = scorer_opts(kwargs)
+    combination = combination_in(opts, "flag")
+    if combination is not None:  # --config names a [[parts]] file: its parts, the flags above each
+        torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
+        refuse((ray_address is not None or pairwise or stream or resume or confidence or torchrun,
+                "a combination ([[parts]] in --config) is scored at once in one process: not with --ray, "
+                "--pairwise, --stream, --resume, --confidence or under torchrun"))
+        sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file, tsv_sources)
+        if output:
+            check_output(output, [*sources.files, str(opts[OPTION.config.name]), human,
+                                  *(f for p in combination.parts for f in p.spec.files())])
+        for line in score_combination(combination, *sources.read(), output, fmt, sources.several_refs, human,
+                                      sources.against_sources):
+            click.echo(line, err=True)
+        return
     refuse((ray_address is not None and (pairwise or stream or resume),
             "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
     if pairwise:

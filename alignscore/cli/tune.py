@@ -42,6 +42,12 @@ def tune(quiet: bool, **kwargs: Any) -> None:
                       sources=sources_of(scorer_opts(kwargs), style="flag"))
     for line in result.summary():
         click.echo(line.replace("**", ""))
+    if result.proposal is not None:
+        p = result.proposal
+        click.echo(f"combination of {len(p.weights.parts)}: nested estimate "
+                   f"{p.folds.intervals['combined'].estimate:.3f} against the selection's {p.single.estimate:.3f} "
+                   f"({p.gain:+.3f}): "
+                   + ("kept as best.toml" if p.kept else "not kept (combination.toml)"))
     peak = peak_memory_mib()
     click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
                + (f", peak memory {peak:.0f} MiB)" if peak is not None else ")"), err=True)

@@ -314,6 +314,9 @@ def file_source(path: str | Path) -> Source:
         if key == CONFIG:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: {key}: a run file holds options, not another "
                               "run file (it may name a preset: preset = NAME)")
+        if key == "parts":  # a combination's runs (alignscore.combination): not one run
+            raise ConfigError(f"{path}:{lines.get((key,)) or lines.get((key, 0), '?')}: a combination of runs (score "
+                              "--config scores it), not one run")
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")

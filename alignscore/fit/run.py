@@ -183,10 +183,13 @@ class FitOptions(JudgedOptions):
     alignscore.errors.ConfigError: steps=: expected an integer >= 1, not 0
     """
 
-    start: str | os.PathLike | None = setting(None, flag="from", metavar="FILE", help=(  # type: ignore[type-arg]
+    start: tuple[str, ...] | None = setting(None, flag="from", metavar="FILE", help=(
         "A run file to start from (e.g. tune's best.toml; --model overrides its model): aggregator single or mix, "
         "aligner greedy, wmd (no flow dropout) or sinkhorn, over tokens or n-gram windows, weighting none, idf-S or "
-        "idf-L. Default: BERTScore's composition for --model."))
+        "idf-L. Default: BERTScore's composition for --model. Given two or more times: a combination of those runs, "
+        "its weights learned (docs/combinations.md)."))
+    pull: float = setting(0.0, ge=0, help=(
+        "With two or more --from: the L2 pull of the combination's weights toward equal weights."))
     learn: tuple[str, ...] | None = setting(None, metavar="NAMES", help=(
         "The settings to learn, a comma list (default: every one that applies to the start, docs/fit.md) of "
         "mix_weights, temperature, idf_power, beta, reg and the token-class weights special_weight, punct_weight, "
@@ -215,7 +218,7 @@ class FitOptions(JudgedOptions):
 
 
 def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet: bool = True,
-        say: Callable[[str], None] | None = None, **keywords: Any) -> FitResult:
+        say: Callable[[str], None] | None = None, **keywords: Any) -> Any:
     """Fit the continuous settings of a composition to the human judgments of a WMT DAseg folder.
 
     Every text is encoded once and what the mixed layers' states give a mix's similarities kept
@@ -261,18 +264,44 @@ def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet:
     own = {k: keywords.pop(k) for k in [k for k in keywords if k in FitOptions.names()]}
     if isinstance(data, FitOptions) and own:
         raise ConfigError(f"{next(iter(own))}=: given beside a FitOptions; set it there")
+    if own.get("start") is not None:  # one run file, or several (a combination)
+        own["start"] = [os.fspath(f) for f in (own["start"] if isinstance(own["start"], (list, tuple))
+                                               else [own["start"]])]
     opts = data if isinstance(data, FitOptions) else FitOptions.given({"data": data, **own})
     try:
+        if opts.start is not None and len(opts.start) > 1:
+            return _combined(opts, keywords, sources, say)
+        if opts.pull:
+            raise SettingError("pull", f"applies to a combination (two or more {opts.label('start')}) only")
         return _fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)
     except SettingError as exc:  # a fit's own option, named as the caller gave it
         raise opts.relabel(exc) if exc.field in FitOptions.names() else exc from None
+
+
+def _combined(opts: FitOptions, keywords: dict[str, Any], sources: Sequence[Source],
+              say: Callable[[str], None]) -> Any:
+    """A fit of a combination's weights (:func:`~alignscore.fit.combination_run.fit_combination`)
+    over the runs ``opts.start``; the options of a continuous fit do not apply."""
+    from .combination_run import fit_combination
+
+    given = [n for n in ("learn", "layers", "challenge") if getattr(opts, n) is not None]
+    if given or opts.objective != "correlation":
+        raise SettingError((given or ["objective"])[0], "applies to a fit of one run's settings, not to a "
+                           f"combination's weights (several {opts.label('start')})")
+    model = keywords.pop("model", None)
+    if keywords or sources:
+        raise ConfigError(f"{next(iter(keywords), 'sources')}=: a combination's parts take their options from their "
+                          "run files (model= only beside them)")
+    style = "flag" if opts.label("start").startswith("-") else "keyword"
+    return fit_combination(opts.data, opts.start, model, opts.output, opts.holdout, opts.lang_pairs, opts.year,
+                           opts.pull, opts.seed, opts.bootstrap, style, say)
 
 
 def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],
          began: float) -> FitResult:
     wanted = opts.wanted
     items = read_challenge(wanted, opts.challenge)
-    start, output = opts.start, opts.output
+    start, output = opts.start[0] if opts.start else None, opts.output
     spec, provenance = compile_labelled([*([file_source(start)] if start is not None else []), *sources])
     check_start(spec, provenance)
     names = learned(spec, opts.learn)

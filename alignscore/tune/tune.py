@@ -27,9 +27,10 @@ from .book import Entry
 from .budget import DEFAULT_BUDGET_MIN, HEADROOM, Pace, Plan, plan_search, probe_seconds
 from .cost import Probe, measure
 from .crossval import SearchRun, search
-from ..evaluation.objective import JudgedOptions
+from ..evaluation.objective import JudgedOptions, Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
+from .combine import Proposal, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
 
@@ -55,6 +56,8 @@ class TuneResult:
         What was not run, each with the reason.
     seconds : float
         Wall time of the whole call.
+    proposal : Proposal, optional
+        With ``combine``: the combination proposed (:mod:`~alignscore.tune.combine`).
 
     Examples
     --------
@@ -62,7 +65,7 @@ class TuneResult:
 
     >>> from dataclasses import fields
     >>> [f.name for f in fields(TuneResult)]
-    ['run', 'plan', 'probe', 'written', 'left_out', 'seconds']
+    ['run', 'plan', 'probe', 'written', 'left_out', 'seconds', 'proposal']
     """
 
     run: SearchRun
@@ -71,6 +74,7 @@ class TuneResult:
     written: dict[str, Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    proposal: Proposal | None = None
 
     @property
     def best(self) -> Entry:
@@ -116,6 +120,9 @@ class TuneOptions(JudgedOptions):
     max_compositions: int = setting(5000, ge=1, help="Refuse a space with more runs than this.")
     output: str | os.PathLike | None = setting(None, short="-o", metavar="DIR", help=(  # type: ignore[type-arg]
         "Output folder (the command's default: tune-out; from Python, none: nothing written)."))
+    combine: int | None = setting(None, ge=2, metavar="K", help=(
+        "After the search, propose the best combination of at most K of the leaderboard's runs (weights fitted, "
+        "docs/combinations.md); best.toml only where its nested estimate beats the single selection's."))
 
 
 def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, progress: bool = False,
@@ -147,10 +154,11 @@ def tune(data: str | Path | TuneOptions, space: str | Path | None = None, *, pro
         ``challenge``, ``holdout``, ``output`` (best.toml, the leaderboard, the folds and the
         chart; against sources with remappings, also ``best.<lang>.toml``), ``lang_pairs`` (a
         list or a comma list), ``year``, ``idf_corpus``, ``max_compositions``, ``bootstrap``,
-        ``seed``, ``skip_missing``, ``against_sources`` (each MT output against its source,
-        ``DAseg.*.source.*``, as ``alignscore score --sources`` does; the remapping option then
-        names one file or a folder of ``<lang>.remap`` files; challenge items against their
-        ``source`` field); and any option of :func:`alignscore.score` (``model=``,
+        ``seed``, ``skip_missing``, ``combine`` (after the search, the best combination of at most
+        that many of the leaderboard's runs, :mod:`~alignscore.tune.combine`), ``against_sources``
+        (each MT output against its source, ``DAseg.*.source.*``, as ``alignscore score
+        --sources`` does; the remapping option then names one file or a folder of ``<lang>.remap``
+        files; challenge items against their ``source`` field); and any option of :func:`alignscore.score` (``model=``,
         ``batch_size=``, ...) for every run, below what the space chooses.
 
     Returns
@@ -190,6 +198,9 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     against_sources, idf_corpus, year, seed = opts.against_sources, opts.idf_corpus, opts.year, opts.seed
     minutes = DEFAULT_BUDGET_MIN if opts.budget is None else opts.budget
     wanted = opts.wanted
+    combine = opts.combine
+    if combine is not None:
+        _check_combine(against_sources, wanted, opts.label)
     parsed = load_space(space)
     flags, remap = split_remap(sources) if against_sources else (list(sources), None)
     side = opts.label("against_sources")
@@ -201,7 +212,8 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     if output is not None:  # best.<lang>.toml beside best.toml for each source language remapped
         names = [p.name for p in output_paths(output, holdout is not None, True,
                                               {lp.src for lp in pairs if lp.remap is not None}).values()]
-        check_output_folder(output, names, [space, challenge, idf_corpus, *input_files(flags)])
+        more = ["single.toml", "combination.toml"] if combine else []
+        check_output_folder(output, names + more, [space, challenge, idf_corpus, *input_files(flags)])
     items = read_items(challenge) if challenge is not None else []
     if items and against_sources:  # each item against its source, with its language's remapping, as challenge does
         check_sources(items, str(challenge), side)
@@ -259,8 +271,19 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         say("writing outputs")
         run.seconds["wall"] = clock() - start
         result.written = write_outputs(output, run, str(data), command)
+    if combine is not None:
+        result.proposal = propose(run, pairs, combine, held, resamples=opts.bootstrap, seed=seed, say=say)
+        if output is not None:
+            result.written.update(write_combination(output, run, result.proposal, combine))
     result.seconds = clock() - start
     return result
+
+
+def _check_combine(against_sources: bool, wanted: Objective, label: Callable[[str], str]) -> None:
+    """Refuse a ``combine`` beside what it does not handle yet."""
+    if against_sources or wanted.uses_challenge:
+        raise ConfigError(f"{label('combine')}: combines runs scored against references on the correlation only (not "
+                          f"with {label('against_sources')} or a challenge objective)")
 
 
 def _missing(models: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,181 @@
+"""``alignscore tune --combine K``: after the search, the best combination of at most K of its
+leaderboard's runs (:mod:`alignscore.combination`), kept as best.toml only where its nested
+estimate beats the search's single selection's.
+
+The pool is the leaderboard's best runs, each apart from the others (no two differ in fewer than
+two of the settings the space varies: not K neighbours of one cell). Every pool run is scored on
+every segment over one encoding per model; then, in each fold of the nested cross-validation
+(leave one language pair out), forward selection chooses at most K runs of the pool and fits their
+weights on the other pairs only (:func:`~alignscore.fit.combination_weights.choose`), and the combination is
+scored on the pair left out. The pool itself is read from the search on every pair (the
+leaderboard), which the nested estimate of the selection does not see: a small optimism, said in
+the leaderboard."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..combination import Combination, CombinedScorer
+from ..config import Compiled, Provenance
+from ..evaluation.stats import Interval
+from ..evaluation.wmt import LangPair
+from ..fit.combination_weights import Folds, Weights, choose, mean_r, nested
+from ..fit.combination_run import blocks_of, combination_of, score_holdout
+from ..textio import replacing
+from ..weighting.schemes import IdfL
+from .book import Entry
+from .crossval import SearchRun
+from .outputs import ranking
+
+#: how many of the leaderboard's runs the combination is chosen from
+POOL = 12
+#: two runs are neighbours when the space's settings they differ in are fewer than this
+APART = 2
+SELECTED = "selected"
+
+
+@dataclass
+class Proposal:
+    """What ``--combine`` proposed: the ``pool`` (entry indices), the ``combination`` chosen on
+    every pair and its ``weights`` (indices into the pool), the nested ``folds``, the single
+    selection's nested estimate it is compared with, whether it was ``kept``, and on the holdout
+    the mean |r| of the combination and of the selection."""
+
+    pool: list[int]
+    combination: Combination
+    weights: Weights
+    folds: Folds
+    single: Interval
+    kept: bool
+    in_sample: float
+    holdout: dict[str, float]
+
+    @property
+    def gain(self) -> float:
+        return self.folds.intervals["combined"].estimate - self.single.estimate
+
+
+def apart(a: Entry, b: Entry) -> bool:
+    """Whether two runs differ in at least :data:`APART` of the settings the space gave them."""
+    keys = set(a.values) | set(b.values)
+    return sum(a.values.get(k) != b.values.get(k) for k in keys) >= APART
+
+
+def pool_of(run: SearchRun, size: int = POOL) -> list[int]:
+    """The leaderboard's best runs (:func:`~alignscore.tune.outputs.ranking`), each apart from
+    those before it; runs that read an in-memory idf-L corpus are left out (a combination's file
+    would carry the corpus inline)."""
+    out: list[int] = []
+    for e in ranking(run):
+        entry = run.entries[e]
+        if isinstance(entry.composition.weighting, IdfL) and not isinstance(entry.composition.weighting.idf_corpus,
+                                                                            str):
+            continue
+        if all(apart(entry, run.entries[o]) for o in out):
+            out.append(e)
+        if len(out) == size:
+            break
+    return out
+
+
+def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Sequence[LangPair] = (),
+            pull: float = 0.0, resamples: int = 1000, seed: int = 0,
+            say: Callable[[str], None] = lambda msg: None) -> Proposal:
+    """The best combination of at most ``most`` runs of the search's pool, with its nested
+    estimate beside the single selection's (``run.estimates["selected"]``).
+
+    Parameters
+    ----------
+    run : the search (its entries, leaderboard and estimates).
+    pairs : the language pairs it searched on.
+    most : K, the most runs combined (>= 2).
+    holdout : another year's pairs the combination and the selection are scored on.
+    pull : the weights' L2 pull toward equal ones.
+    resamples, seed : of the intervals.
+
+    Returns
+    -------
+    Proposal
+        ``kept``: its nested estimate is above the selection's.
+    """
+    pool = pool_of(run)
+    compiled = [Compiled(run.entries[e].spec, Provenance()) for e in pool]
+    say(f"combining at most {most} of {len(pool)} runs of the leaderboard (each apart from the others)")
+    scorer = Combination.of(compiled, where="--combine").build()
+    blocks = blocks_of(scorer, pairs)
+    humans = [np.asarray(lp.human, dtype=np.float64) for lp in pairs]
+    near = lambda i, j: apart(run.entries[pool[i]], run.entries[pool[j]])  # noqa: E731
+    folds = nested(blocks, humans, [lp.name for lp in pairs],
+                   lambda train: choose(blocks, humans, train, most, pull, near), resamples, seed)
+    everything = list(range(len(pairs)))
+    final = choose(blocks, humans, everything, most, pull, near)
+    combination = combination_of(compiled, final)
+    single = run.estimates[SELECTED]
+    kept = len(final.parts) > 1 and folds.intervals["combined"].estimate > single.estimate
+    held: dict[str, float] = {}
+    if holdout:
+        labels = [run.entries[pool[i]].id for i in final.parts]
+        held = score_holdout(CombinedScorer(combination, [scorer.scorers[i] for i in final.parts]), holdout, labels)
+    return Proposal(pool, combination, final, folds, single, kept, abs(mean_r(blocks, humans, everything,
+                                                                            final.scores)), held)
+
+
+def report(run: SearchRun, proposal: Proposal, most: int) -> str:
+    """The leaderboard's section on the combination: which runs and weights, its nested estimate
+    against the selection's (and on the holdout), and whether it became best.toml."""
+    iv = proposal.folds.intervals
+    w = proposal.weights
+    ids = [run.entries[proposal.pool[i]] for i in w.parts]
+    lines = ["", f"### Combination (--combine {most})", "",
+             f"Chosen from {len(proposal.pool)} runs of the leaderboard (each apart from the others: they differ in "
+             f"at least {APART} of the space's settings) by forward selection, weights fitted on the judgments "
+             "(standardised parts, weights >= 0 summing to 1); in each fold of the nested cross-validation the "
+             "runs and weights were chosen on the other pairs. The pool itself comes from the search on every pair.",
+             "", "| part | run | weight | location | scale |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {k} | {e.id} ({e.label}) | {x:.4f} | {m:.6f} | {d:.6f} |"
+              for k, (e, x, m, d) in enumerate(zip(ids, w.weights, w.location, w.scale))]
+    lines += ["", f"Nested estimate (mean held-out |r|): combination **{iv['combined'].estimate:.4f}** "
+              f"[{iv['combined'].low:.4f}, {iv['combined'].high:.4f}] against the single selection's "
+              f"{proposal.single.estimate:.4f} [{proposal.single.low:.4f}, {proposal.single.high:.4f}]: "
+              f"{proposal.gain:+.4f}; in sample {proposal.in_sample:.4f}."]
+    if proposal.holdout:
+        lines.append("Holdout mean |r|: " + ", ".join(f"{k} {v:.4f}" for k, v in proposal.holdout.items()) + ".")
+    lines.append("best.toml is the combination (the single selection: single.toml)." if proposal.kept else
+                 "Not kept: it does not beat the single selection's nested estimate; best.toml is the single "
+                 "selection (the combination: combination.toml).")
+    per = ["", "| left out | runs chosen on the others | combination | best single pool run |", "|---|---|---:|---:|"]
+    for name, chosen, rc, rs in zip(proposal.folds.names, proposal.folds.chosen, proposal.folds.r_combined,
+                                    proposal.folds.r_single):
+        runs = ", ".join(f"{run.entries[proposal.pool[i]].id} {x:.2f}" for i, x in zip(chosen.parts, chosen.weights))
+        per.append(f"| {name} | {runs} | {rc:.3f} | {rs:.3f} |")
+    return "\n".join(lines + per) + "\n"
+
+
+def write(folder: str | Path, run: SearchRun, proposal: Proposal, most: int) -> dict[str, Path]:
+    """Kept: best.toml becomes the combination and the selection moves to single.toml; else the
+    combination goes to combination.toml. The section of :func:`report` is added to leaderboard.md."""
+    out = Path(folder)
+    best = out / "best.toml"
+    written = {}
+    if proposal.kept:
+        written["single"] = out / "single.toml"
+        with replacing(written["single"]) as tmp:
+            tmp.write_bytes(best.read_bytes())
+    target = best if proposal.kept else out / "combination.toml"
+    with replacing(target) as tmp:
+        tmp.write_text(proposal.combination.toml(f"alignscore tune --combine {most}: nested estimate "
+                                                 f"{proposal.folds.intervals['combined'].estimate!r} against the "
+                                                 f"single selection's {proposal.single.estimate!r}"), encoding="utf-8")
+    written["combination"] = target
+    board = out / "leaderboard.md"
+    text = board.read_text(encoding="utf-8") + report(run, proposal, most)
+    with replacing(board) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return written
+
+
+__all__ = ["APART", "POOL", "Proposal", "apart", "pool_of", "propose", "report", "write"]

@@ -1,0 +1,172 @@
+"""A combination of runs (alignscore/combination.py): one part is that part, every way in gives
+the same scores, parts of one model share one encoding, a pair's score does not depend on the
+others, the signature names every part, and bad input is one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import alignscore
+from alignscore.combination import MAX_PARTS, Combination, combine, combination_in
+from alignscore.errors import ConfigError
+from cli_checks import assert_one_error, invoke, write_toml
+from helpers import counted_forward
+
+CANDS = ["the cat sat on the mat", "a dog ran in the park", "it rained all day", "nothing"]
+REFS = ["a cat sat on a mat", "the dog runs in a park", "rain fell the whole day", "something else entirely"]
+
+
+@pytest.fixture
+def parts(tiny_bert_dir) -> list[dict]:
+    return [{"model": tiny_bert_dir, "layer": 2}, {"model": tiny_bert_dir, "layer": 1, "aligner": "wmd"}]
+
+
+@pytest.fixture
+def combo_file(parts, tmp_path) -> Path:
+    tables = [{"weight": w, "location": m, "scale": d, **p} for p, w, m, d in zip(parts, (0.7, 0.3), (0.5, 0.2),
+                                                                                     (0.25, 0.125))]
+    return write_toml({"parts": tables}, tmp_path / "combo.toml")
+
+
+@pytest.fixture
+def texts(tmp_path) -> tuple[Path, Path]:
+    (tmp_path / "c.txt").write_text("\n".join(CANDS) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    return tmp_path / "c.txt", tmp_path / "r.txt"
+
+
+def test_one_part_is_that_part_bit_for_bit(tiny_bert_dir) -> None:
+    alone = alignscore.score(CANDS, REFS, model=tiny_bert_dir, layer=2)
+    one = combine([{"model": tiny_bert_dir, "layer": 2}]).score(CANDS, REFS)
+    assert torch.equal(one["combined"], alone.f1.double())  # (s - 0) / 1 * 1 is s exactly
+    assert torch.equal(one["part0"], alone.f1)
+
+
+def test_the_formula_with_fixed_standardisation(parts) -> None:
+    scorer = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125])
+    got = scorer.score(CANDS, REFS)
+    a = alignscore.score(CANDS, REFS, **parts[0]).f1.double()
+    b = alignscore.score(CANDS, REFS, **parts[1]).score.double()
+    assert torch.allclose(got["combined"], 0.7 * (a - 0.5) / 0.25 + 0.3 * (b - 0.2) / 0.125, atol=1e-6, rtol=0)
+    # fixed location and scale: a pair scores the same alone as among the others
+    alone = scorer.score(CANDS[1:2], REFS[1:2])
+    assert math.isclose(float(alone["combined"][0]), float(got["combined"][1]), abs_tol=1e-6)
+
+
+def test_every_way_in_gives_the_same_scores(parts, combo_file, texts) -> None:
+    python = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS, REFS)
+    keyword = alignscore.score(CANDS, REFS, config=str(combo_file))
+    code, stdout, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "--format",
+                                  "jsonl", "--batch-size", "2", "-q")
+    assert code == 0, stderr
+    cli = [json.loads(line)["combined"] for line in stdout.splitlines() if line.strip()]
+    assert torch.allclose(keyword["combined"], python["combined"], atol=1e-6, rtol=0)
+    assert cli == pytest.approx(python["combined"].tolist(), abs=1e-6)
+    assert str(keyword.signature) == str(python.signature)
+    # the file written back reads as the same combination
+    again = combo_file.parent / "again.toml"
+    again.write_text(Combination.read(combo_file).toml(), encoding="utf-8")
+    assert torch.equal(alignscore.score(CANDS, REFS, config=str(again))["combined"], keyword["combined"])
+
+
+def test_the_signature_names_every_part_and_weight(parts) -> None:
+    sig = combine(parts, [0.7, 0.3]).score(CANDS, REFS).signature
+    assert list(sig) == ["combination", "part0", "part1"]
+    assert sig["part0"].startswith("w=0.7,m=0.0,d=1.0,") and "align:greedy(cos)" in sig["part0"]
+    assert "align:wmd" in sig["part1"] and "layers:L1" in sig["part1"] and "|" not in sig["part1"]
+
+
+def test_parts_of_one_model_share_one_encoding(parts) -> None:
+    one = combine(parts[:1])
+    both = combine(parts)
+    assert both.scorers[0].encoder is both.scorers[1].encoder
+    one.score(CANDS, REFS)  # the model loaded
+    both.score(CANDS, REFS)
+    with counted_forward() as single:
+        one.score(CANDS, REFS)
+    with counted_forward() as shared:
+        both.score(CANDS, REFS)
+    assert shared["n"] == single["n"] > 0
+
+
+def test_flags_apply_to_every_part(combo_file) -> None:
+    combination = combination_in({"config": str(combo_file), "batch_size": "3"}, "flag")
+    assert combination is not None and [p.spec.runtime.batch_size for p in combination.parts] == [3, 3]
+    assert combination_in({"layer": 2}) is None
+
+
+@pytest.mark.parametrize("change, needles", [
+    (lambda t: t.update(parts=[]), ["parts", "at least one part"]),
+    (lambda t: t["parts"][1].update(weight=math.nan), ["combo.toml:", "parts[1].weight", "finite"]),
+    (lambda t: t["parts"][0].update(weight=0.9), ["weights sum to"]),
+    (lambda t: t["parts"][1].update(scale=0.0), ["parts[1].scale"]),
+    (lambda t: t["parts"][1].update(n_gram=0), ["combo.toml:", "parts[1].n_gram"]),
+    (lambda t: t["parts"][1].update(layer=99), ["combo.toml:", "parts[1].layer", "does not exist"]),
+    (lambda t: t["parts"][0].pop("weight"), ["parts[0]", "no weight"]),
+    (lambda t: t.update(batch_size=2), ["combo.toml:", "batch_size", "[[parts]] only"]),
+    (lambda t: t.update(parts=[dict(t["parts"][0], weight=1 / (MAX_PARTS + 1))] * (MAX_PARTS + 1)),
+     [f"at most {MAX_PARTS}"]),
+])
+def test_bad_input_is_one_line_and_nothing_written(parts, texts, tmp_path, change, needles) -> None:
+    import tomllib
+
+    table = {"parts": [{"weight": 0.5, "location": 0.0, "scale": 1.0, **p} for p in parts]}
+    change(table)
+    path = write_toml(table, tmp_path / "combo.toml")
+    assert tomllib.loads(path.read_text())  # still TOML (NaN written as nan)
+    out = tmp_path / "out.tsv"
+    code, _, stderr = invoke("score", "--config", path, "-c", texts[0], "-r", texts[1], "-o", out, "-q")
+    assert_one_error(code, stderr, *needles)
+    assert not out.exists()
+
+
+def test_a_part_against_sources_only_is_refused_against_references(tiny_bert_dir, texts, tmp_path) -> None:
+    lm_part = {"model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}
+    path = write_toml({"parts": [{"weight": 1.0, "location": 0.0, "scale": 1.0, **lm_part}]}, tmp_path / "c.toml")
+    out = tmp_path / "out.tsv"
+    code, _, stderr = invoke("score", "--config", path, "-c", texts[0], "-r", texts[1], "-o", out, "-q")
+    assert_one_error(code, stderr, "parts[0].lm")
+    assert not out.exists()
+
+
+def test_python_errors_name_the_part(tiny_bert_dir) -> None:
+    with pytest.raises(ConfigError, match=r"^combine\(\): parts\[1\]\.n_gram=: "):
+        Combination.of([{"model": tiny_bert_dir}, {"model": tiny_bert_dir, "aligner": "wmd", "n_gram": 0}])
+    with pytest.raises(ConfigError, match="weights: 1 for 2 parts"):
+        Combination.of([{"model": tiny_bert_dir}, {"model": tiny_bert_dir}], weights=[1.0])
+    with pytest.raises(ConfigError, match="at least one part"):
+        Combination.of([])
+    with pytest.raises(ConfigError, match="does not exist"):
+        combine([{"model": tiny_bert_dir, "layer": 99}])
+
+
+def test_a_cache_given_on_the_command_line_serves_every_part(combo_file, texts, tmp_path) -> None:
+    plain = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "--format", "jsonl", "-q")
+    cached = [invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "--format", "jsonl", "-q",
+                     "--cache", tmp_path / "cache") for _ in range(2)]  # filled, then read
+    assert plain[0] == cached[0][0] == cached[1][0] == 0
+    assert (tmp_path / "cache").is_dir() and any((tmp_path / "cache").iterdir())
+    rows = [[json.loads(line)["combined"] for line in out[1].splitlines() if line.strip()]
+            for out in (plain, *cached)]
+    assert rows[1] == pytest.approx(rows[0], abs=1e-6) and rows[2] == pytest.approx(rows[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("command", ["show", "diff"])
+def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts, command) -> None:
+    given = ["-c", "a cat", "-r", "the cat"] if command == "show" else ["-c", texts[0], "-r", texts[1], "--a",
+                                                                       "--layer 1", "--b", "--layer 2"]
+    code, _, stderr = invoke(command, "--config", combo_file, *given)
+    assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
+
+
+@pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])
+def test_what_a_combination_does_not_take_yet_is_one_line(combo_file, texts, tmp_path, extra) -> None:
+    extra = [str(tmp_path / "out.tsv") if a == "OUT" else a for a in extra]
+    code, _, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], *extra)
+    assert_one_error(code, stderr, "a combination")
+    assert not (tmp_path / "out.tsv").exists()

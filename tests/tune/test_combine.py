@@ -1,0 +1,89 @@
+"""``alignscore tune --combine K``: the combination proposed from the leaderboard's runs (apart
+from each other), kept as best.toml only where its nested estimate beats the selection's, and
+scored by ``score --config`` as the proposal scored it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alignscore.combination import Combination
+from alignscore.evaluation.wmt import load_daseg
+from alignscore.tune.combine import APART, apart
+from cli_checks import assert_one_error, invoke
+from helpers import write_daseg
+
+LPS = ("de-en", "ru-en", "cs-en")
+SPACE = """
+layer = [1, 2, 3]
+
+[[subspace]]
+name = "greedy"
+aligner = ["greedy"]
+metric = ["recall", "f1"]
+
+[[subspace]]
+name = "wmd"
+aligner = [{ name = "wmd", n_gram = 2 }]
+special_tokens = ["keep"]
+
+[[published]]
+name = "Plain"
+layer = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, str]:
+    root = tmp_path_factory.mktemp("combine")
+    data = write_daseg(root, LPS, 40)
+    space = root / "space.toml"
+    space.write_text(SPACE, encoding="utf-8")
+    out = root / "out"
+    code, stdout, err = invoke("tune", space, "--data", data, "--model", tiny_bert_dir, "-o", out, "-q",
+                               "--combine", 2, "--bootstrap", 100)
+    assert code == 0, err
+    return data, out, stdout
+
+
+def test_the_proposal_is_reported_and_written_where_it_belongs(tuned) -> None:
+    data, out, stdout = tuned
+    assert "combination of" in stdout and "nested estimate" in stdout
+    board = (out / "leaderboard.md").read_text(encoding="utf-8")
+    assert "### Combination (--combine 2)" in board and "against the single selection's" in board
+    kept = "kept as best.toml" in stdout
+    combo = out / ("best.toml" if kept else "combination.toml")
+    assert (out / "single.toml").exists() == kept
+    combination = Combination.read(combo)
+    assert 1 <= len(combination.parts) <= 2
+    assert abs(sum(p.weight for p in combination.parts) - 1) < 1e-9
+    # score --config gives the proposal's combination: its mean |r| on the data as the leaderboard says
+    pairs = load_daseg(data)
+    rs = []
+    for lp in pairs:
+        code, text, err = invoke("score", "--config", combo, "-c", data / f"DAseg.newstest2016.mt-system.{lp.name}",
+                                 "-r", data / f"DAseg.newstest2016.reference.{lp.name}", "--format", "jsonl", "-q")
+        assert code == 0, err
+        got = [json.loads(line)["combined"] for line in text.splitlines() if line.strip()]
+        rs.append(abs(np.corrcoef(got, lp.human)[0, 1]))
+    assert f"in sample {np.mean(rs):.4f}" in board
+
+
+def test_runs_apart_differ_in_two_settings() -> None:
+    from types import SimpleNamespace
+
+    a = SimpleNamespace(values={"layer": 1, "aligner": "greedy", "metric": "f1"})
+    b = SimpleNamespace(values={"layer": 2, "aligner": "greedy", "metric": "f1"})
+    c = SimpleNamespace(values={"layer": 2, "aligner": "wmd"})
+    assert APART == 2 and not apart(a, b) and apart(a, c) and apart(b, c)
+
+
+@pytest.mark.parametrize("value, needle", [("1", "an integer >= 2"), ("0", "an integer >= 2")])
+def test_a_bad_combine_is_one_line_before_anything_loads(tmp_path, value, needle) -> None:
+    code, _, err = invoke("tune", "--data", tmp_path / "no-data", "--model", tmp_path / "no-model", "--combine", value,
+                          "-o", tmp_path / "out", "-q")
+    assert_one_error(code, err, "--combine", needle)
+    assert not (tmp_path / "out").exists()
