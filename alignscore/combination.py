@@ -36,7 +36,7 @@ import torch
 
 from .config import Compiled, Provenance, RunSpec, compile_labelled, plan_runs, sources_of
 from .config.files import dotted, line_of, load_toml, toml_text
-from .config.sources import CONFIG, Source, keyword_label, make_source
+from .config.sources import CONFIG, Source, flat, keyword_label, make_source
 from .config.spec import _plain
 from .errors import ConfigError
 from .scorer import Scorer, score_together
@@ -144,7 +144,7 @@ class Combination:
                 else:
                     if not isinstance(part, Mapping):
                         raise ConfigError(f"{label}: a mapping of options or a RunSpec, not {part!r}")
-                    named = sources_of(part, label=lambda p, i=i: f"parts[{i}].{keyword_label(p)}")
+                    named = flat([make_source(part, "keywords", lambda p, i=i: f"parts[{i}].{keyword_label(p)}")])
                     spec, provenance = _compiled(label, [*named, *above])
                 made.append(Part(spec, own[0][i], own[1][i], own[2][i], provenance, label))
             return cls(tuple(made))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..combination import Combination, CombinedScorer, Part, is_combination
 from ..config import Compiled, run_compiled
+from ..config.schema import OPTION
 from ..errors import ConfigError
 from ..evaluation.wmt import LangPair, load_daseg
 from ..textio import check_output_folder, replacing
@@ -60,7 +61,7 @@ def _iv(i: object, signed: bool = False) -> str:
 def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str | None = None,
                     output: str | Path | None = None, holdout: str | Path | None = None,
                     lang_pairs: str | Sequence[str] | None = None, year: str | None = None, pull: float = 0.0,
-                    seed: int = 0, resamples: int = 1000, style: str = "keyword",
+                    seed: int = 0, resamples: int = 1000, label: Callable[[str], str] = lambda name: f"{name}=",
                     say: Callable[[str], None] | None = None) -> CombinationFit:
     """Learn the weights of a combination of the runs ``starts`` on the judgments of ``data``.
 
@@ -73,7 +74,7 @@ def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str |
     lang_pairs, year : which language pairs and year of ``data``.
     pull : the L2 pull of the weights toward equal ones (>= 0).
     seed, resamples : of the bootstrap intervals.
-    style : how options are named in errors (``"flag"``: the command line's).
+    label : how an option is named in errors, from its name (the command line's flag, or ``name=``).
 
     Returns
     -------
@@ -90,24 +91,23 @@ def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str |
     >>> fit_combination("data", ["a.toml"])
     Traceback (most recent call last):
     ...
-    alignscore.errors.ConfigError: from=: a combination needs two or more runs (one run alone is that run)
+    alignscore.errors.ConfigError: start=: a combination needs two or more runs (one run alone is that run)
     """
     began = time.monotonic()
     say = say or (lambda msg: None)
-    flag = style == "flag"
-    name = "--from" if flag else "from="
+    name = label("start")
     if len(starts) < 2:
         raise ConfigError(f"{name}: a combination needs two or more runs (one run alone is that run)")
     if isinstance(pull, bool) or not isinstance(pull, (int, float)) or not np.isfinite(pull) or pull < 0:
-        raise ConfigError(f"{'--pull' if flag else 'pull='}: expected a finite number >= 0, not {pull!r}")
+        raise ConfigError(f"{label('pull')}: expected a finite number >= 0, not {pull!r}")
     compiled = []
     for i, path in enumerate(starts):
         where = f"{name} {path} (run {i})"
         if is_combination(path):
             raise ConfigError(f"{where}: a combination; its parts are runs (give each part's run file)")
         try:
-            given = {"config": str(path), **({"model": model} if model is not None else {})}
-            compiled.append(run_compiled(given, style=style))
+            given = {OPTION.config.name: str(path), **({OPTION.model.name: model} if model is not None else {})}
+            compiled.append(run_compiled(given, style="flag" if name.startswith("-") else "keyword"))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}", exc.options) from None
     if output is not None:

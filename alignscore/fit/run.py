@@ -9,7 +9,7 @@ import time
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
@@ -22,7 +22,6 @@ from ..aligners.optimal import WMD, Sinkhorn
 from ..config import Provenance, RunSpec, build, run_spec
 from ..config.compile import Source, compile_labelled, sources_of
 from ..config.schema import OPTION, options as option_table
-from ..config.sources import file_source
 from ..errors import ConfigError, InputError
 from ..evaluation.objective import JudgedOptions
 from ..settings import SettingError, comma_list, setting, settings_of
@@ -208,6 +207,14 @@ class FitOptions(JudgedOptions):
         "Output folder: best.toml, scores.csv, folds.csv, leaderboard.md/.csv, layer_weights.png (the command's "
         "default: fit-out; from Python, none: nothing written)."))
 
+    @classmethod
+    def given(cls, values: Mapping[str, Any], labels: Mapping[str, str] | None = None, text: bool = False) -> Any:
+        start = values.get("start")  # one run file (a path), or several (a combination)
+        if start is not None:
+            many = start if isinstance(start, (list, tuple)) else [start]
+            values = {**values, "start": [os.fspath(f) if isinstance(f, os.PathLike) else f for f in many]}
+        return super().given(values, labels, text)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.learn is not None:
@@ -264,9 +271,6 @@ def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet:
     own = {k: keywords.pop(k) for k in [k for k in keywords if k in FitOptions.names()]}
     if isinstance(data, FitOptions) and own:
         raise ConfigError(f"{next(iter(own))}=: given beside a FitOptions; set it there")
-    if own.get("start") is not None:  # one run file, or several (a combination)
-        own["start"] = [os.fspath(f) for f in (own["start"] if isinstance(own["start"], (list, tuple))
-                                               else [own["start"]])]
     opts = data if isinstance(data, FitOptions) else FitOptions.given({"data": data, **own})
     try:
         if opts.start is not None and len(opts.start) > 1:
@@ -288,13 +292,12 @@ def _combined(opts: FitOptions, keywords: dict[str, Any], sources: Sequence[Sour
     if given or opts.objective != "correlation":
         raise SettingError((given or ["objective"])[0], "applies to a fit of one run's settings, not to a "
                            f"combination's weights (several {opts.label('start')})")
-    model = keywords.pop("model", None)
+    model = keywords.pop(OPTION.model.name, None)
     if keywords or sources:
         raise ConfigError(f"{next(iter(keywords), 'sources')}=: a combination's parts take their options from their "
                           "run files (model= only beside them)")
-    style = "flag" if opts.label("start").startswith("-") else "keyword"
     return fit_combination(opts.data, opts.start, model, opts.output, opts.holdout, opts.lang_pairs, opts.year,
-                           opts.pull, opts.seed, opts.bootstrap, style, say)
+                           opts.pull, opts.seed, opts.bootstrap, opts.label, say)
 
 
 def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],
@@ -302,7 +305,7 @@ def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable
     wanted = opts.wanted
     items = read_challenge(wanted, opts.challenge)
     start, output = opts.start[0] if opts.start else None, opts.output
-    spec, provenance = compile_labelled([*([file_source(start)] if start is not None else []), *sources])
+    spec, provenance = compile_labelled([*(sources_of({OPTION.config.name: start}) if start else []), *sources])
     check_start(spec, provenance)
     names = learned(spec, opts.learn)
     if opts.layers and spec.encoder.static is not None:

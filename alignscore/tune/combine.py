@@ -105,7 +105,7 @@ def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Seque
     pool = pool_of(run)
     compiled = [Compiled(run.entries[e].spec, Provenance()) for e in pool]
     say(f"combining at most {most} of {len(pool)} runs of the leaderboard (each apart from the others)")
-    scorer = Combination.of(compiled, where="--combine").build()
+    scorer = Combination.of(compiled, where="the combination").build()
     blocks = blocks_of(scorer, pairs)
     humans = [np.asarray(lp.human, dtype=np.float64) for lp in pairs]
     near = lambda i, j: apart(run.entries[pool[i]], run.entries[pool[j]])  # noqa: E731
@@ -130,7 +130,7 @@ def report(run: SearchRun, proposal: Proposal, most: int) -> str:
     iv = proposal.folds.intervals
     w = proposal.weights
     ids = [run.entries[proposal.pool[i]] for i in w.parts]
-    lines = ["", f"### Combination (--combine {most})", "",
+    lines = ["", f"### Combination (at most {most} runs)", "",
              f"Chosen from {len(proposal.pool)} runs of the leaderboard (each apart from the others: they differ in "
              f"at least {APART} of the space's settings) by forward selection, weights fitted on the judgments "
              "(standardised parts, weights >= 0 summing to 1); in each fold of the nested cross-validation the "
@@ -167,7 +167,7 @@ def write(folder: str | Path, run: SearchRun, proposal: Proposal, most: int) -> 
             tmp.write_bytes(best.read_bytes())
     target = best if proposal.kept else out / "combination.toml"
     with replacing(target) as tmp:
-        tmp.write_text(proposal.combination.toml(f"alignscore tune --combine {most}: nested estimate "
+        tmp.write_text(proposal.combination.toml(f"tune, a combination of at most {most} runs: nested estimate "
                                                  f"{proposal.folds.intervals['combined'].estimate!r} against the "
                                                  f"single selection's {proposal.single.estimate!r}"), encoding="utf-8")
     written["combination"] = target

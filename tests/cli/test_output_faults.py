@@ -241,7 +241,7 @@ def test_mbr_tsv_escapes_tabs_and_newlines(files, tiny_bert_dir):
 
 
 def test_tune_outputs_are_written_as_one_set(tmp_path):
-    from alignscore.tune import outputs as leaderboard
+    from alignscore.textio import write_output_set  # tune's and fit's writer
 
     old = {name: tmp_path / name for name in ("a.txt", "b.txt")}
     for path in old.values():
@@ -251,10 +251,7 @@ def test_tune_outputs_are_written_as_one_set(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        with leaderboard.ExitStack() as stack:
-            tmps = [stack.enter_context(leaderboard.replacing(p)) for p in old.values()]
-            tmps[0].write_text("new")
-            boom(tmps[1])
+        write_output_set(tmp_path, {"a.txt": lambda p: p.write_text("new"), "b.txt": boom})
     assert [p.read_text() for p in old.values()] == ["old", "old"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
 

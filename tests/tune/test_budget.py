@@ -64,7 +64,7 @@ def test_an_explicit_budget_is_refused_with_the_cheapest_estimate() -> None:
     cost = costly(per_score=1.0)
     cheapest = cost.seconds(SIZES, SCHEDULES[-1])
     with pytest.raises(ConfigError) as err:
-        plan_search(cost, SIZES, 60.0, explicit=True, given=1.0)
+        plan_search(cost, SIZES, 60.0, explicit=True, label="--budget", given=1.0)
     assert "does not fit --budget 1 min (1.0 min left after loading and measuring): 100 runs" in str(err.value)
     assert f"about {cheapest / 60:.1f} min even with {SCHEDULES[-1]}" in str(err.value)
 

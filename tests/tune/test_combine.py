@@ -53,7 +53,7 @@ def test_the_proposal_is_reported_and_written_where_it_belongs(tuned) -> None:
     data, out, stdout = tuned
     assert "combination of" in stdout and "nested estimate" in stdout
     board = (out / "leaderboard.md").read_text(encoding="utf-8")
-    assert "### Combination (--combine 2)" in board and "against the single selection's" in board
+    assert "### Combination (at most 2 runs)" in board and "against the single selection's" in board
     kept = "kept as best.toml" in stdout
     combo = out / ("best.toml" if kept else "combination.toml")
     assert (out / "single.toml").exists() == kept

@@ -252,7 +252,7 @@ def test_schedules_and_nested_samples() -> None:
     assert (full.schedule, full.seconds) == (Schedule((1.0,)), cost.seconds([300, 300], Schedule((1.0,))))
     assert plan_search(cost, [300, 300], 130).schedule == Schedule.halving(4, 2)  # the first that fits
     with pytest.raises(ConfigError, match="does not fit --budget 0.01 min: 100 runs"):
-        plan_search(cost, [300, 300], 0.6)
+        plan_search(cost, [300, 300], 0.6, label="--budget")
 
 
 @pytest.mark.parametrize("text, want", [
