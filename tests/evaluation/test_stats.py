@@ -74,7 +74,7 @@ def test_fit_and_tune_report_the_same_interval_for_the_same_run(tiny_bert_dir: s
     rounding of the two scoring paths)."""
     data = write_daseg(tmp_path, PAIRS, 30)
     (tmp_path / "start.toml").write_text(f'model = "{tiny_bert_dir}"\nlayer = 2\n', encoding="utf-8")
-    fitted = alignscore.fit(data, start=tmp_path / "start.toml", steps=1, seed=5, resamples=300)
+    fitted = alignscore.fit(data, start=tmp_path / "start.toml", steps=1, seed=5, bootstrap=300)
     (tmp_path / "space.toml").write_text("layer = [2]\n", encoding="utf-8")
     space = load_space(tmp_path / "space.toml")
     entries, scorers = prepare(space.candidates(sources_of({"model": tiny_bert_dir}, style="flag")), {})
