@@ -36,7 +36,7 @@ import torch
 
 from .config import Compiled, Provenance, RunSpec, compile_labelled, plan_runs, sources_of
 from .config.files import dotted, line_of, load_toml, toml_text
-from .config.sources import CONFIG, Source, flat, keyword_label, make_source
+from .config.sources import CONFIG, KEYWORDS, Naming, Source, flat, keyword_label, make_source
 from .config.spec import _plain
 from .errors import ConfigError
 from .scorer import Scorer, score_together
@@ -144,7 +144,8 @@ class Combination:
                 else:
                     if not isinstance(part, Mapping):
                         raise ConfigError(f"{label}: a mapping of options or a RunSpec, not {part!r}")
-                    named = flat([make_source(part, "keywords", lambda p, i=i: f"parts[{i}].{keyword_label(p)}")])
+                    named = flat([make_source(part, "keywords", lambda p, i=i: f"parts[{i}].{keyword_label(p)}",
+                                              naming=KEYWORDS)])
                     spec, provenance = _compiled(label, [*named, *above])
                 made.append(Part(spec, own[0][i], own[1][i], own[2][i], provenance, label))
             return cls(tuple(made))
@@ -188,7 +189,7 @@ class Combination:
             mapping = {k: v for k, v in table.items() if k not in OWN}
             if not mapping:
                 raise ConfigError(f"{where(())}: a part names its run (a model, a preset, its settings)")
-            source = make_source(mapping, "file", where, Path(path).resolve().parent, style="key")
+            source = make_source(mapping, "file", where, Path(path).resolve().parent)
             spec, provenance = _compiled(f"{PARTS}[{i}]", [*source.layers(), *overrides], where(()))
             made.append(Part(spec, *values, provenance=provenance, label=where(())))  # type: ignore[misc]
         return cls(tuple(made))
@@ -274,7 +275,7 @@ def is_combination(path: str | Path) -> bool:
     return PARTS in data
 
 
-def combination_in(options: Mapping[str, Any], style: str = "keyword", where: str = "") -> Combination | None:
+def combination_in(options: Mapping[str, Any], naming: Naming = KEYWORDS, where: str = "") -> Combination | None:
     """The combination the run file ``options`` names as ``config`` holds, the other options
     applying to every part; None where ``config`` names no combination (an ordinary run).
 
@@ -288,7 +289,7 @@ def combination_in(options: Mapping[str, Any], style: str = "keyword", where: st
         return None
     rest = {k: v for k, v in options.items() if k != CONFIG}
     try:
-        return Combination.read(path, sources_of(rest, style) if rest else [])
+        return Combination.read(path, sources_of(rest, naming) if rest else [])
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}" if where else str(exc), exc.options) from None
 

@@ -30,6 +30,7 @@ import torch
 
 from alignscore import bertscore
 from alignscore.ablation import evaluate, load_grid, run_grid
+from alignscore.cli.options import FLAGS
 from alignscore.config import build, compile_run, encoder_of
 from alignscore.config.compile import sources_of
 from alignscore.encoders.base import Encoder
@@ -59,7 +60,7 @@ def main() -> None:
         corpus.write_text("\n".join(refs_all) + "\n", encoding="utf-8")
         pairs = load_daseg(DATA, lps, idf_corpus=corpus)
         grid = load_grid(args.grid)
-        flags = sources_of({"model": args.model, "layer": args.layer}, style="flag")
+        flags = sources_of({"model": args.model, "layer": args.layer}, FLAGS)
         cands = [c for lp in pairs for c in lp.candidates]
         refs = [r for lp in pairs for r in lp.references]
         print(f"{len(cands)} pairs ({', '.join(lps)}), model {args.model}, layer {args.layer}, "

@@ -58,6 +58,7 @@ def main() -> None:
     if args.command:
         return _command(args)
 
+    from alignscore.cli.options import FLAGS
     from alignscore.config import build
     from alignscore.config.compile import sources_of
     from alignscore.tune import Book, Schedule, data_corpus, halve, measure, prepare, search
@@ -66,7 +67,7 @@ def main() -> None:
 
     pairs = load_daseg(WMT16)
     corpus = {"idf_corpus": data_corpus(str(WMT16), None, pairs)}
-    flags = sources_of({"model": args.model}, style="flag")
+    flags = sources_of({"model": args.model}, FLAGS)
     space = load_space()
     published = {}
     for name, spec in space.published_runs(flags, corpus).items():
@@ -185,6 +186,7 @@ def _command(args: argparse.Namespace) -> None:
 def _against(result, other_id: str, resamples: int) -> str:  # noqa: ANN001
     """The selection and the run ``other_id`` on every segment: each one's mean |r| with its
     bootstrap standard error, and their paired difference with its own."""
+    from alignscore.cli.options import FLAGS
     from alignscore.config import build
     from alignscore.tune import Book, Schedule
     from alignscore.evaluation.stats import pooled_abs_r

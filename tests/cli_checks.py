@@ -90,7 +90,7 @@ def assert_same_run_every_way_in(opts: dict, tmp_path: Path) -> tuple[dict, list
     parser), a run file, an ablation grid row, a search-space entry and the file it writes.
     Returns the specs by way in, the flags and the written file."""
     from alignscore.ablation.grid import parse_grid
-    from alignscore.cli.options import parse_spec
+    from alignscore.cli.options import FLAGS, parse_spec
     from alignscore.config import compile_run, file_source, run_spec
     from alignscore.config.sources import sources_of
     from alignscore.tune.space import parse_space
@@ -98,7 +98,7 @@ def assert_same_run_every_way_in(opts: dict, tmp_path: Path) -> tuple[dict, list
     ways = {"keyword": run_spec(opts)}
     flags = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"),
                                                   ",".join(map(str, v)) if isinstance(v, list) else str(v))]
-    ways["flag"] = compile_run(sources_of(parse_spec(" ".join(flags), "--a"), style="flag"))
+    ways["flag"] = compile_run(sources_of(parse_spec(" ".join(flags), "--a"), FLAGS))
     ways["file"] = compile_run([file_source(write_toml(opts, Path(tmp_path) / "run.toml"))])
     grid = parse_grid({"models": {"base": {"model": opts["model"]}}, "columns": [{"name": "c", "aligner": "greedy"}],
                        "rows": [{"name": "r", **{k: v for k, v in opts.items() if k != "model"}}]})

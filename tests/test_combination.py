@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import alignscore
+from alignscore.cli.options import FLAGS
 from alignscore.combination import MAX_PARTS, Combination, combine, combination_in
 from alignscore.errors import ConfigError
 from cli_checks import assert_one_error, invoke, write_toml
@@ -95,7 +96,7 @@ def test_parts_of_one_model_share_one_encoding(parts) -> None:
 
 
 def test_flags_apply_to_every_part(combo_file) -> None:
-    combination = combination_in({"config": str(combo_file), "batch_size": "3"}, "flag")
+    combination = combination_in({"config": str(combo_file), "batch_size": "3"}, FLAGS)
     assert combination is not None and [p.spec.runtime.batch_size for p in combination.parts] == [3, 3]
     assert combination_in({"layer": 2}) is None
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from ..config.compile import Source, make_source
 from ..config.files import key_label, load_toml
 from ..config.schema import MODEL_OPTIONS, STAGES, options
-from ..config.sources import PRESET, model_given
+from ..config.sources import KEYWORDS, PRESET, model_given
 from ..errors import ConfigError
 
 MNLI_ROLE = "mnli"
@@ -60,8 +60,9 @@ class Grid:
         own = (models or {}).get(kind)
         command = [_for_role(s, kind) for s in flags]
         if own or kind == "" and any("model" in s.values for s in command):
-            base = Source(base.kind, {}, {}, base.style)
-        extra = [Source("flags", {"model": own}, {"model": _MODEL_FLAGS[kind]}, "flag")] if own else []
+            base = Source(base.kind, {}, {}, base.naming)
+        naming = flags[-1].naming if flags else KEYWORDS  # the command's
+        extra = [Source("flags", {"model": own}, {"model": _MODEL_FLAGS[kind]}, naming)] if own else []
         return [base, *command, *extra, self.defaults.source, column.source, row.source]
 
     def model(self, role: str, flags: Sequence[Source] = (), models: Mapping[str, str] | None = None) -> str:
@@ -106,7 +107,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
         at = ("models", role)
         if not isinstance(table, dict) or not isinstance(table.get("model"), str):
             raise ConfigError(f"{label(at)}: a role is a table with `model = \"<hub id or directory>\"`")
-        roles[role] = make_source(table, "grid", lambda p, at=at: label(at + p), base_dir, style="key")
+        roles[role] = make_source(table, "grid", lambda p, at=at: label(at + p), base_dir)
 
     def entry(table: Any, at: tuple[Any, ...], named: bool) -> GridEntry:
         if not isinstance(table, dict):
@@ -119,7 +120,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
             raise ConfigError(f"{label(at + ('model',))}: names a model role of [models]: one of "
                               f"{', '.join(roles)}, not {role!r}")
         rest = {k: v for k, v in table.items() if k not in ("name", "model")}
-        return GridEntry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir, style="key"))
+        return GridEntry(name, role, make_source(rest, "grid", lambda p: label(at + p), base_dir))
 
     defaults = entry(data.get("defaults", {}), ("defaults",), named=False)
     columns, rows = (tuple(entry(t, (key, i), True) for i, t in enumerate(_tables(data, key, label, where)))

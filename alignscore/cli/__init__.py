@@ -13,6 +13,7 @@ from ..config.sources import bert_score_name
 from ..errors import AlignScoreError, ConfigErrors
 from ..registry import load_plugins
 from ..runtime import quiet_libraries
+from .options import FLAGS
 
 
 class _Group(click.Group):
@@ -64,7 +65,7 @@ def _usage_error(exc: click.ClickException) -> None:
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     message = exc.format_message()
-    habit = bert_score_name(exc.option_name.lstrip("-"), "flag") if isinstance(exc, click.NoSuchOption) else None
+    habit = bert_score_name(exc.option_name.lstrip("-"), FLAGS) if isinstance(exc, click.NoSuchOption) else None
     if habit is not None:  # bert-score's own flag: what it is here, not the nearest spelling
         message = f"no such option {exc.option_name}: {habit}"
     click.echo(f"alignscore: error: {' '.join(message.split())}{hint}", err=True)

@@ -15,6 +15,7 @@ from ..evaluation.stats import CORRELATIONS
 from ..weighting.schemes import IdfL
 from . import main
 from ..settings import comma_list
+from .options import FLAGS
 from .options import (command_line, named_files, needs, progress_log, quiet_option, scorer_options,
                       scorer_opts, seed_option)
 
@@ -76,7 +77,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     needs(click.get_current_context(), {"lang_pairs": "data", "year": "data", "correlations": "data",
                                         "significance": "data", "dedupe": "challenge_set"})
     opts = scorer_opts(kwargs)
-    flags = sources_of(opts, style="flag")
+    flags = sources_of(opts, FLAGS)
     # which model each role runs, and what to do with one that is not on this machine
     planning: dict[str, Any] = {"models": {"mnli": mnli_model, "static": static_model}, "download": download,
                                 "skip_missing": skip_missing, "progress": not quiet,

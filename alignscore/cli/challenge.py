@@ -9,7 +9,7 @@ import click
 from ..evaluation.challenge_report import challenge_file, remap_option
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
-from .options import (output_option, quiet_option, scorer_options, scorer_opts, seed_option,
+from .options import (FLAGS, output_option, quiet_option, scorer_options, scorer_opts, seed_option,
                       sides_specs, sources_option)
 
 
@@ -50,7 +50,7 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     alignscore challenge examples/challenge.jsonl --model all-MiniLM-L6-v2 \\
         --b "--aligner wmd --n-gram 1"
     """
-    common, remap = remap_option(scorer_opts(kwargs), against_sources)  # a file, or a folder: by each item's lp
+    common, remap = remap_option(scorer_opts(kwargs), against_sources, FLAGS)  # a file, or a folder: by each item's lp
     files: list[str] = []
     specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet,
                         files=files)

@@ -10,7 +10,7 @@ from ..config import sources_of
 from ..config.schema import OPTION
 from ..fit.run import FitOptions
 from . import main
-from .options import command_options, command_opts, progress_log, quiet_option, scorer_options, scorer_opts
+from .options import FLAGS, command_options, command_opts, progress_log, quiet_option, scorer_options, scorer_opts
 
 
 @main.command()
@@ -32,13 +32,13 @@ def fit(quiet: bool, **kwargs: Any) -> None:
 
     kwargs["output"] = kwargs["output"] or "fit-out"
     opts = command_opts(FitOptions, kwargs)
+    sources = sources_of(scorer_opts(kwargs), FLAGS)
     if opts.start is not None and len(opts.start) > 1:  # a combination's weights (docs/combinations.md)
-        result = run_fit(opts, model=scorer_opts(kwargs).get(OPTION.model.name), say=progress_log(quiet, "fit"))
+        result = run_fit(opts, sources=sources, say=progress_log(quiet, "fit"))
         click.echo("\n".join(result.summary()))
         click.echo(f"wrote {opts.output}/best.toml and the leaderboard ({result.seconds:.1f} s)", err=True)
         return
-    result = run_fit(opts, sources=sources_of(scorer_opts(kwargs), style="flag"), quiet=quiet,
-                     say=progress_log(quiet, "fit"))
+    result = run_fit(opts, sources=sources, quiet=quiet, say=progress_log(quiet, "fit"))
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)
     click.echo("\n".join(result.summary()))

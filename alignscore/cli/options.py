@@ -14,11 +14,21 @@ from click.core import ParameterSource
 
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_option
+from ..config.sources import Naming
 from ..errors import ConfigError, InputError
 from ..settings import Declaration, Options, settings_of
 from ..textio import is_stdout
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
+
+
+def flag_label(path: tuple[Any, ...]) -> str:
+    """A key path as the command line writes it: ``--n-gram``, ``--filters (1)``."""
+    return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
+
+
+#: how the command line writes the run's options (its values are text to read), for the compiler
+FLAGS = Naming(flag_label, lambda option: f"{option.flag} or --no-{option.flag[2:]}", text=True, kind="flags")
 
 
 def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -113,7 +123,7 @@ def compiled_of(opts: Mapping[str, Any], progress: bool, before_model: Callable[
     given beside the spec (for ``build``). ``before_model``: the command's own checks (its input
     files), run after every option's value is checked and before the model's absence is said."""
     try:
-        spec, provenance = compile_labelled(sources_of(opts, style="flag"))
+        spec, provenance = compile_labelled(sources_of(opts, FLAGS))
     except ConfigError as exc:
         if before_model is not None and MODEL_OPTIONS[0] in exc.options:  # the last check: every value passed
             before_model()

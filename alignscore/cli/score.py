@@ -16,7 +16,7 @@ from ..scorefiles import score_combination, score_file_stream, score_matrix, sco
 from ..textio import check_output, check_readable
 from . import main
 from .inputs import Sources, input_options
-from .options import (compiled_of, needs, option_files, output_option, quiet_option, refuse, scorer_options,
+from .options import (FLAGS, compiled_of, needs, option_files, output_option, quiet_option, refuse, scorer_options,
                       scorer_opts, seed_option)
 
 
@@ -67,7 +67,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address",
                                         "tsv_sources": "tsv"})
     opts = scorer_opts(kwargs)
-    combination = combination_in(opts, "flag")
+    combination = combination_in(opts, FLAGS)
     if combination is not None:  # --config names a [[parts]] file: its parts, the flags above each
         torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
         refuse((ray_address is not None or pairwise or stream or resume or confidence or torchrun,

@@ -12,6 +12,7 @@ from ..runtime import peak_memory_mib
 from ..tune import TuneOptions, tune as run_tune
 from ..weighting.schemes import IdfL
 from . import main
+from .options import FLAGS
 from .options import (command_line, command_options, command_opts, progress_log, quiet_option, scorer_options,
                       scorer_opts)
 
@@ -39,7 +40,7 @@ def tune(quiet: bool, **kwargs: Any) -> None:
     kwargs["output"] = kwargs["output"] or "tune-out"
     opts = command_opts(TuneOptions, kwargs)  # before anything loads
     result = run_tune(opts, progress=not quiet, log=progress_log(quiet, "tune"), command=command_line("tune"),
-                      sources=sources_of(scorer_opts(kwargs), style="flag"))
+                      sources=sources_of(scorer_opts(kwargs), FLAGS))
     for line in result.summary():
         click.echo(line.replace("**", ""))
     if result.proposal is not None:

@@ -62,11 +62,11 @@ def check_model(scorer: Scorer, provenance: Provenance | None = None) -> None:
     Examples
     --------
     >>> from alignscore.config import run_compiled
-    >>> spec, given = run_compiled({"model": "all-MiniLM-L6-v2", "layer": 9}, "flag")
+    >>> spec, given = run_compiled({"model": "all-MiniLM-L6-v2", "layer": 9})
     >>> check_model(build(spec, check=False), given)
     Traceback (most recent call last):
     ...
-    alignscore.errors.ConfigError: --layer: layer 9 does not exist: the model has layers 0..6 ...
+    alignscore.errors.ConfigError: layer=: layer 9 does not exist: the model has layers 0..6 ...
     """
     try:
         scorer.scoring_encoder().check()

@@ -23,7 +23,7 @@ from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import RequirementError, allows
 from .schema import DEFAULT_PARTS, FILTER_LIST, MODEL_OPTIONS, OPTION, STAGES, options, part_settings, takers
-from .sources import Provenance, Source, flat, make_source, name_in, preset_source, sources_of
+from .sources import KEYWORDS, Naming, Provenance, Source, flat, make_source, preset_source, sources_of
 from .spec import RunSpec
 
 
@@ -35,14 +35,14 @@ class Given(NamedTuple):
     rank: int
 
 
-def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "") -> RunSpec:
+def run_spec(given: Mapping[str, Any], naming: Naming = KEYWORDS, where: str = "") -> RunSpec:
     """The :class:`RunSpec` that flags or keywords describe (the preset or run file they name
     first): :func:`sources_of` then :func:`compile_run`.
 
     Parameters
     ----------
     given : option names (or declared aliases) to values; ``None`` is "not given".
-    style : ``"keyword"`` (Python), ``"flag"`` (text values read as the command line reads them).
+    naming : how they are written (:func:`sources_of`'s: Python's keywords by default).
     where : names the caller in errors (``"moverscore_v2()"``).
 
     Returns
@@ -61,15 +61,15 @@ def run_spec(given: Mapping[str, Any], style: str = "keyword", where: str = "") 
     ...
     alignscore.errors.ConfigError: n_gram=: expected an integer >= 1 or one of sentence, not 0
     """
-    return run_compiled(given, style, where).spec
+    return run_compiled(given, naming, where).spec
 
 
-def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = "") -> Compiled:
+def run_compiled(given: Mapping[str, Any], naming: Naming = KEYWORDS, where: str = "") -> Compiled:
     """:func:`run_spec`, with the :class:`Provenance` of its options beside the spec.
 
     Parameters
     ----------
-    given, style, where : as :func:`run_spec`'s.
+    given, naming, where : as :func:`run_spec`'s.
 
     Returns
     -------
@@ -77,11 +77,11 @@ def run_compiled(given: Mapping[str, Any], style: str = "keyword", where: str = 
 
     Examples
     --------
-    >>> run_compiled({"aligner": "wmd", "n_gram": "2"}, "flag").provenance.labels
-    {'aligner': '--aligner', 'n_gram': '--n-gram'}
+    >>> run_compiled({"aligner": "wmd", "n_gram": 2}).provenance.labels
+    {'aligner': 'aligner=', 'n_gram': 'n_gram='}
     """
     try:
-        return compile_labelled(sources_of(given, style))
+        return compile_labelled(sources_of(given, naming))
     except ConfigError as exc:
         if not where:
             raise
@@ -97,7 +97,7 @@ class Merged:
     parts: dict[str, tuple[Given | None, dict[str, Given]]] = field(
         default_factory=lambda: {stage: (None, {}) for stage in STAGES})
     filters: dict[str, tuple[Given, dict[str, Given]]] = field(default_factory=dict)
-    style: str = "keyword"
+    naming: Naming = KEYWORDS
 
     def part(self, stage: str) -> str:
         """The name of the part of ``stage`` (the default part where none is named)."""
@@ -116,14 +116,14 @@ class Merged:
         for named, settings in self.filters.values():
             given.setdefault(FILTER_LIST, named)
             given.update(settings)
-        return Provenance({k: g.label for k, g in given.items()}, self.style, {k: g.rank for k, g in given.items()})
+        return Provenance({k: g.label for k, g in given.items()}, self.naming, {k: g.rank for k, g in given.items()})
 
 
 def merge(sources: Sequence[Source]) -> Merged:
     """The options of ``sources`` merged, lowest first (the module's rules 1 to 3)."""
     table = options()
     sources = flat(sources)
-    out = Merged(style=sources[-1].style if sources else "keyword")
+    out = Merged(naming=sources[-1].naming if sources else KEYWORDS)
     for rank, src in enumerate(sources):
         given = {k: Given(v, src.labels[k], rank) for k, v in src.values.items()}
         for name in [k for k in given if table[k].means]:  # shorthands: lang is a model, idf a weighting
@@ -132,7 +132,7 @@ def merge(sources: Sequence[Source]) -> Merged:
             meant, other = read(short.value), given.get(target)
             if other is not None and other.value != meant:
                 raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
-                                  f"{other.value}: give one{_beside(name, target, src.style)}", (name,))
+                                  f"{other.value}: give one{_beside(name, target, src.naming)}", (name,))
             given[target] = Given(meant, short.label, rank)
         # the encoder's, the runtime's, the cache's, the composition's own options
         out.simple.update({k: g for k, g in given.items()
@@ -145,12 +145,12 @@ def merge(sources: Sequence[Source]) -> Merged:
     return out
 
 
-def _beside(shorthand: str, target: str, style: str) -> str:
+def _beside(shorthand: str, target: str, naming: Naming) -> str:
     """What bert_score does with a language beside a model, where it differs (it picks only the baseline file)."""
     if (shorthand, target) != (MODEL_OPTIONS[1], MODEL_OPTIONS[0]):
         return ""
     return (f" (bert_score keeps its model_type and reads its lang only for the baseline file: here leave "
-            f"{name_in(style, shorthand)} out and give {name_in(style, OPTION.baseline.name)} that file)")
+            f"{naming.name(shorthand)} out and give {naming.name(OPTION.baseline.name)} that file)")
 
 
 def _merge_part(stage: str, current: tuple[Given | None, dict[str, Given]], named: Given | None,
@@ -213,7 +213,7 @@ def _requirements(out: Merged) -> None:
             if held is None or held.rank < g.rank:
                 simple[other] = Given(value, g.label, g.rank)
             elif held.value != value and held.rank == g.rank:
-                raise ConfigError(f"{g.label}: implies {name_in(out.style, other)}; it cannot go with {held.label}",
+                raise ConfigError(f"{g.label}: implies {out.naming.name(other)}; it cannot go with {held.label}",
                                   (name,))
             elif held.value != value:
                 del simple[name]  # switched off above it: it goes
@@ -229,7 +229,7 @@ def _requirements(out: Merged) -> None:
                 del simple[name]  # the requirement was changed above it: it goes too
                 break
             reason = RequirementError(name, other, allowed, value, table[other].metavar or "VALUE")
-            raise ConfigError(f"{g.label}: {reason.named(lambda o: name_in(out.style, o))}", (name,))
+            raise ConfigError(f"{g.label}: {reason.named(out.naming.name)}", (name,))
 
 
 # -- building -----------------------------------------------------------------------------------

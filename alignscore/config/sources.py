@@ -30,6 +30,45 @@ PRESET, CONFIG = SOURCE_OPTIONS
 Label = Callable[[tuple[Any, ...]], str]
 
 
+def keyword_label(path: tuple[Any, ...]) -> str:
+    return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How a way in writes options, handed in by its caller: an option the user did not give is
+    named in an error as the user would write it there.
+
+    Attributes
+    ----------
+    label : a key path as written (``("n_gram",)`` -> ``n_gram=``).
+    switch : what a switch (an :class:`~alignscore.config.schema.Option`) takes, as written there.
+    text : values are text, read as the command line reads them.
+    kind : the :attr:`Source.kind` of the options given this way, which may name a run file
+        (``config``); None: options in a file, which may not.
+
+    Examples
+    --------
+    >>> KEYWORDS.label(("n_gram",)), KEYS.label(("n_gram",))
+    ('n_gram=', 'n_gram')
+    """
+
+    label: Label
+    switch: Callable[[Any], str]
+    text: bool = False
+    kind: str | None = None
+
+    def name(self, option: str) -> str:
+        """An option the user did not give, as written this way."""
+        return self.label((option,))
+
+
+#: Python's keywords (``n_gram=``)
+KEYWORDS = Naming(keyword_label, lambda option: "True or False", kind="keywords")
+#: a file's keys (``n_gram``; a grid's, a space's, a preset's)
+KEYS = Naming(dotted, lambda option: "true or false (a TOML boolean, without quotes)")
+
+
 @dataclass(frozen=True)
 class Source:
     """One mapping of options, normalised (:func:`make_source`).
@@ -40,22 +79,22 @@ class Source:
     values : by option name (part tables spread into the part's name and its settings; ``filters``
         as ``[(name, {setting: value})]``).
     labels : how each option was written.
-    style : how an option it does not give is named in an error (``"flag"``, ``"keyword"``, ``"key"``).
+    naming : how its way in names an option it does not give and reads values (:class:`Naming`).
     filter_labels : how each token filter's settings were written, by filter.
     base : the sources it is based on (the preset or run file it names), merged just below it.
     path : the run file it was read from, if it is one.
 
     Examples
     --------
-    >>> src = make_source({"preset": "bertscore", "n_gram": "2"}, "flags", flag_label, text=True, style="flag")
+    >>> src = make_source({"preset": "bertscore", "n_gram": 2}, "keywords", keyword_label, naming=KEYWORDS)
     >>> src.values, src.labels["n_gram"], [b.kind for b in src.base]
-    ({'n_gram': 2}, '--n-gram', ['preset'])
+    ({'n_gram': 2}, 'n_gram=', ['preset'])
     """
 
     kind: str
     values: Mapping[str, Any]
     labels: Mapping[str, str]
-    style: str = "keyword"
+    naming: Naming
     filter_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     base: tuple["Source", ...] = ()
     path: str | None = None
@@ -79,61 +118,42 @@ BERT_SCORE_ONLY: dict[str, str] = {
 }
 
 
-def bert_score_name(key: str, style: str) -> str | None:
-    """What to use instead of bert_score's keyword (or flag) ``key``, the option named in
-    ``style``: the setting that declares it, with the gist of its help, or
+def bert_score_name(key: str, naming: Naming) -> str | None:
+    """What to use instead of bert_score's keyword (or flag) ``key``, the option named as
+    ``naming`` names it: the setting that declares it, with the gist of its help, or
     :data:`BERT_SCORE_ONLY`'s note; None where ``key`` is none of bert_score's.
 
     Examples
     --------
-    >>> bert_score_name("model_type", "keyword")
+    >>> bert_score_name("model_type", KEYWORDS)
     "bert_score's model_type is model= here (Hugging Face hub id or local directory)"
-    >>> bert_score_name("rescale_with_baseline", "flag")
-    "bert_score's rescale_with_baseline is --baseline here (Baseline file in bert_score's format)"
+    >>> bert_score_name("rescale_with_baseline", KEYS)
+    "bert_score's rescale_with_baseline is baseline here (Baseline file in bert_score's format)"
     """
     key = key.replace("-", "_")
     for option in options().values():
         if option.setting is not None and key in option.setting.decl.bert_score:
             gist = re.split(r" \(|\. |; ", option.help)[0].rstrip(".")
-            return f"bert_score's {key} is {name_in(style, option.name)} here ({gist})"
+            return f"bert_score's {key} is {naming.name(option.name)} here ({gist})"
     return f"bert_score's {key} has no counterpart here: {BERT_SCORE_ONLY[key]}" if key in BERT_SCORE_ONLY else None
-
-
-def flag_label(path: tuple[Any, ...]) -> str:
-    return "--" + str(path[0]).replace("_", "-") + "".join(f" ({p})" for p in path[1:])
-
-
-def keyword_label(path: tuple[Any, ...]) -> str:
-    return f"{path[0]}=" + "".join(f"[{p!r}]" for p in path[1:])
-
-
-#: a switch as each source spells it, for a value that is not one
-SWITCH = {"flag": "{flag} or --no-{bare}", "keyword": "True or False",
-          "key": "true or false (a TOML boolean, without quotes)"}
-
-
-def name_in(style: str, name: str) -> str:
-    """How an option the user did not give is named in an error, in the style of the source."""
-    return {"flag": flag_label, "keyword": keyword_label}.get(style, lambda p: str(p[0]))((name,))
 
 
 # -- sources ------------------------------------------------------------------------------------
 def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: str | Path | None = None,
-                text: bool = False, style: str = "keyword") -> Source:
+                naming: Naming = KEYS) -> Source:
     """A :class:`Source` from a mapping of options; unknown options and unreadable values are
     errors naming them as written.
 
     Parameters
     ----------
     mapping : option names (or declared aliases) to values; ``None`` is "not given". A ``preset``
-        (anywhere) or a ``config`` file (flags and keywords only) becomes the source's
+        (anywhere) or a ``config`` file (where ``naming`` has a kind) becomes the source's
         :attr:`~Source.base`, which the mapping's own keys override.
     kind : :attr:`Source.kind`; in a ``"grid"`` or ``"space"`` a preset gives its composition
         without its model (the model is the role's or the command's).
     label : names a key path as the user wrote it.
     base_dir : where relative file names are read from (the working directory by default).
-    text : values are text to read (the command line).
-    style : :attr:`Source.style`.
+    naming : :attr:`Source.naming` (default: a file's keys).
 
     Returns
     -------
@@ -141,14 +161,14 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
 
     Examples
     --------
-    >>> make_source({"layer": "4"}, "flags", flag_label, text=True).values
+    >>> make_source({"layer": 4}, "keywords", keyword_label, naming=KEYWORDS).values
     {'layer': 4}
-    >>> make_source({"ngram": 2}, "keywords", keyword_label)
+    >>> make_source({"ngram": 2}, "keywords", keyword_label, naming=KEYWORDS)
     Traceback (most recent call last):
     ...
     alignscore.errors.ConfigError: ngram=: no such option (did you mean n_gram?) ...
     """
-    table, older = options(), aliases()
+    table, older, text = options(), aliases(), naming.text
     root = Path(base_dir) if base_dir is not None else None
     values: dict[str, Any] = {}
     labels: dict[str, str] = {}
@@ -159,7 +179,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
             continue
         if name == CONFIG and isinstance(value, str) and value in PRESETS.names() and not _local(value, root).exists():
             name = PRESET  # a preset by name wherever a run file is taken
-        if name is None and (habit := bert_score_name(key, style)) is not None:
+        if name is None and (habit := bert_score_name(key, naming)) is not None:
             raise ConfigError(f"{label((key,))}: {habit}")
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
@@ -168,7 +188,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]
-        if option.group == "source" and (kind == PRESET or name == CONFIG and kind not in ("flags", "keywords")):
+        if option.group == "source" and (kind == PRESET or name == CONFIG and naming.kind is None):
             raise ConfigError(f"{label((key,))}: a {name} is a whole run: it cannot be part of one here")
         if option.multiple and value == ():
             continue
@@ -179,7 +199,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                 if setting in values or mapping.get(setting) is not None:
                     raise ConfigError(f"{lab} and {labels.get(setting) or label((setting,))} both give {setting}: "
                                       "give one")
-                values[setting], labels[setting] = _read(table[setting], v, lab, text, root, style), lab
+                values[setting], labels[setting] = _read(table[setting], v, lab, text, root, naming), lab
         elif isinstance(value, EmbeddingCache):  # a cache object stands for its settings (given beside it: kept)
             spec = CacheSpec(str(Path(value.directory).resolve()), value.max_bytes, value.timeout_s)
             for s in settings_of(CacheSpec):
@@ -187,19 +207,19 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
                     values[s.name], labels[s.name] = getattr(spec, s.name), label((key,))
         elif name == FILTER_LIST:
             items = _filters(value, label, (key,), text)
-            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, style)
+            values[name], labels[name] = [(n, {k: _read(table[k], v, lab, text, root, naming)
                                                for k, (v, lab) in s.items()})
                                           for n, s in items], label((key,))
             filter_labels.update({n: {k: lab for k, (_, lab) in s.items()} for n, s in items})
         else:
-            values[name], labels[name] = _read(option, value, label((key,)), text, root, style), label((key,))
+            values[name], labels[name] = _read(option, value, label((key,)), text, root, naming), label((key,))
     preset, config = values.pop(PRESET, None), values.pop(CONFIG, None)
     if preset is not None and config is not None:
         raise ConfigError(f"{labels[PRESET]} and {labels[CONFIG]} both give a whole run: give one (a run "
                           "file already fixes every setting; it may name its preset: preset = NAME)")
     base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
         (file_source(config),) if config is not None else ()
-    return Source(kind, values, labels, style, filter_labels, base)
+    return Source(kind, values, labels, naming, filter_labels, base)
 
 
 def _local(value: str, root: Path | None) -> Path:
@@ -215,14 +235,13 @@ def _unset(option: Any, value: Any) -> bool:
         and option.setting.decl.envvar is not None
 
 
-def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, style: str = "keyword") -> Any:
+def _read(option: Any, value: Any, label: str, text: bool, root: Path | None, naming: Naming) -> Any:
     """A value as the option holds it: files resolved, then read and checked by its declaration."""
     s = option.setting
     if option.file and isinstance(value, str) and not value.strip():  # not the working folder
         raise ConfigError(f"{label}: a file name, not an empty text", (option.name,))
     if option.boolean and not isinstance(value, bool):  # never read from a text: "no" is not false
-        spelled = SWITCH.get(style, SWITCH["key"]).format(flag=option.flag, bare=option.flag[2:])
-        raise ConfigError(f"{label}: {spelled}, not {value!r}", (option.name,))
+        raise ConfigError(f"{label}: {naming.switch(option)}, not {value!r}", (option.name,))
     model = s is not None and s.decl.names_model and isinstance(value, str) and value.strip()
     if model or option.file and isinstance(value, (str, os.PathLike)):
         local = _local(str(value), root)
@@ -321,7 +340,7 @@ def file_source(path: str | Path) -> Source:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")
     source = make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
-                         Path(path).resolve().parent, style="key")
+                         Path(path).resolve().parent)
     return replace(source, path=str(Path(path).resolve()))
 
 
@@ -368,7 +387,7 @@ def preset_source(name: str, model: bool = True) -> Source:
     False
     """
     options = {k: v for k, v in PRESETS.get(name).options.items() if model or k != MODEL_OPTIONS[0]}
-    return make_source(options, PRESET, lambda p: f"preset {name}: {dotted(p)}", style="key")
+    return make_source(options, PRESET, lambda p: f"preset {name}: {dotted(p)}")
 
 
 def model_given(sources: Sequence[Source]) -> str | None:
@@ -381,14 +400,14 @@ def flat(sources: Sequence[Source]) -> list[Source]:
     return [replace(s, base=()) for src in sources for s in src.layers()]
 
 
-def sources_of(given: Mapping[str, Any], style: str = "keyword") -> list[Source]:
+def sources_of(given: Mapping[str, Any], naming: Naming = KEYWORDS) -> list[Source]:
     """The sources a mapping of options describes: the preset or run file it names, then itself.
 
     Parameters
     ----------
     given : the options (:func:`make_source`'s ``mapping``).
-    style : ``"flag"`` (the command line: text values are read as it reads them, each option
-        named by its flag) or ``"keyword"`` (Python: named ``name=``).
+    naming : how they are written: the caller's way in (Python's keywords by default; the
+        command line hands in its flags, whose values are text to read).
 
     Returns
     -------
@@ -399,12 +418,10 @@ def sources_of(given: Mapping[str, Any], style: str = "keyword") -> list[Source]
     --------
     >>> [s.kind for s in sources_of({"preset": "moverscore-v2", "n_gram": 2})]
     ['preset', 'keywords']
-    >>> [s.labels for s in sources_of({"layer": "4"}, "flag")]
-    [{'layer': '--layer'}]
+    >>> [s.labels for s in sources_of({"layer": 4})]
+    [{'layer': 'layer='}]
     """
-    flags = style == "flag"
-    return flat([make_source(given, "flags" if flags else "keywords", flag_label if flags else keyword_label, None,
-                             flags, style)])
+    return flat([make_source(given, naming.kind or "file", naming.label, None, naming)])
 
 
 @dataclass(frozen=True)
@@ -416,30 +433,30 @@ class Provenance:
     Attributes
     ----------
     labels : each given option as written (``--layer``, ``layer=``, ``run.toml:3: layer``).
-    style : how an option that was not given is named (``"flag"``, ``"keyword"``, ``"key"``).
+    naming : how an option that was not given is named (:class:`Naming`).
     ranks : the rank of each option's source (higher wins).
 
     Examples
     --------
-    >>> str(Provenance({"n_gram": "--n-gram"}, "flag").relabel(SettingError("n_gram", "expected an integer")))
+    >>> str(Provenance({"n_gram": "--n-gram"}).relabel(SettingError("n_gram", "expected an integer")))
     '--n-gram: expected an integer'
-    >>> str(Provenance(style="key").relabel(SettingError("sep", "expected true or false"), "run.toml:3: weighting"))
+    >>> str(Provenance(naming=KEYS).relabel(SettingError("sep", "expected true or false"), "run.toml:3: weighting"))
     'run.toml:3: weighting (sep): expected true or false'
     """
 
     labels: Mapping[str, str] = field(default_factory=dict)
-    style: str = "keyword"
+    naming: Naming = KEYWORDS
     ranks: Mapping[str, int] = field(default_factory=dict)
 
     def name(self, option: str) -> str:
-        """The option as the user wrote it, or as its style names it."""
-        return self.labels.get(option) or name_in(self.style, option)
+        """The option as the user wrote it, or as its way in names it."""
+        return self.labels.get(option) or self.naming.name(option)
 
     def relabel(self, exc: ConfigError, part: str | None = None) -> ConfigError:
         """``exc`` with the option it is about named as the user wrote it (of several, the one
         from the highest source); ``part`` labels the part whose own, not given, setting is wrong."""
         if isinstance(exc, SettingError):
-            named = lambda o: name_in(self.style, o)  # noqa: E731
+            named = self.naming.name
             label = self.labels.get(exc.field) or (f"{part} ({named(exc.field)})" if part else named(exc.field))
             reason = exc.named(named) if isinstance(exc, RequirementError) else exc.reason
             return ConfigError(f"{label}: {reason}", exc.options)
@@ -450,6 +467,6 @@ class Provenance:
         return ConfigError(f"{label}: {exc.message}", exc.options)
 
 
-__all__ = ["BERT_SCORE_ONLY", "CLEAR", "Label", "Provenance", "SWITCH", "Source", "bert_score_name", "file_source",
-           "flag_label", "flat", "input_files", "keyword_label", "known", "make_source", "model_given", "name_in",
+__all__ = ["BERT_SCORE_ONLY", "CLEAR", "KEYS", "KEYWORDS", "Label", "Naming", "Provenance", "Source", "bert_score_name",
+           "file_source", "flat", "input_files", "keyword_label", "known", "make_source", "model_given",
            "preset_source", "sources_of"]

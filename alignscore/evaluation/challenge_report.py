@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..config.schema import OPTION
-from ..config.sources import sources_of
+from ..config.sources import KEYWORDS, Naming, sources_of
 from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
                         field_values, read_items, settle_repeats)
 from .reference_free import challenge_remaps, check_remaps, remapped_item_scores, split_remap
@@ -53,23 +53,24 @@ def jsonl(results: Sequence[CompositionResult], by: str | None = None) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows(results, by))
 
 
-def remap_option(opts: Mapping[str, Any], sources: bool) -> tuple[dict[str, Any], tuple[str, str] | None]:
-    """Against sources, the command-line options without the remapping option, and its value and
-    label (:func:`~alignscore.evaluation.reference_free.split_remap`: a file, or a folder resolved
-    per item by :func:`~alignscore.evaluation.reference_free.challenge_remaps`); else the options
-    as they are.
+def remap_option(opts: Mapping[str, Any], sources: bool, naming: Naming = KEYWORDS
+                 ) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """Against sources, the options (written as ``naming`` says: the caller's way in) without the
+    remapping option, and its value and label (:func:`~alignscore.evaluation.reference_free.split_remap`:
+    a file, or a folder resolved per item by :func:`~alignscore.evaluation.reference_free.challenge_remaps`);
+    else the options as they are.
 
     Examples
     --------
     >>> rest, given = remap_option({"remap": "remaps", "layer": 3}, True)
     >>> rest, given[1], given[0].endswith("remaps")
-    ({'layer': 3}, '--remap', True)
+    ({'layer': 3}, 'remap=', True)
     >>> remap_option({"remap": "de.remap"}, False)
     ({'remap': 'de.remap'}, None)
     """
     if not sources:
         return dict(opts), None
-    return {k: v for k, v in opts.items() if k != OPTION.remap.name}, split_remap(sources_of(opts, style="flag"))[1]
+    return {k: v for k, v in opts.items() if k != OPTION.remap.name}, split_remap(sources_of(opts, naming))[1]
 
 
 def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt: str = "tsv",

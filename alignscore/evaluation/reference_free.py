@@ -49,9 +49,9 @@ def split_remap(sources: Sequence[Source]) -> tuple[list[Source], tuple[str, str
     Examples
     --------
     >>> from alignscore.config import sources_of
-    >>> rest, given = split_remap(sources_of({"remap": "remaps", "layer": 3}, style="flag"))
+    >>> rest, given = split_remap(sources_of({"remap": "remaps", "layer": 3}))
     >>> dict(rest[0].values), given[1], Path(given[0]).name
-    ({'layer': 3}, '--remap', 'remaps')
+    ({'layer': 3}, 'remap=', 'remaps')
     """
     name, given, out = OPTION.remap.name, None, []
     for source in sources:

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..combination import Combination, CombinedScorer, Part, is_combination
-from ..config import Compiled, run_compiled
+from ..config import Compiled, Source, compile_labelled, sources_of
 from ..config.schema import OPTION
 from ..errors import ConfigError
 from ..evaluation.wmt import LangPair, load_daseg
@@ -58,7 +58,7 @@ def _iv(i: object, signed: bool = False) -> str:
     return f"{i.estimate:{f}} [{i.low:{f}}, {i.high:{f}}]"  # type: ignore[attr-defined]
 
 
-def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str | None = None,
+def fit_combination(data: str | Path, starts: Sequence[str | Path], above: Sequence[Source] = (),
                     output: str | Path | None = None, holdout: str | Path | None = None,
                     lang_pairs: str | Sequence[str] | None = None, year: str | None = None, pull: float = 0.0,
                     seed: int = 0, resamples: int = 1000, label: Callable[[str], str] = lambda name: f"{name}=",
@@ -68,7 +68,8 @@ def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str |
     Parameters
     ----------
     data : a DAseg folder.
-    starts : two or more run files (the parts; ``model`` overrides each one's model).
+    starts : two or more run files (the parts).
+    above : run options over each part's (its model only: ``model=``, the command line's ``--model``).
     output : a folder for :data:`OUTPUTS` (nothing written when None).
     holdout : another DAseg folder the parts and the combination are scored on.
     lang_pairs, year : which language pairs and year of ``data``.
@@ -106,8 +107,7 @@ def fit_combination(data: str | Path, starts: Sequence[str | Path], model: str |
         if is_combination(path):
             raise ConfigError(f"{where}: a combination; its parts are runs (give each part's run file)")
         try:
-            given = {OPTION.config.name: str(path), **({OPTION.model.name: model} if model is not None else {})}
-            compiled.append(run_compiled(given, style="flag" if name.startswith("-") else "keyword"))
+            compiled.append(compile_labelled([*sources_of({OPTION.config.name: str(path)}), *above]))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}", exc.options) from None
     if output is not None:

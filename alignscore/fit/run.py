@@ -292,11 +292,11 @@ def _combined(opts: FitOptions, keywords: dict[str, Any], sources: Sequence[Sour
     if given or opts.objective != "correlation":
         raise SettingError((given or ["objective"])[0], "applies to a fit of one run's settings, not to a "
                            f"combination's weights (several {opts.label('start')})")
-    model = keywords.pop(OPTION.model.name, None)
-    if keywords or sources:
-        raise ConfigError(f"{next(iter(keywords), 'sources')}=: a combination's parts take their options from their "
-                          "run files (model= only beside them)")
-    return fit_combination(opts.data, opts.start, model, opts.output, opts.holdout, opts.lang_pairs, opts.year,
+    above = [*sources, *sources_of(keywords)]
+    if other := next((s.labels[k] for s in above for k in s.values if k != OPTION.model.name), None):
+        raise ConfigError(f"{other}: a combination's parts take their options from their run files (model= only "
+                          "beside them)")
+    return fit_combination(opts.data, opts.start, above, opts.output, opts.holdout, opts.lang_pairs, opts.year,
                            opts.pull, opts.seed, opts.bootstrap, opts.label, say)
 
 

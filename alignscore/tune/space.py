@@ -147,7 +147,7 @@ class Space:
 
     def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         at = key_label(self.path, self.lines)
-        return make_source(values, "space", lambda p: at(paths[p[0]] + p[1:]), self.base_dir, style="key")
+        return make_source(values, "space", lambda p: at(paths[p[0]] + p[1:]), self.base_dir)
 
 
 def model_of(sources: Sequence[Source]) -> str:

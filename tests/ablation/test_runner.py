@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import alignscore
 from alignscore.ablation import evaluate, load_grid, parse_grid, run_grid, write_outputs
 from alignscore.cli import main
+from alignscore.cli.options import FLAGS
 from alignscore.config import compile_run
 from alignscore.config.compile import merge, sources_of
 from alignscore.encoders.huggingface import HFEncoder
@@ -166,11 +167,11 @@ def test_cells_merge_role_flags_defaults_column_row():
     assert [type(f).__name__ for f in a.composition.roles.filters] == ["RemoveSubwordsPunct", "StopWords"]
     assert a.composition.aligner.n_gram == 2 and a.composition.aggregator.layer == 9
     assert (b.encoder.model, b.composition.weighting.signature(), b.composition.roles.special) == ("m", "none", "drop")
-    flags = sources_of({"model": "x", "layer": 4}, style="flag")
+    flags = sources_of({"model": "x", "layer": 4}, FLAGS)
     over = [merge(grid.sources(r, grid.columns[0], flags)) for r in grid.rows]
     assert (over[0].given("model").value, over[0].given("layer").value) == ("x", 4)
     assert (over[1].given("model").value, over[1].given("layer").value) == ("m", 4)  # only --mnli-model moves it
-    moved = merge(grid.sources(grid.rows[0], grid.columns[0], sources_of({"model": "x"}, style="flag")))
+    moved = merge(grid.sources(grid.rows[0], grid.columns[0], sources_of({"model": "x"}, FLAGS)))
     assert moved.given("layer") is None  # another model: its own default layer, not the role's 9
     mnli = merge(grid.sources(grid.rows[1], grid.columns[0], flags, {"mnli": "y"}))
     assert mnli.given("model").value == "y" and mnli.given("layer").value == 4

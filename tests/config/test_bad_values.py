@@ -18,6 +18,7 @@ from alignscore.aligners import WMD, Greedy, PairBatch, Sinkhorn
 from alignscore._ops import normalise_mass
 from alignscore.aligners.transport import exact_plans, pairwise_cost, sinkhorn_plans
 from alignscore.cli import main
+from alignscore.cli.options import FLAGS
 from alignscore.errors import AlignScoreError, ConfigError, InputError, NonFiniteError
 from helpers import compose
 
@@ -254,7 +255,7 @@ def test_cli_layer_0_scores(io, tiny_bert_dir, args, signature) -> None:
     assert signature in err
     rows = jsonl_scores(out)
     options = {a[2:].replace("-", "_"): v for a, v in zip(args[::2], args[1::2])}  # the same options, as text
-    want = alignscore.build(alignscore.run_spec({"model": tiny_bert_dir, **options}, style="flag")).score(CANDS, REFS)
+    want = alignscore.build(alignscore.run_spec({"model": tiny_bert_dir, **options}, FLAGS)).score(CANDS, REFS)
     assert len(rows) == 3
     for name in want.metrics:
         assert [r[name] for r in rows] == pytest.approx(want[name].tolist(), abs=1e-6), name
@@ -663,4 +664,4 @@ def test_an_integer_that_is_not_one_is_a_clear_error(text) -> None:
     from alignscore.config import run_compiled
 
     with pytest.raises(ConfigError, match=r"--batch-size: cannot read"):
-        run_compiled({"batch_size": text}, style="flag")
+        run_compiled({"batch_size": text}, FLAGS)

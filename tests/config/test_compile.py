@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import alignscore
 from alignscore import Composition, Runtime, RunSpec, Scorer, Signature, run_spec
 from alignscore.ablation import parse_grid
-from alignscore.cli.options import parse_spec
+from alignscore.cli.options import FLAGS, parse_spec
 from alignscore.config import compile_run, file_source
 from alignscore.config.compile import merge, sources_of
 from alignscore.config.schema import STAGES, options, part_settings
@@ -149,7 +149,7 @@ def test_every_option_compiles_the_same_from_every_way_in(example_files, tmp_pat
             opts["layer"] = 2  # the tiny model has no default layer
         ways: dict[str, RunSpec] = {}
         ways["keyword"] = run_spec(opts)
-        ways["flag"] = compile_run(sources_of(parse_spec(shlex.join(_flags(opts)), "--a"), style="flag"))
+        ways["flag"] = compile_run(sources_of(parse_spec(shlex.join(_flags(opts)), "--a"), FLAGS))
         run_file = write_toml({k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()},
                               tmp_path / f"run{i}.toml")
         ways["file"] = compile_run([file_source(run_file)])
@@ -357,7 +357,7 @@ def test_a_lower_source_s_setting_goes_with_what_a_higher_one_replaces(tiny_bert
     spec = run_spec({"config": str(run_file), "long_texts": "truncate", "aligner": "wmd"})
     assert spec.encoder.window_stride is None and spec.composition.aligner.name == "wmd"
     with pytest.raises(ConfigError, match="--window-stride: applies with --long-texts window only"):
-        run_spec({"long_texts": "truncate", "window_stride": 8}, style="flag")
+        run_spec({"long_texts": "truncate", "window_stride": 8}, FLAGS)
 
 
 def test_signatures_are_records_formatted_at_the_edge() -> None:
@@ -526,7 +526,7 @@ def test_case_10_model_paths(files, tmp_path, tiny_bert_dir) -> None:
 def test_a_preset_with_overrides_is_the_preset_function_with_those_keywords(tiny_bert_dir) -> None:
     spec = run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "n_gram": 2})
     via_function = alignscore.moverscore_v2(tiny_bert_dir, n_gram=2)
-    assert spec == run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "n_gram": "2"}, style="flag")
+    assert spec == run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir, "n_gram": "2"}, FLAGS)
     assert str(via_function.signature()) == str(alignscore.build(spec).signature())
 
 
@@ -597,8 +597,9 @@ def test_an_outside_aligner_gets_its_flags_and_help(tmp_path) -> None:
         "    def __post_init__(self):\n        check_settings(self)\n"
         "    def __call__(self, batch):\n        return {'overlap': torch.zeros(len(batch.ref))}\n"
         "    def signature(self):\n        return f'overlap2({self.threshold},{self.strict})'\n", encoding="utf-8")
-    script = ("import outside_part\nfrom alignscore.cli import main\nfrom alignscore import run_spec\n"
-              "spec = run_spec({'aligner': 'overlap2', 'threshold': '0.7', 'strict': True}, style='flag')\n"
+    script = ("import outside_part\nfrom alignscore.cli import main\nfrom alignscore.cli.options import FLAGS\n"
+              "from alignscore import run_spec\n"
+              "spec = run_spec({'aligner': 'overlap2', 'threshold': '0.7', 'strict': True}, FLAGS)\n"
               "print(spec.composition.aligner)\nprint(spec.toml())\n"
               "try:\n    run_spec({'threshold': 2.0})\nexcept Exception as exc:\n    print(exc)\n"
               "main(['score', '--help'])\n")

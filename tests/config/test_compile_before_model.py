@@ -18,6 +18,7 @@ import alignscore
 from alignscore.ablation.grid import parse_grid
 from alignscore.aligners import ALIGNERS
 from alignscore.aligners.greedy import Greedy
+from alignscore.cli.options import FLAGS
 from alignscore.config import compile_run, run_spec, sources_of
 from alignscore.config.files import toml_text
 from alignscore.config.schema import options
@@ -143,7 +144,7 @@ def test_preset_as_the_base_of_a_run_file(tmp_path: Path) -> None:
     path = tmp_path / "run.toml"
     path.write_text('preset = "moverscore-v2"\nn_gram = 2\nbatch_size = 8\n', encoding="utf-8")
     from_file = run_spec({"config": str(path)})
-    from_flags = compile_run(sources_of({"preset": "moverscore-v2", "n_gram": "2", "batch_size": "8"}, "flag"))
+    from_flags = compile_run(sources_of({"preset": "moverscore-v2", "n_gram": "2", "batch_size": "8"}, FLAGS))
     assert from_file == from_flags
     assert from_file.encoder.model == "distilbert-base-uncased" and from_file.composition.aligner.n_gram == 2
     path.write_text('preset = "moverscore-v2"\naligner = "greedy"\n', encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from alignscore.cli.options import FLAGS
 from alignscore.config import RunSources, plan_runs, run_spec, sources_of
 from alignscore.config.plan import by_encoder, model_available
 from alignscore.errors import ConfigError, ConfigErrors
@@ -56,7 +57,7 @@ def test_a_model_not_on_this_machine_is_skipped_with_the_reason_or_is_an_error(t
 
 def test_a_model_path_that_does_not_exist_is_missing_where_the_sources_name_it(tmp_path):
     path = str(tmp_path / "no-such-model")
-    run = RunSources(sources_of({"model": path}, style="flag"))
+    run = RunSources(sources_of({"model": path}, FLAGS))
     (skipped,) = plan_runs([run], download=False, skip_missing=True).runs
     assert skipped.spec is None and skipped.skipped == f"model {path!r} is not on this machine " \
                                                        "(nothing is downloaded without --download)"
@@ -66,7 +67,7 @@ def test_a_model_path_that_does_not_exist_is_missing_where_the_sources_name_it(t
 
 def test_every_error_of_every_run_is_collected_before_any_is_raised(tiny_bert_dir):
     runs = [_spec(tiny_bert_dir, layer=9), _spec(tiny_bert_dir, layer=2), _spec(MISSING),
-            RunSources(sources_of({"model": tiny_bert_dir, "aligner": "greedy", "n_gram": 2}, style="flag")),
+            RunSources(sources_of({"model": tiny_bert_dir, "aligner": "greedy", "n_gram": 2}, FLAGS)),
             _spec(tiny_bert_dir, layer=9)]  # the same error twice is said once
     with counted_forward() as calls, pytest.raises(ConfigErrors) as caught:
         plan_runs(runs, download=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from alignscore.cli.options import FLAGS
 from alignscore.config import run_spec, sources_of
 from alignscore.errors import ConfigError
 
@@ -18,7 +19,7 @@ def test_an_empty_cache_means_no_cache_every_way_in(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ALIGNSCORE_CACHE", raising=False)
     assert run_spec({"cache": ""}).cache is None and run_spec({"cache": " "}).cache is None
-    assert run_spec({"cache": ""}, style="flag").cache is None
+    assert run_spec({"cache": ""}, FLAGS).cache is None
     (tmp_path / "c.txt").write_text("a cat\n", encoding="utf-8")
     code, out, err = invoke("score", "-c", "c.txt", "-r", "c.txt", "--model", tiny_bert_dir, "--layer", "1",
                             "--cache", "", "-q")
@@ -42,7 +43,7 @@ def test_input_files_are_the_run_files_and_the_files_they_name(tmp_path: Path) -
 
 def test_a_preset_by_name_where_a_run_file_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_spec({"config": "moverscore-v2"}) == run_spec({"preset": "moverscore-v2"})
-    assert run_spec({"config": "moverscore-v2", "n_gram": "2"}, style="flag").composition.aligner.n_gram == 2
+    assert run_spec({"config": "moverscore-v2", "n_gram": "2"}, FLAGS).composition.aligner.n_gram == 2
     monkeypatch.chdir(tmp_path)
     write_toml({"layer": 3}, tmp_path / "bertscore")  # a file of that name is the file
     assert run_spec({"config": "bertscore"}).composition.aggregator.layer == 3

@@ -13,6 +13,7 @@ import torch
 
 import alignscore
 from alignscore.ablation.grid import load_grid
+from alignscore.cli.options import FLAGS
 from alignscore.config.compile import merge, sources_of
 from alignscore.aligners import ALIGNERS
 from alignscore.encoders.static import StaticEncoder, read_vectors, split_words, static_format
@@ -305,7 +306,7 @@ def test_not_static(tiny_bert_dir: str, tmp_path: Path) -> None:
 def test_table1_grid_roles(vec_file: str) -> None:
     grid = load_grid(REPO / "ablations" / "table1.toml")
     assert set(grid.roles) == {"contextual", "static"}
-    flags = sources_of({"model": "other-model", "layer": 3}, style="flag")
+    flags = sources_of({"model": "other-model", "layer": 3}, FLAGS)
     models = {"static": vec_file}
     static = grid.sources(grid.rows[0], grid.columns[0], flags, models)
     assert merge(static).given("model").value == vec_file and merge(static).given("layer") is None

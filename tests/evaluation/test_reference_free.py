@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import alignscore
+from alignscore.cli.options import FLAGS
 from alignscore.config import compile_labelled, plan_runs, sources_of
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.evaluation.challenge import read_items
@@ -70,8 +71,8 @@ def test_per_item_scores_are_each_languages_remapped_scores(remaps: Path, tiny_b
                                                             tmp_path: Path) -> None:
     path = source_challenge_set(tmp_path / "set.jsonl", LPS)
     items = read_items(path)
-    opts, remap = remap_option({"model": tiny_bert_dir, "layer": 2, "remap": str(remaps)}, True)
-    runs = [compile_labelled(sources_of(opts, style="flag"))]
+    opts, remap = remap_option({"model": tiny_bert_dir, "layer": 2, "remap": str(remaps)}, True, FLAGS)
+    runs = [compile_labelled(sources_of(opts, FLAGS))]
     chosen = challenge_remaps(runs, items, remap, str(path))
     assert remap is not None and remap[1] == "--remap" and chosen[0] is not None and len(chosen[0]) == len(items)
     ((signature, good, bad),) = remapped_item_scores(plan_runs(runs, sources=True).scorers(), items, True, chosen)

@@ -15,6 +15,7 @@ from alignscore.evaluation.stats import leave_one_pair_out
 from alignscore.evaluation.wmt import load_daseg
 from alignscore.tune import Schedule, prepare, search
 from alignscore.tune.space import load_space
+from alignscore.cli.options import FLAGS
 from alignscore.config.compile import sources_of
 from helpers import write_daseg
 
@@ -77,7 +78,7 @@ def test_fit_and_tune_report_the_same_interval_for_the_same_run(tiny_bert_dir: s
     fitted = alignscore.fit(data, start=tmp_path / "start.toml", steps=1, seed=5, bootstrap=300)
     (tmp_path / "space.toml").write_text("layer = [2]\n", encoding="utf-8")
     space = load_space(tmp_path / "space.toml")
-    entries, scorers = prepare(space.candidates(sources_of({"model": tiny_bert_dir}, style="flag")), {})
+    entries, scorers = prepare(space.candidates(sources_of({"model": tiny_bert_dir}, FLAGS)), {})
     tuned = search(entries, scorers, load_daseg(data), Schedule((1.0,)), resamples=300, seed=5)
     start, selected = fitted.intervals["start"], tuned.estimates["selected"]
     assert [f.held_out for f in fitted.estimate.folds] == [f.held_out for f in tuned.folds] == list(PAIRS)

@@ -24,6 +24,7 @@ import torch
 from moverscore_ref import load_moverscore_v2
 
 from alignscore import build, moverscore_v2, run_spec
+from alignscore.cli.options import FLAGS
 from helpers import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
@@ -122,7 +123,7 @@ def test_uniform_weights_as_the_command_line_says_them(ms2, pairs, shared_encode
     """``--preset moverscore-v2 --weighting none``: SEP served idf-S and goes with it, so the
     options compile to moverscore_v2 with uniform weights, the way its README uses it."""
     refs, cands = pairs
-    spec = run_spec({"preset": "moverscore-v2", "model": shared_encoder.model, "weighting": "none"}, style="flag")
+    spec = run_spec({"preset": "moverscore-v2", "model": shared_encoder.model, "weighting": "none"}, FLAGS)
     mine = build(spec, encoder=shared_encoder).score(cands, refs)["score"].numpy()
     check(ms2, theirs_uniform, mine, refs, cands)
 

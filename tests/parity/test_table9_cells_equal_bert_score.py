@@ -16,6 +16,7 @@ import pytest
 
 import alignscore
 from alignscore.ablation import evaluate, load_grid, run_grid
+from alignscore.cli.options import FLAGS
 from alignscore.config import compile_run
 from alignscore.config.compile import sources_of
 from alignscore.evaluation.wmt import load_daseg
@@ -43,7 +44,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, minilm_dir: str):
     grid = load_grid(REPO / "ablations" / "table9.toml")
     grid = replace(grid, rows=tuple(r for r in grid.rows if r.name in ROWS))
     pairs = load_daseg(folder, idf_corpus=corpus_file)
-    flags = sources_of({"model": minilm_dir, "layer": 4}, style="flag")
+    flags = sources_of({"model": minilm_dir, "layer": 4}, FLAGS)
     run = run_grid(grid, pairs, flags, models={"mnli": str(folder / "no-such-mnli-model")}, skip_missing=True)
     stats = {(s.row, s.column): s for s in evaluate(run, ["pearson"], bootstrap=0)}
     return run, stats, pairs[0], corpus, flags, corpus_file

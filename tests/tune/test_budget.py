@@ -20,6 +20,7 @@ from alignscore.tune import (HARDER, SCHEDULES, Book, Cost, Pace, Schedule, halv
                                           measure, plan_search, prepare, probe_seconds, replan_share)
 from alignscore.tune.cost import PROBE_ROUNDS, fastest_threads
 from alignscore.tune.space import parse_space
+from alignscore.cli.options import FLAGS
 from alignscore.config.compile import sources_of
 from alignscore.evaluation.wmt import LangPair, load_daseg
 from cli_checks import assert_one_error, invoke
@@ -147,7 +148,7 @@ def test_a_search_behind_its_plan_promotes_fewer_runs() -> None:
 def test_the_probe_is_bounded_on_its_clock(tiny_bert_dir: str, tmp_path: Path) -> None:
     pairs = load_daseg(write_daseg(tmp_path, ("de-en", "ru-en"), 30))
     space = parse_space({"layer": [1, 2], "aligner": ["greedy", {"name": "wmd", "n_gram": 1}]})
-    entries, scorers = prepare(space.candidates(sources_of({"model": tiny_bert_dir}, style="flag")))
+    entries, scorers = prepare(space.candidates(sources_of({"model": tiny_bert_dir}, FLAGS)))
     slow = itertools.count(0.0, 7.0)  # every reading 7 s after the one before
     probe = measure(entries, scorers, pairs, seconds=60.0, clock=lambda: next(slow))
     assert probe.rounds == 1  # a second round would end past its 60 s

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import alignscore
+from alignscore.cli.options import FLAGS
 from alignscore.config import compile_run, file_source
 from alignscore.config.compile import sources_of
 from alignscore.errors import ConfigError
@@ -88,7 +89,7 @@ def space_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def flags(tiny_bert_dir: str, **more: object) -> list:
-    return sources_of({"model": tiny_bert_dir, "layer": 3, **more}, style="flag")
+    return sources_of({"model": tiny_bert_dir, "layer": 3, **more}, FLAGS)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def test_space_product_subspaces_exclusions_and_published_runs(space_file: Path,
 
 def test_the_packaged_space_holds_every_published_configuration(minilm_dir: str) -> None:
     space = load_space()
-    base = sources_of({"model": minilm_dir}, style="flag")
+    base = sources_of({"model": minilm_dir}, FLAGS)
     corpus = {"idf_corpus": ("a corpus sentence", "another one")}
     published = space.published_runs(base, corpus)
     names = list(published)
@@ -152,7 +153,7 @@ def test_the_packaged_published_configurations_are_those_it_spelled_out(minilm_d
     the 35 it spelled out by hand before (their signatures, in tests/tune/published-signatures.json;
     MoverScore Table 6's cells now named by the grid's rows)."""
     before = json.loads((Path(__file__).parent / "published-signatures.json").read_text(encoding="utf-8"))
-    published = load_space().published_runs(sources_of({"model": "all-MiniLM-L6-v2"}, style="flag"),
+    published = load_space().published_runs(sources_of({"model": "all-MiniLM-L6-v2"}, FLAGS),
                                             {"idf_corpus": ("a corpus sentence", "another one")})
     now = {name: str(scorer.signature()).split("|v:")[0]
            for name, scorer in zip(published, alignscore.build_all(list(published.values())))}
@@ -172,7 +173,7 @@ def test_published_tables_name_presets_and_grid_cells(tmp_path: Path, tiny_bert_
             "[[published]]\nname = 'T'\ngrid = 'grid.toml'\nrows = ['Layer 2']\n"
             "[[published]]\nname = 'one'\ngrid = 'grid.toml'\nrow = 'Plain'\ncolumn = 'W'\nlayer = 3\n")
     (tmp_path / "space.toml").write_text(text, encoding="utf-8")
-    flags = sources_of({"model": tiny_bert_dir}, style="flag")
+    flags = sources_of({"model": tiny_bert_dir}, FLAGS)
     runs = load_space(tmp_path / "space.toml").published_runs(flags)
     assert list(runs) == ["v2", "T: Layer 2, G", "T: Layer 2, W", "one"]
     preset = alignscore.run_spec({"preset": "moverscore-v2", "model": tiny_bert_dir}).composition
@@ -386,7 +387,7 @@ def test_an_accuracy_constraint_changes_the_selection_where_it_binds(tmp_path: P
     vec.write_text("".join(f"{w} {' '.join(f'{x:.4f}' for x in gen.normal(size=8))}\n" for w in words),
                    encoding="utf-8")
     space = parse_space({"filters": [["rm"], []]})
-    entries, scorers = prepare(space.candidates(sources_of({"model": str(vec), "lowercase": True}, style="flag")))
+    entries, scorers = prepare(space.candidates(sources_of({"model": str(vec), "lowercase": True}, FLAGS)))
     rm = next(i for i, e in enumerate(entries) if e.values["filters"] == ["rm"])
     for lp in pairs:  # human scores: the [RM] run's scores
         lp.human[:] = alignscore.build(entries[rm].spec).score(lp.candidates, lp.references).f1.double().numpy()
