@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import torch
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .encoders.cached import CachedEncoder
     from .explain import Explanation
 
-__all__ = ["MULTI_REF", "Scorer", "Scores", "score_together"]
+__all__ = ["MULTI_REF", "Scorer", "Scores", "by_encoder", "score_together"]
 
 
 @dataclass
@@ -414,14 +414,30 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     fluency = [s.lm_scores(s.resolved(), cands) if sources else None for s in scorers]
     pairs = Pairs.from_groups(cands, groups)
     out: list[Scores | None] = [None] * len(scorers)
-    by_encoder: dict[tuple[int, str | None], list[int]] = {}
+    shared: dict[tuple[int, str | None], list[int]] = {}
     for i, s in enumerate(scorers):
         cache = str(s.cache.directory) if s.cache is not None else None
-        by_encoder.setdefault((id(s.encoder), cache), []).append(i)
-    for members in by_encoder.values():
+        shared.setdefault((id(s.encoder), cache), []).append(i)
+    for members in shared.values():
         first = scorers[members[0]]
         compositions = [scorers[i].resolved() for i in members]
         results = score_many(first.scoring_encoder(), pairs, compositions, first.runtime)
         for i, composition, result in zip(members, compositions, results):
             out[i] = scorers[i].reduce(composition, pairs, result, sources, fluency[i])
     return [s for s in out if s is not None]
+
+
+def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int] | None = None) -> list[list[int]]:
+    """The positions of ``scorers`` (those ``chosen``, default all) grouped by encoder object,
+    each group in order, the groups in the order of their first member.
+
+    Example:
+        >>> from alignscore.encoders.huggingface import HFEncoder
+        >>> a, b = HFEncoder("all-MiniLM-L6-v2"), HFEncoder("all-MiniLM-L6-v2")  # nothing is loaded yet
+        >>> by_encoder([Scorer(a), Scorer(b), Scorer(a)])
+        [[0, 2], [1]]
+    """
+    groups: dict[int, list[int]] = {}
+    for i in sorted(range(len(scorers)) if chosen is None else set(chosen)):
+        groups.setdefault(id(scorers[i].encoder), []).append(i)
+    return list(groups.values())

@@ -1,4 +1,4 @@
-"""Scores never depend on batch size, input order, duplicates or padding."""
+"""Scores never depend on batch size, input order, duplicates or padding; scorers are grouped by their encoder."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import pytest
 import torch
 
 import alignscore
+from alignscore.scorer import Scorer, by_encoder
+from alignscore.testing import WordEncoder
 
 TOL = 1e-6  # different batch shapes change float summation order only
 
@@ -45,3 +47,9 @@ def test_duplicates_do_not_change_scores(wmt_data, tiny_bert_dir):
         assert (base[name] - dup[name][: len(cands)]).abs().max() < TOL
         assert (base[name][:10] - dup[name][len(cands):len(cands) + 10]).abs().max() < TOL
     assert dup.f1[-1] == pytest.approx(1.0, abs=1e-5)  # a text against itself
+
+
+def test_by_encoder_groups_the_chosen_positions():
+    a, b = WordEncoder(), WordEncoder()
+    scorers = [Scorer(a), Scorer(b), Scorer(a)]
+    assert by_encoder(scorers) == [[0, 2], [1]] and by_encoder(scorers, {2, 1}) == [[1], [2]]

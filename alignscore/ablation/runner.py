@@ -26,11 +26,11 @@ from ..aggregators.single import SingleLayer
 from ..composition import Composition
 from ..config import RunSpec
 from ..config.compile import Source, merge
-from ..config.plan import RunSources, by_encoder, plan_runs
+from ..config.plan import RunSources, plan_runs
 from ..engine import Pairs, score_groups
 from ..errors import ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
-from ..scorer import Scorer
+from ..scorer import Scorer, by_encoder
 from ..weighting import WEIGHTINGS
 from ..weighting.schemes import Corpus, IdfL
 from .grid import GridEntry, Grid

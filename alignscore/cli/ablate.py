@@ -10,14 +10,14 @@ import click
 from ..ablation import load_grid
 from ..ablation.ablate import ablate_challenge, ablate_daseg
 from ..config import sources_of
+from ..config.sources import input_files
 from ..errors import ConfigError
 from ..evaluation.stats import CORRELATIONS
 from ..weighting.schemes import IdfL
 from . import main
 from ..settings import comma_list
-from .options import FLAGS
-from .options import (command_line, named_files, needs, progress_log, quiet_option, scorer_options,
-                      scorer_opts, seed_option)
+from .common import command_line, needs, progress_log, quiet_option, seed_option
+from .options import FLAGS, scorer_options, scorer_opts
 
 
 @main.command()
@@ -90,7 +90,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
                                           output=output, dedupe=dedupe, resamples=bootstrap, seed=seed, **planning)
     else:
         paths, skipped = ablate_daseg(spec, grid, data, flags, lang_pairs=comma_list(lang_pairs),
-                                      year=year, idf_corpus=idf_corpus, output=output, inputs=named_files(opts),
+                                      year=year, idf_corpus=idf_corpus, output=output, inputs=input_files(flags),
                                       methods=correlations, significance=significance, bootstrap=bootstrap,
                                       seed=seed, start=start, **planning)
     click.echo(paths["table"].read_text(encoding="utf-8"))

@@ -11,7 +11,8 @@ from ..evaluation.compare import compare_runs, comparison_sets
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
 from ..settings import comma_list
-from .options import quiet_option, refuse, scorer_options, scorer_opts, seed_option, sides_specs
+from .common import quiet_option, refuse, seed_option
+from .options import scorer_options, scorer_opts, sides_specs
 
 
 @main.command()

@@ -10,7 +10,8 @@ import click
 from ..errors import ConfigError
 from ..evaluation.diff import check_diff_folder, write_diff
 from . import main
-from .options import ManyValues, quiet_option, scorer_options, scorer_opts, sides_specs
+from .common import ManyValues, quiet_option
+from .options import scorer_options, scorer_opts, sides_specs
 
 
 @main.command()

@@ -10,7 +10,8 @@ from ..config import sources_of
 from ..config.schema import OPTION
 from ..fit.run import FitOptions
 from . import main
-from .options import FLAGS, command_options, command_opts, progress_log, quiet_option, scorer_options, scorer_opts
+from .common import progress_log, quiet_option
+from .options import FLAGS, command_options, command_opts, scorer_options, scorer_opts
 
 
 @main.command()

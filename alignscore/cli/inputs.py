@@ -9,7 +9,7 @@ from typing import Any, Callable
 import click
 
 from ..textio import read_aligned, read_tsv
-from .options import ManyValues, refuse
+from .common import ManyValues, refuse
 
 INPUT_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("-r", "--refs", "refs", cls=ManyValues, type=click.Path(dir_okay=False),

@@ -8,7 +8,8 @@ import click
 
 from ..mbr import mbr_file, read_samples
 from . import main
-from .options import compiled_of, option_files, output_option, quiet_option, scorer_options, scorer_opts
+from .common import output_option, quiet_option
+from .options import compiled_of, option_files, scorer_options, scorer_opts
 
 
 @main.command()

@@ -1,11 +1,12 @@
 """The run's options, made from the one option table (:mod:`alignscore.config.schema`): a flag
 per option, help from its setting, every switch with its ``--no-`` form, compiled by the one
-compiler (:mod:`alignscore.config.compile`); and the options and checks the commands share."""
+compiler (:mod:`alignscore.config.compile`), the command line's :data:`FLAGS` naming handed to it;
+a command's own options (:class:`~alignscore.settings.Options`) made the same way; the sides of
+``--a``/``--b``. What the commands share besides: :mod:`alignscore.cli.common`."""
 
 from __future__ import annotations
 
 import shlex
-import sys
 from dataclasses import replace
 from typing import Any, Callable, Collection, Iterable, Mapping
 
@@ -15,11 +16,9 @@ from click.core import ParameterSource
 from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
 from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_option
 from ..config.sources import Naming
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..settings import Declaration, Options, settings_of
-from ..textio import is_stdout
-
-SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
+from .common import given
 
 
 def flag_label(path: tuple[Any, ...]) -> str:
@@ -46,30 +45,6 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
     return click.option(*names, option.name, **kwargs)
 
 
-def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output."""
-    return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                        required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
-                        help=help + (" '-': standard output." if required else " '-' or none: standard output.")
-                        + " A pipe or device (/dev/null) is written into.")
-
-
-def quiet_option(help: str = "No progress bars.") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-q/--quiet``."""
-    return click.option("-q", "--quiet", is_flag=True, help=help)
-
-
-def seed_option(default: int, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--seed N`` (what numpy's generators take)."""
-    return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
-
-
-def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
-    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
-                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
-
-
 def _decorated(fn: Callable[..., Any], table: Iterable[Option]) -> Callable[..., Any]:
     for option in reversed(list(table)):
         fn = _click_option(option)(fn)
@@ -92,16 +67,6 @@ def command_opts(cls: type[Options], kwargs: dict[str, Any]) -> Any:
     given = {k: kwargs.pop(k) for k in cls.names() if k in kwargs}
     return cls.given({k: v for k, v in given.items() if v not in (None, ())},
                      {k: o.flag for k, o in command_table(cls).items()}, text=True)
-
-
-def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
-    """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
-    return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))
-
-
-def command_line(command: str) -> str | None:
-    """The command line that ran ``alignscore COMMAND`` (quoted) for its outputs; None if called otherwise."""
-    return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
 
 
 def scorer_options(groups: Collection[str] | None = None, exclude: Collection[str] = (),
@@ -136,11 +101,6 @@ def compiled_of(opts: Mapping[str, Any], progress: bool, before_model: Callable[
 def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
     """The files a run reads besides its texts (the run file, those the spec names): no output's."""
     return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
-
-
-def named_files(opts: Mapping[str, Any]) -> list[str]:
-    """Files the run options name themselves (a run file, stop words, a baseline)."""
-    return [str(v) for k, v in opts.items() if v is not None and options()[k].file and isinstance(v, str)]
 
 
 def parse_spec(spec: str, flag: str) -> dict[str, Any]:
@@ -185,50 +145,8 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     return out
 
 
-def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> None:
-    """Raise ``error`` with the message of the first ``(condition, message)`` rule that holds."""
-    for condition, message in rules:
-        if condition:
-            raise error(message)
-
-
-def given(ctx: click.Context, name: str) -> bool:
-    """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
-    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-
-
 def require_model(ctx: click.Context, why: str) -> None:
     """Refuse a command run without a model (``--model``, or ``--lang`` where it takes it): ``why``
     says what the model is for."""
     if not any(given(ctx, name) for name in MODEL_OPTIONS):
         raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
-
-
-def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
-    """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
-    it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
-    for name, needed in table.items():
-        alternatives = (needed,) if isinstance(needed, str) else needed
-        if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
-
-
-class ManyValues(click.Option):
-    """A repeatable option that takes the arguments after it up to the next option or ``--``
-    (``-r a.txt b.txt``: bert-score's habit); click's parser entry is wrapped (no public hook)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, multiple=True, **kwargs)
-
-    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
-        super().add_to_parser(parser, ctx)
-        option = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
-        take = option.process
-
-        def process(value: Any, state: Any) -> None:
-            take(value, state)
-            while state.rargs and not (state.rargs[0][:1] in parser._opt_prefixes and len(state.rargs[0]) > 1):
-                take(state.rargs.pop(0), state)
-
-        option.process = process

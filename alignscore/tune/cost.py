@@ -15,9 +15,8 @@ import torch
 from tqdm.auto import tqdm
 
 from ..engine import Pairs, encode
-from ..scorer import Scorer
+from ..scorer import Scorer, by_encoder
 from ..evaluation.wmt import LangPair
-from ..config.plan import by_encoder
 from .book import Book, Entry
 from .schedule import Schedule, sample_size
 

@@ -288,7 +288,7 @@ def _check_combine(against_sources: bool, wanted: Objective, label: Callable[[st
 
 def _missing(models: dict[str, str]) -> dict[str, str]:
     """The models not on this machine, each with where it is named."""
-    from ..config.plan import model_available
+    from ..encoders.layers import model_available
 
     return {m: where for m, where in models.items() if not model_available(m)}
 

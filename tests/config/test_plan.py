@@ -8,7 +8,7 @@ import pytest
 
 from alignscore.cli.options import FLAGS
 from alignscore.config import RunSources, plan_runs, run_spec, sources_of
-from alignscore.config.plan import by_encoder, model_available
+from alignscore.encoders.layers import model_available
 from alignscore.errors import ConfigError, ConfigErrors
 from alignscore.scorer import score_together
 from helpers import counted_forward
@@ -35,11 +35,6 @@ def test_runs_of_one_encoder_share_it_and_each_text_is_encoded_once(tiny_bert_di
         both = score_together([scorers[0], scorers[2]], CANDS, REFS)
     assert alone["n"] >= 1 and together["n"] == alone["n"]  # the second run of the encoder encodes nothing more
     assert both[0].f1.tolist() == scorers[0].score(CANDS, REFS).f1.tolist()
-
-
-def test_by_encoder_groups_the_chosen_positions(tiny_bert_dir):
-    scorers = plan_runs([_spec(tiny_bert_dir, layer=1), _spec(tiny_bert_dir, layer=2)]).scorers()
-    assert by_encoder(scorers) == [[0, 1]] and by_encoder(scorers, {1}) == [[1]]
 
 
 def test_a_model_not_on_this_machine_is_skipped_with_the_reason_or_is_an_error(tiny_bert_dir):

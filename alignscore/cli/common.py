@@ -1,0 +1,93 @@
+"""What the commands share besides the run's options (:mod:`alignscore.cli.options`): the output,
+quiet, seed and sources flags, a repeatable option that takes several values, progress messages,
+the command line that ran, and the checks of a command's own parameters."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any, Callable, Mapping
+
+import click
+from click.core import ParameterSource
+
+from ..errors import ConfigError, InputError
+from ..textio import is_stdout
+
+SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
+
+
+def output_option(help: str, required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output FILE``: ``-`` (or no option, unless ``required``) is standard output."""
+    return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                        required=required, callback=lambda ctx, param, value: None if is_stdout(value) else value,
+                        help=help + (" '-': standard output." if required else " '-' or none: standard output.")
+                        + " A pipe or device (/dev/null) is written into.")
+
+
+def quiet_option(help: str = "No progress bars.") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-q/--quiet``."""
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def seed_option(default: int, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--seed N`` (what numpy's generators take)."""
+    return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
+
+
+def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
+    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
+                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
+
+
+def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
+    """Progress messages ``[command] ...`` on stderr, or none when ``quiet``."""
+    return (lambda msg: None) if quiet else (lambda msg: click.echo(f"[{command}] {msg}", err=True))
+
+
+def command_line(command: str) -> str | None:
+    """The command line that ran ``alignscore COMMAND`` (quoted) for its outputs; None if called otherwise."""
+    return "alignscore " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [command] else None
+
+
+def refuse(*rules: tuple[object, str], error: type[Exception] = InputError) -> None:
+    """Raise ``error`` with the message of the first ``(condition, message)`` rule that holds."""
+    for condition, message in rules:
+        if condition:
+            raise error(message)
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave the parameter ``name`` (on the command line or in its variable)."""
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
+    """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
+    it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
+    for name, needed in table.items():
+        alternatives = (needed,) if isinstance(needed, str) else needed
+        if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
+            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
+
+
+class ManyValues(click.Option):
+    """A repeatable option that takes the arguments after it up to the next option or ``--``
+    (``-r a.txt b.txt``: bert-score's habit); click's parser entry is wrapped (no public hook)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, multiple=True, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        option = next(parser._long_opt.get(o) or parser._short_opt.get(o) for o in self.opts)
+        take = option.process
+
+        def process(value: Any, state: Any) -> None:
+            take(value, state)
+            while state.rargs and not (state.rargs[0][:1] in parser._opt_prefixes and len(state.rargs[0]) > 1):
+                take(state.rargs.pop(0), state)
+
+        option.process = process
