@@ -35,13 +35,13 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from .config import Compiled, Provenance, RunSpec, compile_labelled, plan_runs, sources_of
-from .config.files import dotted, line_of, load_toml, toml_text
+from .config.files import key_label
 from .config.sources import CONFIG, KEYWORDS, Naming, Source, flat, keyword_label, make_source
-from .config.spec import _plain
 from .errors import ConfigError
 from .scorer import Scorer, score_together
 from .scores import Scores, check_sides
 from .signature import Signature
+from .textio import load_toml, toml_text
 
 #: the key of a run file that makes it a combination, and the keys of a part that are not run options
 PARTS = "parts"
@@ -163,9 +163,7 @@ class Combination:
             Naming the file, the line and the part (``best.toml:7: parts[1].layer: ...``).
         """
         data, lines = load_toml(path)
-
-        def label(p: tuple[Any, ...]) -> str:
-            return f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}"
+        label = key_label(str(path), lines)
 
         extra = [k for k in data if k != PARTS]
         if extra:
@@ -198,8 +196,7 @@ class Combination:
     def toml(self, comment: str | None = None) -> str:
         """The combination as a run file: each part's whole run (:meth:`RunSpec.to_mapping`) with
         its weight, location and scale (written exactly: ``repr`` of each float)."""
-        parts = [{WEIGHT: p.weight, LOCATION: p.location, SCALE: p.scale,
-                  **{k: _plain(v) for k, v in p.spec.to_mapping().items()}} for p in self.parts]
+        parts = [{WEIGHT: p.weight, LOCATION: p.location, SCALE: p.scale, **p.spec.to_mapping()} for p in self.parts]
         return toml_text({PARTS: parts}, comment)
 
     def build(self, against_sources: bool = False) -> "CombinedScorer":

@@ -1,6 +1,7 @@
 """Text in and out: reading files of one text per line (errors name the file and line), the
 candidate/reference files as pairs, the score outputs (TSV, JSONL), and writing outputs so that
-no input and no good earlier output is ever lost.
+no input and no good earlier output is ever lost; TOML files (run files, grids, spaces) read with
+the line of every key, and TOML text written.
 
 The rules every command follows for an output (``-o``), all of them here:
 
@@ -21,18 +22,20 @@ The rules every command follows for an output (``-o``), all of them here:
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import secrets
 import shutil
 import stat
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TextIO
 
 import torch
 
-from .errors import InputError
+from .errors import ConfigError, InputError
 
 
 class ScoreTable(Protocol):
@@ -440,3 +443,76 @@ def write_scores(scores: ScoreTable, out: TextIO, fmt: str, multi: bool, comment
         header = tsv_header(scores.signature, names, scores.means())
         out.writelines(header[:2] + list(comments) + header[2:])
     out.writelines(rows(scores, fmt, multi))
+
+
+# -- TOML files (run files, grids, spaces, combinations) ------------------------------------------
+_KEY = re.compile(r'\s*((?:"[^"]*"|[\w-]+)(?:\s*\.\s*(?:"[^"]*"|[\w-]+))*)\s*=')
+_INNER = re.compile(r'[{,]\s*((?:"[^"]*"|[\w-]+))\s*=')
+
+
+def load_toml(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """A TOML file's tables and the line of each key (:func:`key_lines`), with errors that
+    name the file."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", str(path)) from None
+    try:
+        return tomllib.loads(text), key_lines(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", str(path)) from None
+
+
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """The line (1-based) where each key of a TOML text is first set, by its path: ``("layer",)``,
+    ``("aligner", "n_gram")`` (an inline or ``[aligner]`` table), ``("rows", 2, "layer")`` (the third ``[[rows]]``)."""
+    out: dict[tuple[Any, ...], int] = {}
+    table: tuple[Any, ...] = ()
+    counts: dict[tuple[Any, ...], int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            array = stripped.startswith("[[")  # the n-th table of an array is its path and n
+            table = _dotted(stripped[1 + array:stripped.find("]" * (1 + array))])
+            if array:
+                counts[table] = counts.get(table, -1) + 1
+                table += (counts[table],)
+            out.setdefault(table, n)
+        elif (m := _KEY.match(line)) is not None:
+            path = table + _dotted(m.group(1))
+            out.setdefault(path, n)
+            for inner in _INNER.finditer(line, m.end()):
+                out.setdefault(path + _dotted(inner.group(1)), n)
+    return out
+
+
+def _dotted(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip('"') for part in re.findall(r'"[^"]*"|[^.]+', text.strip()))
+
+
+def toml_text(data: Mapping[str, Any], comment: str | None = None) -> str:
+    """``data`` as TOML (``comment`` lines first, each as ``# ...``); tuples are written as lists
+    (inf and -inf are TOML's own), and a NaN is refused."""
+    import tomli_w
+
+    head = "".join(f"# {line}\n".replace("# \n", "#\n") for line in (comment or "").splitlines())
+    return head + tomli_w.dumps(_plain(dict(data)))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        raise ConfigError("a NaN setting cannot be written")
+    return value

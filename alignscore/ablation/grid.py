@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config.compile import Source, make_source
-from ..config.files import key_label, load_toml
+from ..config.files import key_label
 from ..config.schema import MODEL_OPTIONS, STAGES, options
 from ..config.sources import KEYWORDS, PRESET, model_given
 from ..errors import ConfigError
+from ..textio import load_toml
 
 MNLI_ROLE = "mnli"
 STATIC_ROLE = "static"

@@ -1,7 +1,7 @@
 """The configuration of a run: the option table every way in shares
 (:mod:`~alignscore.config.schema`), the sources a run is read from
 (:mod:`~alignscore.config.sources`), the one compiler from sources to a :class:`RunSpec`
-(:mod:`~alignscore.config.compile`), run files (:mod:`~alignscore.config.files`), presets,
+(:mod:`~alignscore.config.compile`), how a file's keys are named (:mod:`~alignscore.config.files`), presets,
 :func:`build`, and :func:`plan_runs` for many runs over one encoding. The engine and the parts
 never import this package."""
 

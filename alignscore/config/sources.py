@@ -20,7 +20,8 @@ from ..cache import CacheSpec, EmbeddingCache
 from ..errors import ConfigError
 from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
-from .files import dotted, line_of, load_toml
+from ..textio import load_toml
+from .files import dotted, key_label
 from .presets import PRESETS
 from .schema import FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_settings, registry_of
 
@@ -339,8 +340,7 @@ def file_source(path: str | Path) -> Source:
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")
-    source = make_source(data, "file", lambda p: f"{path}:{line_of(lines, p) or '?'}: {dotted(p)}",
-                         Path(path).resolve().parent)
+    source = make_source(data, "file", key_label(str(path), lines), Path(path).resolve().parent)
     return replace(source, path=str(Path(path).resolve()))
 
 

@@ -6,7 +6,6 @@ Every way in compiles to a :class:`RunSpec`, and one writer writes it back whole
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -18,8 +17,8 @@ from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
 from ..settings import settings_of
+from ..textio import toml_text
 from ..weighting.schemes import Corpus
-from .files import toml_text
 from .schema import FILTER_LIST, STAGES, options
 
 
@@ -93,7 +92,7 @@ class RunSpec:
                  and not (o.layered and self.encoder.static is not None)]
         notes = (comment + "\n" if comment else "") + ("Not set here (decided when the run starts): "
                                                         + "; ".join(unset) if unset else "")
-        return toml_text({k: _plain(v) for k, v in data.items()}, notes.strip() or None)
+        return toml_text(data, notes.strip() or None)
 
     def files(self) -> list[str]:
         """The input files the run reads besides its texts (stop words, idf corpus, baseline,
@@ -109,15 +108,6 @@ def _settings(part: Any) -> dict[str, Any]:
     """A part's (or the encoder's, the runtime's, the cache's) options and their values."""
     values = {s.name: getattr(part, s.name) for s in settings_of(type(part)) if s.decl.option}
     return {k: list(v.texts) if isinstance(v, Corpus) else v for k, v in values.items()}
-
-
-def _plain(value: Any) -> Any:
-    """TOML-writable: tuples as lists (inf and -inf are TOML's own)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        raise ConfigError("a NaN setting cannot be written")
-    return value
 
 
 __all__ = ["RunSpec"]

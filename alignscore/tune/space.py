@@ -18,11 +18,12 @@ from ..config.compile import Compiled, Provenance, Source, compile_labelled, mak
 from ..config.schema import MODEL_OPTIONS
 from ..config.sources import known, model_given
 from ..config.presets import PRESETS
-from ..config.files import key_label, load_toml
+from ..config.files import key_label
 from ..config.spec import RunSpec
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
 from ..settings import SettingError
+from ..textio import load_toml
 
 DEFAULT_SPACE = "default.toml"
 PRESET, MODEL = PRESETS.stage, MODEL_OPTIONS[0]
