@@ -58,8 +58,7 @@ class Space:
     path: str
     base_dir: Path | None
     lines: Mapping[tuple[Any, ...], int]
-    published: tuple[tuple[str, Mapping[str, Any]], ...] = ()
-    published_bases: tuple[tuple[int, tuple[Source, ...]], ...] = ()
+    published: tuple[tuple[str, tuple[Source, ...]], ...] = ()
 
     def choices(self) -> list[tuple[str, int | None, dict[str, tuple[Any, ...]]]]:
         """``(subspace name, its index or None, choices)`` of each product."""
@@ -118,7 +117,7 @@ class Space:
     def published_compiled(self, flags: Sequence[Source] = (), data: Mapping[str, Any] | None = None,
                            skip_models: Collection[str] = ()) -> dict[str, Compiled]:
         """:meth:`published_runs`, each with how its options were given beside it."""
-        return {name: compile_labelled([*flags, *sources], data) for name, sources in self._published_sources()
+        return {name: compile_labelled([*flags, *sources], data) for name, sources in self.published
                 if model_of([*flags, *sources]) not in skip_models}
 
     def models(self, flags: Sequence[Source] = ()) -> dict[str, str]:
@@ -126,29 +125,19 @@ class Space:
         is first named (``space.toml:3: model[1]``, ``--model``)."""
         out: dict[str, str] = {}
         chains = [self._sources(values, paths) for _, values, paths in self.mappings()]
-        for sources in chains + [s for _, s in self._published_sources()]:
+        for sources in chains + [list(s) for _, s in self.published]:
             chain = [*flags, *sources]
             given = next((s.labels[MODEL] for s in reversed(chain) if MODEL in s.values), "the default model")
             out.setdefault(model_of(chain), given)
         return out
 
-    def _published_sources(self) -> list[tuple[str, list[Source]]]:
-        """Each published configuration's sources above the command's: its preset or grid
-        cell, then its own options (named by the table they are in)."""
-        bases = self.published_bases or tuple((i, ()) for i in range(len(self.published)))
-        return [(name, [*below, self._source(values, {k: ("published", i, k) for k in values})])
-                for (name, values), (i, below) in zip(self.published, bases)]
-
     def _sources(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> list[Source]:
         """A run's sources above the command's: the preset it chooses as its base (on the
         command's model), then its own options."""
-        own = self._source({k: v for k, v in values.items() if k != PRESET}, paths)
-        return [_preset_base(values[PRESET], key_label(self.path, self.lines)(paths[PRESET])), own] \
-            if PRESET in values else [own]
-
-    def _source(self, values: Mapping[str, Any], paths: Mapping[str, tuple[Any, ...]]) -> Source:
         at = key_label(self.path, self.lines)
-        return make_source(values, "space", lambda p: at(paths[p[0]] + p[1:]), self.base_dir)
+        own = make_source({k: v for k, v in values.items() if k != PRESET}, "space", lambda p: at(paths[p[0]] + p[1:]),
+                          self.base_dir)
+        return [_preset_base(values[PRESET], at(paths[PRESET])), own] if PRESET in values else [own]
 
 
 def model_of(sources: Sequence[Source]) -> str:
@@ -166,8 +155,8 @@ def _choices(table: Mapping[str, Any], at: tuple[Any, ...], label: Any) -> dict[
 
 def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | None = None,
                 lines: Mapping[tuple[Any, ...], int] | None = None) -> Space:
-    """A :class:`Space` from a space file's tables (its shape checked; the values are checked
-    when its candidates compile)."""
+    """A :class:`Space` from a space file's tables (its shape and its published configurations
+    checked; the values of its choices are checked when its candidates compile)."""
     lines = lines or {}
     label = key_label(path, lines)
     shared = _choices({k: v for k, v in data.items() if k not in ("subspace", "exclude", "published")}, (), label)
@@ -187,33 +176,32 @@ def parse_space(data: Mapping[str, Any], path: str = "space", base_dir: Path | N
     if len({n for n, _ in subspaces}) != len(subspaces):
         raise ConfigError(f"{path}: sub-space names must be unique")
     excludes = tables("exclude", " of option = value")
-    points, bases = [], []
+    points = []
     for i, point in enumerate(tables("published", " of name and options")):
         name = point.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{label(('published', i))}: a published configuration needs a `name`")
-        for cell, own, base in _published(point, lambda key, i=i: label(("published", i, key)), base_dir):
-            points.append((cell, own))
-            bases.append((i, base))
+        cells = _published(point, lambda key, i=i: label(("published", i, key)), base_dir)
+        own = make_source({k: v for k, v in point.items() if k not in ("name", *BASE_KEYS)}, "space",
+                          lambda p, i=i: label(("published", i, *p)), base_dir)
+        points += [(cell, (*below, own)) for cell, below in cells]
     if len({n for n, _ in points}) != len(points):
         raise ConfigError(f"{path}: published names must be unique")
-    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines, tuple(points), tuple(bases))
+    return Space(shared, tuple(subspaces), tuple(excludes), path, base_dir, lines, tuple(points))
 
 
-def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
-               ) -> list[tuple[str, dict[str, Any], tuple[Source, ...]]]:
-    """A ``[[published]]`` table as ``(name, its own options, the sources below them)``: a
+def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None) -> list[tuple[str, tuple[Source, ...]]]:
+    """A ``[[published]]`` table as ``(name, the sources below its own options)``: a
     ``preset`` (on the command's model) and a ``grid`` file's cells (``row`` and ``column``: one,
     named ``name``; else every cell of ``rows`` by ``columns`` (default: all) on the grid's first
     model role, each named ``NAME: ROW, COLUMN``), compiled as the grid compiles them without
     its models (:meth:`~alignscore.ablation.grid.Grid.sources`)."""
     name = point["name"]
-    own = {k: v for k, v in point.items() if k not in ("name", *BASE_KEYS)}
     below = [_preset_base(point[PRESET], label(PRESET))] if PRESET in point else []
     if "grid" not in point:
         if extra := next((k for k in BASE_KEYS[2:] if k in point), None):
             raise ConfigError(f"{label(extra)}: names a cell of a grid: give the grid too (grid = \"table9.toml\")")
-        return [(name, own, tuple(below))]
+        return [(name, tuple(below))]
     from ..ablation.grid import load_grid
 
     if not isinstance(point["grid"], str):
@@ -233,7 +221,7 @@ def _published(point: Mapping[str, Any], label: Any, base_dir: Path | None
                                   "a space runs the command's")
             continue
         cell = name if single else f"{name}: {_row_name(row)}, {column.name}"
-        out.append((cell, own, (*below, grid.defaults.source, column.source, row.source)))
+        out.append((cell, (*below, grid.defaults.source, column.source, row.source)))
     return out
 
 
