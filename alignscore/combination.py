@@ -35,8 +35,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from .config import Compiled, Provenance, RunSpec, compile_labelled, plan_runs, sources_of
-from .config.files import key_label
-from .config.sources import CONFIG, KEYWORDS, Naming, Source, flat, keyword_label, make_source
+from .config.sources import CONFIG, KEYWORDS, Naming, Source, flat, key_label, keyword_label, make_source
 from .errors import ConfigError
 from .scorer import Scorer, score_together
 from .scores import Scores, check_sides

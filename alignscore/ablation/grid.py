@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config.compile import Source, make_source
-from ..config.files import key_label
 from ..config.schema import MODEL_OPTIONS, STAGES, options
-from ..config.sources import KEYWORDS, PRESET, model_given
+from ..config.sources import KEYWORDS, PRESET, key_label, model_given
 from ..errors import ConfigError
 from ..textio import load_toml
 

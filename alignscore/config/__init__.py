@@ -1,11 +1,11 @@
 """The configuration of a run: the option table every way in shares
 (:mod:`~alignscore.config.schema`), the sources a run is read from
 (:mod:`~alignscore.config.sources`), the one compiler from sources to a :class:`RunSpec`
-(:mod:`~alignscore.config.compile`), how a file's keys are named (:mod:`~alignscore.config.files`), presets,
-:func:`build`, and :func:`plan_runs` for many runs over one encoding. The engine and the parts
-never import this package."""
+(:mod:`~alignscore.config.compile`), presets, :func:`build`, and :func:`plan_runs` for many
+runs over one encoding. The engine and the parts never import this package."""
 
-from .build import build, check_model, encoder_of
+from ..encoders import encoder_of
+from .build import build, check_model
 from .compile import Compiled, compile_labelled, compile_run, run_compiled, run_spec
 from .plan import RunPlan, RunSources, build_all, plan_runs
 from .presets import PRESETS, Preset

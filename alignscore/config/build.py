@@ -6,16 +6,9 @@ configuration and tokenizer (not its weights) before any text is encoded.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..encoders.base import Encoder
-from ..encoders.huggingface import HFEncoder
-from ..encoders.spec import VECTOR_SUFFIXES, EncoderSpec
-from ..encoders.static import StaticEncoder
+from ..encoders import Encoder, encoder_of
 from ..errors import ConfigError
 from ..scorer import Scorer
-from ..settings import SettingError
-from .schema import MODEL_OPTIONS
 from .sources import Provenance
 from .spec import RunSpec
 
@@ -75,31 +68,4 @@ def check_model(scorer: Scorer, provenance: Provenance | None = None) -> None:
         raise (provenance or Provenance()).relabel(exc) from None
 
 
-def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
-    """The encoder an :class:`EncoderSpec` names (nothing loaded yet).
-
-    Parameters
-    ----------
-    e : the encoder's description.
-    device : where it runs (``None``: as the runtime decides).
-
-    Returns
-    -------
-    Encoder
-        A :class:`~alignscore.encoders.static.StaticEncoder` where the model is a static table (a
-        word2vec text file, a model2vec directory), else an :class:`HFEncoder`.
-
-    Examples
-    --------
-    >>> encoder_of(EncoderSpec("all-MiniLM-L6-v2"), "cpu")
-    HFEncoder(model='all-MiniLM-L6-v2', device_name='cpu', ...)
-    """
-    if e.static is not None:
-        return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
-    if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
-        raise SettingError(MODEL_OPTIONS[0], f"no such word-vector file: {e.model}")
-    return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
-                     dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
-
-
-__all__ = ["build", "check_model", "encoder_of"]
+__all__ = ["build", "check_model"]

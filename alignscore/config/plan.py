@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..encoders.base import Encoder
+from ..encoders import Encoder, encoder_of
 from ..encoders.layers import model_available
 from ..errors import AlignScoreError, ConfigError, ConfigErrors, ModelLoadError
 from ..scorer import Scorer, by_encoder
-from .build import build, encoder_of
+from .build import build
 from .compile import Compiled, Provenance, Source, compile_labelled, merge
 from .schema import MODEL_OPTIONS
 from .spec import RunSpec

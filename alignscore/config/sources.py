@@ -1,6 +1,7 @@
 """Sources: the mappings of options each way in hands the compiler, read and checked, with how
 the user wrote each option (``--n-gram``, ``n_gram=``, ``best.toml:4: n_gram``,
-``table9.toml:31: rows[3].layer``) and what each is based on (the preset or run file it names).
+``table9.toml:31: rows[3].layer``: a file's keys by the line :func:`~alignscore.textio.load_toml`
+finds them on) and what each is based on (the preset or run file it names).
 
 Every value is read here (text from the command line, files resolved against the folder of what
 names them) and checked against its declaration where one declaration says it; a
@@ -21,7 +22,6 @@ from ..errors import ConfigError
 from ..filters import TokenFilter
 from ..settings import RequirementError, SettingError, settings_of
 from ..textio import load_toml
-from .files import dotted, key_label
 from .presets import PRESETS
 from .schema import FILTER_LIST, MODEL_OPTIONS, SOURCE_OPTIONS, STAGES, aliases, options, part_settings, registry_of
 
@@ -29,6 +29,27 @@ CLEAR = "none"  # --filters none: no filter from the sources below
 PRESET, CONFIG = SOURCE_OPTIONS
 
 Label = Callable[[tuple[Any, ...]], str]
+
+
+def line_of(lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> int | None:
+    """The line of ``path``, or of the nearest table that holds it."""
+    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines), None)
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    """``("rows", 2, "layer")`` -> ``rows[2].layer``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def key_label(path: str, lines: Mapping[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], str]:
+    """How a key path of the file ``path`` is named in errors: ``table9.toml:31: rows[3].layer``."""
+    def label(p: tuple[Any, ...]) -> str:
+        line = line_of(lines, p)
+        return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
+    return label
 
 
 def keyword_label(path: tuple[Any, ...]) -> str:
@@ -468,5 +489,5 @@ class Provenance:
 
 
 __all__ = ["BERT_SCORE_ONLY", "CLEAR", "KEYS", "KEYWORDS", "Label", "Naming", "Provenance", "Source", "bert_score_name",
-           "file_source", "flat", "input_files", "keyword_label", "known", "make_source", "model_given",
-           "preset_source", "sources_of"]
+           "dotted", "file_source", "flat", "input_files", "key_label", "keyword_label", "known", "line_of",
+           "make_source", "model_given", "preset_source", "sources_of"]

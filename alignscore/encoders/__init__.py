@@ -1,11 +1,46 @@
-"""Encoders: texts -> per-token hidden states of the layers asked for."""
+"""Encoders: texts -> per-token hidden states of the layers asked for; :func:`encoder_of` makes the
+one an :class:`~alignscore.encoders.spec.EncoderSpec` names."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..settings import SettingError
 from ..tokens import Tokenized
 from .base import Encoder
 from .cached import CachedEncoder
 from .huggingface import HFEncoder
 from .layers import DEFAULT_LAYERS, DEFAULT_MODEL, PACKAGED_MODEL
+from .spec import VECTOR_SUFFIXES, EncoderSpec
 from .static import StaticEncoder
 
+
+def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
+    """The encoder an :class:`EncoderSpec` names (nothing loaded yet).
+
+    Parameters
+    ----------
+    e : the encoder's description.
+    device : where it runs (``None``: as the runtime decides).
+
+    Returns
+    -------
+    Encoder
+        A :class:`~alignscore.encoders.static.StaticEncoder` where the model is a static table (a
+        word2vec text file, a model2vec directory), else an :class:`HFEncoder`.
+
+    Examples
+    --------
+    >>> encoder_of(EncoderSpec("all-MiniLM-L6-v2"), "cpu")
+    HFEncoder(model='all-MiniLM-L6-v2', device_name='cpu', ...)
+    """
+    if e.static is not None:
+        return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
+    if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
+        raise SettingError("model", f"no such word-vector file: {e.model}")
+    return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
+                     dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
+
+
 __all__ = ["DEFAULT_LAYERS", "DEFAULT_MODEL", "PACKAGED_MODEL", "CachedEncoder", "Encoder", "HFEncoder",
-           "StaticEncoder", "Tokenized"]
+           "StaticEncoder", "Tokenized", "encoder_of"]

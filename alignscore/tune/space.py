@@ -16,9 +16,8 @@ from typing import Any, Collection, Mapping, Sequence
 
 from ..config.compile import Compiled, Provenance, Source, compile_labelled, make_source, preset_source
 from ..config.schema import MODEL_OPTIONS
-from ..config.sources import known, model_given
+from ..config.sources import key_label, known, model_given
 from ..config.presets import PRESETS
-from ..config.files import key_label
 from ..config.spec import RunSpec
 from ..encoders.layers import DEFAULT_MODEL
 from ..errors import ConfigError
