@@ -23,7 +23,6 @@ from .filters.base import SPECIAL_POLICIES, TokenRoles
 from .lm import LMTerm
 from .remap import Remapping, load_remapping, model_digest
 from .settings import GIVEN, KEY, SettingError, check_settings, setting, settings_of
-from .signature import Signature
 from .weighting.base import Weighting
 from .weighting.classes import TokenClassWeights
 from .weighting.schemes import Uniform
@@ -245,29 +244,6 @@ class Composition:
         if not sources and self.lm is not None:
             raise ConfigError(f"the language-model term ({self.lm.lm}) is XMoverScore's, defined for scoring against "
                               "sources only: score against sources (--sources), or leave it out", ("lm",))
-
-    def signature(self, encoder: Encoder, sources: bool = False) -> Signature:
-        """Everything that changes a number, sacreBLEU-style (resolved), e.g.
-        ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
-        ``sources``: scored against sources (``refs:source``, reference-free; then ``lm:`` names
-        the language-model term, or says ``none``)."""
-        from ._version import __version__, installed_version
-        import torch
-
-        fields = {
-            "model": encoder.signature(),
-            "layers": self.aggregator.signature() + (f"(default of {self.default_of})" if self.default_of else ""),
-            "tokens": self.roles.signature(),
-            "w": self.weighting.signature(),
-            "align": self.aligner.signature(),
-            "metric": self.metric if self.metric != self.aligner.primary else None,
-            "remap": self.remap.digest() if self.remap is not None else None,
-            "refs": "source" if sources else self.multi_ref,
-            **({"lm": self.lm.signature() if self.lm is not None else "none"} if sources else {}),
-            "rescale": self.baseline.signature() if self.baseline else "no",
-            "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
-        }
-        return Signature.of({k: v for k, v in fields.items() if v is not None})
 
 
 __all__ = ["MULTI_REF", "Composition", "CompositionOptions"]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .encoders.cached import CachedEncoder
     from .explain import Explanation
 
-__all__ = ["MULTI_REF", "Scorer", "Scores", "by_encoder", "score_together"]
+__all__ = ["MULTI_REF", "Scorer", "Scores", "by_encoder", "composition_signature", "score_together"]
 
 
 @dataclass
@@ -180,7 +180,7 @@ class Scorer:
         >>> sig["layers"], sig["align"], sig["refs"], Scorer(WordEncoder()).signature(sources=True)["refs"]
         ('L3', 'greedy(cos)', 'max', 'source')
         """
-        return self.resolved().signature(self.encoder, sources)
+        return composition_signature(self.resolved(), self.encoder, sources)
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]] | None = None, *,
@@ -294,7 +294,7 @@ class Scorer:
         cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
         composition = self.resolved()
         composition.check_side(False)
-        signature = composition.signature(self.encoder)
+        signature = composition_signature(composition, self.encoder)
         if not cands or not refs:
             shape = (len(cands), len(refs))
             return PairwiseScores({m: torch.zeros(shape) for m in composition.metrics},
@@ -340,7 +340,7 @@ class Scorer:
         >>> scorer.reduce(scorer.resolved(), pairs, result).best_reference.tolist()   # the better of two
         [1]
         """
-        scores = reduce(result, pairs, composition, composition.signature(self.encoder, sources),
+        scores = reduce(result, pairs, composition, composition_signature(composition, self.encoder, sources),
                         not self.encoder.has_layers)
         if fluency is not None and composition.lm is not None:
             scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
@@ -374,6 +374,31 @@ class Scorer:
 
         self.composition.check_side(False)
         return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
+
+
+def composition_signature(composition: Composition, encoder: Encoder, sources: bool = False) -> Signature:
+    """Everything that changes a number of a (resolved) composition on ``encoder``, e.g.
+    ``model:roberta-large|layers:L17|tokens:special=match-only|w:none|align:greedy(cos)|...``;
+    ``sources``: scored against sources (``refs:source``, reference-free; then ``lm:`` names the
+    language-model term, or says ``none``). Each part says its own; the versions close it."""
+    from ._version import __version__, installed_version
+    import torch
+
+    c = composition
+    fields = {
+        "model": encoder.signature(),
+        "layers": c.aggregator.signature() + (f"(default of {c.default_of})" if c.default_of else ""),
+        "tokens": c.roles.signature(),
+        "w": c.weighting.signature(),
+        "align": c.aligner.signature(),
+        "metric": c.metric if c.metric != c.aligner.primary else None,
+        "remap": c.remap.digest() if c.remap is not None else None,
+        "refs": "source" if sources else c.multi_ref,
+        **({"lm": c.lm.signature() if c.lm is not None else "none"} if sources else {}),
+        "rescale": c.baseline.signature() if c.baseline else "no",
+        "v": f"alignscore-{__version__},torch-{torch.__version__},transformers-{installed_version('transformers')}",
+    }
+    return Signature.of({k: v for k, v in fields.items() if v is not None})
 
 
 def score_together(scorers: Sequence[Scorer], cands: Sequence[str],

@@ -26,6 +26,7 @@ from cli_checks import write_toml
 from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
 from alignscore.baseline import compute_baseline
+from alignscore.scorer import composition_signature
 
 from helpers import REPO, compose, wmt16
 from fakes import CountingEncoder
@@ -136,8 +137,8 @@ def test_composition_files_round_trip(tmp_path, tiny_bert_dir):
     again.write_text(first.toml(), encoding="utf-8")
     second = compile_run([file_source(again)])
     assert first == second
-    sig = str(first.composition.resolve(enc).signature(enc))
-    assert sig == str(second.composition.resolve(enc).signature(enc))
+    sig = str(composition_signature(first.composition.resolve(enc), enc))
+    assert sig == str(composition_signature(second.composition.resolve(enc), enc))
     assert "pmeans(L2,3,4" in sig and "stop(stop.txt#" in sig and ",n=2)" in sig
 
 

@@ -10,7 +10,7 @@ from ..aggregators.single import SingleLayer
 from ..composition import Composition
 from ..config import Compiled, RunSpec, plan_runs
 from ..remap import Remapping
-from ..scorer import Scorer
+from ..scorer import Scorer, composition_signature
 from ..settings import settings_of
 from ..evaluation.challenge import Item, item_scores
 from .space import Candidate
@@ -82,7 +82,7 @@ def prepare(candidates: Sequence[Candidate], published: Mapping[str, RunSpec] = 
     shown = labels(candidates, resolved[:len(candidates)]) + names
     for k, ((values, subspace, spec), scorer, comp, label) in enumerate(zip(items, scorers, resolved, shown)):
         # the same numbers: a default layer and the same layer given are one run
-        sig = str(replace(comp, default_of=None).signature(scorer.encoder, sources))
+        sig = str(composition_signature(replace(comp, default_of=None), scorer.encoder, sources))
         if sig not in seen:
             seen[sig] = len(entries)
             entries.append(Entry(f"c{len(entries) + 1:03d}", label, subspace, dict(values), spec, comp, sig))
