@@ -12,8 +12,8 @@ from ..baseline import baseline_file
 from ..textio import check_output, check_readable, is_stdout, write_output
 from . import main
 from ..config.schema import MODEL_OPTIONS, OPTION
-from .common import given, quiet_option, refuse, seed_option
-from .options import compiled_of, require_model, scorer_options, scorer_opts
+from .common import given, quiet_option, refuse, require_model, seed_option
+from .options import compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

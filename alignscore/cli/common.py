@@ -1,6 +1,7 @@
 """What the commands share besides the run's options (:mod:`alignscore.cli.options`): the output,
 quiet, seed and sources flags, a repeatable option that takes several values, progress messages,
-the command line that ran, and the checks of a command's own parameters."""
+the command line that ran, and the checks of a command's parameters (a model given, an option
+given without the one it applies with)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Callable, Mapping
 import click
 from click.core import ParameterSource
 
+from ..config.schema import MODEL_OPTIONS, OPTION
 from ..errors import ConfigError, InputError
 from ..textio import is_stdout
 
@@ -71,6 +73,13 @@ def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> Non
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
             raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
+
+
+def require_model(ctx: click.Context, why: str) -> None:
+    """Refuse a command run without a model (``--model``, or ``--lang`` where it takes it): ``why``
+    says what the model is for."""
+    if not any(given(ctx, name) for name in MODEL_OPTIONS):
+        raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
 class ManyValues(click.Option):

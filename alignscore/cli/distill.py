@@ -11,7 +11,8 @@ from ..encoders.distill import SIF_COEFFICIENT, distill as run_distill
 from ..errors import ConfigError
 from . import main
 from ..config.schema import OPTION
-from .options import compiled_of, require_model, scorer_options, scorer_opts
+from .common import require_model
+from .options import compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

@@ -18,7 +18,6 @@ from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_opti
 from ..config.sources import Naming
 from ..errors import ConfigError
 from ..settings import Declaration, Options, settings_of
-from .common import given
 
 
 def flag_label(path: tuple[Any, ...]) -> str:
@@ -143,10 +142,3 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     if missing:
         raise missing[0]
     return out
-
-
-def require_model(ctx: click.Context, why: str) -> None:
-    """Refuse a command run without a model (``--model``, or ``--lang`` where it takes it): ``why``
-    says what the model is for."""
-    if not any(given(ctx, name) for name in MODEL_OPTIONS):
-        raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")

@@ -10,8 +10,8 @@ from ..config import encoder_of
 from ..config.schema import OPTION
 from ..fit.remap import RemapOptions, learn_files
 from . import main
-from .common import quiet_option
-from .options import command_options, command_opts, compiled_of, require_model, scorer_options, scorer_opts
+from .common import quiet_option, require_model
+from .options import command_options, command_opts, compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

@@ -150,17 +150,20 @@ def _table(*_parts: int) -> dict[str, Option]:
                               f"{out[option.name].group} option: a part's setting needs a name of its own (rename it)")
         out[option.name] = option
 
+    def own(group: str, cls: Any) -> None:  # the settings of the encoder, the composition, the runtime, the cache
+        for s in settings_of(cls):
+            if s.decl.option:
+                add(setting_option(s, group))
+
     add(Option(SOURCE_OPTIONS[0], "source", "A named run (its model and composition); the options below override it.",
                choices=tuple(PRESETS.names())))
     add(Option(SOURCE_OPTIONS[1], "source", "A run file (TOML: the keys are these options' names; `alignscore config` "
                "and `alignscore tune` write one), or a preset's name; the options below override it. Not with "
-               "--preset.", file=True,
-               metavar="FILE"))
+               "--preset.", file=True, metavar="FILE"))
     add(Option("lang", "encoder", "The model BERTScore picks for texts in this language (bert_score's table: en "
                f"{LANG_MODELS['en']}, zh {LANG_MODELS['zh']}, any other {LANG_FALLBACK}); instead of --model.",
                metavar="CODE", means=(MODEL_OPTIONS[0], model_for_lang)))
-    for s in settings_of(EncoderSpec):
-        add(setting_option(s, "encoder"))
+    own("encoder", EncoderSpec)
     for stage, registry in STAGES.items():
         add(Option(stage, "composition", f"The {stage} by name: {', '.join(registry.registered())}.",
                    choices=tuple(registry.registered()), layered=stage in LAYERED))
@@ -169,8 +172,7 @@ def _table(*_parts: int) -> dict[str, Option]:
     add(Option(FILTER_LIST, "composition", "Token filters on ordinary tokens, added to those of the preset or file "
                "(repeat, or a comma list; 'none': no filter): rm (punctuation and non-first subwords), ms2-punct "
                "(moverscore_v2's string test). Stop words: --stopwords FILE.", multiple=True, metavar="NAMES"))
-    for s in settings_of(CompositionOptions):
-        add(setting_option(s, "composition"))
+    own("composition", CompositionOptions)
     for stage, registry in (*STAGES.items(), ("filter", FILTERS)):
         shared: dict[str, list[tuple[str, Setting]]] = {}
         for name in registry.registered():
@@ -181,10 +183,8 @@ def _table(*_parts: int) -> dict[str, Option]:
             defaults = {_shown(s.default) for _, s in takers}
             shown = ", ".join(f"{part} {_shown(s.default)}" for part, s in takers) if len(defaults) > 1 else None
             add(setting_option(_helped(stage, takers), stage, tuple(part for part, _ in takers), shown))
-    for group, cls in (("runtime", Runtime), ("cache", CacheSpec)):
-        for s in settings_of(cls):
-            if s.decl.option:
-                add(setting_option(s, group))
+    own("runtime", Runtime)
+    own("cache", CacheSpec)
     return out
 
 

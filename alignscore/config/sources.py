@@ -31,11 +31,6 @@ PRESET, CONFIG = SOURCE_OPTIONS
 Label = Callable[[tuple[Any, ...]], str]
 
 
-def line_of(lines: Mapping[tuple[Any, ...], int], path: tuple[Any, ...]) -> int | None:
-    """The line of ``path``, or of the nearest table that holds it."""
-    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines), None)
-
-
 def dotted(path: tuple[Any, ...]) -> str:
     """``("rows", 2, "layer")`` -> ``rows[2].layer``."""
     out = ""
@@ -45,9 +40,10 @@ def dotted(path: tuple[Any, ...]) -> str:
 
 
 def key_label(path: str, lines: Mapping[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], str]:
-    """How a key path of the file ``path`` is named in errors: ``table9.toml:31: rows[3].layer``."""
+    """How a key path of the file ``path`` is named in errors: ``table9.toml:31: rows[3].layer`` (the
+    line of the key, or of the nearest table that holds it)."""
     def label(p: tuple[Any, ...]) -> str:
-        line = line_of(lines, p)
+        line = next((lines[p[:end]] for end in range(len(p), 0, -1) if p[:end] in lines), None)
         return f"{path}:{line}: {dotted(p)}" if line else f"{path}: {dotted(p)}"
     return label
 
@@ -489,5 +485,5 @@ class Provenance:
 
 
 __all__ = ["BERT_SCORE_ONLY", "CLEAR", "KEYS", "KEYWORDS", "Label", "Naming", "Provenance", "Source", "bert_score_name",
-           "dotted", "file_source", "flat", "input_files", "key_label", "keyword_label", "known", "line_of",
+           "dotted", "file_source", "flat", "input_files", "key_label", "keyword_label", "known",
            "make_source", "model_given", "preset_source", "sources_of"]
