@@ -89,7 +89,7 @@ def baseline_file(spec: RunSpec, corpus: str, output: str | None, pairs: int = 1
     """:func:`compute_baseline` of the encoder (with its cache) and runtime of ``spec`` on the
     lines of ``corpus``, written as CSV to ``output`` (None: standard output), which is checked
     before any work."""
-    from .config import encoder_of
+    from .encoders import encoder_of
     from .textio import check_output, read_lines, write_output
 
     check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input

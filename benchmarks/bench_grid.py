@@ -31,7 +31,8 @@ import torch
 from alignscore import bertscore
 from alignscore.ablation import evaluate, load_grid, run_grid
 from alignscore.cli.options import FLAGS
-from alignscore.config import build, compile_run, encoder_of
+from alignscore.config import build, compile_run
+from alignscore.encoders import encoder_of
 from alignscore.config.compile import sources_of
 from alignscore.encoders.base import Encoder
 from alignscore.evaluation.wmt import load_daseg

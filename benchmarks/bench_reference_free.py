@@ -37,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import alignscore
-    from alignscore.config import encoder_of
+    from alignscore.encoders import encoder_of
     from alignscore.evaluation.wmt import load_daseg
     from alignscore.fit.remap import RemapOptions, learn_files
     from alignscore.runtime import Runtime

@@ -64,7 +64,7 @@ def main() -> None:
     import torch
 
     import alignscore
-    from alignscore.config import encoder_of
+    from alignscore.encoders import encoder_of
     from alignscore.evaluation.wmt import load_daseg
     from alignscore.fit.remap import RemapOptions, learn_files
     from alignscore.lm import LMTerm, mean_logprob, reference_score

@@ -12,9 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config.compile import Source, make_source
 from ..config.schema import MODEL_OPTIONS, STAGES, options
-from ..config.sources import KEYWORDS, PRESET, key_label, model_given
+from ..config.sources import KEYWORDS, PRESET, Source, key_label, make_source, model_given
 from ..errors import ConfigError
 from ..textio import load_toml
 
@@ -41,7 +40,6 @@ class Grid:
     columns: tuple[GridEntry, ...]
     rows: tuple[GridEntry, ...]
     defaults: GridEntry
-    path: str = "grid"
     name: str = "grid"
 
     def role(self, row: GridEntry, column: GridEntry) -> str:
@@ -134,7 +132,7 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
         raise ConfigError(f"{where}: row names must be unique")
     if len({c.name for c in columns}) != len(columns):
         raise ConfigError(f"{where}: column names must be unique")
-    return Grid(str(data.get("title", Path(where).stem)), roles, columns, rows, defaults, where, Path(where).stem)
+    return Grid(str(data.get("title", Path(where).stem)), roles, columns, rows, defaults, Path(where).stem)
 
 
 def _presets_keep_columns(rows: Sequence[GridEntry], columns: Sequence[GridEntry], label: Any) -> None:

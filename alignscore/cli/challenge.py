@@ -9,8 +9,8 @@ import click
 from ..evaluation.challenge_report import challenge_file, remap_option
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
-from .common import output_option, quiet_option, seed_option, sources_option
-from .options import FLAGS, scorer_options, scorer_opts, sides_specs
+from .common import output_option, quiet_option, seed_option, sides_specs, sources_option
+from .options import FLAGS, scorer_options, scorer_opts
 
 
 @main.command()

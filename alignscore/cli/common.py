@@ -1,7 +1,8 @@
-"""What the commands share besides the run's options (:mod:`alignscore.cli.options`): the output,
-quiet, seed and sources flags, a repeatable option that takes several values, progress messages,
-the command line that ran, and the checks of a command's parameters (a model given, an option
-given without the one it applies with)."""
+"""What the commands share besides making the run's options (:mod:`alignscore.cli.options`): the
+output, quiet, seed and sources flags, a repeatable option that takes several values, progress
+messages, the command line that ran, the checks of a command's parameters (a model given, an
+option given without the one it applies with), the files a run reads (no output may replace
+one) and the runs of the two sides (``--a``, ``--b``) of the commands that compare runs."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any, Callable, Mapping
 import click
 from click.core import ParameterSource
 
+from ..config import Compiled, RunSpec
 from ..config.schema import MODEL_OPTIONS, OPTION
 from ..errors import ConfigError, InputError
 from ..textio import is_stdout
+from .options import compiled_of, parse_spec
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
@@ -80,6 +83,34 @@ def require_model(ctx: click.Context, why: str) -> None:
     says what the model is for."""
     if not any(given(ctx, name) for name in MODEL_OPTIONS):
         raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
+
+
+def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
+    """The files a run reads besides its texts (the run file, those the spec names): no output's."""
+    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
+
+
+def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
+                files: list[str] | None = None) -> list[Compiled]:
+    """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`~alignscore.cli.options.parse_spec`;
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
+    ``files`` is extended with the files each side reads (:func:`option_files`)."""
+    out, missing = [], []
+    for flag, text in sides:
+        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
+        try:
+            out.append(compiled_of({**common, **named}, progress))
+        except ConfigError as exc:
+            if MODEL_OPTIONS[0] not in exc.options:
+                raise ConfigError(f"{flag} {text!r}: {exc}") from None
+            # the model's absence after every side's values; a side's own only where it names one
+            missing.append(ConfigError(f"{flag} {text!r}: {exc}") if any(k in named for k in MODEL_OPTIONS) else exc)
+            continue
+        if files is not None:
+            files += option_files(out[-1].spec, {**common, **named})
+    if missing:
+        raise missing[0]
+    return out
 
 
 class ManyValues(click.Option):

@@ -11,8 +11,8 @@ from ..evaluation.compare import compare_runs, comparison_sets
 from ..evaluation.stats import SACREBLEU_SEED
 from . import main
 from ..settings import comma_list
-from .common import quiet_option, refuse, seed_option
-from .options import scorer_options, scorer_opts, sides_specs
+from .common import quiet_option, refuse, seed_option, sides_specs
+from .options import scorer_options, scorer_opts
 
 
 @main.command()

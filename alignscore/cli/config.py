@@ -8,8 +8,8 @@ import click
 
 from ..textio import check_output, write_output
 from . import main
-from .common import command_line, output_option
-from .options import compiled_of, option_files, scorer_options, scorer_opts
+from .common import command_line, option_files, output_option
+from .options import compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

@@ -10,8 +10,8 @@ import click
 from ..errors import ConfigError
 from ..evaluation.diff import check_diff_folder, write_diff
 from . import main
-from .common import ManyValues, quiet_option
-from .options import scorer_options, scorer_opts, sides_specs
+from .common import ManyValues, quiet_option, sides_specs
+from .options import scorer_options, scorer_opts
 
 
 @main.command()

@@ -8,8 +8,8 @@ import click
 
 from ..mbr import mbr_file, read_samples
 from . import main
-from .common import output_option, quiet_option
-from .options import compiled_of, option_files, scorer_options, scorer_opts
+from .common import option_files, output_option, quiet_option
+from .options import compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

@@ -1,8 +1,8 @@
 """The run's options, made from the one option table (:mod:`alignscore.config.schema`): a flag
 per option, help from its setting, every switch with its ``--no-`` form, compiled by the one
 compiler (:mod:`alignscore.config.compile`), the command line's :data:`FLAGS` naming handed to it;
-a command's own options (:class:`~alignscore.settings.Options`) made the same way; the sides of
-``--a``/``--b``. What the commands share besides: :mod:`alignscore.cli.common`."""
+a command's own options (:class:`~alignscore.settings.Options`) made the same way; the options a
+side (``--a``/``--b``) names. What the commands share besides: :mod:`alignscore.cli.common`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any, Callable, Collection, Iterable, Mapping
 import click
 from click.core import ParameterSource
 
-from ..config import PRESETS, Compiled, RunSpec, compile_labelled, sources_of
-from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_option
+from ..config import PRESETS, Compiled, compile_labelled, sources_of
+from ..config.schema import MODEL_OPTIONS, Option, options, setting_option
 from ..config.sources import Naming
 from ..errors import ConfigError
 from ..settings import Declaration, Options, settings_of
@@ -97,11 +97,6 @@ def compiled_of(opts: Mapping[str, Any], progress: bool, before_model: Callable[
     return Compiled(replace(spec, runtime=replace(spec.runtime, progress=progress)), provenance)
 
 
-def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
-    """The files a run reads besides its texts (the run file, those the spec names): no output's."""
-    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
-
-
 def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     """The options a ``--a``/``--b`` string names (a preset's name or options as on the command
     line, ``"--aligner wmd --n-gram 2"``): only those, to override the options shared by the sides."""
@@ -119,26 +114,3 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
     except click.ClickException as exc:
         raise ConfigError(f"{flag} {spec!r}: {exc.format_message()}") from None
     return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
-
-
-def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
-                files: list[str] | None = None) -> list[Compiled]:
-    """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
-    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
-    ``files`` is extended with the files each side reads (:func:`option_files`)."""
-    out, missing = [], []
-    for flag, text in sides:
-        named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
-        try:
-            out.append(compiled_of({**common, **named}, progress))
-        except ConfigError as exc:
-            if MODEL_OPTIONS[0] not in exc.options:
-                raise ConfigError(f"{flag} {text!r}: {exc}") from None
-            # the model's absence after every side's values; a side's own only where it names one
-            missing.append(ConfigError(f"{flag} {text!r}: {exc}") if any(k in named for k in MODEL_OPTIONS) else exc)
-            continue
-        if files is not None:
-            files += option_files(out[-1].spec, {**common, **named})
-    if missing:
-        raise missing[0]
-    return out

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..config import encoder_of
+from ..encoders import encoder_of
 from ..config.schema import OPTION
 from ..fit.remap import RemapOptions, learn_files
 from . import main

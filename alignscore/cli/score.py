@@ -16,8 +16,8 @@ from ..scorefiles import score_combination, score_file_stream, score_matrix, sco
 from ..textio import check_output, check_readable
 from . import main
 from .inputs import Sources, input_options
-from .common import needs, output_option, quiet_option, refuse, seed_option
-from .options import FLAGS, compiled_of, option_files, scorer_options, scorer_opts
+from .common import needs, option_files, output_option, quiet_option, refuse, seed_option
+from .options import FLAGS, compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

@@ -9,8 +9,8 @@ import click
 from ..render import FORMATS, format_for, show as show_pair
 from ..textio import pick_texts
 from . import main
-from .common import output_option
-from .options import compiled_of, option_files, scorer_options, scorer_opts
+from .common import option_files, output_option
+from .options import compiled_of, scorer_options, scorer_opts
 
 
 @main.command()

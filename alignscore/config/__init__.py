@@ -4,7 +4,6 @@
 (:mod:`~alignscore.config.compile`), presets, :func:`build`, and :func:`plan_runs` for many
 runs over one encoding. The engine and the parts never import this package."""
 
-from ..encoders import encoder_of
 from .build import build, check_model
 from .compile import Compiled, compile_labelled, compile_run, run_compiled, run_spec
 from .plan import RunPlan, RunSources, build_all, plan_runs
@@ -14,5 +13,5 @@ from .sources import Provenance, Source, file_source, make_source, preset_source
 from .spec import RunSpec
 
 __all__ = ["PRESETS", "Compiled", "Option", "Preset", "Provenance", "RunPlan", "RunSources", "RunSpec", "Source",
-           "build", "build_all", "check_model", "compile_labelled", "compile_run", "encoder_of", "file_source",
+           "build", "build_all", "check_model", "compile_labelled", "compile_run", "file_source",
            "make_source", "options", "plan_runs", "preset_source", "run_compiled", "run_spec", "sources_of"]

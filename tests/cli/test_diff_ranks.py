@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import alignscore
-from alignscore.cli.options import parse_spec, sides_specs
+from alignscore.cli.common import sides_specs
+from alignscore.cli.options import parse_spec
 from alignscore.evaluation.agreement import average_ranks, rank_pairs, spearman
 from alignscore.errors import ConfigError
 from cli_checks import assert_one_error, invoke
