@@ -13,9 +13,8 @@ from typing import Any, Callable, Collection, Iterable, Mapping
 import click
 from click.core import ParameterSource
 
-from ..config import PRESETS, Compiled, compile_labelled, sources_of
+from ..config import PRESETS, Compiled, Naming, compile_labelled, sources_of
 from ..config.schema import MODEL_OPTIONS, Option, options, setting_option
-from ..config.sources import Naming
 from ..errors import ConfigError
 from ..settings import Declaration, Options, settings_of
 

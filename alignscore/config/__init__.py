@@ -9,9 +9,9 @@ from .compile import Compiled, compile_labelled, compile_run, run_compiled, run_
 from .plan import RunPlan, RunSources, build_all, plan_runs
 from .presets import PRESETS, Preset
 from .schema import Option, options
-from .sources import Provenance, Source, file_source, make_source, preset_source, sources_of
+from .sources import Naming, Provenance, Source, file_source, make_source, preset_source, sources_of
 from .spec import RunSpec
 
-__all__ = ["PRESETS", "Compiled", "Option", "Preset", "Provenance", "RunPlan", "RunSources", "RunSpec", "Source",
-           "build", "build_all", "check_model", "compile_labelled", "compile_run", "file_source",
+__all__ = ["PRESETS", "Compiled", "Naming", "Option", "Preset", "Provenance", "RunPlan", "RunSources", "RunSpec",
+           "Source", "build", "build_all", "check_model", "compile_labelled", "compile_run", "file_source",
            "make_source", "options", "plan_runs", "preset_source", "run_compiled", "run_spec", "sources_of"]
