@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..settings import SettingError
 from ..tokens import Tokenized
 from .base import Encoder
 from .cached import CachedEncoder
 from .huggingface import HFEncoder
 from .layers import DEFAULT_LAYERS, DEFAULT_MODEL, PACKAGED_MODEL
-from .spec import VECTOR_SUFFIXES, EncoderSpec
+from .spec import VECTOR_SUFFIXES, EncoderSpec, local_model
 from .static import StaticEncoder
 
 
@@ -36,8 +35,8 @@ def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
     """
     if e.static is not None:
         return StaticEncoder(e.model, lowercase=e.lowercase, device_name=device)
-    if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
-        raise SettingError("model", f"no such word-vector file: {e.model}")
+    if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file, and none is there: never a hub id
+        local_model(e.model)  # refused, naming the setting
     return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
                      dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
 

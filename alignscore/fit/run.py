@@ -292,12 +292,12 @@ def _combined(opts: FitOptions, keywords: dict[str, Any], sources: Sequence[Sour
     if given or opts.objective != "correlation":
         raise SettingError((given or ["objective"])[0], "applies to a fit of one run's settings, not to a "
                            f"combination's weights (several {opts.label('start')})")
-    above = [*sources, *sources_of(keywords)]
-    if other := next((s.labels[k] for s in above for k in s.values if k != OPTION.model.name), None):
-        raise ConfigError(f"{other}: a combination's parts take their options from their run files (model= only "
-                          "beside them)")
-    return fit_combination(opts.data, opts.start, above, opts.output, opts.holdout, opts.lang_pairs, opts.year,
-                           opts.pull, opts.seed, opts.bootstrap, opts.label, say)
+    model = {k: keywords.pop(k) for k in [OPTION.model.name] if k in keywords}
+    if keywords or any(k != OPTION.model.name for s in sources for k in s.values):  # the command line's: --model
+        raise ConfigError(f"{next(iter(keywords), 'sources')}=: a combination's parts take their options from their "
+                          "run files (model= only beside them)")
+    return fit_combination(opts.data, opts.start, [*sources, *sources_of(model)], opts.output, opts.holdout,
+                           opts.lang_pairs, opts.year, opts.pull, opts.seed, opts.bootstrap, opts.label, say)
 
 
 def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],

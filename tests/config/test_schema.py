@@ -33,6 +33,7 @@ ALLOWED = {
     ("ablation/grid.py", "model"), ("ablation/grid.py", "aligner"),
     # the signature's record is its own vocabulary (model:...|layers:...), not options
     ("composition.py", "model"), ("composition.py", "layers"),
+    *(("scorer.py", key) for key in ("model", "layers", "metric", "remap", "rescale", "lm")),
     # the schema declares the shorthand `lang` as standing for the model, and names its option groups
     # (the group "cache" is the cache's settings)
     ("config/schema.py", "model"), ("config/schema.py", "cache"),
