@@ -1,6 +1,6 @@
-"""The options the commands share (:mod:`alignscore.cli.options`): every side of diff, challenge
-and compare is checked before the model is looked up, and the model's absence is named as it was
-given (on the side that names it, or not on a side)."""
+"""The sides the comparing commands share (:func:`alignscore.cli.common.sides_specs`): every side
+of diff, challenge and compare is checked before the model is looked up, and the model's absence is
+named as it was given (on the side that names it, or not on a side)."""
 
 from __future__ import annotations
 
