@@ -12,6 +12,9 @@ import importlib
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -127,3 +130,22 @@ def svg_texts(path: str | Path) -> set[str]:
         if el.tag.endswith("text"):
             words.update("".join(el.itertext()).split())
     return words
+
+
+@contextmanager
+def warm_alignscore() -> Iterator[tuple[list[str], dict[str, str]]]:
+    """A server that imported alignscore once (``warm_server.py``), for tests that run many commands as
+    real processes: yields the command that stands for ``python -m alignscore`` (``[*command, ARGS...]``;
+    ``[*command, "-c", CODE, ARGS...]`` for ``python -c``) and the variables the command needs."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": str(tests.parent), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    with tempfile.TemporaryDirectory(prefix="alignscore-warm-") as tmp:
+        path = os.path.join(tmp, "socket")
+        server = subprocess.Popen([sys.executable, str(tests / "warm_server.py"), path], env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout.readline().strip() == "ready", "the warm alignscore server did not start"
+            yield [sys.executable, "-S", str(tests / "warm_client.py")], {"ALIGNSCORE_WARM_SOCKET": path}
+        finally:
+            server.kill()
+            server.wait()
