@@ -54,12 +54,6 @@ def seed_option(default: int, help: str | None = None) -> Callable[[Callable[...
     return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
 
 
-def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
-    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
-                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
-
-
 def _decorated(fn: Callable[..., Any], table: Iterable[Option]) -> Callable[..., Any]:
     for option in reversed(list(table)):
         fn = _click_option(option)(fn)
