@@ -327,7 +327,7 @@ def construct(merged: Merged) -> Compiled:
                     for name, (named, settings) in merged.filters.items())
     own = made(lambda: CompositionOptions(**group("composition")))
     composition = made(lambda: own.compose(parts, filters))
-    runtime = made(lambda: Runtime(**group("runtime")))
+    runtime = made(lambda: Runtime(**group("runtime"), _name=provenance.name))  # what running says names them
     cache = made(lambda: CacheSpec(**group(OPTION.cache.group))) if OPTION.cache.name in values else None
     encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)
