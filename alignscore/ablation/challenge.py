@@ -66,14 +66,15 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
                        idf_corpus: Sequence[str] | None = None, idf_corpus_name: str | Path | None = None,
                        models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
                        progress: bool = False, resamples: int = 1000, seed: int = 0, references: bool = True,
-                       log: Callable[[str], None] | None = None) -> GridChallenge:
+                       log: Callable[[str], None] | None = None,
+                       model_labels: Mapping[str, str] | None = None) -> GridChallenge:
     """Score the challenge ``items`` with every cell of ``grid``; each cell is tested (paired
     bootstrap of the accuracy difference) against the cell of the grid's first row in its column.
 
     Parameters:
         grid: the grid (:func:`~alignscore.ablation.grid.load_grid`).
         items: the challenge set (:func:`~alignscore.evaluation.challenge.read_items`).
-        flags, models, download, skip_missing: the command's options, as for
+        flags, models, download, skip_missing, model_labels: the command's options, as for
             :func:`~alignscore.ablation.runner.run_grid`.
         idf_corpus: the sentences idf-L rows count document frequencies in (none: those rows
             are skipped with a note).
@@ -88,7 +89,7 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
     place = LangPair("", "challenge", "set", [], [], np.zeros(0),
                      idf_corpus=list(idf_corpus) if idf_corpus is not None else None,
                      idf_corpus_path=Path(idf_corpus_name) if idf_corpus_name else None)
-    checked = plan_grid(grid, [place], flags, models, download, skip_missing)
+    checked = plan_grid(grid, [place], flags, models, download, skip_missing, model_labels)
     names, scorers, skipped, cells = [], [], {}, []
     for c in checked.cells:
         label = f"{checked.row_names[c.row]} / {grid.columns[c.column].name}"

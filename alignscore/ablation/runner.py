@@ -98,7 +98,7 @@ class GridPlan:
 
 def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
               models: Mapping[str, str] | None = None, download: bool = False,
-              skip_missing: bool = False) -> GridPlan:
+              skip_missing: bool = False, model_labels: Mapping[str, str] | None = None) -> GridPlan:
     """Compile and check every cell of ``grid`` for every place (:func:`~alignscore.config.plan.plan_runs`):
     each cell's run (the place's idf-L corpus supplied where the cell's weighting reads one) and
     its composition resolved for its model (the model's configuration and tokenizer are read,
@@ -119,7 +119,7 @@ def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = 
     idf_l = False
     for i, row in enumerate(grid.rows):
         for j, column in enumerate(grid.columns):
-            sources = grid.sources(row, column, flags, models)
+            sources = grid.sources(row, column, flags, models, model_labels)
             reads_idf_l, needs_corpus = _idf_l(sources)
             idf_l = idf_l or reads_idf_l
             for place in places:
@@ -178,7 +178,8 @@ def _display(row: GridEntry, cell: CellPlan) -> str:
 
 def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source] = (), *,
              models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
-             progress: bool = False, log: Callable[[str], None] | None = None) -> GridRun:
+             progress: bool = False, log: Callable[[str], None] | None = None,
+             model_labels: Mapping[str, str] | None = None) -> GridRun:
     """Score every cell of ``grid`` on every language pair.
 
     Args:
@@ -186,7 +187,8 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source]
         lang_pairs: the data (:func:`~alignscore.evaluation.wmt.load_daseg`).
         flags: the command's options (sources: its preset or run file, then its flags), layered
             on each cell's model role (:meth:`Grid.sources`).
-        models: the models the command names per role kind (``--mnli-model``, ``--static-model``).
+        models: the models the command names per role kind (``--mnli-model``, ``--static-model``);
+            ``model_labels``: how the caller names each, for errors (default ``models=['mnli']``).
         download: allow models that are not on this machine to be downloaded; otherwise such a
             model is an error before anything runs, or, with ``skip_missing``, its cells are
             skipped with a note (as are those of a model that cannot be loaded).
@@ -195,7 +197,7 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source]
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t_start = time.perf_counter()
-    checked = plan_grid(grid, lang_pairs, flags, models, download, skip_missing)
+    checked = plan_grid(grid, lang_pairs, flags, models, download, skip_missing, model_labels)
     cells = [CellRun(c.row, c.column, c.place, skipped=c.skipped) for c in checked.cells]
     built = [(run, c) for run, c in zip(cells, checked.cells) if c.scorer is not None]
     for run, c in built:

@@ -79,6 +79,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     flags = sources_of(opts, style="flag")
     # which model each role runs, and what to do with one that is not on this machine
     planning: dict[str, Any] = {"models": {"mnli": mnli_model, "static": static_model}, "download": download,
+                                "model_labels": {"mnli": "--mnli-model", "static": "--static-model"},
                                 "skip_missing": skip_missing, "progress": not quiet,
                                 "log": progress_log(quiet, "ablate"), "command": command_line("ablate")}
     spec = load_grid(grid)
@@ -86,7 +87,7 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
         paths, skipped = ablate_challenge(spec, grid, challenge_set, flags, idf_corpus=idf_corpus,
-                                          output=output, dedupe=dedupe, resamples=bootstrap, seed=seed, **planning)
+                                          output=output, dedupe=dedupe, dedupe_label="--dedupe", resamples=bootstrap, seed=seed, **planning)
     else:
         paths, skipped = ablate_daseg(spec, grid, data, flags, lang_pairs=comma_list(lang_pairs),
                                       year=year, idf_corpus=idf_corpus, output=output, inputs=named_files(opts),
