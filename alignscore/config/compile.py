@@ -21,7 +21,7 @@ from ..encoders.spec import EncoderSpec
 from ..errors import ConfigError
 from ..filters import FILTERS
 from ..runtime import Runtime
-from ..settings import RequirementError, SettingError, allows
+from ..settings import RequirementError, allows
 from .schema import DEFAULT_PARTS, FILTER_LIST, MODEL_OPTIONS, OPTION, STAGES, options, part_settings, takers
 from .sources import Provenance, Source, flat, make_source, name_in, preset_source, sources_of
 from .spec import RunSpec
@@ -131,8 +131,8 @@ def merge(sources: Sequence[Source]) -> Merged:
             target, read = table[name].means  # type: ignore[misc]
             try:
                 meant, other = read(short.value), given.get(target)
-            except SettingError as exc:  # the shorthand's value, named as written: "--lang 'XX' is not ..."
-                raise ConfigError(f"{short.label} {exc.reason}", (name,)) from None
+            except ConfigError as exc:  # the shorthand's value, named as written: "--lang 'XX' is not ..."
+                raise ConfigError(f"{short.label} {exc.message}", (name,)) from None
             if other is not None and other.value != meant:
                 raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
                                   f"{other.value}: give one{_beside(name, target, src.style)}", (name,))

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from ..settings import SettingError
+from ..errors import ConfigError
 
 # hub id -> best layer on WMT16 to-English (docs/what-it-computes.md#layers): BERTScore Table 8 and, for the
 # models tuned since, the table bert_score 0.3.13 ships (model2layers); the same numbers for every model it names.
@@ -97,8 +97,8 @@ def model_for_lang(lang: str) -> str:
     ``en``, ``zh``, ``de``; ``en-sci`` for scientific English): :data:`LANG_MODELS`, else the
     multilingual :data:`LANG_FALLBACK`."""
     if not _LANG_CODE.fullmatch(lang):
-        raise SettingError("lang", f"{lang!r} is not a language code (an ISO 639 code in lower case such as en, "
-                           "zh, de; en-sci for scientific English)")
+        raise ConfigError(f"{lang!r} is not a language code (an ISO 639 code in lower case such as en, zh, de; "
+                          "en-sci for scientific English)")
     return LANG_MODELS.get(lang, LANG_FALLBACK)
 
 
