@@ -60,9 +60,9 @@ class Grid:
         own = (models or {}).get(kind)
         command = [_for_role(s, kind) for s in flags]
         if own or kind == "" and any("model" in s.values for s in command):
-            base = Source(base.kind, {}, {}, base.style)
+            base = replace(base, values={}, labels={}, filter_labels={}, base=(), path=None)
         label = (labels or {}).get(kind) or keyword_label(("models", kind))
-        extra = [Source("flags", {"model": own}, {"model": label}, "flag")] if own else []
+        extra = [Source("flags", {"model": own}, {"model": label})] if own else []
         return [base, *command, *extra, self.defaults.source, column.source, row.source]
 
     def model(self, role: str, flags: Sequence[Source] = (), models: Mapping[str, str] | None = None) -> str:
