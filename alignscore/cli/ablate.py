@@ -87,7 +87,8 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
         paths, skipped = ablate_challenge(spec, grid, challenge_set, flags, idf_corpus=idf_corpus,
-                                          output=output, dedupe=dedupe, dedupe_label="--dedupe", resamples=bootstrap, seed=seed, **planning)
+                                          output=output, dedupe=dedupe, dedupe_label="--dedupe", resamples=bootstrap,
+                                          seed=seed, **planning)
     else:
         paths, skipped = ablate_daseg(spec, grid, data, flags, lang_pairs=comma_list(lang_pairs),
                                       year=year, idf_corpus=idf_corpus, output=output, inputs=named_files(opts),
