@@ -130,7 +130,8 @@ def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_
         reasons.append(result.reasons.reshape(-1, 2))
         yield Selection(b, best, float(expected[best]), samples[b * k + best])
     if reasons:
-        for message in why_empty(torch.cat(reasons), blocks.pairs, composition, not scorer.encoder.has_layers):
+        for message in why_empty(torch.cat(reasons), blocks.pairs, composition, not scorer.encoder.has_layers,
+                                 scorer.runtime.name):
             warnings.warn(message, stacklevel=3)
 
 

@@ -79,10 +79,9 @@ class Runtime:
     shard : Shard, optional
         This process's place in a torch.distributed group: the ranks split the encoding and
         the alignment, and every rank receives every result.
-    _name : callable, optional
-        How the run's options are named in what running says (out of memory: lower
-        ``batch_size``): as they were given (the compiler passes its provenance's naming);
-        default ``batch_size=``.
+    _naming : callable, optional
+        How the run's options are named in what running says (:meth:`name`): as they were given
+        (the compiler passes its provenance's naming); default ``batch_size=``.
 
     Examples
     --------
@@ -103,12 +102,17 @@ class Runtime:
     device: str | None = setting(None, unset="CUDA when available, else the CPU",
                                  help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
     shard: Shard | None = setting(None, option=False)
-    _name: Callable[[str], str] = field(default=keyword, compare=False, repr=False)
+    _naming: Callable[[str], str] = field(default=keyword, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_settings(self)
         if self.device is not None:
             check_device(self.device)
+
+    def name(self, option: str) -> str:
+        """The run's ``option`` as the user names it (``--batch-size``, ``batch_size=``), for what
+        running says about it (out of memory: a smaller batch)."""
+        return self._naming(option)
 
     def mine(self, count: int) -> range:
         """The items (batches) of ``count`` that this process handles (all without a shard)."""
@@ -238,7 +242,7 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
     if budget == "auto":
         budget = auto_token_budget(encoder, layers)
     bounds = plan_batches(table.lengths[order], runtime.batch_size, budget, encoder.forward_shape)
-    fitting = _Fitting(encoder, layers, aggregate, runtime._name)
+    fitting = _Fitting(encoder, layers, aggregate, runtime.name)
     filled = []
     for b in runtime.bar(runtime.mine(len(bounds)), desc):
         texts = order[bounds[b][0]:bounds[b][1]]

@@ -302,7 +302,8 @@ class Scorer:
         blocks = Blocks.of([(cands, refs)])
         (result,) = next(score_blocks(self.scoring_encoder(), blocks, [composition], self.runtime, max_pairs))
         static = not self.encoder.has_layers
-        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition, static):
+        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition, static,
+                                 self.runtime.name):
             warnings.warn(message, stacklevel=2)
         baseline = composition.baseline_values()
         metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
@@ -341,7 +342,7 @@ class Scorer:
         [1]
         """
         scores = reduce(result, pairs, composition, composition.signature(self.encoder, sources),
-                        not self.encoder.has_layers)
+                        not self.encoder.has_layers, self.runtime.name)
         if fluency is not None and composition.lm is not None:
             scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
         return scores

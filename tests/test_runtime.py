@@ -61,8 +61,8 @@ def test_out_of_memory_on_one_text_is_one_clear_error(pairs, tiny_bert_dir):
 def test_a_run_names_its_options_as_they_were_given() -> None:
     from alignscore.config import compile_labelled, sources_of
     flags = compile_labelled(sources_of({"model": "all-MiniLM-L6-v2", "batch_size": "8"}, style="flag")).spec
-    assert (flags.runtime._name("batch_size"), flags.runtime._name("dtype")) == ("--batch-size", "--dtype")
-    assert alignscore.Runtime()._name("batch_size") == "batch_size="
+    assert (flags.runtime.name("batch_size"), flags.runtime.name("dtype")) == ("--batch-size", "--dtype")
+    assert alignscore.Runtime().name("batch_size") == "batch_size="
 
 
 def test_other_errors_are_not_taken_for_out_of_memory(pairs, tiny_bert_dir):

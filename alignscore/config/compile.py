@@ -13,6 +13,7 @@ its configuration).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..cache import CacheSpec
@@ -330,7 +331,8 @@ def construct(merged: Merged) -> Compiled:
                     for name, (named, settings) in merged.filters.items())
     own = made(lambda: CompositionOptions(**group("composition")))
     composition = made(lambda: own.compose(parts, filters))
-    runtime = made(lambda: Runtime(**group("runtime"), _name=provenance.name))  # what running says names them
+    # what running says (out of memory: a smaller batch) names the options as this source names them
+    runtime = made(lambda: Runtime(**group("runtime"), _naming=partial(name_in, provenance.style)))
     cache = made(lambda: CacheSpec(**group(OPTION.cache.group))) if OPTION.cache.name in values else None
     encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)
