@@ -191,7 +191,7 @@ def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | Al
     key = (spec.encoder, spec.runtime.device)
     try:
         if key not in encoders:
-            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)  # nothing loaded yet
+            encoders[key] = encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)  # nothing loaded yet
         encoder = encoders[key]
         if isinstance(encoder, AlignScoreError):
             raise encoder
