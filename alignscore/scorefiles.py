@@ -26,7 +26,7 @@ def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | N
     """Refuse, before the model loads, a run that cannot score this side (see
     :meth:`~alignscore.composition.Composition.check_side`), naming the option as it was given."""
     try:
-        spec.composition.check_side(against_sources)
+        spec.composition.check_side(against_sources, spec.runtime.name)
     except ConfigError as exc:
         raise provenance.relabel(exc) if provenance is not None else exc from None
 

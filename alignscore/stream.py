@@ -309,7 +309,7 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     if against_sources:
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
-        scorer.resolved().check_side(True)
+        scorer.resolved().check_side(True, scorer.runtime.name)
         _check_readable(scorer, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
     frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))

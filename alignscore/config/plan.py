@@ -183,7 +183,7 @@ def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | Al
             return PlannedRun(None), exc  # an option error, or a model path that cannot be fetched either
     spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
     try:
-        spec.composition.check_side(sources)
+        spec.composition.check_side(sources, spec.runtime.name)
     except ConfigError as exc:
         return PlannedRun(None), provenance.relabel(exc)
     if missing(spec.encoder.model):
