@@ -188,14 +188,21 @@ def require_model(ctx: click.Context, why: str) -> None:
         raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
+def flag_of(ctx: click.Context) -> Callable[[str], str]:
+    """The command's parameter ``name`` as its long flag (``skip_missing`` -> ``--skip-missing``):
+    how the library names the command's own options in what it says."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
+    return lambda name: flags[name]
+
+
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
     """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
     it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
+    flags = flag_of(ctx)  # each parameter's long form
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
+            raise ConfigError(f"{flags(name)} applies with {' or '.join(flags(n) for n in alternatives)} only")
 
 
 class ManyValues(click.Option):
