@@ -617,3 +617,9 @@ def test_config_refuses_to_overwrite_a_file_it_names(files, tiny_bert_dir, tmp_p
     code, _, err = invoke("config", "--model", tiny_bert_dir, "--stopwords", stop, "-o", stop)
     assert_one_error(code, err, "stop.txt")
     assert fingerprint(stop) == before
+
+
+@pytest.mark.parametrize("style, label", [("keyword", "lang="), ("flag", "--lang")])
+def test_a_language_that_is_no_code_is_named_as_written(style: str, label: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{label} 'XX' is not a language code"):
+        compile_run(sources_of({"lang": "XX"}, style))
