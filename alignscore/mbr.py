@@ -64,17 +64,15 @@ class Selection:
     text: str
 
 
-def expected_utility(utility: torch.Tensor, exclude_self: bool = False,
-                     label: Callable[[str], str] = keyword) -> torch.Tensor:
+def expected_utility(utility: torch.Tensor, exclude_self: bool = False) -> torch.Tensor:
     """``[K]`` float64: the mean of each row of ``utility [K, K]``, over every column, or over
-    the columns ``j != i`` with ``exclude_self`` (needs K >= 2; ``label`` names the options as the
-    caller does)."""
+    the columns ``j != i`` with ``exclude_self`` (needs K >= 2)."""
     u = utility.double()
     k = u.shape[0]
     if not exclude_self:
         return u.mean(1)
     if k < 2:
-        raise InputError(f"{label('exclude_self')} needs at least 2 samples per block: one sample has no other")
+        raise InputError(f"{keyword('exclude_self')} needs at least 2 samples per block: one sample has no other")
     return (u.sum(1) - u.diagonal()) / (k - 1)
 
 

@@ -219,7 +219,7 @@ def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature
            static: bool = False, name: Callable[[str], str] = keyword) -> Scores:
     """Per-pair scores -> per-candidate :class:`Scores`: warn about pairs with nothing to align
     (and why; ``static``: the encoder is a static table; ``name``: how the run's options are
-    named, :attr:`Runtime._name <alignscore.runtime.Runtime>`), reduce several references
+    named, :meth:`Runtime.name <alignscore.runtime.Runtime.name>`), reduce several references
     (``composition.multi_ref``), name the best one by ``composition.metric``, rescale with its baseline."""
     if len(pairs.groups) == 1:  # no candidates: every metric is an empty tensor
         return Scores({m: torch.empty(0) for m in composition.metrics}, torch.empty(0, dtype=torch.long),
