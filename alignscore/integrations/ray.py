@@ -163,7 +163,8 @@ def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources:
     several = _check_schema(ds, cand, ref)
     if sources and several:
         raise InputError(f"column {ref!r} holds lists of texts: a candidate has one source, a text per row")
-    spec.composition.check_side(sources, spec.runtime.name)  # what needs a reference, or maps sources, refused before any task
+    # what needs a reference, or maps sources, refused before any task
+    spec.composition.check_side(sources, spec.runtime.name)
     scorer = build(replace(spec, cache=None))  # the driver's: tokenizer and configuration only
     weighting = scorer.weighting
     counting = weighting if weighting.depends_on_texts() else None

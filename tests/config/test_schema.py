@@ -138,8 +138,8 @@ def flags_and_styles(skipped: tuple[str, ...] = ("cli/",)) -> list[tuple[str, in
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree) | {id(c) for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "help"
                                     for c in ast.walk(kw.value)}
-        skip |= {id(c) for call in ast.walk(tree) if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Option"
-                 and len(call.args) > 2 for c in ast.walk(call.args[2])}  # an Option's help, its third argument
+        skip |= {id(c) for call in ast.walk(tree) if isinstance(call, ast.Call)  # an Option's help, its third argument
+                 and getattr(call.func, "id", "") == "Option" and len(call.args) > 2 for c in ast.walk(call.args[2])}
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
                     and FLAG.search(node.value):
