@@ -26,7 +26,7 @@ def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | N
     """Refuse, before the model loads, a run that cannot score this side (see
     :meth:`~alignscore.composition.Composition.check_side`), naming the option as it was given."""
     try:
-        spec.composition.check_side(against_sources)
+        spec.composition.check_side(against_sources, spec.runtime.name)
     except ConfigError as exc:
         raise provenance.relabel(exc) if provenance is not None else exc from None
 
@@ -95,7 +95,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
                 several_refs: bool = False, human: str | None = None, confidence: bool = False,
                 resamples: int = 1000, seed: int = SACREBLEU_SEED, shard: Shard | None = None,
                 ray: tuple[str, int, float] | None = None, progress: bool = True,
-                provenance: Provenance | None = None, against_sources: bool = False) -> list[str]:
+                provenance: Provenance | None = None, against_sources: bool = False,
+                ray_label: str = "ray=") -> list[str]:
     """Score each candidate against its references and write the score table (``fmt`` tsv or
     jsonl) to ``output`` (None: standard output), replacing it whole.
 
@@ -110,7 +111,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     shard : Shard, optional
         This process's place under torchrun; only rank 0 writes.
     ray : (address, actors, gpus), optional
-        Score on the Ray cluster at ``address`` with that many actors and GPUs each.
+        Score on the Ray cluster at ``address`` with that many actors and GPUs each
+        (``ray_label``: the option as the caller names it, for errors).
     provenance : Provenance, optional
         How the options were given (the model checks name them so).
     against_sources : bool
@@ -138,7 +140,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
             from .integrations.ray import score_pairs
 
             scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
-                                 progress=progress, sources=against_sources)
+                                 progress=progress, sources=against_sources, label=ray_label)
         elif against_sources:
             scores = scorer.score(cands, sources=[group[0] for group in refs])
         else:

@@ -46,7 +46,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 import torch
 from tqdm.auto import tqdm
@@ -157,7 +157,7 @@ def clear_sidecar(output: str | Path) -> None:
 
 
 def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], header: bytes,
-                  inputs: dict[str, str]) -> tuple[int, int] | None:
+                  inputs: dict[str, str], naming: Callable[[str], str]) -> tuple[int, int] | None:
     """``(rows, end)``: the complete rows already in the output ``path`` and the byte offset
     where they end (a partial last row after it is to be dropped); None when there is nothing to
     keep (no file, an empty one, or a TSV cut inside its header). The file must be an output of
@@ -190,7 +190,7 @@ def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], head
         changed = [name for name in dict.fromkeys([*made_from, *inputs]) if made_from.get(name) != inputs.get(name)]
         if changed:
             raise InputError(f"was made from other inputs: {', '.join(changed)} changed since (content digests "
-                             "differ), refusing to mix two runs; score it again without --resume", str(path))
+                             f"differ), refusing to mix two runs; score it again without {naming('resume')}", str(path))
         if fmt == "tsv":
             mean, names = fh.readline(), fh.readline()
             found_columns = names.decode("utf-8", "replace").rstrip("\n").split("\t")
@@ -302,14 +302,14 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     inputs = [cands_path, *refs_paths, *files]
     output = check_output(output, inputs)
     if is_stream(output):
-        raise InputError("is a pipe or a device: --stream and --resume write a file they can reopen and "
-                         "complete; write to a file", str(output))
+        raise InputError(f"is a pipe or a device: {scorer.runtime.name('stream')} and {scorer.runtime.name('resume')} "
+                         "write a file they can reopen and complete; write to a file", str(output))
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
     if against_sources:
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
-        scorer.resolved().check_side(True)
+        scorer.resolved().check_side(True, scorer.runtime.name)
         _check_readable(scorer, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
     frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
@@ -318,7 +318,8 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     signature = str(frozen.signature(against_sources))
     header = tsv_header(signature, columns, None)
     sources = made_from(scorer, inputs)
-    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources) if resume else None
+    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources,
+                          scorer.runtime.name) if resume else None
     done = point[0] if point else 0
     if done > total:
         raise InputError(f"has {done} rows but the input only {total} candidates", str(output))

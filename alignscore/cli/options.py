@@ -54,12 +54,6 @@ def seed_option(default: int, help: str | None = None) -> Callable[[Callable[...
     return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
 
 
-def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
-    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
-                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
-
-
 def _decorated(fn: Callable[..., Any], table: Iterable[Option]) -> Callable[..., Any]:
     for option in reversed(list(table)):
         fn = _click_option(option)(fn)
@@ -194,14 +188,21 @@ def require_model(ctx: click.Context, why: str) -> None:
         raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
+def flag_of(ctx: click.Context) -> Callable[[str], str]:
+    """The command's parameter ``name`` as its long flag (``skip_missing`` -> ``--skip-missing``):
+    how the library names the command's own options in what it says."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
+    return lambda name: flags[name]
+
+
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
     """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
     it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
+    flags = flag_of(ctx)  # each parameter's long form
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
+            raise ConfigError(f"{flags(name)} applies with {' or '.join(flags(n) for n in alternatives)} only")
 
 
 class ManyValues(click.Option):

@@ -128,7 +128,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
         lines = score_texts(spec, *read[0], output, fmt, sources.several_refs, human, confidence, resamples,
-                            seed, shard, ray, not quiet, provenance, sources.against_sources)
+                            seed, shard, ray, not quiet, provenance, sources.against_sources, "--ray")
     for line in lines:
         click.echo(line, err=True)
     leave(shard)

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import click
 
+from ..errors import InputError
 from ..render import FORMATS, format_for, show as show_pair
-from ..textio import pick_texts
+from ..textio import read_lines
 from . import main
 from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
+
+
+def pick_texts(refs: Sequence[str], cand: str | None, refs_files: Sequence[str], cands_file: str | None,
+               line: int | None) -> tuple[str, list[str]]:
+    """The candidate and its references from texts given directly (-c/-r) and/or line ``line``
+    (1-based) of files (--cands-file/--refs-file and --line)."""
+    if (refs_files or cands_file) and line is None:
+        raise InputError("--refs-file/--cands-file need --line N (1-based) to pick the pair")
+    if line is not None and not (refs_files or cands_file):
+        raise InputError("--line picks a line of --refs-file/--cands-file; give one of them")
+
+    def at(path: str) -> str:
+        lines = read_lines(path)
+        if not 1 <= line <= len(lines):  # type: ignore[operator]
+            raise InputError(f"no line {line}: the file has {len(lines)} line(s)", path)
+        return lines[line - 1]  # type: ignore[operator]
+
+    if cand is not None and cands_file:
+        raise InputError("give the candidate once: -c TEXT or --cands-file FILE --line N")
+    if cand is None and not cands_file:
+        raise InputError("no candidate: give -c TEXT (or --cands-file FILE --line N)")
+    candidate = cand if cand is not None else at(cands_file)  # type: ignore[arg-type]
+    references = list(refs) + [at(p) for p in refs_files]
+    if not references:
+        raise InputError("no reference: give -r TEXT (or --refs-file FILE --line N)")
+    return candidate, references
 
 
 @main.command()
@@ -38,7 +65,7 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
         --model all-MiniLM-L6-v2 --layer 4 -o docs/show-greedy.png
     """
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
-    fmt = format_for(output, fmt)
+    fmt = format_for(output, fmt, "--format")
     opts = scorer_opts(kwargs)
     spec, provenance = compiled_of(opts, progress=False)
     expl, text = show_pair(spec, candidate, references, output, fmt, ref_index,

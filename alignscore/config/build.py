@@ -7,6 +7,7 @@ configuration and tokenizer (not its weights) before any text is encoded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from ..encoders.base import Encoder
 from ..encoders.huggingface import HFEncoder
@@ -14,7 +15,7 @@ from ..encoders.spec import VECTOR_SUFFIXES, EncoderSpec
 from ..encoders.static import StaticEncoder
 from ..errors import ConfigError
 from ..scorer import Scorer
-from ..settings import SettingError
+from ..settings import SettingError, keyword
 from .schema import MODEL_OPTIONS
 from .sources import Provenance
 from .spec import RunSpec
@@ -42,8 +43,8 @@ def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True,
     >>> build(run_spec({"model": "all-MiniLM-L6-v2"})).resolved().aggregator  # the model's default layer
     SingleLayer(layer=4)
     """
-    scorer = Scorer(encoder if encoder is not None else encoder_of(spec.encoder, spec.runtime.device),
-                    spec.composition, spec.runtime, spec.cache.build() if spec.cache is not None else None)
+    encoder = encoder if encoder is not None else encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)
+    scorer = Scorer(encoder, spec.composition, spec.runtime, spec.cache.build() if spec.cache is not None else None)
     if check:
         check_model(scorer, provenance)
     return scorer
@@ -75,13 +76,14 @@ def check_model(scorer: Scorer, provenance: Provenance | None = None) -> None:
         raise (provenance or Provenance()).relabel(exc) from None
 
 
-def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
+def encoder_of(e: EncoderSpec, device: str | None = None, name: Callable[[str], str] = keyword) -> Encoder:
     """The encoder an :class:`EncoderSpec` names (nothing loaded yet).
 
     Parameters
     ----------
     e : the encoder's description.
     device : where it runs (``None``: as the runtime decides).
+    name : how its warnings name the run's options (:meth:`~alignscore.runtime.Runtime.name`).
 
     Returns
     -------
@@ -99,7 +101,7 @@ def encoder_of(e: EncoderSpec, device: str | None = None) -> Encoder:
     if Path(e.model).suffix in VECTOR_SUFFIXES:  # meant as a vectors file: never a hub id to download
         raise SettingError(MODEL_OPTIONS[0], f"no such word-vector file: {e.model}")
     return HFEncoder(e.model, device_name=device, max_length=e.max_length, revision=e.revision,
-                     dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride)
+                     dtype=e.dtype, long_texts=e.long_texts, stride=e.window_stride, naming=name)
 
 
 __all__ = ["build", "check_model", "encoder_of"]

@@ -118,7 +118,7 @@ def remaps_for(value: str, label: str, languages: Iterable[str | None]) -> dict[
 
 
 def against_sources(pairs: Sequence[LangPair], remaps: dict[str, Remapping] | None = None,
-                    label: str = "--sources", keep_corpus: bool = False) -> list[LangPair]:
+                    label: str = "against_sources=", keep_corpus: bool = False) -> list[LangPair]:
     """The language pairs with each MT output's source in place of its reference (and the
     pair's source language's remapping, if any), to be scored as ``score --sources`` does.
 

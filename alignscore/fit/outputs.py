@@ -133,7 +133,7 @@ def markdown(result: FitResult) -> str:
     acc = f"accuracy[{result.objective.category}]" if result.objective.uses_challenge else None
     if acc:
         lines += [f"Objective: {result.objective}; each fit kept the values with the best inner objective on the "
-                  f"true {acc} of the --challenge items (its gradient follows a smooth surrogate); the estimate is "
+                  f"true {acc} of the challenge set's items (its gradient follows a smooth surrogate); the estimate is "
                   "still the held-out mean |r|.", ""]
     lines += [f"| run | held-out mean abs r | 95% interval | in-sample | holdout |{f' {acc} |' if acc else ''}",
               "|---|---|---|---|---|" + ("---|" if acc else "")]

@@ -41,8 +41,16 @@ def write(expl: Explanation, path: str | Path | None, fmt: str, ref_index: int |
     return None
 
 
-def format_for(path: str | Path | None, fmt: str | None) -> str:
-    """The output format: ``fmt`` when given, else from the file's suffix, else text."""
+def format_for(path: str | Path | None, fmt: str | None, label: str = "fmt=") -> str:
+    """The output format: ``fmt`` when given, else from the file's suffix, else text (``label``:
+    the option ``fmt`` as the caller names it, for the error).
+
+    >>> try:
+    ...     format_for("figure.jpeg", None)
+    ... except ConfigError as exc:
+    ...     print(str(exc)[-27:])
+    .html or .txt, or give fmt=
+    """
     if fmt:
         return fmt
     if path is None:
@@ -54,7 +62,7 @@ def format_for(path: str | Path | None, fmt: str | None) -> str:
         return "html"
     if suffix not in FORMATS:
         raise ConfigError(f"cannot tell the format of {path} from its suffix: use .png, .svg, .html "
-                          "or .txt, or give --format")
+                          f"or .txt, or give {label}")
     return suffix
 
 

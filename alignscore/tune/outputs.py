@@ -208,8 +208,8 @@ def write_best(path: Path, run: SearchRun, corpus: Path | None, lang: str | None
     remapped = remapped_languages(run)
     if lang is not None:
         changes[OPTION.remap.name] = remapped[lang]
-        note = (f"with the remapping of source language {lang}: alignscore score --config "
-                f"{BEST_FOR.format(lang=lang)} --sources SOURCES -c CANDS\n")
+        note = (f"with the remapping of source language {lang}: score candidates against their {lang} sources with "
+                f"this run file ({BEST_FOR.format(lang=lang)})\n")
     else:
         note = (f"the composition without a remapping; the search remapped the sources: for source language X use "
                 f"{BEST_FOR.format(lang='X')} ({', '.join(BEST_FOR.format(lang=k) for k in remapped)})\n"

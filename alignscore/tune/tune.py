@@ -234,7 +234,7 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     for name, (spec, provenance) in runs.items():
         try:
             # a published configuration this model cannot run (no default layer) is left out
-            build(spec, provenance=provenance).composition.check_side(against_sources)
+            build(spec, provenance=provenance).composition.check_side(against_sources, spec.runtime.name)
             published[name] = spec
         except ConfigError as exc:
             left_out.append(f"{name}: left out ({exc})")
