@@ -368,10 +368,18 @@ def lm_named(provenance: Any, where: str = "") -> Iterator[None]:
         raise ConfigError(f"{where}: {named}" if where else str(named), named.options) from None
 
 
+def check_readable(term: LMTerm, texts: Sequence[str], provenance: Any = None, where: str = "",
+                   device: str | None = None, batch_size: int = 8) -> None:
+    """Raise where the language model's tokenizer cannot read one of ``texts`` (only the tokenizer
+    loads: a check before any model does), the error named as :func:`lm_named` names it."""
+    with lm_named(provenance, where):
+        term.model(device, batch_size).token_ids(texts)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 
 
-__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal", "lm_named",
+__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal", "check_readable", "lm_named",
            "mean_logprob", "next_token_logprobs", "reference_score"]

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..evaluation.reference_free import BEST_FOR
 from ..evaluation.stats import CrossValidation, leave_one_pair_out
 from ..evaluation.wmt import LangPair
-from ..lm import LMTerm, lm_named
+from ..lm import LMTerm, check_readable
 from ..textio import write_output_set
 from .outputs import write_rows
 
@@ -134,8 +134,7 @@ def score_pairs(spec: RunSpec, provenance: Provenance, pairs: Sequence[LangPair]
     assert term is not None  # the caller checks it
     device, batch = scorer.runtime.device, scorer.runtime.batch_size
     for lp in pairs:
-        with lm_named(provenance, lp.name):
-            term.model(device, batch).token_ids(lp.candidates)
+        check_readable(term, lp.candidates, provenance, lp.name, device, batch)
     out = []
     for lp in pairs:
         say(f"{lp.name}: {len(lp)} segments")

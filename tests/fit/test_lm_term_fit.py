@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -13,8 +14,8 @@ import pytest
 from alignscore.errors import ConfigError
 from alignscore.fit import fit
 from alignscore.fit.lm import OUTPUTS, WEIGHT_GRID, learn_lm_weight, lm_scale_of
-from cli_checks import invoke, write_toml
-from helpers import SOURCE_LPS as LPS, wmt16
+from cli_checks import assert_one_error, invoke, write_toml
+from helpers import SOURCE_LPS as LPS, counted_forward, wmt16
 
 
 def test_the_scale_is_the_pooled_training_candidates_mean_and_deviation() -> None:
@@ -91,15 +92,18 @@ def test_fit_against_sources_learns_the_weight_and_writes_what_other_fits_write(
 def test_score_with_the_written_run_file_gives_the_fits_scores(lm_fit: tuple[Path, str, str], source_data: Path,
                                                                lp: str) -> None:
     out, _, _ = lm_fit
-    code, stdout, stderr = invoke("score", "--config", out / f"best.{lp[:2]}.toml", "--format", "jsonl", "-q",
-                                  "--sources", source_data / f"DAseg.newstest2016.source.{lp}",
-                                  "-c", source_data / f"DAseg.newstest2016.mt-system.{lp}")
-    assert code == 0, stderr
-    scored = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+    def scored(run: str) -> np.ndarray:
+        code, stdout, stderr = invoke("score", "--config", out / run, "--format", "jsonl", "-q",
+                                      "--sources", source_data / f"DAseg.newstest2016.source.{lp}",
+                                      "-c", source_data / f"DAseg.newstest2016.mt-system.{lp}")
+        assert code == 0, stderr
+        return np.array([json.loads(line)["f1"] for line in stdout.splitlines() if line.strip()])
+
     fitted = [float(r["score"]) for r in csv.DictReader(open(out / "scores.csv", encoding="utf-8"))
               if r["lang_pair"] == lp]
-    assert len(scored) == len(fitted) == N
-    assert np.allclose([s["f1"] for s in scored], fitted, atol=1e-6, rtol=0)
+    assert len(fitted) == N and np.allclose(scored(f"best.{lp[:2]}.toml"), fitted, atol=1e-6, rtol=0)
+    assert not np.allclose(scored("best.toml"), fitted, atol=1e-4)  # best.toml: the run without the remapping
 
 
 def test_the_python_fit_is_the_commands(lm_fit: tuple[Path, str, str], source_data: Path, tiny_bert_dir: str,
@@ -113,3 +117,48 @@ def test_the_python_fit_is_the_commands(lm_fit: tuple[Path, str, str], source_da
     # the weight is the grid's best on the training pairs, the term standardised on them
     assert result.tried[result.term.lm_weight] == max(result.tried.values())
     assert result.in_sample["fitted"] >= result.in_sample["alignment"] - 1e-12
+
+
+@pytest.mark.parametrize("case", ["not causal", "gguf", "unreadable", "references", "no lm", "learn"])
+def test_what_a_fit_of_the_lm_term_cannot_use_is_one_line_and_nothing_is_written(
+        case: str, source_data: Path, tiny_bert_dir: str, tiny_gpt2_dir: str, word_level_lm_dir: str,
+        tmp_path: Path) -> None:
+    """Each as the flag, the Python keyword and the run file's key (``--from``) names it, before any
+    text is encoded."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for path in source_data.iterdir():
+        (data / path.name).write_bytes(path.read_bytes())
+    mt = data / "DAseg.newstest2016.mt-system.de-en"
+    lines = mt.read_text(encoding="utf-8").splitlines()
+    mt.write_text("\n".join([*lines[:4], "zebras gallop", *lines[5:]]) + "\n", encoding="utf-8")
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    lm, needle, sources = {
+        "not causal": (tiny_bert_dir, "is not a causal language model", True),
+        "gguf": (str(gguf), "model.gguf is a GGUF file: convert it to a Hugging Face folder", True),
+        "unreadable": (word_level_lm_dir, "cannot read 2 of the texts (text 5: only unknown tokens)", True),
+        "references": (tiny_gpt2_dir, "defined for scoring against sources only", False),
+        "no lm": (None, "learns the weight of the language-model term: give one", True),
+        "learn": (tiny_gpt2_dir, "applies to a fit against references", True)}[case]
+    side = ["--sources"] if sources else []
+    more = ["--learn", "temperature"] if case == "learn" else []
+    where = "de-en: " if case == "unreadable" else ""
+    flag = {"no lm": "--sources: ", "learn": "--learn: "}.get(case, f"{where}--lm: ")
+    out = tmp_path / "out"
+    with counted_forward() as calls:
+        code, _, err = invoke("fit", "--data", data, "--model", tiny_bert_dir, *side, *more, "-q", "-o", out,
+                              *(["--lm", lm] if lm else []), "--from", write_toml({"layer": 2}, tmp_path / "l2.toml"))
+        line = assert_one_error(code, err, needle)
+        assert line.startswith(f"alignscore: error: {flag}"), line
+        keyword = {"no lm": "against_sources=: ", "learn": "learn=: "}.get(case, f"{where}lm=: ")
+        with pytest.raises(ConfigError, match="^" + re.escape(keyword)) as info:
+            fit(data, model=tiny_bert_dir, layer=2, against_sources=sources, output=out,
+                **({"lm": lm} if lm else {}), **({"learn": "temperature"} if more else {}))
+        assert needle in str(info.value)
+        if lm is not None:
+            run = write_toml({"model": tiny_bert_dir, "layer": 2, "lm": lm}, tmp_path / "run.toml")
+            code, _, err = invoke("fit", "--data", data, *side, *more, "-q", "-o", out, "--from", run)
+            line = assert_one_error(code, err, needle)
+            assert re.search(r"run\.toml:\d+: lm: " if case not in ("learn",) else "--learn: ", line), line
+    assert calls["n"] == 0 and not out.exists()

@@ -247,3 +247,30 @@ def test_tune_searches_the_lm_weight_against_sources(data_dir: Path, tiny_bert_d
                            "mean-logprob", "--lm-weight", w)
             assert abs(run.per_pair[e][k] - got) < 1e-6
     assert not np.allclose(run.per_pair[0], run.per_pair[1], atol=1e-4)
+
+
+def test_texts_the_lm_cannot_read_are_refused_before_any_model_loads_every_way_in(
+        data_dir: Path, tiny_bert_dir: str, word_level_lm_dir: str, tmp_path: Path) -> None:
+    """A candidate the LM's tokenizer cannot read: one line naming the LM as given (``--lm``, ``lm=``,
+    the space's ``file:line: lm[0]``) and the language pair, before any encoding, nothing written."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for path in data_dir.iterdir():
+        (data / path.name).write_bytes(path.read_bytes())
+    mt = data / "DAseg.newstest2016.mt-system.ru-en"
+    lines = mt.read_text(encoding="utf-8").splitlines()
+    mt.write_text("\n".join([*lines[:3], "zebras gallop", *lines[4:]]) + "\n", encoding="utf-8")
+    space = tmp_path / "space.toml"
+    space.write_text('layer = [2]\naligner = ["greedy"]\n', encoding="utf-8")
+    needle = "cannot read 1 of the texts (text 4: only unknown tokens)"
+    with counted_forward() as calls:
+        line = _refused(tmp_path, space, "--data", data, "--sources", "--model", tiny_bert_dir, "--lm",
+                        word_level_lm_dir)
+        assert line.startswith("alignscore: error: ru-en: --lm: the language model") and needle in line
+        with pytest.raises(ConfigError, match=r"^ru-en: lm=: the language model") as info:
+            tune(data, space, model=tiny_bert_dir, against_sources=True, lm=word_level_lm_dir, budget=5)
+        assert needle in str(info.value)
+        space.write_text(f'layer = [2]\naligner = ["greedy"]\nlm = ["{word_level_lm_dir}"]\n', encoding="utf-8")
+        line = _refused(tmp_path, space, "--data", data, "--sources", "--model", tiny_bert_dir)
+        assert "ru-en: " in line and "space.toml:3: lm[0]: the language model" in line and needle in line
+    assert calls["n"] == 0
