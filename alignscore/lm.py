@@ -381,5 +381,5 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal", "check_readable", "lm_named",
-           "mean_logprob", "next_token_logprobs", "reference_score"]
+__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal",
+           "check_readable", "lm_named", "mean_logprob", "next_token_logprobs", "reference_score"]

@@ -343,5 +343,5 @@ def remapped_item_scores(scorers: Sequence[Scorer], items: Sequence[Item], sourc
     return out
 
 
-__all__ = ["BEST_FOR", "LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps", "item_languages",
-           "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]
+__all__ = ["BEST_FOR", "LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps",
+           "item_languages", "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]

@@ -297,8 +297,8 @@ def write_lm_outputs(folder: str | Path, result: LMFit) -> dict[str, Path]:
     head = ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout"]
 
     def markdown(p: Path) -> None:
-        table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in board())]
-        p.write_text("\n".join([f"# {fitted_on}", "", *result.summary(), "", *table]) + "\n", encoding="utf-8")
+        rows = ["| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head), *board()]]
+        p.write_text("\n".join([f"# {fitted_on}", "", *result.summary(), "", *rows]) + "\n", encoding="utf-8")
 
     writers: dict[str, Callable[[Path], None]] = {
         "best.toml": best(None), **{BEST_FOR.format(lang=lang): best(lang) for lang in result.remapped},
@@ -324,5 +324,6 @@ def write_figure(path: Path, result: LMFit) -> None:
     plt.close(fig)
 
 
-__all__ = ["LEARNED", "LMFit", "OUTPUTS", "PairScores", "RUNS", "TIE", "WEIGHT_GRID", "fit_lm_term", "fit_scored", "learn_lm_weight",
-           "learn_term", "lm_output_names", "lm_scale_of", "mean_abs_r", "score_pairs", "write_lm_outputs"]
+__all__ = ["LEARNED", "LMFit", "OUTPUTS", "PairScores", "RUNS", "TIE", "WEIGHT_GRID", "fit_lm_term", "fit_scored",
+           "learn_lm_weight", "learn_term", "lm_output_names", "lm_scale_of", "mean_abs_r", "score_pairs",
+           "write_lm_outputs"]

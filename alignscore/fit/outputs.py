@@ -205,8 +205,9 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
                  f"{ft.inner_best:.6f}", *(f"{getattr(ft.values, name):.6g}" for name in NUMBERS),
                  "" if result.static else ";".join(f"{w:.4f}" for w in ft.values.weights())]
                 for f, ft in zip(folds_of, fitted_of)]
-        write_rows(p, ["held_out", "abs_r_fitted", "abs_r_start", *(("accuracy_fitted", "accuracy_start") if acc else ()),
-                 "steps", f"{inner}_start", f"{inner}_best", *NUMBERS, "layer_weights"], rows)
+        write_rows(p, ["held_out", "abs_r_fitted", "abs_r_start",
+                       *(("accuracy_fitted", "accuracy_start") if acc else ()), "steps", f"{inner}_start",
+                       f"{inner}_best", *NUMBERS, "layer_weights"], rows)
 
     comment = f"alignscore fit on {', '.join(result.lang_pairs)}: {result.mixed()}"
     writers: dict[str, Callable[[Path], None]] = {
