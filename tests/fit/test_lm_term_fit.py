@@ -15,7 +15,7 @@ from alignscore.errors import ConfigError
 from alignscore.fit import fit
 from alignscore.fit.lm import OUTPUTS, WEIGHT_GRID, learn_lm_weight, lm_scale_of
 from cli_checks import assert_one_error, invoke, write_toml
-from helpers import SOURCE_LPS as LPS, counted_forward, wmt16
+from helpers import SOURCE_LPS as LPS, counted_forward, daseg_with_candidate, write_daseg
 
 
 def test_the_scale_is_the_pooled_training_candidates_mean_and_deviation() -> None:
@@ -47,13 +47,7 @@ N = 30
 @pytest.fixture(scope="module")
 def source_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DAseg folder of the source language pairs, 30 WMT16 segments each, with their sources."""
-    folder = tmp_path_factory.mktemp("daseg-lm")
-    for lp in LPS:
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human", "source"):
-            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n",
-                                                                   encoding="utf-8")
-    return folder
+    return write_daseg(tmp_path_factory.mktemp("daseg-lm"), LPS, N, sources=True)
 
 
 @pytest.fixture(scope="module")
@@ -121,17 +115,11 @@ def test_the_python_fit_is_the_commands(lm_fit: tuple[Path, str, str], source_da
 
 @pytest.mark.parametrize("case", ["not causal", "gguf", "unreadable", "references", "no lm", "learn"])
 def test_what_a_fit_of_the_lm_term_cannot_use_is_one_line_and_nothing_is_written(
-        case: str, source_data: Path, tiny_bert_dir: str, tiny_gpt2_dir: str, word_level_lm_dir: str,
+        case: str, tiny_bert_dir: str, tiny_gpt2_dir: str, word_level_lm_dir: str,
         tmp_path: Path) -> None:
     """Each as the flag, the Python keyword and the run file's key (``--from``) names it, before any
     text is encoded."""
-    data = tmp_path / "data"
-    data.mkdir()
-    for path in source_data.iterdir():
-        (data / path.name).write_bytes(path.read_bytes())
-    mt = data / "DAseg.newstest2016.mt-system.de-en"
-    lines = mt.read_text(encoding="utf-8").splitlines()
-    mt.write_text("\n".join([*lines[:4], "zebras gallop", *lines[5:]]) + "\n", encoding="utf-8")
+    data = daseg_with_candidate(tmp_path, LPS, N, "de-en", 5, "zebras gallop")
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")
     lm, needle, sources = {

@@ -18,7 +18,8 @@ from alignscore.errors import ConfigError
 from alignscore.tune import tune
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
-from helpers import SOURCE_LPS as LPS, counted_forward, source_challenge_set, wmt16
+from helpers import (SOURCE_LPS as LPS, counted_forward, daseg_with_candidate, source_challenge_set,
+                     write_daseg)
 
 N = 16
 SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
@@ -26,13 +27,7 @@ SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("daseg-src")
-    for lp in LPS:
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human", "source"):
-            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n",
-                                                                   encoding="utf-8")
-    return folder
+    return write_daseg(tmp_path_factory.mktemp("daseg-src"), LPS, N, sources=True)
 
 
 @pytest.fixture(scope="module")
@@ -250,16 +245,10 @@ def test_tune_searches_the_lm_weight_against_sources(data_dir: Path, tiny_bert_d
 
 
 def test_texts_the_lm_cannot_read_are_refused_before_any_model_loads_every_way_in(
-        data_dir: Path, tiny_bert_dir: str, word_level_lm_dir: str, tmp_path: Path) -> None:
+        tiny_bert_dir: str, word_level_lm_dir: str, tmp_path: Path) -> None:
     """A candidate the LM's tokenizer cannot read: one line naming the LM as given (``--lm``, ``lm=``,
     the space's ``file:line: lm[0]``) and the language pair, before any encoding, nothing written."""
-    data = tmp_path / "data"
-    data.mkdir()
-    for path in data_dir.iterdir():
-        (data / path.name).write_bytes(path.read_bytes())
-    mt = data / "DAseg.newstest2016.mt-system.ru-en"
-    lines = mt.read_text(encoding="utf-8").splitlines()
-    mt.write_text("\n".join([*lines[:3], "zebras gallop", *lines[4:]]) + "\n", encoding="utf-8")
+    data = daseg_with_candidate(tmp_path / "data", LPS, N, "ru-en", 4, "zebras gallop")
     space = tmp_path / "space.toml"
     space.write_text('layer = [2]\naligner = ["greedy"]\n', encoding="utf-8")
     needle = "cannot read 1 of the texts (text 4: only unknown tokens)"
