@@ -12,7 +12,6 @@ texts later scored.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -72,8 +71,6 @@ def learn_lm_weight(aligned: Sequence[np.ndarray], terms: Sequence[np.ndarray], 
     tried = {float(w): mean_r(float(w)) for w in grid}
     best = max(tried.values())
     return min(w for w, r in tried.items() if r >= best - TIE), tried
-
-
 
 
 #: what a fit of the LM term writes (and ``best.<lang>.toml`` per remapped source language)
@@ -210,13 +207,12 @@ def fit_lm_term(spec: RunSpec, provenance: Provenance, pairs: Sequence[LangPair]
     -------
     LMFit
     """
-    start = build(spec, provenance=provenance).composition.lm
-    assert start is not None
+    start = spec.composition.lm
+    assert start is not None  # the caller checks it
     say(f"{len(pairs)} language pair(s), {sum(len(lp) for lp in pairs)} segments; learning lm_weight (the LM "
         f"{start.lm_score} score's location and scale from the training candidates)")
-    scored = score_pairs(spec, provenance, pairs, progress, say)
-    on_held = score_pairs(spec, provenance, held, progress, say) if held else []
-    result = fit_scored(spec, start, scored, on_held, resamples, seed)
+    scored = score_pairs(spec, provenance, [*pairs, *held], progress, say)  # the models load once
+    result = fit_scored(spec, start, scored[:len(pairs)], scored[len(pairs):], resamples, seed)
     result.remapped = {lp.src: str(Path(lp.remap.source).resolve()) for lp in pairs
                        if lp.remap is not None and lp.remap.source is not None}
     if output is not None:

@@ -189,8 +189,9 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
     """Every output into ``folder`` (checked before the fit began)."""
     def scores(p: Path) -> None:
         write_rows(p, ["lang_pair", "segment", "score", "human"],
-             [[name, i, _number(s), _number(h)] for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
-              for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
+                   [[name, i, _number(s), _number(h)]
+                    for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
+                    for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
 
     acc = result.objective.uses_challenge
     inner = "inner_objective" if result.objective.weight else "inner_r"  # r + W * accuracy is not an r
@@ -214,8 +215,9 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
         "best.toml": lambda p: p.write_text(result.spec.toml(comment), encoding="utf-8"),
         "scores.csv": scores, "folds.csv": folds,
         "leaderboard.md": lambda p: p.write_text(markdown(result), encoding="utf-8"),
-        "leaderboard.csv": lambda p: write_rows(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout",
-                                              *([f"accuracy[{result.objective.category}]"] if acc else [])],
-                                          leaderboard_rows(result)),
+        "leaderboard.csv": lambda p: write_rows(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample",
+                                                    "holdout", *([f"accuracy[{result.objective.category}]"] if acc
+                                                                 else [])],
+                                                leaderboard_rows(result)),
         "layer_weights.png": lambda p: write_figure(p, result)}
     return write_output_set(folder, writers)

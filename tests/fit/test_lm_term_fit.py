@@ -104,7 +104,8 @@ def test_the_python_fit_is_the_commands(lm_fit: tuple[Path, str, str], source_da
                                         tiny_gpt2_dir: str, remaps: Path) -> None:
     out, _, _ = lm_fit
     result = fit(source_data, against_sources=True, model=tiny_bert_dir, layer=2, lm=tiny_gpt2_dir,
-                 lm_score="mean-logprob", remap=str(remaps), bootstrap=100)
+                 lm_score="mean-logprob", remap=str(remaps), bootstrap=100, holdout=source_data)
+    assert result.holdout == pytest.approx(result.in_sample, abs=1e-12)  # the same pairs, held out
     best = tomllib.loads((out / "best.toml").read_text(encoding="utf-8"))
     assert (result.term.lm_weight, result.term.lm_location, result.term.lm_scale) == pytest.approx(
         (best["lm_weight"], best["lm_location"], best["lm_scale"]), abs=1e-12)
