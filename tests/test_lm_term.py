@@ -314,3 +314,21 @@ def test_an_lm_that_cannot_serve_is_named_as_given_every_way_in(tiny_bert_dir, t
     with pytest.raises(ConfigError, match=r"^score\(\): .*run\.toml:\d+: lm: ") as info:
         alignscore.score(cands, config=str(run), **side)
     assert needle in str(info.value)
+
+
+def test_challenge_items_the_lm_cannot_read_are_named_as_given(tiny_bert_dir, word_level_lm_dir, tmp_path) -> None:
+    """``challenge --sources``: an item's good or bad the LM cannot read is one line naming the set,
+    the side and the LM as given (the flag, a run file's key), before any text is encoded."""
+    from helpers import counted_forward
+
+    items = tmp_path / "set.jsonl"
+    items.write_text('{"ref": "x", "good": "the people like cars", "bad": "zebras gallop", "category": "c", '
+                     '"source": "die leute moegen autos"}\n', encoding="utf-8")
+    run = write_toml({"model": tiny_bert_dir, "layer": 2, "lm": word_level_lm_dir}, tmp_path / "run.toml")
+    with counted_forward() as calls:
+        for given, label in ((["--model", tiny_bert_dir, "--layer", 2, "--lm", word_level_lm_dir], "--lm: "),
+                             (["--config", run], "run.toml:3: lm: ")):
+            line = assert_one_error(*invoke("challenge", items, "--sources", "-q", *given)[::2],
+                                    "set.jsonl (bad): ", f"{label}the language model", "cannot read 1 of the texts")
+            assert "(text 1: only unknown tokens)" in line
+    assert calls["n"] == 0

@@ -247,7 +247,10 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         check_remaps([e.composition for e in entries], scorers, [lp.remap for lp in [*pairs, *held]]
                      + list(item_remap or ()), remap[1])
     given = {id(c.spec): c.provenance for c in candidates} | {id(spec): runs[n][1] for n, spec in published.items()}
-    _check_lm_reads(entries, scorers, given, [*pairs, *held])
+    texts = [(lp.name, lp.candidates) for lp in [*pairs, *held]]
+    if items and against_sources:  # the items' good and bad are mixed with the LM term too
+        texts += [(f"{challenge} ({side})", [getattr(item, side) for item in items]) for side in ("good", "bad")]
+    _check_lm_reads(entries, scorers, given, texts)
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category), against_sources, item_remap)
@@ -284,17 +287,18 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
 
 
 def _check_lm_reads(entries: Sequence[Entry], scorers: Sequence[Scorer], provenance: Mapping[int, Provenance],
-                    pairs: Sequence[LangPair]) -> None:
-    """Refuse, before any model loads, a run's language model that cannot read a pair's
-    candidates, naming the LM as the run gave it (``--lm``, ``space.toml:3: lm[0]``) and the pair."""
+                    texts: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Refuse, before any model loads, a run's language model that cannot read the candidates
+    ``texts`` (each with where they come from: a language pair, a challenge set's good or bad),
+    naming the LM as the run gave it (``--lm``, ``space.toml:3: lm[0]``) and where."""
     seen = set()
     for entry, scorer in zip(entries, scorers):
         lm = entry.composition.lm
         if lm is None or lm.lm in seen:
             continue
         seen.add(lm.lm)
-        for lp in pairs:
-            check_readable(lm, lp.candidates, provenance.get(id(entry.spec)), lp.name, scorer.runtime.device,
+        for where, some in texts:
+            check_readable(lm, some, provenance.get(id(entry.spec)), where, scorer.runtime.device,
                            scorer.runtime.batch_size)
 
 
