@@ -53,14 +53,25 @@ def compose(encoder: Any, aggregator: Any = None, filters: tuple = (), special_t
     return Scorer(encoder, composition, Runtime(**runtime), cache)
 
 
-def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int) -> Path:
+def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int, sources: bool = False) -> Path:
     """A DAseg folder with the first ``n`` WMT16 segments of each language pair (reference,
-    mt-system, human)."""
+    mt-system, human; with ``sources``, the source too)."""
     for lp in lang_pairs:
         files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human"):
+        for kind in ("reference", "mt-system", "human", *(("source",) if sources else ())):
             (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:n]) + "\n",
                                                                    encoding="utf-8")
+    return folder
+
+
+def daseg_with_candidate(folder: Path, lang_pairs: tuple[str, ...], n: int, lp: str, line: int, text: str) -> Path:
+    """:func:`write_daseg` with sources, the MT output on ``line`` (1-based) of ``lp`` replaced by
+    ``text``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_daseg(folder, lang_pairs, n, sources=True)
+    mt = folder / f"DAseg.newstest2016.mt-system.{lp}"
+    lines = mt.read_text(encoding="utf-8").splitlines()
+    mt.write_text("\n".join([*lines[:line - 1], text, *lines[line:]]) + "\n", encoding="utf-8")
     return folder
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..config.schema import OPTION
 from ..config.sources import sources_of
+from ..lm import check_readable
 from ..settings import Options, setting
 from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
                         field_values, read_items, settle_repeats)
@@ -138,6 +139,11 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, opts
     if remap is not None and remapped:  # a remapping of another model or layer: refused before anything is scored
         check_remaps([scorers[k].composition for k in remapped], [scorers[k] for k in remapped],
                      remaps[remapped[0]] or (), remap[1])
+    for spec, scorer in zip(specs, scorers):  # texts a run's LM cannot read: before any model loads
+        for side in ("good", "bad") if scorer.composition.lm is not None else ():
+            check_readable(scorer.composition.lm, [getattr(item, side) for item in items],
+                           getattr(spec, "provenance", None), f"{challenge_set} ({side})", scorer.runtime.device,
+                           scorer.runtime.batch_size)
     position = {id(item): k for k, item in enumerate(items)}
     items, _ = settle_repeats(items, opts.dedupe, opts.label("dedupe"), log)
     settled = {id(r): [r[position[id(item)]] for item in items] for r in remaps if r is not None}

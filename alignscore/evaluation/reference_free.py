@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: the file name of a source language's remapping in a folder of them
 REMAP_FILE = "{lang}.remap"
+#: the run file of a fit or search with one source language's remapping, beside best.toml
+BEST_FOR = "best.{lang}.toml"
 #: a challenge item's field that names its language pair (``de-en``), whose source language chooses its remapping
 LANG_PAIR = "lp"
 
@@ -341,5 +343,5 @@ def remapped_item_scores(scorers: Sequence[Scorer], items: Sequence[Item], sourc
     return out
 
 
-__all__ = ["LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps", "item_languages",
-           "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]
+__all__ = ["BEST_FOR", "LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps",
+           "item_languages", "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]

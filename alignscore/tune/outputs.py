@@ -13,14 +13,13 @@ from ..config.schema import OPTION
 from ..textio import write_output_set
 from ..weighting.schemes import Corpus, IdfL
 from ..evaluation.chart import dot_line_chart
+from ..evaluation.reference_free import BEST_FOR
 
 if TYPE_CHECKING:
     from .crossval import SearchRun
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
                 "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
-#: the selected run with one source language's remapping (a search against sources with remappings)
-BEST_FOR = "best.{lang}.toml"
 CHART_TOP = 30  # runs drawn in the chart
 SELECTED = "selected"
 

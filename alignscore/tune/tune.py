@@ -7,14 +7,16 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from ..config import build
+from ..config import Provenance, build
 from ..config.compile import Source, sources_of
 from ..config.sources import input_files
 from ..errors import ConfigError
+from ..lm import check_readable
+from ..scorer import Scorer
 from ..settings import SettingError, setting
 from ..textio import check_output_folder
 from ..weighting.schemes import Corpus, IdfL
@@ -244,6 +246,11 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     if remap is not None:
         check_remaps([e.composition for e in entries], scorers, [lp.remap for lp in [*pairs, *held]]
                      + list(item_remap or ()), remap[1])
+    given = {id(c.spec): c.provenance for c in candidates} | {id(spec): runs[n][1] for n, spec in published.items()}
+    texts = [(lp.name, lp.candidates) for lp in [*pairs, *held]]
+    if items and against_sources:  # the items' good and bad are mixed with the LM term too
+        texts += [(f"{challenge} ({side})", [getattr(item, side) for item in items]) for side in ("good", "bad")]
+    _check_lm_reads(entries, scorers, given, texts)
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category), against_sources, item_remap)
@@ -277,6 +284,22 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
             result.written.update(write_combination(output, run, result.proposal, combine))
     result.seconds = clock() - start
     return result
+
+
+def _check_lm_reads(entries: Sequence[Entry], scorers: Sequence[Scorer], provenance: Mapping[int, Provenance],
+                    texts: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Refuse, before any model loads, a run's language model that cannot read the candidates
+    ``texts`` (each with where they come from: a language pair, a challenge set's good or bad),
+    naming the LM as the run gave it (``--lm``, ``space.toml:3: lm[0]``) and where."""
+    seen = set()
+    for entry, scorer in zip(entries, scorers):
+        lm = entry.composition.lm
+        if lm is None or lm.lm in seen:
+            continue
+        seen.add(lm.lm)
+        for where, some in texts:
+            check_readable(lm, some, provenance.get(id(entry.spec)), where, scorer.runtime.device,
+                           scorer.runtime.batch_size)
 
 
 def _check_combine(against_sources: bool, wanted: Objective, label: Callable[[str], str]) -> None:
