@@ -156,12 +156,20 @@ def test_a_cache_given_on_the_command_line_serves_every_part(combo_file, texts, 
     assert rows[1] == pytest.approx(rows[0], abs=1e-6) and rows[2] == pytest.approx(rows[0], abs=1e-6)
 
 
-@pytest.mark.parametrize("command", ["show", "diff"])
-def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts, command) -> None:
-    given = ["-c", "a cat", "-r", "the cat"] if command == "show" else ["-c", texts[0], "-r", texts[1], "--a",
-                                                                       "--layer 1", "--b", "--layer 2"]
-    code, _, stderr = invoke(command, "--config", combo_file, *given)
-    assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
+def test_show_gives_each_part_its_line_and_the_combined_score(parts, combo_file, tmp_path) -> None:
+    scored = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS[:1], REFS[:1])
+    code, stdout, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0])
+    assert code == 0, stderr
+    assert "== part 0: weight 0.7, location 0.5, scale 0.25; f1 " in stdout
+    assert "== part 1: weight 0.3, location 0.2, scale 0.125; score " in stdout
+    assert stdout.count("signature: model:") == 2 and "align:wmd" in stdout
+    assert f"combined: {float(scored['combined'][0]):.6f}" in stdout
+    code, _, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0], "-o", tmp_path / "p.html")
+    assert code == 0, stderr
+    assert (tmp_path / "p.part0.html").exists() and (tmp_path / "p.part1.html").exists()
+    assert "p.part1.html: part 1: weight 0.3" in stderr and "signature model:" in stderr
+    code, _, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0], "--format", "html")
+    assert_one_error(code, stderr, "one per part")
 
 
 @pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])

@@ -30,7 +30,7 @@ from .crossval import SearchRun, search
 from ..evaluation.objective import JudgedOptions, Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
-from .combine import Proposal, propose, write as write_combination
+from .combine import Proposal, combine_seconds, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
 
@@ -253,6 +253,11 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
         left = budget_s - (clock() - start) - WRITING_SECONDS
         sizes = [len(lp) for lp in pairs]
+        if combine is not None:  # the combination comes after the search, within the same budget
+            kept = combine_seconds(probe.cost, sizes, [len(lp) for lp in held], combine, clock)
+            left -= kept / HEADROOM  # as the search's own estimate, with room for running over it
+            say(f"keeping about {kept / HEADROOM / 60:.1f} min of the budget for {opts.label('combine')} "
+                f"{combine} (estimated {kept / 60:.1f} min)")
         plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"), minutes,
                            HEADROOM)
         if plan.note:
