@@ -248,11 +248,17 @@ class CombinedScorer:
               sources: Sequence[str] | None = None) -> Scores:
         """The combination's score of each candidate (``combined``), then each part's own
         primary score (``part0``, ``part1``, ...), as :meth:`Scorer.score` takes its texts."""
-        found, primary = self.part_scores(cands, refs, sources=sources)
+        found, _ = self.part_scores(cands, refs, sources=sources)
+        return self.scores_of(found, sources is not None)
+
+    def scores_of(self, found: Sequence[Scores], against_sources: bool = False) -> Scores:
+        """The combination's :class:`Scores` from each part's (scored together by the engine,
+        :func:`~alignscore.scorer.score_together`, here or by a command comparing it with
+        other runs)."""
+        primary = torch.stack([s[sc.resolved().metric].double() for s, sc in zip(found, self.scorers)])
         metrics = {METRIC: self.combine(primary), **{f"part{i}": s for i, s in enumerate(primary.float())}}
-        first = found[0]
         empty = torch.stack([s.empty for s in found]).any(dim=0)
-        return Scores(metrics, first.best_reference, empty, self.signature(sources is not None))
+        return Scores(metrics, found[0].best_reference, empty, self.signature(against_sources))
 
     def signature(self, sources: bool = False) -> Signature:
         """The combination's fields (its formula and size), then per part its weight, location,

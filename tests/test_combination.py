@@ -172,6 +172,33 @@ def test_show_gives_each_part_its_line_and_the_combined_score(parts, combo_file,
     assert_one_error(code, stderr, "one per part")
 
 
+def test_diff_ranks_a_combination_by_its_combined_score(parts, combo_file, texts, tmp_path) -> None:
+    python = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS, REFS)
+    out = tmp_path / "diff"
+    code, stdout, stderr = invoke("diff", "-c", texts[0], "-r", texts[1], "--a", f"--config {combo_file}", "--b",
+                                  f"--model {parts[0]['model']} --layer 1", "--top", 1, "-q")
+    assert code == 0, stderr
+    assert "# A: combination:sum w(s-m)/d of 2|part0:w=0.7" in stdout and "A.combined" in stdout
+    assert "--- A part 0 ---" in stdout and "--- A part 1 ---" in stdout and "--- B ---" in stdout
+    code, _, stderr = invoke("diff", "-c", texts[0], "-r", texts[1], "--a", f"--config {combo_file}", "--b",
+                             f"--model {parts[0]['model']} --layer 1", "--top", 1, "-q", "--format", "html", "-o", out)
+    assert code == 0, stderr
+    rows = [line.split("\t") for line in (out / "diff.tsv").read_text(encoding="utf-8").splitlines()[4:]]
+    got = {int(r[0]) - 1: float(r[1]) for r in rows}
+    assert [got[i] for i in range(len(CANDS))] == pytest.approx(python["combined"].tolist(), abs=1e-4)
+    line = rows[0][0]
+    assert {p.name for p in out.glob(f"line{line}-*")} == {f"line{line}-a.part0.html", f"line{line}-a.part1.html",
+                                                          f"line{line}-b.html"}
+
+
+def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts) -> None:
+    human = texts[0].parent / "human.txt"
+    human.write_text("".join(f"{i}\n" for i in range(len(CANDS))), encoding="utf-8")
+    code, _, stderr = invoke("compare", "-c", texts[0], "-r", texts[1], "--human", human, "--a",
+                             f"--config {combo_file}", "--b", "--layer 2")
+    assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
+
+
 @pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])
 def test_what_a_combination_does_not_take_yet_is_one_line(combo_file, texts, tmp_path, extra) -> None:
     extra = [str(tmp_path / "out.tsv") if a == "OUT" else a for a in extra]
