@@ -125,12 +125,15 @@ def test_bad_input_is_one_line_and_nothing_written(parts, texts, tmp_path, chang
     assert not out.exists()
 
 
-def test_a_part_against_sources_only_is_refused_against_references(tiny_bert_dir, texts, tmp_path) -> None:
-    lm_part = {"model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}
-    path = write_toml({"parts": [{"weight": 1.0, "location": 0.0, "scale": 1.0, **lm_part}]}, tmp_path / "c.toml")
+@pytest.mark.parametrize("before", [0, 1])
+def test_a_part_against_sources_only_is_refused_against_references(tiny_bert_dir, texts, tmp_path, before) -> None:
+    own = {"location": 0.0, "scale": 1.0}
+    lm_part = {"weight": 1.0 / (before + 1), **own, "model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}
+    plain = [{"weight": 0.5, **own, "model": tiny_bert_dir, "layer": 1}] * before  # parts on both sides
+    path = write_toml({"parts": [*plain, lm_part]}, tmp_path / "c.toml")
     out = tmp_path / "out.tsv"
     code, _, stderr = invoke("score", "--config", path, "-c", texts[0], "-r", texts[1], "-o", out, "-q")
-    assert_one_error(code, stderr, "parts[0].lm")
+    assert_one_error(code, stderr, "c.toml:", f"parts[{before}].lm")
     assert not out.exists()
 
 
