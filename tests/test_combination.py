@@ -166,7 +166,7 @@ def test_show_gives_each_part_its_line_and_the_combined_score(parts, combo_file,
     assert "== part 0: weight 0.7, location 0.5, scale 0.25; f1 " in stdout
     assert "== part 1: weight 0.3, location 0.2, scale 0.125; score " in stdout
     assert stdout.count("signature: model:") == 2 and "align:wmd" in stdout
-    assert f"combined: {float(scored['combined'][0]):.6f}" in stdout
+    assert f"scores: combined={float(scored['combined'][0]):.6f}" in stderr
     code, _, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0], "-o", tmp_path / "p.html")
     assert code == 0, stderr
     assert (tmp_path / "p.part0.html").exists() and (tmp_path / "p.part1.html").exists()

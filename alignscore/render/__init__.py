@@ -136,7 +136,7 @@ def show_combination(combination: Combination, cand: str, refs: Sequence[str], o
             continue
         with replacing(path) as tmp:
             write(expl, tmp, fmt, ref_index)
-    return expls, combined, "\n".join(texts) + f"\ncombined: {combined:.6f}\n" if output is None else None
+    return expls, combined, "\n".join(texts) if output is None else None
 
 
 def part_heading(index: int, weight: float, location: float, scale: float, expl: Explanation) -> str:
