@@ -256,9 +256,14 @@ class CombinedScorer:
         :func:`~alignscore.scorer.score_together`, here or by a command comparing it with
         other runs)."""
         primary = torch.stack([s[sc.resolved().metric].double() for s, sc in zip(found, self.scorers)])
-        metrics = {METRIC: self.combine(primary), **{f"part{i}": s for i, s in enumerate(primary.float())}}
+        metrics = dict(zip(self.metrics, [self.combine(primary), *primary.float()]))
         empty = torch.stack([s.empty for s in found]).any(dim=0)
         return Scores(metrics, found[0].best_reference, empty, self.signature(against_sources))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The columns of its scores: ``combined``, then each part's primary score."""
+        return (METRIC, *(f"part{i}" for i in range(len(self.scorers))))
 
     def signature(self, sources: bool = False) -> Signature:
         """The combination's fields (its formula and size), then per part its weight, location,

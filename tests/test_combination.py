@@ -202,9 +202,32 @@ def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts)
     assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
 
 
-@pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])
-def test_what_a_combination_does_not_take_yet_is_one_line(combo_file, texts, tmp_path, extra) -> None:
-    extra = [str(tmp_path / "out.tsv") if a == "OUT" else a for a in extra]
+def test_stream_and_resume_write_what_one_call_writes(combo_file, texts, tmp_path) -> None:
+    whole, out = tmp_path / "whole.tsv", tmp_path / "out.tsv"
+    given = ["score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "-q", "--chunk-size", 2]
+    assert invoke(*given, "--stream", "-o", whole)[0] == 0
+    at_once = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "-q", "--format", "jsonl")
+    rows = [line.split("\t") for line in whole.read_text(encoding="utf-8").splitlines()[3:]]
+    assert [float(r[0]) for r in rows] == pytest.approx(
+        [json.loads(line)["combined"] for line in at_once[1].splitlines() if line.strip()], abs=1e-6)
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    # as a run killed in its third row leaves it: header, two rows, part of the third
+    out.write_text(lines[0] + "# mean pending\n" + "".join(lines[2:5]) + lines[5][:7], encoding="utf-8")
+    (tmp_path / "out.tsv.signature").write_bytes((tmp_path / "whole.tsv.signature").read_bytes())
+    code, _, stderr = invoke(*given, "--resume", "-o", out)
+    assert code == 0, stderr
+    assert "(2 scored now)" in stderr and out.read_bytes() == whole.read_bytes()
+    other = write_toml({"parts": [{"weight": 1.0, "location": 0.0, "scale": 1.0, "model": "all-MiniLM-L6-v2"}]},
+                       tmp_path / "other.toml")
+    before = out.read_bytes()
+    code, _, stderr = invoke("score", "--config", other, "-c", texts[0], "-r", texts[1], "-q", "--resume", "-o", out)
+    assert_one_error(code, stderr, "another composition")
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("extra", [["--ray", "local"], ["--pairwise", "-o", "OUT.npy"]])
+def test_what_a_combination_does_not_take_is_one_line(combo_file, texts, tmp_path, extra) -> None:
+    extra = [str(tmp_path / a) if a.startswith("OUT") else a for a in extra]
     code, _, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], *extra)
     assert_one_error(code, stderr, "a combination")
-    assert not (tmp_path / "out.tsv").exists()
+    assert not any(tmp_path.glob("OUT*"))

@@ -160,7 +160,8 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
     an empty text names none) layered on the ``common`` ones (what a side names replaces them),
     with ``combinations`` a combination where they name one (``--config`` a ``[[parts]]`` file: the
-    other options apply to every part; without, the compiler refuses it); ``files`` is extended with the files each side reads (:func:`option_files`)."""
+    other options apply to every part; without, the compiler refuses it); ``files`` is extended
+    with the files each side reads (:func:`option_files`)."""
     from ..combination import combination_in
 
     out, missing = [], []

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 FORMATS = ("text", "png", "svg", "html")
 
 __all__ = ["FORMATS", "UnitRow", "figure", "format_for", "html_report", "marks", "matches", "pair_title",
-           "save_figure", "show", "show_combination", "side_metrics", "text_report", "unit_rows", "wrap_signature", "write"]
+           "save_figure", "show", "show_combination", "side_metrics", "text_report", "unit_rows", "wrap_signature",
+           "write"]
 
 
 def write(expl: Explanation, path: str | Path | None, fmt: str, ref_index: int | None = None) -> str | None:
