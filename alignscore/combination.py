@@ -275,6 +275,11 @@ class CombinedScorer:
         return Signature.of(fields)
 
 
+def scorers_of(scorer: Scorer | CombinedScorer) -> list[Scorer]:
+    """The scorers of a run: itself, or a combination's parts (for the commands that take either)."""
+    return scorer.scorers if isinstance(scorer, CombinedScorer) else [scorer]
+
+
 def is_combination(path: str | Path) -> bool:
     """Whether the run file ``path`` holds a combination (a ``[[parts]]`` array); False when it
     cannot be read (the compiler then says why)."""
@@ -348,4 +353,5 @@ def _number(value: Any, label: str, minimum: float | None = None, open_: bool = 
     return float(value)
 
 
-__all__ = ["Combination", "CombinedScorer", "METRIC", "Part", "combination_in", "combine", "is_combination"]
+__all__ = ["Combination", "CombinedScorer", "METRIC", "Part", "combination_in", "combine", "is_combination",
+           "scorers_of"]

@@ -78,10 +78,9 @@ def score_file_stream(spec: RunSpec | Combination, cands: str, refs: Sequence[st
     list of str
         The candidates (and how many were scored now) with the means; the signature.
     """
+    from .combination import Combination
     from .config import build
     from .stream import score_stream
-
-    from .combination import Combination
 
     check_inputs(cands, refs)
     if isinstance(spec, Combination):

@@ -46,11 +46,12 @@ from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 import torch
 from tqdm.auto import tqdm
 
+from .combination import CombinedScorer, scorers_of
 from .encoders.base import Encoder
 from .encoders.fingerprint import file_digest
 from .engine import Pairs
@@ -62,8 +63,6 @@ from .textio import check_inputs, check_output, is_stream, iter_lines, iter_pair
 from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
 
-if TYPE_CHECKING:
-    from .combination import CombinedScorer
 
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
@@ -256,17 +255,16 @@ def made_from(scorer: Scorer | CombinedScorer, files: Sequence[str | Path]) -> d
     fingerprint of the model's files, of each part's model for a combination (a resume must find
     them unchanged)."""
     out = {str(path): file_digest(Path(path)) for path in dict.fromkeys(map(str, files))}
-    for i, part in enumerate(_parts(scorer)):
+    seen: set[int] = set()
+    for i, part in enumerate(scorers_of(scorer)):
+        if id(part.encoder) in seen:  # parts of one model share its encoder
+            continue
+        seen.add(id(part.encoder))
         try:
             out["model files" + (f" (part {i})" if i else "")] = part.encoder.fingerprint()
         except ConfigError:  # an encoder without a fingerprint: its name is in the signature
             pass
     return out
-
-
-def _parts(scorer: Scorer | CombinedScorer) -> list[Scorer]:
-    """The scorers of a run: itself, or a combination's parts."""
-    return scorer.scorers if not isinstance(scorer, Scorer) else [scorer]
 
 
 def _each_part(scorer: Scorer | CombinedScorer, change: Callable[[Scorer], Scorer]) -> Scorer | CombinedScorer:
@@ -334,7 +332,7 @@ def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_p
     if against_sources:
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
-        for part in _parts(scorer):
+        for part in scorers_of(scorer):
             part.resolved().check_side(True)
             _check_readable(part, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
@@ -355,7 +353,7 @@ def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_p
     quiet = _each_part(frozen, lambda s: dataclasses.replace(s, runtime=dataclasses.replace(s.runtime, progress=False)))
     blocks = _scored_rows(quiet, pairs, chunk_size, fmt, multi, against_sources)
     skip, scored = done - first, 0
-    progress = _parts(scorer)[0].runtime.progress
+    progress = scorers_of(scorer)[0].runtime.progress
     with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not progress,
               file=sys.stderr, leave=False) as bar:
         block = next(blocks, None)  # scored before the output is touched: a run that cannot score leaves it be

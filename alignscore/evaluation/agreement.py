@@ -249,13 +249,13 @@ def disagreements(scorer_a: Scorer | CombinedScorer, scorer_b: Scorer | Combined
     Disagreements
         Both sides' scores, ranks, and the pairs in the order of how differently they rank them.
     """
-    from ..combination import METRIC, CombinedScorer
+    from ..combination import METRIC, CombinedScorer, scorers_of
     from ..scorer import score_together
 
     from ..scores import check_references
 
     cands, groups = check_references(cands, refs)
-    sides = [s.scorers if isinstance(s, CombinedScorer) else [s] for s in (scorer_a, scorer_b)]
+    sides = [scorers_of(s) for s in (scorer_a, scorer_b)]
     found = score_together([*sides[0], *sides[1]], cands, groups)
     parts = [found[:len(sides[0])], found[len(sides[0]):]]
     sa, sb = (s.scores_of(f) if isinstance(s, CombinedScorer) else f[0]

@@ -65,7 +65,7 @@ def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compile
     int
         How many pairs were shown.
     """
-    from ..combination import CombinedScorer
+    from ..combination import CombinedScorer, scorers_of
     from ..explain import explain
     from ..render import part_path, text_report, write
 
@@ -81,7 +81,7 @@ def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compile
     if not shown:
         return 0
     texts = [cand_texts[i] for i in shown], [ref_groups[i] for i in shown]
-    sides = [(name, isinstance(scorer, CombinedScorer), [explain(s, *texts) for s in _parts(scorer)])
+    sides = [(name, isinstance(scorer, CombinedScorer), [explain(s, *texts) for s in scorers_of(scorer)])
              for name, scorer in (("a", scorer_a), ("b", scorer_b))]
     for rank, i in enumerate(shown, start=1):
         if out_dir is None:
@@ -98,12 +98,6 @@ def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compile
                     write(expls[rank - 1], tmp, fmt)
         out.flush()
     return len(shown)
-
-
-def _parts(scorer: Scorer | CombinedScorer) -> list[Scorer]:
-    from ..combination import CombinedScorer
-
-    return scorer.scorers if isinstance(scorer, CombinedScorer) else [scorer]
 
 
 def _built(runs: Sequence[RunSpec | Compiled | Combination]) -> list[Scorer | CombinedScorer]:

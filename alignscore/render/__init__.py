@@ -105,8 +105,8 @@ def show_combination(combination: Combination, cand: str, refs: Sequence[str], o
                      ) -> tuple[list[Explanation], float, str | None]:
     """:func:`show` for each part of a combination (its scorers built together: one encoding per
     model), each part's alignment written to :func:`part_path` of ``output`` (checked, every one,
-    before any work) or, as text, returned one after the other under a line naming the part's
-    weight, standardisation and signature.
+    before any work) or, as text, returned one after the other, each under a line with the part's
+    weight, standardisation and score (:func:`part_heading`).
 
     Returns
     -------
