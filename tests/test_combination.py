@@ -1,6 +1,7 @@
 """A combination of runs (alignscore/combination.py): one part is that part, every way in gives
 the same scores, parts of one model share one encoding, a pair's score does not depend on the
-others, the signature names every part, and bad input is one line with nothing written."""
+others, the signature names every part, show and diff explain each part, a streamed and resumed
+run writes what one call writes, and bad input is one line with nothing written."""
 
 from __future__ import annotations
 
