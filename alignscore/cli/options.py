@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 import sys
 from dataclasses import replace
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
 import click
 from click.core import ParameterSource
@@ -17,6 +17,9 @@ from ..config.schema import MODEL_OPTIONS, OPTION, Option, options, setting_opti
 from ..errors import ConfigError, InputError
 from ..settings import Declaration, Options, settings_of
 from ..textio import is_stdout
+
+if TYPE_CHECKING:
+    from ..combination import Combination
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
@@ -147,13 +150,24 @@ def parse_spec(spec: str, flag: str) -> dict[str, Any]:
 
 
 def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
-                files: list[str] | None = None) -> list[Compiled]:
+                files: list[str] | None = None, combinations: bool = False) -> list[Compiled | Combination]:
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`parse_spec`;
-    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
-    ``files`` is extended with the files each side reads (:func:`option_files`)."""
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them),
+    with ``combinations`` a combination where they name one (``--config`` a ``[[parts]]`` file: the
+    other options apply to every part; without, the compiler refuses it); ``files`` is extended
+    with the files each side reads (:func:`option_files`)."""
+    from ..combination import combination_in
+
     out, missing = [], []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
+        combination = combination_in({**common, **named}, "flag", f"{flag} {text!r}") if combinations else None
+        if combination is not None:  # --config names a [[parts]] file: this side is that combination
+            out.append(combination)
+            if files is not None:
+                files += [str({**common, **named}[OPTION.config.name]),
+                          *(f for p in combination.parts for f in p.spec.files())]
+            continue
         try:
             out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:

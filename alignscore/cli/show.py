@@ -6,8 +6,10 @@ from typing import Any, Sequence
 
 import click
 
+from ..combination import combination_in
+from ..config.schema import OPTION
 from ..errors import InputError
-from ..render import FORMATS, format_for, show as show_pair
+from ..render import FORMATS, format_for, part_heading, part_path, show as show_pair, show_combination
 from ..textio import read_lines
 from . import main
 from .options import compiled_of, option_files, output_option, scorer_options, scorer_opts
@@ -67,6 +69,18 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
     fmt = format_for(output, fmt, "--format")
     opts = scorer_opts(kwargs)
+    combination = combination_in(opts, "flag")
+    if combination is not None:  # --config names a [[parts]] file: each part shown, then the combined score
+        files = [*refs_file, cands_file, str(opts[OPTION.config.name]),
+                 *(f for p in combination.parts for f in p.spec.files())]
+        expls, combined, text = show_combination(combination, candidate, references, output, fmt, ref_index, files)
+        if text is not None:  # each part under its line (weight, standardisation, signature)
+            click.echo(text, nl=False)
+        for i, (part, expl) in enumerate(zip(combination.parts, expls) if output is not None else ()):
+            click.echo(f"wrote {part_path(output, i)}: {part_heading(i, part.weight, part.location, part.scale, expl)}"
+                       f"; signature {expl.signature}", err=True)
+        click.echo(f"scores: combined={combined:.6f}", err=True)
+        return
     spec, provenance = compiled_of(opts, progress=False)
     expl, text = show_pair(spec, candidate, references, output, fmt, ref_index,
                            [*refs_file, cands_file, *option_files(spec, opts)], provenance)

@@ -32,7 +32,7 @@ from .crossval import SearchRun, search
 from ..evaluation.objective import JudgedOptions, Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
-from .combine import Proposal, propose, write as write_combination
+from .combine import Proposal, combine_seconds, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
 
@@ -260,8 +260,19 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
         left = budget_s - (clock() - start) - WRITING_SECONDS
         sizes = [len(lp) for lp in pairs]
-        plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"), minutes,
-                           HEADROOM)
+        kept = 0.0
+        if combine is not None:  # the combination comes after the search, within the same budget
+            kept = combine_seconds(probe.cost, sizes, [len(lp) for lp in held], combine, clock) / HEADROOM
+            left -= kept  # as the search's own estimate, with room for running over it
+            say(f"keeping about {kept / 60:.1f} min of the budget for {opts.label('combine')} {combine}")
+        try:
+            plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"),
+                               minutes, HEADROOM)
+        except ConfigError as exc:
+            if not kept:
+                raise
+            raise ConfigError(f"{exc} (about {kept / 60:.1f} min of it kept for {opts.label('combine')} "
+                              f"{combine})", exc.options) from None
         if plan.note:
             say(plan.note)
         say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
