@@ -93,7 +93,7 @@ def baseline_file(spec: RunSpec, corpus: str, output: str | None, pairs: int = 1
     from .textio import check_output, read_lines, write_output
 
     check_output(output, [corpus, *spec.files()])  # before any work: writable, and not an input
-    encoder = encoder_of(spec.encoder, spec.runtime.device)
+    encoder = encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)
     if spec.cache is not None:
         from .encoders.cached import CachedEncoder
 

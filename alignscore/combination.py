@@ -245,11 +245,22 @@ class CombinedScorer:
               sources: Sequence[str] | None = None) -> Scores:
         """The combination's score of each candidate (``combined``), then each part's own
         primary score (``part0``, ``part1``, ...), as :meth:`Scorer.score` takes its texts."""
-        found, primary = self.part_scores(cands, refs, sources=sources)
-        metrics = {METRIC: self.combine(primary), **{f"part{i}": s for i, s in enumerate(primary.float())}}
-        first = found[0]
+        found, _ = self.part_scores(cands, refs, sources=sources)
+        return self.scores_of(found, sources is not None)
+
+    def scores_of(self, found: Sequence[Scores], against_sources: bool = False) -> Scores:
+        """The combination's :class:`Scores` from each part's (scored together by the engine,
+        :func:`~alignscore.scorer.score_together`, here or by a command comparing it with
+        other runs)."""
+        primary = torch.stack([s[sc.resolved().metric].double() for s, sc in zip(found, self.scorers)])
+        metrics = dict(zip(self.metrics, [self.combine(primary), *primary.float()]))
         empty = torch.stack([s.empty for s in found]).any(dim=0)
-        return Scores(metrics, first.best_reference, empty, self.signature(sources is not None))
+        return Scores(metrics, found[0].best_reference, empty, self.signature(against_sources))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The columns of its scores: ``combined``, then each part's primary score."""
+        return (METRIC, *(f"part{i}" for i in range(len(self.scorers))))
 
     def signature(self, sources: bool = False) -> Signature:
         """The combination's fields (its formula and size), then per part its weight, location,
@@ -259,6 +270,11 @@ class CombinedScorer:
             fields[f"part{i}"] = (f"w={p.weight!r},m={p.location!r},d={p.scale!r},"
                                   + s.signature(sources).format().replace("|", ";"))
         return Signature.of(fields)
+
+
+def scorers_of(scorer: Scorer | CombinedScorer) -> list[Scorer]:
+    """The scorers of a run: itself, or a combination's parts (for the commands that take either)."""
+    return scorer.scorers if isinstance(scorer, CombinedScorer) else [scorer]
 
 
 def is_combination(path: str | Path) -> bool:
@@ -334,4 +350,5 @@ def _number(value: Any, label: str, minimum: float | None = None, open_: bool = 
     return float(value)
 
 
-__all__ = ["Combination", "CombinedScorer", "METRIC", "Part", "combination_in", "combine", "is_combination"]
+__all__ = ["Combination", "CombinedScorer", "METRIC", "Part", "combination_in", "combine", "is_combination",
+           "scorers_of"]

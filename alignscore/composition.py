@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .aggregators.base import Aggregator
 from .aggregators.single import SingleLayer
@@ -22,7 +22,7 @@ from .errors import ConfigError, describe
 from .filters.base import SPECIAL_POLICIES, TokenRoles
 from .lm import LMTerm
 from .remap import Remapping, load_remapping, model_digest
-from .settings import GIVEN, KEY, SettingError, check_settings, setting, settings_of
+from .settings import GIVEN, KEY, SettingError, check_settings, keyword, setting, settings_of
 from .weighting.base import Weighting
 from .weighting.classes import TokenClassWeights
 from .weighting.schemes import Uniform
@@ -232,18 +232,20 @@ class Composition:
                               f"of {self.aligner.signature()}", ("baseline", "aligner"))
         return values
 
-    def check_side(self, sources: bool) -> None:
+    def check_side(self, sources: bool, name: Callable[[str], str] = keyword) -> None:
         """Raise where the composition cannot score this side: a remapping maps sources, the LM
-        term is XMoverScore's (reference-free only), and a baseline was computed against references."""
+        term is XMoverScore's (reference-free only), and a baseline was computed against references
+        (``name``: how the run names the option that scores against sources,
+        :meth:`Runtime.name <alignscore.runtime.Runtime.name>`)."""
         if sources and self.baseline is not None:
             raise ConfigError("a baseline rescales scores against references in the candidates' language: not "
                               "against sources; leave it out", ("baseline",))
         if not sources and self.remap is not None:
             raise ConfigError(f"remapping {self.remap.digest()} maps sources into the candidates' language: score "
-                              "against sources (--sources), or leave it out", ("remap",))
+                              f"against sources ({name('sources')}), or leave it out", ("remap",))
         if not sources and self.lm is not None:
             raise ConfigError(f"the language-model term ({self.lm.lm}) is XMoverScore's, defined for scoring against "
-                              "sources only: score against sources (--sources), or leave it out", ("lm",))
+                              f"sources only: score against sources ({name('sources')}), or leave it out", ("lm",))
 
 
 __all__ = ["MULTI_REF", "Composition", "CompositionOptions"]

@@ -145,7 +145,7 @@ def explain(scorer: Explainable, cands: Sequence[str], refs: Sequence[str] | Seq
             raw.setdefault(name, torch.empty(n_pairs, dtype=value.dtype))[sel] = value.detach().cpu()
         pairs += _split(encoded, inputs, sel, batch.ref_mass, batch.cand_mass, alignment, values)
     reduced = reduce(PairScores(raw, empty_reasons(encoded, inputs)), encoded.pairs, composition,
-                     scorer.signature())
+                     scorer.signature(), name=runtime.name)
     offsets = encoded.pairs.groups.tolist()
     out = []
     for i, cand in enumerate(cands):

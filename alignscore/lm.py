@@ -333,17 +333,18 @@ class LMTerm:
             self._models[key] = CausalLM(self.lm, device_name=device, batch_size=batch_size)
         return self._models[key]
 
-    def scores(self, texts: Sequence[str], device: str | None = None, batch_size: int = 8) -> torch.Tensor:
-        """``[N]`` float64: the LM's score of each text (``lm_score``); a text of fewer than two
-        tokens scores 0 under ``reference`` (the reference's) and ``lm_location`` under
-        ``mean-logprob`` (its term is 0)."""
+    def values(self, texts: Sequence[str], device: str | None = None, batch_size: int = 8) -> list[float | None]:
+        """The LM's score of each text (``lm_score``): under ``reference`` a text of fewer than
+        two tokens scores 0 (the reference's), under ``mean-logprob`` it has none (None)."""
         sums, lengths = self.model(device, batch_size).log_likelihoods(texts)
-        if self.lm_score == "reference":
-            values = [reference_score(float(s), int(n)) for s, n in zip(sums, lengths)]
-        else:
-            values = [mean_logprob(float(s), int(n)) for s, n in zip(sums, lengths)]
-            values = [self.lm_location if v is None else v for v in values]
-        return torch.tensor(values, dtype=torch.float64)
+        score = reference_score if self.lm_score == "reference" else mean_logprob
+        return [score(float(s), int(n)) for s, n in zip(sums, lengths)]
+
+    def scores(self, texts: Sequence[str], device: str | None = None, batch_size: int = 8) -> torch.Tensor:
+        """``[N]`` float64: the LM's score of each text (:meth:`values`), ``lm_location`` where
+        it has none (its term is 0)."""
+        values = self.values(texts, device, batch_size)
+        return torch.tensor([self.lm_location if v is None else v for v in values], dtype=torch.float64)
 
     def mix(self, values: torch.Tensor, lm_scores: torch.Tensor) -> torch.Tensor:
         """``values + lm_weight * (lm_scores - lm_location) / lm_scale`` (in float64), in ``values``' dtype."""
@@ -353,17 +354,26 @@ class LMTerm:
 
 @contextmanager
 def lm_named(provenance: Any, where: str = "") -> Iterator[None]:
-    """Texts the language model cannot read, found while scoring, reported with the option that
-    named the LM as the user wrote it (``--lm``, ``lm=``, ``run.toml:3: lm``); ``where`` names
-    the caller (``score()``). ``provenance``: the run's
-    :class:`~alignscore.config.sources.Provenance` (None: the error goes as it is)."""
+    """An error about the LM term raised while scoring (texts the language model cannot read, an
+    LM given references), reported with the option that named the LM as the user wrote it
+    (``--lm``, ``lm=``, ``run.toml:3: lm``); ``where`` names the caller (``score()``) or what was
+    scored (a language pair). ``provenance``: the run's
+    :class:`~alignscore.config.sources.Provenance` (None: the error goes as it is, with ``where``)."""
     try:
         yield
-    except UnreadableTexts as exc:
-        if provenance is None:
+    except ConfigError as exc:
+        if "lm" not in exc.options or provenance is None and not where:
             raise
-        named = provenance.relabel(exc)
+        named = provenance.relabel(exc) if provenance is not None else exc
         raise ConfigError(f"{where}: {named}" if where else str(named), named.options) from None
+
+
+def check_readable(term: LMTerm, texts: Sequence[str], provenance: Any = None, where: str = "",
+                   device: str | None = None, batch_size: int = 8) -> None:
+    """Raise where the language model's tokenizer cannot read one of ``texts`` (only the tokenizer
+    loads: a check before any model does), the error named as :func:`lm_named` names it."""
+    with lm_named(provenance, where):
+        term.model(device, batch_size).token_ids(texts)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -371,5 +381,5 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal", "lm_named",
-           "mean_logprob", "next_token_logprobs", "reference_score"]
+__all__ = ["CAUSAL", "CausalLM", "LMTerm", "LM_SCORES", "PAPER_WEIGHT", "UnreadableTexts", "check_causal",
+           "check_readable", "lm_named", "mean_logprob", "next_token_logprobs", "reference_score"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TextIO
 
 import torch
 
@@ -22,14 +22,35 @@ from .blocks import score_blocks
 from .errors import InputError
 from .pairs import Blocks
 from .scores import check_texts, why_empty
+from .settings import Options, keyword, setting
 from .signature import Signature
 
 if TYPE_CHECKING:
     from .config import Provenance, RunSpec
     from .scorer import Scorer
 
-__all__ = ["Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "read_samples",
+__all__ = ["MbrOptions", "Selection", "expected_utility", "mbr_file", "mbr_select", "mbr_signature", "read_samples",
            "write_selections"]
+
+
+@dataclass(frozen=True)
+class MbrOptions(Options):
+    """``alignscore mbr``'s own options (its flags, :func:`mbr_file`'s ``opts``): the blocks and
+    how the selections are written; the utility's options are the scorer's.
+
+    Examples
+    --------
+    >>> MbrOptions.given({"k": 0})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: k=: expected an integer >= 1, not 0
+    """
+
+    k: int | None = setting(None, ge=1, flag="samples", metavar="K", help=(
+        "Samples per source (K). Default: the whole file is one block."))
+    exclude_self: bool = setting(False, help="Expected utility over the other samples of the block only (j != i).")
+    format: str = setting("tsv", choices=("tsv", "jsonl"), help=(
+        "tsv: a signature comment line, then 'block index utility text' rows; jsonl: one object per block with "
+        "those keys."))
 
 
 @dataclass(frozen=True)
@@ -51,37 +72,49 @@ def expected_utility(utility: torch.Tensor, exclude_self: bool = False) -> torch
     if not exclude_self:
         return u.mean(1)
     if k < 2:
-        raise InputError("--exclude-self needs at least 2 samples per block: one sample has no other")
+        raise InputError(f"{keyword('exclude_self')} needs at least 2 samples per block: one sample has no other")
     return (u.sum(1) - u.diagonal()) / (k - 1)
 
 
-def check_blocks(n_samples: int, k: int, exclude_self: bool, path: str | None = None) -> int:
+def check_blocks(n_samples: int, k: int, exclude_self: bool, path: str | None = None,
+                 label: Callable[[str], str] = keyword) -> int:
     """The number of blocks of ``k`` samples among ``n_samples`` (the lines of ``path``, when
     given); InputError when they do not divide, or when ``exclude_self`` leaves a block's
-    samples nothing to be compared with."""
+    samples nothing to be compared with (``label`` names the options as the caller does).
+
+    >>> check_blocks(8, 4, False)
+    2
+    >>> try:
+    ...     check_blocks(7, 4, False)
+    ... except InputError as exc:
+    ...     print(str(exc)[:53])
+    there are 7 samples, which is not a multiple of k= 4:
+    """
     if k < 1:
-        raise InputError(f"--samples must be >= 1, not {k}")
+        raise InputError(f"{label('k')} must be >= 1, not {k}")
     if n_samples % k:
         what = f"has {n_samples} lines" if path is not None else f"there are {n_samples} samples"
-        raise InputError(f"{what}, which is not a multiple of --samples {k}: every block of {k} consecutive "
+        raise InputError(f"{what}, which is not a multiple of {label('k')} {k}: every block of {k} consecutive "
                          "samples must hold one source's samples", path)
     if exclude_self and k < 2:
-        raise InputError("--exclude-self needs --samples >= 2: a block of one sample has no other sample")
+        raise InputError(f"{label('exclude_self')} needs {label('k')} >= 2: a block of one sample has no other "
+                         "sample")
     return n_samples // k
 
 
 def mbr_select(scorer: Scorer, samples: Sequence[str], k: int, exclude_self: bool = False,
-               max_pairs: int = 1 << 16) -> list[Selection]:
+               max_pairs: int = 1 << 16, label: Callable[[str], str] = keyword) -> list[Selection]:
     """MBR over ``samples`` in blocks of ``k`` consecutive texts (one source's samples each):
     one :class:`Selection` per block. Every unique text is encoded once for all the blocks; the
     weights of an idf weighting are fitted on every sample, each once per block it appears in
-    (as candidate and as reference). Pairs with an empty side score 0, with a warning."""
-    return list(_select(scorer, check_texts(samples, "samples"), k, exclude_self, max_pairs))
+    (as candidate and as reference). Pairs with an empty side score 0, with a warning. ``label``
+    names ``k`` and ``exclude_self`` in errors as the caller does."""
+    return list(_select(scorer, check_texts(samples, "samples"), k, exclude_self, max_pairs, label))
 
 
-def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_pairs: int
-            ) -> Iterator[Selection]:
-    n_blocks = check_blocks(len(samples), k, exclude_self)
+def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_pairs: int,
+            label: Callable[[str], str]) -> Iterator[Selection]:
+    n_blocks = check_blocks(len(samples), k, exclude_self, label=label)
     composition = scorer.resolved()
     blocks = Blocks.of([(samples[b * k:(b + 1) * k],) * 2 for b in range(n_blocks)])
     baseline = composition.baseline_values()
@@ -95,7 +128,8 @@ def _select(scorer: Scorer, samples: list[str], k: int, exclude_self: bool, max_
         reasons.append(result.reasons.reshape(-1, 2))
         yield Selection(b, best, float(expected[best]), samples[b * k + best])
     if reasons:
-        for message in why_empty(torch.cat(reasons), blocks.pairs, composition, not scorer.encoder.has_layers):
+        for message in why_empty(torch.cat(reasons), blocks.pairs, composition, not scorer.encoder.has_layers,
+                                 scorer.runtime.name):
             warnings.warn(message, stacklevel=3)
 
 
@@ -130,26 +164,26 @@ def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
 
 
-def read_samples(samples_file: str, k: int | None, exclude_self: bool = False) -> tuple[list[str], int]:
-    """The lines of ``samples_file`` and the block size (``k``, None: the whole file), checked
-    (:func:`check_blocks`): what a command reads before its model is looked up."""
+def read_samples(samples_file: str, opts: MbrOptions | None = None) -> tuple[list[str], int]:
+    """The lines of ``samples_file`` and the block size (``opts.k``, None: the whole file),
+    checked (:func:`check_blocks`): what a command reads before its model is looked up."""
     from .textio import read_lines
 
     samples = read_lines(samples_file)
     if not samples:
         raise InputError("is empty: there are no samples to select from", samples_file)
-    k = k or len(samples)
-    check_blocks(len(samples), k, exclude_self, samples_file)
+    opts = opts or MbrOptions()
+    k = opts.k or len(samples)
+    check_blocks(len(samples), k, opts.exclude_self, samples_file, opts.label)
     return samples, k
 
 
-def mbr_file(spec: RunSpec, samples_file: str, k: int | None, exclude_self: bool = False, fmt: str = "tsv",
-             output: str | None = None, files: Sequence[str] = (), provenance: Provenance | None = None
-             ) -> list[str]:
-    """:func:`mbr_select` on the lines of ``samples_file`` (blocks of ``k``; None: one block)
+def mbr_file(spec: RunSpec, samples_file: str, opts: MbrOptions | None = None, output: str | None = None,
+             files: Sequence[str] = (), provenance: Provenance | None = None) -> list[str]:
+    """:func:`mbr_select` on the lines of ``samples_file`` (blocks of ``opts.k``; None: one block)
     with the run ``spec`` as the utility (its options named as ``provenance`` says they were
-    given), the selections written as ``fmt`` to ``output`` (None: standard output), which may
-    not be one of the ``files`` the run reads.
+    given), the selections written as ``opts.format`` to ``output`` (None: standard output),
+    which may not be one of the ``files`` the run reads.
 
     Returns
     -------
@@ -160,11 +194,12 @@ def mbr_file(spec: RunSpec, samples_file: str, k: int | None, exclude_self: bool
     from .textio import check_output, output_stream
 
     check_output(output, [samples_file, *files])
-    samples, k = read_samples(samples_file, k, exclude_self)
+    opts = opts or MbrOptions()
+    samples, k = read_samples(samples_file, opts)
     scorer = build(spec, provenance=provenance)
-    selections = mbr_select(scorer, samples, k, exclude_self)
-    signature = mbr_signature(scorer.signature(), k, exclude_self)
+    selections = mbr_select(scorer, samples, k, opts.exclude_self, label=opts.label)
+    signature = mbr_signature(scorer.signature(), k, opts.exclude_self)
     with output_stream(output) as fh:
-        write_selections(selections, signature, fmt, fh)
+        write_selections(selections, signature, opts.format, fh)
     mean = sum(s.utility for s in selections) / len(selections)
     return [f"{len(selections)} blocks of {k} samples: mean selected utility={mean:.6f}", f"signature: {signature}"]

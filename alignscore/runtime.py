@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 
 import torch
 from tqdm.auto import tqdm
 
 from .errors import ConfigError
-from .settings import SettingError, check_settings, setting
+from .settings import SettingError, check_settings, keyword, setting
 from .tokens import TokenTable, pad_gather
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ class Runtime:
     shard : Shard, optional
         This process's place in a torch.distributed group: the ranks split the encoding and
         the alignment, and every rank receives every result.
+    _naming : callable, optional
+        How the run's options are named in what running says (:meth:`name`): as they were given
+        (the compiler passes its provenance's naming); default ``batch_size=``.
 
     Examples
     --------
@@ -99,11 +102,17 @@ class Runtime:
     device: str | None = setting(None, unset="CUDA when available, else the CPU",
                                  help="cpu, cuda, cuda:1, ... Default: CUDA when available.")
     shard: Shard | None = setting(None, option=False)
+    _naming: Callable[[str], str] = field(default=keyword, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_settings(self)
         if self.device is not None:
             check_device(self.device)
+
+    def name(self, option: str) -> str:
+        """The run's ``option`` as the user names it (``--batch-size``, ``batch_size=``), for what
+        running says about it (out of memory: a smaller batch)."""
+        return self._naming(option)
 
     def mine(self, count: int) -> range:
         """The items (batches) of ``count`` that this process handles (all without a shard)."""
@@ -181,8 +190,8 @@ class _Fitting:
     (warned once). A single text that does not fit raises :class:`ConfigError`."""
 
     def __init__(self, encoder: Encoder, layers: Sequence[int],
-                 aggregate: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        self.encoder, self.layers, self.aggregate = encoder, list(layers), aggregate
+                 aggregate: Callable[[torch.Tensor], torch.Tensor], name: Callable[[str], str] = keyword) -> None:
+        self.encoder, self.layers, self.aggregate, self.name = encoder, list(layers), aggregate, name
         self.cap: int | None = None
 
     def __call__(self, ids: torch.Tensor, valid: torch.Tensor) -> Iterable[tuple[slice, torch.Tensor]]:
@@ -199,11 +208,11 @@ class _Fitting:
                     raise
                 if end - start == 1:
                     raise ConfigError(f"out of memory on a single text of {width} tokens: use a smaller model, "
-                                      "--dtype bfloat16, or a device with more memory") from None
+                                      f"{self.name('dtype')} bfloat16, or a device with more memory") from None
                 if self.cap is None:
                     warnings.warn(f"out of memory on an encoder batch of {end - start} texts x {width} tokens: "
-                                  "splitting batches (scores do not change; set --token-budget or "
-                                  "--batch-size lower to avoid the retries)", stacklevel=3)
+                                  f"splitting batches (scores do not change; set {self.name('token_budget')} or "
+                                  f"{self.name('batch_size')} lower to avoid the retries)", stacklevel=3)
                 step = max(1, (end - start) // 2)
                 self.cap = step * width
                 del exc
@@ -233,7 +242,7 @@ def embed(encoder: Encoder, table: TokenTable, layers: Sequence[int],
     if budget == "auto":
         budget = auto_token_budget(encoder, layers)
     bounds = plan_batches(table.lengths[order], runtime.batch_size, budget, encoder.forward_shape)
-    fitting = _Fitting(encoder, layers, aggregate)
+    fitting = _Fitting(encoder, layers, aggregate, runtime.name)
     filled = []
     for b in runtime.bar(runtime.mine(len(bounds)), desc):
         texts = order[bounds[b][0]:bounds[b][1]]

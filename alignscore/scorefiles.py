@@ -26,7 +26,7 @@ def _check_side(spec: RunSpec, against_sources: bool, provenance: Provenance | N
     """Refuse, before the model loads, a run that cannot score this side (see
     :meth:`~alignscore.composition.Composition.check_side`), naming the option as it was given."""
     try:
-        spec.composition.check_side(against_sources)
+        spec.composition.check_side(against_sources, spec.runtime.name)
     except ConfigError as exc:
         raise provenance.relabel(exc) if provenance is not None else exc from None
 
@@ -66,24 +66,28 @@ def score_matrix(spec: RunSpec, cands: str, output: str, files: Sequence[str] = 
             f"signature: {matrix.signature}"]
 
 
-def score_file_stream(spec: RunSpec, cands: str, refs: Sequence[str], output: str, fmt: str = "tsv",
+def score_file_stream(spec: RunSpec | Combination, cands: str, refs: Sequence[str], output: str, fmt: str = "tsv",
                       resume: bool = False, chunk_size: int = 2000, files: Sequence[str] = (),
                       provenance: Provenance | None = None, against_sources: bool = False) -> list[str]:
-    """:func:`~alignscore.stream.score_stream` of the run ``spec``, every input read before the
-    model loads (``provenance``: how the options were given; ``against_sources``: ``refs`` is
-    one file of sources).
+    """:func:`~alignscore.stream.score_stream` of the run ``spec`` (or of a combination, its
+    parts built together), every input read before the model loads (``provenance``: how the
+    options were given; ``against_sources``: ``refs`` is one file of sources).
 
     Returns
     -------
     list of str
         The candidates (and how many were scored now) with the means; the signature.
     """
+    from .combination import Combination
     from .config import build
     from .stream import score_stream
 
     check_inputs(cands, refs)
-    _check_side(spec, against_sources, provenance)
-    scorer = build(spec, provenance=provenance)
+    if isinstance(spec, Combination):
+        scorer = spec.build(against_sources)  # every part checked for the side, as one run is below
+    else:
+        _check_side(spec, against_sources, provenance)
+        scorer = build(spec, provenance=provenance)
     with lm_named(provenance):
         result = score_stream(scorer, cands, refs, output, fmt=fmt, resume=resume, files=files, chunk_size=chunk_size,
                               against_sources=against_sources)
@@ -95,7 +99,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
                 several_refs: bool = False, human: str | None = None, confidence: bool = False,
                 resamples: int = 1000, seed: int = SACREBLEU_SEED, shard: Shard | None = None,
                 ray: tuple[str, int, float] | None = None, progress: bool = True,
-                provenance: Provenance | None = None, against_sources: bool = False) -> list[str]:
+                provenance: Provenance | None = None, against_sources: bool = False,
+                ray_label: str = "ray=") -> list[str]:
     """Score each candidate against its references and write the score table (``fmt`` tsv or
     jsonl) to ``output`` (None: standard output), replacing it whole.
 
@@ -110,7 +115,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
     shard : Shard, optional
         This process's place under torchrun; only rank 0 writes.
     ray : (address, actors, gpus), optional
-        Score on the Ray cluster at ``address`` with that many actors and GPUs each.
+        Score on the Ray cluster at ``address`` with that many actors and GPUs each
+        (``ray_label``: the option as the caller names it, for errors).
     provenance : Provenance, optional
         How the options were given (the model checks name them so).
     against_sources : bool
@@ -138,7 +144,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
             from .integrations.ray import score_pairs
 
             scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
-                                 progress=progress, sources=against_sources)
+                                 progress=progress, sources=against_sources, label=ray_label)
         elif against_sources:
             scores = scorer.score(cands, sources=[group[0] for group in refs])
         else:
@@ -167,7 +173,8 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
 
 def score_combination(combination: Combination, cands: list[str], refs: list[list[str]], output: str | None,
                       fmt: str = "tsv", several_refs: bool = False, human: str | None = None,
-                      against_sources: bool = False) -> list[str]:
+                      against_sources: bool = False, confidence: bool = False, resamples: int = 1000,
+                      seed: int = SACREBLEU_SEED) -> list[str]:
     """:func:`score_texts` for a :class:`~alignscore.combination.Combination`: its score
     (``combined``) and each part's own (``part0``, ...) written to ``output`` (None: standard
     output), replacing it whole.
@@ -175,10 +182,11 @@ def score_combination(combination: Combination, cands: list[str], refs: list[lis
     Returns
     -------
     list of str
-        The means, the r with ``human`` (of the combined score), the signature.
+        The means, their intervals with ``confidence``, the r with ``human`` (of the combined
+        score), the signature.
     """
     from .combination import METRIC
-    from .evaluation.agreement import human_r
+    from .evaluation.agreement import confidence_text, corpus_intervals, human_r
     from .evaluation.wmt import read_human
     from .stream import clear_sidecar
 
@@ -186,14 +194,18 @@ def score_combination(combination: Combination, cands: list[str], refs: list[lis
     scorer = combination.build(against_sources)
     with lm_named(None):
         scores = (scorer.score(cands, sources=[g[0] for g in refs]) if against_sources else scorer.score(cands, refs))
+    intervals = corpus_intervals(scores, resamples, seed) if confidence else {}
+    extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
     if output:
         with replacing(output) as tmp:
             with open(tmp, "w", encoding="utf-8") as fh:
-                write_scores(scores, fh, fmt, several_refs)
+                write_scores(scores, fh, fmt, several_refs, extra)
             clear_sidecar(output)
     else:
-        write_scores(scores, sys.stdout, fmt, several_refs)
+        write_scores(scores, sys.stdout, fmt, several_refs, extra)
     lines = [f"{len(scores)} candidates: " + " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())]
+    if intervals:
+        lines.append(f"confidence: {confidence_text(intervals)}")
     if human_scores is not None:
         r = human_r(scores[METRIC], human_scores, METRIC)
         lines.append(f"pearson r({METRIC}, human) = {r:.12f} (n = {len(human_scores)})")

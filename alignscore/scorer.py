@@ -222,7 +222,7 @@ class Scorer:
         """
         cands, groups = check_sides(cands, refs, sources)
         composition = self.resolved()  # a composition that cannot be built fails before encoding
-        composition.check_side(sources is not None)
+        composition.check_side(sources is not None, self.runtime.name)
         fluency = self.lm_scores(composition, cands)  # first: an LM that cannot read them fails before encoding
         pairs = Pairs.from_groups(cands, groups)
         (result,) = score_many(self.scoring_encoder(), pairs, [composition], self.runtime)
@@ -293,7 +293,7 @@ class Scorer:
         """
         cands, refs = check_texts(cands, "candidates"), check_texts(refs, "references")
         composition = self.resolved()
-        composition.check_side(False)
+        composition.check_side(False, self.runtime.name)
         signature = composition_signature(composition, self.encoder)
         if not cands or not refs:
             shape = (len(cands), len(refs))
@@ -302,7 +302,8 @@ class Scorer:
         blocks = Blocks.of([(cands, refs)])
         (result,) = next(score_blocks(self.scoring_encoder(), blocks, [composition], self.runtime, max_pairs))
         static = not self.encoder.has_layers
-        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition, static):
+        for message in why_empty(result.reasons.reshape(-1, 2), blocks.pairs, composition, static,
+                                 self.runtime.name):
             warnings.warn(message, stacklevel=2)
         baseline = composition.baseline_values()
         metrics = rescale(result.metrics, baseline) if baseline is not None else result.metrics
@@ -341,7 +342,7 @@ class Scorer:
         [1]
         """
         scores = reduce(result, pairs, composition, composition_signature(composition, self.encoder, sources),
-                        not self.encoder.has_layers)
+                        not self.encoder.has_layers, self.runtime.name)
         if fluency is not None and composition.lm is not None:
             scores.metrics = {m: composition.lm.mix(v, fluency) for m, v in scores.metrics.items()}
         return scores
@@ -372,7 +373,7 @@ class Scorer:
         """
         from .explain import explain
 
-        self.composition.check_side(False)
+        self.composition.check_side(False, self.runtime.name)
         return explain(self, [cand], [[refs] if isinstance(refs, str) else list(refs)])[0]
 
 
@@ -434,7 +435,7 @@ def score_together(scorers: Sequence[Scorer], cands: Sequence[str],
     """
     cands, groups = check_references(cands, refs)
     for s in scorers:  # what cannot score this side is refused before encoding
-        s.composition.check_side(sources)
+        s.composition.check_side(sources, s.runtime.name)
     # an LM that cannot read the candidates fails before encoding, as in Scorer.score
     fluency = [s.lm_scores(s.resolved(), cands) if sources else None for s in scorers]
     pairs = Pairs.from_groups(cands, groups)

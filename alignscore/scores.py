@@ -7,16 +7,17 @@ import dis
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
 from .rescale import rescale
 from .errors import ConfigError, InputError, describe
+from .settings import keyword
 from .signature import Signature
 from .weighting.classes import TOKEN_CLASSES, TokenClassWeights
 from .weighting import WEIGHTINGS
-from .weighting.schemes import IdfS, _Idf
+from .weighting.schemes import IdfL, IdfS, _Idf
 
 if TYPE_CHECKING:
     from .composition import Composition
@@ -215,14 +216,15 @@ def check_idf(composition: Composition, groups: Sequence[Sequence[str]]) -> None
 
 
 def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature: Signature,
-           static: bool = False) -> Scores:
+           static: bool = False, name: Callable[[str], str] = keyword) -> Scores:
     """Per-pair scores -> per-candidate :class:`Scores`: warn about pairs with nothing to align
-    (and why; ``static``: the encoder is a static table), reduce several references
+    (and why; ``static``: the encoder is a static table; ``name``: how the run's options are
+    named, :meth:`Runtime.name <alignscore.runtime.Runtime.name>`), reduce several references
     (``composition.multi_ref``), name the best one by ``composition.metric``, rescale with its baseline."""
     if len(pairs.groups) == 1:  # no candidates: every metric is an empty tensor
         return Scores({m: torch.empty(0) for m in composition.metrics}, torch.empty(0, dtype=torch.long),
                       torch.empty(0, dtype=torch.bool), signature)
-    for message in why_empty(result.reasons, pairs, composition, static):
+    for message in why_empty(result.reasons, pairs, composition, static, name):
         warnings.warn(message, stacklevel=4)
     reduced, best = reduce_groups(result.metrics, pairs.groups, composition.metric, composition.multi_ref)
     empty_any = reduce_groups({"e": result.empty.float()}, pairs.groups, "e", "max")[0]["e"] > 0
@@ -232,11 +234,13 @@ def reduce(result: PairScores, pairs: Pairs, composition: Composition, signature
     return Scores(reduced, best, empty_any, signature)
 
 
-def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, static: bool = False) -> list[str]:
+def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, static: bool = False,
+              name: Callable[[str], str] = keyword) -> list[str]:
     """One message per reason why pairs have a side without mass (``reasons [P, 2]``, see
     :data:`alignscore.engine.EMPTY_REASONS`): an empty text (``static``: of a static table, where
     a text whose every word is unknown has no token either), a text whose every token the token
-    roles took out, or a text whose every token weighs 0 (idf)."""
+    roles took out, or a text whose every token weighs 0 (idf); ``name`` names the options the
+    advice mentions as the run's were given."""
     counts = {k: int((reasons == k).any(1).sum()) for k in (1, 2, 3)}
     w = composition.weighting
     corpus = getattr(w, "corpus", None)
@@ -251,8 +255,8 @@ def why_empty(reasons: torch.Tensor, pairs: Pairs, composition: Composition, sta
             "(every token taken out); they score 0"),
         3: (f"{{n}} pair(s) have a text whose every token has idf 0 ({w.signature()}: idf from {source}; a "
             "token found in every one of those sentences gets idf 0, and from a single sentence every token "
-            "does), so nothing carries mass and they score 0; use idf-L with a larger corpus (--weighting "
-            "idf-L --idf-corpus FILE), or no idf"),
+            "does), so nothing carries mass and they score 0; use idf-L with a larger corpus "
+            f"({name(WEIGHTINGS.stage)} idf-L {name(IdfL.corpus_setting())} FILE), or no idf"),
     }
     classed = getattr(w, "source", w)  # a streamed run's weighting, fitted beforehand: the one it was fitted from
     zeroed = [f"{name}_weight = 0" for name, weight in zip(TOKEN_CLASSES, classed.class_weights())

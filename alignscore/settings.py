@@ -301,6 +301,12 @@ def check_settings(obj: Any) -> None:
                 raise RequirementError(s.name, other, allowed, getattr(obj, other), held.decl.metavar or "VALUE")
 
 
+def keyword(name: str) -> str:
+    """The option ``name`` as Python names it (``batch_size=``): how an option the caller did not
+    give is named where no label says otherwise."""
+    return f"{name}="
+
+
 @dataclass(frozen=True)
 class Options:
     """The base of a command's own options (fit's, tune's): a frozen dataclass of settings, each
@@ -330,7 +336,7 @@ class Options:
 
     def label(self, name: str) -> str:
         """The option ``name`` as the caller names it."""
-        return self._labels.get(name) or f"{name}="
+        return self._labels.get(name) or keyword(name)
 
     def relabel(self, exc: SettingError) -> ConfigError:
         """``exc`` with its option named as the caller gave it."""
@@ -400,4 +406,4 @@ def comma_list(values: Sequence[str]) -> list[str] | None:
 
 
 __all__ = ["Declaration", "GIVEN", "Options", "RequirementError", "Setting", "SettingError", "allows", "check_settings",
-           "comma_list", "float_list", "hints", "int_list", "setting", "settings_of"]
+           "comma_list", "float_list", "hints", "int_list", "keyword", "setting", "settings_of"]

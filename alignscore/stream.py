@@ -46,11 +46,12 @@ from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 import torch
 from tqdm.auto import tqdm
 
+from .combination import CombinedScorer, scorers_of
 from .encoders.base import Encoder
 from .encoders.fingerprint import file_digest
 from .engine import Pairs
@@ -61,6 +62,7 @@ from .signature import differences_text
 from .textio import check_inputs, check_output, is_stream, iter_lines, iter_pairs, replacing, rows, tsv_header
 from .tokens import TokenTable
 from .weighting.base import WeightState, Weighting
+
 
 @dataclass(frozen=True)
 class FrozenWeighting(Weighting):
@@ -157,7 +159,7 @@ def clear_sidecar(output: str | Path) -> None:
 
 
 def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], header: bytes,
-                  inputs: dict[str, str]) -> tuple[int, int] | None:
+                  inputs: dict[str, str], naming: Callable[[str], str]) -> tuple[int, int] | None:
     """``(rows, end)``: the complete rows already in the output ``path`` and the byte offset
     where they end (a partial last row after it is to be dropped); None when there is nothing to
     keep (no file, an empty one, or a TSV cut inside its header). The file must be an output of
@@ -174,7 +176,8 @@ def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], head
         first = fh.readline()
         sidecar = read_sidecar(path)
         if sidecar is None:
-            what = ("an output of a run that was not streamed: it is complete" if first.startswith(b"# model:")
+            what = ("an output of a run that was not streamed: it is complete"
+                    if first.startswith((b"# model:", b"# combination:"))
                     else "not an output of alignscore score")
             raise InputError(f"is {what} (no {sidecar_path(path).name} beside it): nothing to resume; remove it "
                              "or write elsewhere", str(path))
@@ -190,7 +193,7 @@ def _resume_point(path: Path, fmt: str, signature: str, columns: list[str], head
         changed = [name for name in dict.fromkeys([*made_from, *inputs]) if made_from.get(name) != inputs.get(name)]
         if changed:
             raise InputError(f"was made from other inputs: {', '.join(changed)} changed since (content digests "
-                             "differ), refusing to mix two runs; score it again without --resume", str(path))
+                             f"differ), refusing to mix two runs; score it again without {naming('resume')}", str(path))
         if fmt == "tsv":
             mean, names = fh.readline(), fh.readline()
             found_columns = names.decode("utf-8", "replace").rstrip("\n").split("\t")
@@ -247,15 +250,33 @@ def _open_output(output: Path, fmt: str, point: tuple[int, int] | None, header: 
     return fh
 
 
-def made_from(scorer: Scorer, files: Sequence[str | Path]) -> dict[str, str]:
+def made_from(scorer: Scorer | CombinedScorer, files: Sequence[str | Path]) -> dict[str, str]:
     """What a streamed output is made from, by name: the SHA-256 of each input file and the
-    fingerprint of the model's files (a resume must find them unchanged)."""
+    fingerprint of the model's files, of each part's model for a combination (a resume must find
+    them unchanged)."""
     out = {str(path): file_digest(Path(path)) for path in dict.fromkeys(map(str, files))}
-    try:
-        out["model files"] = scorer.encoder.fingerprint()
-    except ConfigError:  # an encoder without a fingerprint: its name is in the signature
-        pass
+    seen: set[int] = set()
+    for i, part in enumerate(scorers_of(scorer)):
+        if id(part.encoder) in seen:  # parts of one model share its encoder
+            continue
+        seen.add(id(part.encoder))
+        try:
+            out["model files" + (f" (part {i})" if i else "")] = part.encoder.fingerprint()
+        except ConfigError:  # an encoder without a fingerprint: its name is in the signature
+            pass
     return out
+
+
+def _each_part(scorer: Scorer | CombinedScorer, change: Callable[[Scorer], Scorer]) -> Scorer | CombinedScorer:
+    """``scorer`` with ``change`` applied to it, or to each part of a combination."""
+    if isinstance(scorer, Scorer):
+        return change(scorer)
+    return dataclasses.replace(scorer, scorers=[change(s) for s in scorer.scorers])
+
+
+def _metrics(scorer: Scorer | CombinedScorer) -> list[str]:
+    """The metric columns of a run's scores: its aligner's, or a combination's."""
+    return list(scorer.aligner.metrics if isinstance(scorer, Scorer) else scorer.metrics)
 
 
 def _column_means(path: Path, names: Sequence[str]) -> dict[str, float]:
@@ -286,7 +307,7 @@ class StreamResult:
     signature: str
 
 
-def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
+def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_paths: Sequence[str | Path],
                  output: str | Path, fmt: str = "tsv", resume: bool = False,
                  chunk_size: int = 2000, files: Sequence[str | Path] = (), against_sources: bool = False
                  ) -> StreamResult:
@@ -294,7 +315,9 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     chunks, appending rows to ``output`` as each chunk is done (see the module docstring).
     ``files``: the other files the run reads (idf corpus, stop words, composition file), which a
     resume must find unchanged as well. ``against_sources``: the one file of ``refs_paths``
-    holds sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>` with ``sources=``)."""
+    holds sources (:meth:`Scorer.score <alignscore.scorer.Scorer.score>` with ``sources=``). A
+    combination (:class:`~alignscore.combination.CombinedScorer`) streams as a run does, each
+    part's weighting fitted on the whole input."""
     if fmt not in ("tsv", "jsonl"):
         raise ConfigError(f"unknown format {fmt!r}")
     if chunk_size < 1:
@@ -302,23 +325,25 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     inputs = [cands_path, *refs_paths, *files]
     output = check_output(output, inputs)
     if is_stream(output):
-        raise InputError("is a pipe or a device: --stream and --resume write a file they can reopen and "
-                         "complete; write to a file", str(output))
+        raise InputError(f"is a pipe or a device: {scorer.runtime.name('stream')} and {scorer.runtime.name('resume')} "
+                         "write a file they can reopen and complete; write to a file", str(output))
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
     if against_sources:
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
-        scorer.resolved().check_side(True)
-        _check_readable(scorer, cands_path, chunk_size)  # every candidate, before a row is written
+        for part in scorers_of(scorer):
+            part.resolved().check_side(True, part.runtime.name)
+            _check_readable(part, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
-    frozen = with_weighting(scorer, freeze_weighting(scorer, cands_path, refs_paths, chunk_size))
-    names = list(frozen.aligner.metrics)
+    frozen = _each_part(scorer, lambda s: with_weighting(s, freeze_weighting(s, cands_path, refs_paths, chunk_size)))
+    names = _metrics(frozen)
     columns = names + (["best_ref"] if multi else [])
     signature = str(frozen.signature(against_sources))
     header = tsv_header(signature, columns, None)
     sources = made_from(scorer, inputs)
-    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources) if resume else None
+    point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources,
+                          scorer.runtime.name) if resume else None
     done = point[0] if point else 0
     if done > total:
         raise InputError(f"has {done} rows but the input only {total} candidates", str(output))
@@ -326,10 +351,11 @@ def score_stream(scorer: Scorer, cands_path: str | Path, refs_paths: Sequence[st
     # stopped in and writes the same rows, to the bit, as an uninterrupted run
     first = done - done % chunk_size
     pairs = islice(iter_pairs(cands_path, refs_paths), first, None)
-    quiet = dataclasses.replace(frozen, runtime=dataclasses.replace(frozen.runtime, progress=False))
+    quiet = _each_part(frozen, lambda s: dataclasses.replace(s, runtime=dataclasses.replace(s.runtime, progress=False)))
     blocks = _scored_rows(quiet, pairs, chunk_size, fmt, multi, against_sources)
     skip, scored = done - first, 0
-    with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not scorer.runtime.progress,
+    progress = scorers_of(scorer)[0].runtime.progress
+    with tqdm(total=total, initial=done, desc="scoring", unit="cand", disable=not progress,
               file=sys.stderr, leave=False) as bar:
         block = next(blocks, None)  # scored before the output is touched: a run that cannot score leaves it be
         with _open_output(output, fmt, point, header, signature, columns, sources) as fh:
@@ -359,16 +385,16 @@ def _check_readable(scorer: Scorer, cands_path: str | Path, chunk_size: int) -> 
         start += len(chunk)
 
 
-def _scored_rows(scorer: Scorer, pairs: Iterator[tuple[str, list[str]]], chunk_size: int, fmt: str,
+def _scored_rows(scorer: Scorer | CombinedScorer, pairs: Iterator[tuple[str, list[str]]], chunk_size: int, fmt: str,
                  multi: bool, against_sources: bool = False) -> Iterator[list[str]]:
     """The output rows of ``pairs``, one list per chunk of ``chunk_size`` candidates."""
-    names = list(scorer.aligner.metrics)
+    names = _metrics(scorer)
     while chunk := list(islice(pairs, chunk_size)):
         cands = [c for c, _ in chunk]
         scores = (scorer.score(cands, sources=[g[0] for _, g in chunk]) if against_sources else
                   scorer.score(cands, [g for _, g in chunk]))
         if list(scores.metrics) != names:
-            raise ConfigError(f"the scorer's metrics {list(scores.metrics)} are not its aligner's {names}")
+            raise ConfigError(f"the scorer's metrics {list(scores.metrics)} are not the run's {names}")
         yield rows(scores, fmt, multi)
 
 

@@ -170,32 +170,6 @@ def read_tsv(path: str | Path, sources: bool = False) -> tuple[list[str], list[l
 STDOUT = "-"
 
 
-def pick_texts(refs: Sequence[str], cand: str | None, refs_files: Sequence[str], cands_file: str | None,
-               line: int | None) -> tuple[str, list[str]]:
-    """The candidate and its references from texts given directly and/or line ``line``
-    (1-based) of files (``alignscore show``'s -c/-r, --cands-file/--refs-file and --line)."""
-    if (refs_files or cands_file) and line is None:
-        raise InputError("--refs-file/--cands-file need --line N (1-based) to pick the pair")
-    if line is not None and not (refs_files or cands_file):
-        raise InputError("--line picks a line of --refs-file/--cands-file; give one of them")
-
-    def at(path: str) -> str:
-        lines = read_lines(path)
-        if not 1 <= line <= len(lines):  # type: ignore[operator]
-            raise InputError(f"no line {line}: the file has {len(lines)} line(s)", path)
-        return lines[line - 1]  # type: ignore[operator]
-
-    if cand is not None and cands_file:
-        raise InputError("give the candidate once: -c TEXT or --cands-file FILE --line N")
-    if cand is None and not cands_file:
-        raise InputError("no candidate: give -c TEXT (or --cands-file FILE --line N)")
-    candidate = cand if cand is not None else at(cands_file)  # type: ignore[arg-type]
-    references = list(refs) + [at(p) for p in refs_files]
-    if not references:
-        raise InputError("no reference: give -r TEXT (or --refs-file FILE --line N)")
-    return candidate, references
-
-
 def is_stdout(path: str | Path | None) -> bool:
     """Whether the output ``path`` is standard output: none given, or ``-``."""
     return path is None or str(path) == STDOUT

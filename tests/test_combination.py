@@ -1,6 +1,7 @@
 """A combination of runs (alignscore/combination.py): one part is that part, every way in gives
 the same scores, parts of one model share one encoding, a pair's score does not depend on the
-others, the signature names every part, and bad input is one line with nothing written."""
+others, the signature names every part, show and diff explain each part, a streamed and resumed
+run writes what one call writes, and bad input is one line with nothing written."""
 
 from __future__ import annotations
 
@@ -126,12 +127,15 @@ def test_bad_input_is_one_line_and_nothing_written(parts, texts, tmp_path, chang
     assert not out.exists()
 
 
-def test_a_part_against_sources_only_is_refused_against_references(tiny_bert_dir, texts, tmp_path) -> None:
-    lm_part = {"model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}
-    path = write_toml({"parts": [{"weight": 1.0, "location": 0.0, "scale": 1.0, **lm_part}]}, tmp_path / "c.toml")
+@pytest.mark.parametrize("before", [0, 1])
+def test_a_part_against_sources_only_is_refused_against_references(tiny_bert_dir, texts, tmp_path, before) -> None:
+    own = {"location": 0.0, "scale": 1.0}
+    lm_part = {"weight": 1.0 / (before + 1), **own, "model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}
+    plain = [{"weight": 0.5, **own, "model": tiny_bert_dir, "layer": 1}] * before  # parts on both sides
+    path = write_toml({"parts": [*plain, lm_part]}, tmp_path / "c.toml")
     out = tmp_path / "out.tsv"
     code, _, stderr = invoke("score", "--config", path, "-c", texts[0], "-r", texts[1], "-o", out, "-q")
-    assert_one_error(code, stderr, "parts[0].lm")
+    assert_one_error(code, stderr, "c.toml:", f"parts[{before}].lm")
     assert not out.exists()
 
 
@@ -157,17 +161,75 @@ def test_a_cache_given_on_the_command_line_serves_every_part(combo_file, texts, 
     assert rows[1] == pytest.approx(rows[0], abs=1e-6) and rows[2] == pytest.approx(rows[0], abs=1e-6)
 
 
-@pytest.mark.parametrize("command", ["show", "diff"])
-def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts, command) -> None:
-    given = ["-c", "a cat", "-r", "the cat"] if command == "show" else ["-c", texts[0], "-r", texts[1], "--a",
-                                                                       "--layer 1", "--b", "--layer 2"]
-    code, _, stderr = invoke(command, "--config", combo_file, *given)
+def test_show_gives_each_part_its_line_and_the_combined_score(parts, combo_file, tmp_path) -> None:
+    scored = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS[:1], REFS[:1])
+    code, stdout, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0])
+    assert code == 0, stderr
+    assert "== part 0: weight 0.7, location 0.5, scale 0.25; f1 " in stdout
+    assert "== part 1: weight 0.3, location 0.2, scale 0.125; score " in stdout
+    assert stdout.count("signature: model:") == 2 and "align:wmd" in stdout
+    assert f"scores: combined={float(scored['combined'][0]):.6f}" in stderr
+    code, _, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0], "-o", tmp_path / "p.html")
+    assert code == 0, stderr
+    assert (tmp_path / "p.part0.html").exists() and (tmp_path / "p.part1.html").exists()
+    assert "p.part1.html: part 1: weight 0.3" in stderr and "signature model:" in stderr
+    code, _, stderr = invoke("show", "--config", combo_file, "-c", CANDS[0], "-r", REFS[0], "--format", "html")
+    assert_one_error(code, stderr, "one per part")
+
+
+def test_diff_ranks_a_combination_by_its_combined_score(parts, combo_file, texts, tmp_path) -> None:
+    python = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS, REFS)
+    out = tmp_path / "diff"
+    code, stdout, stderr = invoke("diff", "-c", texts[0], "-r", texts[1], "--a", f"--config {combo_file}", "--b",
+                                  f"--model {parts[0]['model']} --layer 1", "--top", 1, "-q")
+    assert code == 0, stderr
+    assert "# A: combination:sum w(s-m)/d of 2|part0:w=0.7" in stdout and "A.combined" in stdout
+    assert "--- A part 0 ---" in stdout and "--- A part 1 ---" in stdout and "--- B ---" in stdout
+    code, _, stderr = invoke("diff", "-c", texts[0], "-r", texts[1], "--a", f"--config {combo_file}", "--b",
+                             f"--model {parts[0]['model']} --layer 1", "--top", 1, "-q", "--format", "html", "-o", out)
+    assert code == 0, stderr
+    rows = [line.split("\t") for line in (out / "diff.tsv").read_text(encoding="utf-8").splitlines()[4:]]
+    got = {int(r[0]) - 1: float(r[1]) for r in rows}
+    assert [got[i] for i in range(len(CANDS))] == pytest.approx(python["combined"].tolist(), abs=1e-4)
+    line = rows[0][0]
+    assert {p.name for p in out.glob(f"line{line}-*")} == {f"line{line}-a.part0.html", f"line{line}-a.part1.html",
+                                                          f"line{line}-b.html"}
+
+
+def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts) -> None:
+    human = texts[0].parent / "human.txt"
+    human.write_text("".join(f"{i}\n" for i in range(len(CANDS))), encoding="utf-8")
+    code, _, stderr = invoke("compare", "-c", texts[0], "-r", texts[1], "--human", human, "--a",
+                             f"--config {combo_file}", "--b", "--layer 2")
     assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
 
 
-@pytest.mark.parametrize("extra", [["--stream", "-o", "OUT"], ["--confidence"], ["--ray", "local"]])
-def test_what_a_combination_does_not_take_yet_is_one_line(combo_file, texts, tmp_path, extra) -> None:
-    extra = [str(tmp_path / "out.tsv") if a == "OUT" else a for a in extra]
+def test_stream_and_resume_write_what_one_call_writes(combo_file, texts, tmp_path) -> None:
+    whole, out = tmp_path / "whole.tsv", tmp_path / "out.tsv"
+    given = ["score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "-q", "--chunk-size", 2]
+    assert invoke(*given, "--stream", "-o", whole)[0] == 0
+    at_once = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], "-q", "--format", "jsonl")
+    rows = [line.split("\t") for line in whole.read_text(encoding="utf-8").splitlines()[3:]]
+    assert [float(r[0]) for r in rows] == pytest.approx(
+        [json.loads(line)["combined"] for line in at_once[1].splitlines() if line.strip()], abs=1e-6)
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    # as a run killed in its third row leaves it: header, two rows, part of the third
+    out.write_text(lines[0] + "# mean pending\n" + "".join(lines[2:5]) + lines[5][:7], encoding="utf-8")
+    (tmp_path / "out.tsv.signature").write_bytes((tmp_path / "whole.tsv.signature").read_bytes())
+    code, _, stderr = invoke(*given, "--resume", "-o", out)
+    assert code == 0, stderr
+    assert "(2 scored now)" in stderr and out.read_bytes() == whole.read_bytes()
+    other = write_toml({"parts": [{"weight": 1.0, "location": 0.0, "scale": 1.0, "model": "all-MiniLM-L6-v2"}]},
+                       tmp_path / "other.toml")
+    before = out.read_bytes()
+    code, _, stderr = invoke("score", "--config", other, "-c", texts[0], "-r", texts[1], "-q", "--resume", "-o", out)
+    assert_one_error(code, stderr, "another composition")
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("extra", [["--ray", "local"], ["--pairwise", "-o", "OUT.npy"]])
+def test_what_a_combination_does_not_take_is_one_line(combo_file, texts, tmp_path, extra) -> None:
+    extra = [str(tmp_path / a) if a.startswith("OUT") else a for a in extra]
     code, _, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], *extra)
     assert_one_error(code, stderr, "a combination")
-    assert not (tmp_path / "out.tsv").exists()
+    assert not any(tmp_path.glob("OUT*"))

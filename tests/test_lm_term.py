@@ -292,3 +292,43 @@ def test_an_lm_that_cannot_serve_is_one_line_before_anything_loads(tiny_bert_dir
     assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--model", tiny_bert_dir,
                              "--layer", 2, "-o", out, *extra)[::2], needle)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["not causal", "gguf", "unreadable", "references"])
+def test_an_lm_that_cannot_serve_is_named_as_given_every_way_in(tiny_bert_dir, tiny_gpt2_dir, word_level_lm_dir,
+                                                                tmp_path, case) -> None:
+    """The four LMs that cannot serve, from Python (``lm=``) and from a run file (``file:line: lm``)
+    as from the command line (above): one error naming the option as the user gave it."""
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    lm, needle = {"not causal": (tiny_bert_dir, "is not a causal language model"),
+                  "gguf": (str(gguf), "model.gguf is a GGUF file: convert it to a Hugging Face folder"),
+                  "unreadable": (word_level_lm_dir, "cannot read 1 of the texts (text 2: only unknown tokens)"),
+                  "references": (tiny_gpt2_dir, "defined for scoring against sources only")}[case]
+    cands = ["the people like cars", "zebras gallop"]
+    side = {"refs": ["a", "b"]} if case == "references" else {"sources": ["a", "b"]}
+    with pytest.raises(ConfigError, match=r"^score\(\): lm=: ") as info:
+        alignscore.score(cands, model=tiny_bert_dir, layer=2, lm=lm, **side)
+    assert needle in str(info.value)
+    run = write_toml({"model": tiny_bert_dir, "layer": 2, "lm": lm}, tmp_path / "run.toml")
+    with pytest.raises(ConfigError, match=r"^score\(\): .*run\.toml:\d+: lm: ") as info:
+        alignscore.score(cands, config=str(run), **side)
+    assert needle in str(info.value)
+
+
+def test_challenge_items_the_lm_cannot_read_are_named_as_given(tiny_bert_dir, word_level_lm_dir, tmp_path) -> None:
+    """``challenge --sources``: an item's good or bad the LM cannot read is one line naming the set,
+    the side and the LM as given (the flag, a run file's key), before any text is encoded."""
+    from helpers import counted_forward
+
+    items = tmp_path / "set.jsonl"
+    items.write_text('{"ref": "x", "good": "the people like cars", "bad": "zebras gallop", "category": "c", '
+                     '"source": "die leute moegen autos"}\n', encoding="utf-8")
+    run = write_toml({"model": tiny_bert_dir, "layer": 2, "lm": word_level_lm_dir}, tmp_path / "run.toml")
+    with counted_forward() as calls:
+        for given, label in ((["--model", tiny_bert_dir, "--layer", 2, "--lm", word_level_lm_dir], "--lm: "),
+                             (["--config", run], "run.toml:3: lm: ")):
+            line = assert_one_error(*invoke("challenge", items, "--sources", "-q", *given)[::2],
+                                    "set.jsonl (bad): ", f"{label}the language model", "cannot read 1 of the texts")
+            assert "(text 1: only unknown tokens)" in line
+    assert calls["n"] == 0

@@ -125,9 +125,9 @@ def test_cli_bad_input_is_one_error_before_any_output(tiny_bert_dir, tmp_path):
 
 def test_api_bad_blocks_are_one_error(tiny_bert_dir):
     scorer = compose(HFEncoder(tiny_bert_dir), SingleLayer(3))
-    with pytest.raises(InputError, match="there are 7 samples, which is not a multiple of --samples 4"):
+    with pytest.raises(InputError, match="there are 7 samples, which is not a multiple of k= 4"):
         mbr_select(scorer, _samples(2)[:7], K)
-    with pytest.raises(InputError, match="--exclude-self"):
+    with pytest.raises(InputError, match="^exclude_self= needs k= >= 2"):
         mbr_select(scorer, _samples(1), 1, exclude_self=True)
     with pytest.raises(InputError, match="samples must be a list"):
         mbr_select(scorer, "one text", 1)

@@ -47,14 +47,22 @@ def test_out_of_memory_backs_off_with_the_same_scores(pairs, tiny_bert_dir):
     assert torch.equal(got.f1, want.f1) and torch.equal(got.precision, want.precision)
     oom = [w for w in caught if "out of memory" in str(w.message)]
     assert len(oom) == 1 and "splitting batches" in str(oom[0].message)
+    assert "set token_budget= or batch_size= lower" in str(oom[0].message)  # named as Python names them
     # later batches keep to the smaller size: a few failures, not one per batch
     assert 1 <= flaky.failures <= 4
 
 
 def test_out_of_memory_on_one_text_is_one_clear_error(pairs, tiny_bert_dir):
     cands, refs = pairs
-    with pytest.raises(alignscore.ConfigError, match="out of memory on a single text"):
+    with pytest.raises(alignscore.ConfigError, match="out of memory on a single text .* dtype= bfloat16"):
         alignscore.bertscore(layer=3, encoder=OutOfMemoryAbove(tiny_bert_dir, limit=2)).score(cands, refs)
+
+
+def test_a_run_names_its_options_as_they_were_given() -> None:
+    from alignscore.config import compile_labelled, sources_of
+    flags = compile_labelled(sources_of({"model": "all-MiniLM-L6-v2", "batch_size": "8"}, style="flag")).spec
+    assert (flags.runtime.name("batch_size"), flags.runtime.name("dtype")) == ("--batch-size", "--dtype")
+    assert alignscore.Runtime().name("batch_size") == "batch_size="
 
 
 def test_other_errors_are_not_taken_for_out_of_memory(pairs, tiny_bert_dir):

@@ -185,3 +185,11 @@ def test_a_tsv_of_candidates_and_sources_scores_as_the_files(tiny_bert_dir: str,
     assert_one_error(*invoke("score", "-c", files["cands"], "--sources", files["sources"], "--tsv-sources", "-o",
                              tmp_path / "c", *common)[::2], "--tsv-sources applies with --tsv only")
     assert not (tmp_path / "c").exists()
+
+
+def test_a_remapping_scored_against_references_advises_sources_as_python_names_it(encoder: CountingEncoder,
+                                                                                   tmp_path: Path) -> None:
+    width = encoder.load_model().config.hidden_size
+    remap = _remap_file(tmp_path, encoder, "clp", torch.eye(width, dtype=torch.float64))
+    with pytest.raises(ConfigError, match=r"score against sources \(sources=\), or leave it out"):
+        _scorer(encoder, remap=str(remap)).score(CANDS, [[s] for s in SOURCES])

@@ -60,3 +60,9 @@ def test_the_command_names_the_option_and_writes_nothing(tmp_path, flags, named)
                           "-o", out, "-q")
     assert_one_error(code, err, f"{named}: idf-S over one reference text")
     assert not out.exists()
+
+
+def test_why_every_token_weighs_nothing_names_the_options_as_python_does(tiny_bert_dir: str) -> None:
+    scorer = alignscore.build(alignscore.run_spec({"model": tiny_bert_dir, "preset": "moverscore-v2"}))
+    with pytest.warns(UserWarning, match=r"idf-L with a larger corpus \(weighting= idf-L idf_corpus= FILE\)"):
+        scorer.score(["consumers prefer imported cars"], ["people like foreign cars"])

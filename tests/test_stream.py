@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 from pathlib import Path
 
@@ -224,3 +225,9 @@ def test_resume_refuses_a_damaged_row(files, tiny_bert_dir, tmp_path):
     result = _stream(files, tiny_bert_dir, out, "--layer", 4, "--resume")
     assert result.exit_code == 1 and "o.tsv:11: is not a row of scores" in result.stderr, result.output
     assert out.read_bytes() == before
+
+
+def test_a_pipe_as_the_stream_output_names_the_options_as_python_does(files, tiny_bert_dir):
+    scorer = alignscore.build(alignscore.run_spec({"model": tiny_bert_dir, "layer": 2}))
+    with pytest.raises(alignscore.InputError, match="is a pipe or a device: stream= and resume= write a file"):
+        score_stream(scorer, files["c"], [files["r"]], os.devnull)

@@ -8,11 +8,10 @@ import os
 import random
 import signal
 import subprocess
-import sys
 
 import pytest
 
-from cli_checks import CODE_ROOT, invoke, spawn
+from cli_checks import CODE_ROOT, invoke
 
 
 # Runs ``alignscore ARGS`` with its streamed output written through a file object that SIGKILLs the
@@ -57,7 +56,8 @@ main()
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
-def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_file(wmt_data, tiny_bert_dir, tmp_path, fmt):
+def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_file(wmt_data, tiny_bert_dir, tmp_path, fmt,
+                                                                         warm):
     rng = random.Random(f"kill-9-{fmt}")
     paths = {}
     for name, lines in (("c", wmt_data["de-en"]["mt-system"][:150]), ("r", wmt_data["de-en"]["reference"][:150])):
@@ -72,19 +72,22 @@ def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_file(wmt_da
 
     out = tmp_path / f"out.{fmt}"
     log = open(tmp_path / "stderr.txt", "w")
-    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    # real processes, each a fork of one that imported alignscore (tests/warm_server.py)
+    python, variables = warm
+    env = {**os.environ, **variables, "PYTHONPATH": str(CODE_ROOT), "TOKENIZERS_PARALLELISM": "false"}
     written = 0  # characters of rows the runs so far wrote (resumed runs rewrite their chunk: approximate)
     for attempt in range(4):
         # the first run is killed anywhere from its first row, the others somewhere in the rest of the rows
         limit = rng.randrange(0, 40) if attempt == 0 else rng.randrange(1, max(2, (len(want) - written) // 2))
-        proc = subprocess.run([sys.executable, "-c", KILLER, str(limit), *map(str, args), "-o", str(out),
+        proc = subprocess.run([*python, "-c", KILLER, str(limit), *map(str, args), "-o", str(out),
                                "--resume" if attempt else "--stream"], env=env, stdout=subprocess.DEVNULL,
                               stderr=log, timeout=300)
         assert proc.returncode == -signal.SIGKILL, (tmp_path / "stderr.txt").read_text()
         written += limit
         assert out.exists() and out.stat().st_size < len(want)  # killed part-way through the output
-    final = spawn(*args, "-o", out, "--resume", stdout=subprocess.DEVNULL, stderr=log)
-    assert final.wait(300) == 0, (tmp_path / "stderr.txt").read_text()
+    final = subprocess.run([*python, *map(str, args), "-o", str(out), "--resume"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=log, timeout=300)
+    assert final.returncode == 0, (tmp_path / "stderr.txt").read_text()
     log.close()
     assert out.read_bytes() == want
     if fmt == "jsonl":

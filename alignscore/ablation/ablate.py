@@ -71,11 +71,13 @@ def ablate_daseg(grid: Grid, grid_path: str, data: str, flags: Sequence[Source],
 
 def ablate_challenge(grid: Grid, grid_path: str, challenge_set: str, flags: Sequence[Source], *,
                      idf_corpus: str | None = None, output: str | None = None, dedupe: bool = False,
+                     dedupe_label: str = "dedupe=",
                      resamples: int = 1000, seed: int = 0, progress: bool = True,
                      log: Callable[[str], None] = _quiet, command: str | None = None,
                      **planning: Any) -> tuple[dict[str, Path], int]:
     """Run ``grid``'s cells on the challenge set ``challenge_set`` and write the outputs (default
-    folder: ``challenge-<grid name>``); ``dedupe`` drops items that repeat an earlier one.
+    folder: ``challenge-<grid name>``); ``dedupe`` drops items that repeat an earlier one
+    (``dedupe_label``: the option as the caller names it).
 
     Returns
     -------
@@ -89,9 +91,7 @@ def ablate_challenge(grid: Grid, grid_path: str, challenge_set: str, flags: Sequ
     corpus = read_lines(idf_corpus) if idf_corpus is not None else None
     out = Path(output or f"challenge-{grid.name}")
     check_output_folder(out, OUTPUT_FILES.values(), [grid_path, challenge_set, idf_corpus, *_read_by(grid, flags)])
-    items, repeated = settle_repeats(items, dedupe)
-    if dedupe and repeated:
-        log(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
+    items, _ = settle_repeats(items, dedupe, dedupe_label, log)
     check_sizes(items)
     log(f"{grid.name}: {len(grid.rows)} rows x {len(grid.columns)} columns on {len(items)} challenge items")
     run = run_grid_challenge(grid, items, flags, idf_corpus=corpus, idf_corpus_name=idf_corpus, progress=progress,

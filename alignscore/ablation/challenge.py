@@ -21,6 +21,7 @@ from ..evaluation.challenge import ALL, CompositionResult, Item, categories, eva
 from ..evaluation.challenge_report import jsonl
 from ..config.compile import Source
 from ..evaluation.wmt import LangPair
+from ..settings import keyword
 from ..textio import write_output_set
 from .grid import Grid
 from .runner import plan_grid
@@ -66,14 +67,16 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
                        idf_corpus: Sequence[str] | None = None, idf_corpus_name: str | Path | None = None,
                        models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
                        progress: bool = False, resamples: int = 1000, seed: int = 0, references: bool = True,
-                       log: Callable[[str], None] | None = None) -> GridChallenge:
+                       log: Callable[[str], None] | None = None,
+                       model_labels: Mapping[str, str] | None = None,
+                       label: Callable[[str], str] = keyword) -> GridChallenge:
     """Score the challenge ``items`` with every cell of ``grid``; each cell is tested (paired
     bootstrap of the accuracy difference) against the cell of the grid's first row in its column.
 
     Parameters:
         grid: the grid (:func:`~alignscore.ablation.grid.load_grid`).
         items: the challenge set (:func:`~alignscore.evaluation.challenge.read_items`).
-        flags, models, download, skip_missing: the command's options, as for
+        flags, models, download, skip_missing, model_labels, label: the command's options, as for
             :func:`~alignscore.ablation.runner.run_grid`.
         idf_corpus: the sentences idf-L rows count document frequencies in (none: those rows
             are skipped with a note).
@@ -88,7 +91,7 @@ def run_grid_challenge(grid: Grid, items: Sequence[Item], flags: Sequence[Source
     place = LangPair("", "challenge", "set", [], [], np.zeros(0),
                      idf_corpus=list(idf_corpus) if idf_corpus is not None else None,
                      idf_corpus_path=Path(idf_corpus_name) if idf_corpus_name else None)
-    checked = plan_grid(grid, [place], flags, models, download, skip_missing)
+    checked = plan_grid(grid, [place], flags, models, download, skip_missing, model_labels, label)
     names, scorers, skipped, cells = [], [], {}, []
     for c in checked.cells:
         label = f"{checked.row_names[c.row]} / {grid.columns[c.column].name}"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config.schema import MODEL_OPTIONS, STAGES, options
-from ..config.sources import KEYWORDS, PRESET, Source, key_label, make_source, model_given
+from ..config.sources import KEYWORDS, PRESET, Source, key_label, keyword_label, make_source, model_given
 from ..errors import ConfigError
 from ..textio import load_toml
 
@@ -47,20 +47,21 @@ class Grid:
         return row.role or column.role or self.defaults.role or next(iter(self.roles))
 
     def sources(self, row: GridEntry, column: GridEntry, flags: Sequence[Source] = (),
-                models: Mapping[str, str] | None = None) -> list[Source]:
+                models: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None) -> list[Source]:
         """The sources of a cell, lowest first: its role, the command's options (``flags``),
         ``[defaults]``, the column, the row. ``models`` holds the models the command names per
-        role kind (``{"": --model, "mnli": --mnli-model, "static": --static-model}``): a role
-        whose model the command replaces keeps none of its own settings (its layer was its
-        model's)."""
+        role kind (``{"": --model, "mnli": --mnli-model, "static": --static-model}``), ``labels``
+        how the caller names each (default: ``models=['mnli']``): a role whose model the command
+        replaces keeps none of its own settings (its layer was its model's)."""
         role = self.role(row, column)
         kind, base = _kind(role), self.roles[role]
         own = (models or {}).get(kind)
         command = [_for_role(s, kind) for s in flags]
         if own or kind == "" and any("model" in s.values for s in command):
-            base = Source(base.kind, {}, {}, base.naming)
+            base = replace(base, values={}, labels={}, filter_labels={}, base=(), path=None)
+        label = (labels or {}).get(kind) or keyword_label(("models", kind))
         naming = flags[-1].naming if flags else KEYWORDS  # the command's
-        extra = [Source("flags", {"model": own}, {"model": _MODEL_FLAGS[kind]}, naming)] if own else []
+        extra = [Source("flags", {"model": own}, {"model": label}, naming)] if own else []
         return [base, *command, *extra, self.defaults.source, column.source, row.source]
 
     def model(self, role: str, flags: Sequence[Source] = (), models: Mapping[str, str] | None = None) -> str:
@@ -70,11 +71,8 @@ class Grid:
             or str(self.roles[role].values["model"])
 
 
-_MODEL_FLAGS = {"": "--model", MNLI_ROLE: "--mnli-model", STATIC_ROLE: "--static-model"}
-
-
 def _kind(role: str) -> str:
-    """A role's key in :data:`_MODEL_FLAGS` (the command's flag that replaces its model)."""
+    """A role's kind: its key in :meth:`Grid.sources`' ``models`` (the command's option that replaces its model)."""
     return role if role in (MNLI_ROLE, STATIC_ROLE) else ""
 
 

@@ -31,6 +31,7 @@ from ..engine import Pairs, score_groups
 from ..errors import ConfigError, ModelLoadError
 from ..evaluation.wmt import LangPair
 from ..scorer import Scorer, by_encoder
+from ..settings import keyword
 from ..weighting import WEIGHTINGS
 from ..weighting.schemes import Corpus, IdfL
 from .grid import GridEntry, Grid
@@ -98,7 +99,8 @@ class GridPlan:
 
 def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = (),
               models: Mapping[str, str] | None = None, download: bool = False,
-              skip_missing: bool = False) -> GridPlan:
+              skip_missing: bool = False, model_labels: Mapping[str, str] | None = None,
+              label: Callable[[str], str] = keyword) -> GridPlan:
     """Compile and check every cell of ``grid`` for every place (:func:`~alignscore.config.plan.plan_runs`):
     each cell's run (the place's idf-L corpus supplied where the cell's weighting reads one) and
     its composition resolved for its model (the model's configuration and tokenizer are read,
@@ -119,18 +121,18 @@ def plan_grid(grid: Grid, places: Sequence[LangPair], flags: Sequence[Source] = 
     idf_l = False
     for i, row in enumerate(grid.rows):
         for j, column in enumerate(grid.columns):
-            sources = grid.sources(row, column, flags, models)
+            sources = grid.sources(row, column, flags, models, model_labels)
             reads_idf_l, needs_corpus = _idf_l(sources)
             idf_l = idf_l or reads_idf_l
             for place in places:
                 cell = CellPlan(i, j, place.name)
                 cells.append(cell)
                 if needs_corpus and id(place) not in corpora:
-                    cell.skipped = _no_corpus(place)
+                    cell.skipped = _no_corpus(place, label)
                     continue
                 runs.append(RunSources(sources, {IdfL.corpus_setting(): corpora[id(place)]} if needs_corpus else None))
                 planned.append(cell)
-    for cell, run in zip(planned, plan_runs(runs, skip_missing=skip_missing, download=download).runs):
+    for cell, run in zip(planned, plan_runs(runs, skip_missing=skip_missing, download=download, label=label).runs):
         cell.spec, cell.scorer, cell.skipped = run.spec, run.scorer, run.skipped
         cell.composition = cell.scorer.resolved() if cell.scorer is not None else None
     names = [next((_display(row, c) for c in cells if c.row == i and c.composition is not None), row.name)
@@ -155,11 +157,11 @@ def _idf_l(sources: Sequence[Source]) -> tuple[bool, bool]:
     return idf_l, idf_l and merged.given(IdfL.corpus_setting()) is None
 
 
-def _no_corpus(place: LangPair) -> str:
+def _no_corpus(place: LangPair, label: Callable[[str], str]) -> str:
     if place.year:
         return (f"no idf-L corpus for {place.name} (put newstest{place.year}-{place.src}{place.tgt}-ref.{place.tgt} "
-                "next to the data, or pass --idf-corpus)")
-    return "idf-L needs a corpus: pass --idf-corpus FILE"
+                f"next to the data, or pass {label(IdfL.corpus_setting())})")
+    return f"idf-L needs a corpus: pass {label(IdfL.corpus_setting())} FILE"
 
 
 def _display(row: GridEntry, cell: CellPlan) -> str:
@@ -178,7 +180,8 @@ def _display(row: GridEntry, cell: CellPlan) -> str:
 
 def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source] = (), *,
              models: Mapping[str, str] | None = None, download: bool = False, skip_missing: bool = False,
-             progress: bool = False, log: Callable[[str], None] | None = None) -> GridRun:
+             progress: bool = False, log: Callable[[str], None] | None = None,
+             model_labels: Mapping[str, str] | None = None, label: Callable[[str], str] = keyword) -> GridRun:
     """Score every cell of ``grid`` on every language pair.
 
     Args:
@@ -186,7 +189,9 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source]
         lang_pairs: the data (:func:`~alignscore.evaluation.wmt.load_daseg`).
         flags: the command's options (sources: its preset or run file, then its flags), layered
             on each cell's model role (:meth:`Grid.sources`).
-        models: the models the command names per role kind (``--mnli-model``, ``--static-model``).
+        models: the models the command names per role kind (``--mnli-model``, ``--static-model``);
+            ``model_labels``: how the caller names each, for errors (default ``models=['mnli']``);
+            ``label``: how it names its other options (``skip_missing``, ...; default: as keywords).
         download: allow models that are not on this machine to be downloaded; otherwise such a
             model is an error before anything runs, or, with ``skip_missing``, its cells are
             skipped with a note (as are those of a model that cannot be loaded).
@@ -195,7 +200,7 @@ def run_grid(grid: Grid, lang_pairs: Sequence[LangPair], flags: Sequence[Source]
     say = log or (lambda _msg: None)
     lang_pairs = list(lang_pairs)
     t_start = time.perf_counter()
-    checked = plan_grid(grid, lang_pairs, flags, models, download, skip_missing)
+    checked = plan_grid(grid, lang_pairs, flags, models, download, skip_missing, model_labels, label)
     cells = [CellRun(c.row, c.column, c.place, skipped=c.skipped) for c in checked.cells]
     built = [(run, c) for run, c in zip(cells, checked.cells) if c.scorer is not None]
     for run, c in built:

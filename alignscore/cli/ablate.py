@@ -16,7 +16,7 @@ from ..evaluation.stats import CORRELATIONS
 from ..weighting.schemes import IdfL
 from . import main
 from ..settings import comma_list
-from .common import command_line, needs, progress_log, quiet_option, seed_option
+from .common import command_line, flag_of, needs, progress_log, quiet_option, seed_option
 from .options import FLAGS, scorer_options, scorer_opts
 
 
@@ -74,12 +74,16 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
     start = time.perf_counter()
     if (data is None) == (challenge_set is None):
         raise ConfigError("give either --data DIR (correlations with human scores) or --challenge SET")
-    needs(click.get_current_context(), {"lang_pairs": "data", "year": "data", "correlations": "data",
-                                        "significance": "data", "dedupe": "challenge_set"})
+    ctx = click.get_current_context()
+    needs(ctx, {"lang_pairs": "data", "year": "data", "correlations": "data", "significance": "data",
+                "dedupe": "challenge_set"})
+    flag = flag_of(ctx)
     opts = scorer_opts(kwargs)
     flags = sources_of(opts, FLAGS)
     # which model each role runs, and what to do with one that is not on this machine
     planning: dict[str, Any] = {"models": {"mnli": mnli_model, "static": static_model}, "download": download,
+                                "model_labels": {"mnli": flag("mnli_model"), "static": flag("static_model")},
+                                "label": flag,
                                 "skip_missing": skip_missing, "progress": not quiet,
                                 "log": progress_log(quiet, "ablate"), "command": command_line("ablate")}
     spec = load_grid(grid)
@@ -87,7 +91,8 @@ def ablate(grid: str, data: str | None, challenge_set: str | None, mnli_model: s
         if bootstrap < 40:
             raise ConfigError("--challenge reports 95% bootstrap intervals: --bootstrap needs at least 40 resamples")
         paths, skipped = ablate_challenge(spec, grid, challenge_set, flags, idf_corpus=idf_corpus,
-                                          output=output, dedupe=dedupe, resamples=bootstrap, seed=seed, **planning)
+                                          output=output, dedupe=dedupe, dedupe_label=flag("dedupe"),
+                                          resamples=bootstrap, seed=seed, **planning)
     else:
         paths, skipped = ablate_daseg(spec, grid, data, flags, lang_pairs=comma_list(lang_pairs),
                                       year=year, idf_corpus=idf_corpus, output=output, inputs=input_files(flags),

@@ -6,11 +6,10 @@ from typing import Any
 
 import click
 
-from ..evaluation.challenge_report import challenge_file, remap_option
-from ..evaluation.stats import SACREBLEU_SEED
+from ..evaluation.challenge_report import ChallengeOptions, challenge_file, remap_option
 from . import main
-from .common import output_option, quiet_option, seed_option, sides_specs, sources_option
-from .options import FLAGS, scorer_options, scorer_opts
+from .common import output_option, quiet_option, sides_specs
+from .options import FLAGS, command_options, command_opts, scorer_options, scorer_opts
 
 
 @main.command()
@@ -20,22 +19,10 @@ from .options import FLAGS, scorer_options, scorer_opts
               "e.g. \"--aligner wmd --n-gram 2\" (default: the options outside --a/--b alone).")
 @click.option("--b", "specs_b", multiple=True, help="A composition to compare with A, as --a; repeat for more "
               "(B1, B2, ...).")
-@click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl"]), default="tsv", show_default=True,
-              help="tsv: a comment line per signature, then one row per composition and category; jsonl: one "
-                   "JSON object per row, with the composition's signature.")
 @output_option("Output file.")
-@click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
-              help="Resamples of the 95% bootstrap intervals and of the paired tests.")
-@seed_option(SACREBLEU_SEED, "Seed of the resampling.")
-@click.option("--by", "by", metavar="FIELD", default=None,
-              help="Break the results down by a field of the items (e.g. lp): one row per composition, value of "
-                   "FIELD and category, the value in a column named FIELD. Every item must have the field.")
-@click.option("--dedupe", is_flag=True, help="Drop items that repeat an earlier one (every field the same, the id "
-              "aside); without it they count as often as they appear, with a warning.")
-@sources_option("good and bad against each item's field 'source' (--remap: a file, or a folder of <lang>.remap by lp)")
+@command_options(ChallengeOptions)
 @quiet_option()
-def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], fmt: str, output: str | None,
-              bootstrap: int, seed: int, by: str | None, dedupe: bool, against_sources: bool, quiet: bool,
+def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], output: str | None, quiet: bool,
               **kwargs: Any) -> None:
     """Score the challenge SET (JSON lines: ref or refs, good, bad, category, optional id and
     control, any other fields kept) and report, per composition and category (and 'all'; with
@@ -50,11 +37,11 @@ def challenge(challenge_set: str, spec_a: str | None, specs_b: tuple[str, ...], 
     alignscore challenge examples/challenge.jsonl --model all-MiniLM-L6-v2 \\
         --b "--aligner wmd --n-gram 1"
     """
-    common, remap = remap_option(scorer_opts(kwargs), against_sources, FLAGS)  # a file, or a folder: by each item's lp
+    opts = command_opts(ChallengeOptions, kwargs)  # before anything loads
+    common, remap = remap_option(scorer_opts(kwargs), opts.against_sources, FLAGS)  # a file, or a folder: by each item's lp
     files: list[str] = []
     specs = sides_specs(common, [("--a", spec_a or "")] + [("--b", text) for text in specs_b], progress=not quiet,
                         files=files)
-    challenge_file(specs, challenge_set, fmt, output, bootstrap, seed, by, dedupe, files,
-                   lambda msg: click.echo(msg, err=True), against_sources, remap)
+    challenge_file(specs, challenge_set, opts, output, files, lambda msg: click.echo(msg, err=True), remap)
     if output:
         click.echo(f"wrote {output}", err=True)

@@ -1,5 +1,5 @@
 """What the commands share besides making the run's options (:mod:`alignscore.cli.options`): the
-output, quiet, seed and sources flags, a repeatable option that takes several values, progress
+output, quiet and seed flags, a repeatable option that takes several values, progress
 messages, the command line that ran, the checks of a command's parameters (a model given, an
 option given without the one it applies with), the files a run reads (no output may replace
 one) and the runs of the two sides (``--a``, ``--b``) of the commands that compare runs."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import click
 from click.core import ParameterSource
@@ -17,7 +17,10 @@ from ..config import Compiled, RunSpec
 from ..config.schema import MODEL_OPTIONS, OPTION
 from ..errors import ConfigError, InputError
 from ..textio import is_stdout
-from .options import compiled_of, parse_spec
+from .options import FLAGS, compiled_of, parse_spec
+
+if TYPE_CHECKING:
+    from ..combination import Combination
 
 SEED = click.IntRange(0, 2**32 - 1)  # what numpy's generators take
 
@@ -38,12 +41,6 @@ def quiet_option(help: str = "No progress bars.") -> Callable[[Callable[..., Any
 def seed_option(default: int, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--seed N`` (what numpy's generators take)."""
     return click.option("--seed", type=SEED, default=default, show_default=True, help=help)
-
-
-def sources_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--sources`` (``against_sources``): score ``what`` against sources, reference-free."""
-    return click.option("--sources", "against_sources", is_flag=True, help=f"Score {what}, not against the "
-                        "reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply).")
 
 
 def progress_log(quiet: bool, command: str) -> Callable[[str], None]:
@@ -68,14 +65,21 @@ def given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
+def flag_of(ctx: click.Context) -> Callable[[str], str]:
+    """The command's parameter ``name`` as its long flag (``skip_missing`` -> ``--skip-missing``):
+    how the library names the command's own options in what it says."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
+    return lambda name: flags[name]
+
+
 def needs(ctx: click.Context, table: Mapping[str, str | tuple[str, ...]]) -> None:
     """Refuse an option given without one it applies with: ``table`` maps a parameter to the one
     it needs, or to several of which one will do (``{"chunk_size": ("stream", "resume")}``)."""
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}  # each parameter's long form
+    flags = flag_of(ctx)  # each parameter's long form
     for name, needed in table.items():
         alternatives = (needed,) if isinstance(needed, str) else needed
         if given(ctx, name) and not any(ctx.params.get(n) for n in alternatives):
-            raise ConfigError(f"{flags[name]} applies with {' or '.join(flags[n] for n in alternatives)} only")
+            raise ConfigError(f"{flags(name)} applies with {' or '.join(flags(n) for n in alternatives)} only")
 
 
 def require_model(ctx: click.Context, why: str) -> None:
@@ -91,13 +95,24 @@ def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
 
 
 def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
-                files: list[str] | None = None) -> list[Compiled]:
+                files: list[str] | None = None, combinations: bool = False) -> list[Compiled | Combination]:
     """The run of each ``(flag, text)`` side (``--a``, ``--b``): its options (:func:`~alignscore.cli.options.parse_spec`;
-    an empty text names none) layered on the ``common`` ones (what a side names replaces them);
-    ``files`` is extended with the files each side reads (:func:`option_files`)."""
+    an empty text names none) layered on the ``common`` ones (what a side names replaces them),
+    with ``combinations`` a combination where they name one (``--config`` a ``[[parts]]`` file: the
+    other options apply to every part; without, the compiler refuses it); ``files`` is extended
+    with the files each side reads (:func:`option_files`)."""
+    from ..combination import combination_in
+
     out, missing = [], []
     for flag, text in sides:
         named = parse_spec(text, flag) if text.strip() else {}  # its errors name the side already
+        combination = combination_in({**common, **named}, FLAGS, f"{flag} {text!r}") if combinations else None
+        if combination is not None:  # --config names a [[parts]] file: this side is that combination
+            out.append(combination)
+            if files is not None:
+                files += [str({**common, **named}[OPTION.config.name]),
+                          *(f for p in combination.parts for f in p.spec.files())]
+            continue
         try:
             out.append(compiled_of({**common, **named}, progress))
         except ConfigError as exc:

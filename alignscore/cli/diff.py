@@ -40,6 +40,8 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
     Scales differ between compositions, so pairs are compared by rank: each composition ranks
     the pairs by its primary score (1 = best; F1 for greedy, the score for OT) and pairs are
     ordered by |rank A - rank B|. Options outside --a/--b apply to both sides; --a/--b override.
+    A side whose --config is a combination ([[parts]]) ranks by its combined score and shows
+    each part's alignment.
 
     \b
     alignscore diff -r refs.txt -c cands.txt --model all-MiniLM-L6-v2 \\
@@ -49,7 +51,8 @@ def diff(refs: tuple[str, ...], cands: str, spec_a: str, spec_b: str, top: int, 
         raise ConfigError(f"--format {fmt} writes files: give a folder with -o DIR")
     common = scorer_opts(kwargs)
     files: list[str] = []
-    run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress=not quiet, files=files)
+    run_a, run_b = sides_specs(common, [("--a", spec_a), ("--b", spec_b)], progress=not quiet, files=files,
+                               combinations=True)
     if out_dir is not None:  # before any work: the folder must be writable and hold none of the inputs
         check_diff_folder(out_dir, [cands, *refs, *files], fmt)
     shown = write_diff(run_a, run_b, cands, refs, top, fmt, out_dir, click.get_text_stream("stdout"))

@@ -15,7 +15,7 @@ from .options import FLAGS, command_options, command_opts, scorer_options, score
 
 
 @main.command()
-@scorer_options(names=(OPTION.model.name,))
+@scorer_options(names=(OPTION.model.name, OPTION.remap.name, OPTION.lm.name, OPTION.lm_score.name))
 @command_options(FitOptions)
 @quiet_option("No progress.")
 def fit(quiet: bool, **kwargs: Any) -> None:
@@ -23,6 +23,10 @@ def fit(quiet: bool, **kwargs: Any) -> None:
     temperature, the idf exponent, F-beta's beta) to the human judgments in --data, by gradient
     on the mean Pearson r over language pairs, every text encoded once; with two or more --from,
     the weights of their combination.
+
+    With --sources, every MT output is scored against its source (--remap: a file, or a folder
+    of <lang>.remap files) and the weight of the --lm term is learned, with its location and scale
+    (the training candidates' LM scores), the composition and its remapping fixed.
 
     With two or more language pairs, nested cross-validation (leave one language pair out, fit
     on the others) estimates the fitted metric's held-out mean |r| beside its start's, with 95%
@@ -43,5 +47,5 @@ def fit(quiet: bool, **kwargs: Any) -> None:
     if result.note:
         click.echo(f"alignscore: note: {result.note}", err=True)
     click.echo("\n".join(result.summary()))
-    click.echo(f"wrote {opts.output}/best.toml and the leaderboard ({result.seconds:.1f} s; kept "
-               f"{result.state_bytes / 2**20:.0f} MiB)", err=True)
+    kept = f"; kept {result.state_bytes / 2**20:.0f} MiB" if not opts.against_sources else ""
+    click.echo(f"wrote {opts.output}/best.toml and the leaderboard ({result.seconds:.1f} s{kept})", err=True)

@@ -27,7 +27,7 @@ def remap(quiet: bool, **kwargs: Any) -> None:
     require_model(click.get_current_context(), "the multilingual encoder the remapping is for")
     opts = command_opts(RemapOptions, kwargs)  # before anything loads
     spec = compiled_of(scorer_opts(kwargs), progress=not quiet).spec
-    encoder = encoder_of(spec.encoder, spec.runtime.device)
+    encoder = encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)
     remapping, stats = learn_files(encoder, spec.runtime, opts, spec.files())
     files = int(stats["files"])
     click.echo(f"wrote {opts.output}: {opts.method} remapping of layer {opts.layer}"

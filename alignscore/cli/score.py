@@ -67,21 +67,12 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
                                         "seed": "confidence", "ray_actors": "ray_address", "ray_gpus": "ray_address",
                                         "tsv_sources": "tsv"})
     opts = scorer_opts(kwargs)
-    combination = combination_in(opts, FLAGS)
-    if combination is not None:  # --config names a [[parts]] file: its parts, the flags above each
-        torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
-        refuse((ray_address is not None or pairwise or stream or resume or confidence or torchrun,
-                "a combination ([[parts]] in --config) is scored at once in one process: not with --ray, "
-                "--pairwise, --stream, --resume, --confidence or under torchrun"))
-        sources = Sources(cands, refs, cand_texts, ref_texts, tsv, source_file, tsv_sources)
-        if output:
-            check_output(output, [*sources.files, str(opts[OPTION.config.name]), human,
-                                  *(f for p in combination.parts for f in p.spec.files())])
-        for line in score_combination(combination, *sources.read(), output, fmt, sources.several_refs, human,
-                                      sources.against_sources):
-            click.echo(line, err=True)
-        return
-    refuse((ray_address is not None and (pairwise or stream or resume),
+    combination = combination_in(opts, FLAGS)  # --config names a [[parts]] file: its parts, the flags above each
+    torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
+    refuse((combination is not None and (ray_address is not None or pairwise or torchrun),
+            "a combination ([[parts]] in --config) is scored in one process: not with --ray, --pairwise or under "
+            "torchrun"),
+           (ray_address is not None and (pairwise or stream or resume),
             "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
     if pairwise:
         refuse((human or confidence, "--pairwise writes a matrix: --human and --confidence do not apply"),
@@ -107,6 +98,19 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
            (streamed and shard is not None, "--stream does not run under torchrun yet: shard the input files instead"),
            (streamed and not sources.cands,
             "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
+    if combination is not None:  # each part compiled already; built together (one encoding per model)
+        files = [str(opts[OPTION.config.name]), *(f for p in combination.parts for f in p.spec.files())]
+        if streamed:
+            lines = score_file_stream(combination, sources.cands, sources.sides, output, fmt, resume, chunk_size,
+                                      files, against_sources=sources.against_sources)
+        else:
+            if output:
+                check_output(output, [*sources.files, *files, human])
+            lines = score_combination(combination, *sources.read(), output, fmt, sources.several_refs, human,
+                                      sources.against_sources, confidence, resamples, seed)
+        for line in lines:
+            click.echo(line, err=True)
+        return
     writer = shard is None or shard.rank == 0
     read: list[tuple[list[str], list[list[str]]]] = []
 
@@ -128,7 +132,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     else:
         ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
         lines = score_texts(spec, *read[0], output, fmt, sources.several_refs, human, confidence, resamples,
-                            seed, shard, ray, not quiet, provenance, sources.against_sources)
+                            seed, shard, ray, not quiet, provenance, sources.against_sources, "--ray")
     for line in lines:
         click.echo(line, err=True)
     leave(shard)

@@ -2,15 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import click
 
-from ..render import FORMATS, format_for, show as show_pair
-from ..textio import pick_texts
+from ..combination import combination_in
+from ..config.schema import OPTION
+from ..errors import InputError
+from ..render import FORMATS, format_for, part_heading, part_path, show as show_pair, show_combination
+from ..textio import read_lines
 from . import main
 from .common import option_files, output_option
-from .options import compiled_of, scorer_options, scorer_opts
+from .options import FLAGS, compiled_of, scorer_options, scorer_opts
+
+
+def pick_texts(refs: Sequence[str], cand: str | None, refs_files: Sequence[str], cands_file: str | None,
+               line: int | None) -> tuple[str, list[str]]:
+    """The candidate and its references from texts given directly (-c/-r) and/or line ``line``
+    (1-based) of files (--cands-file/--refs-file and --line)."""
+    if (refs_files or cands_file) and line is None:
+        raise InputError("--refs-file/--cands-file need --line N (1-based) to pick the pair")
+    if line is not None and not (refs_files or cands_file):
+        raise InputError("--line picks a line of --refs-file/--cands-file; give one of them")
+
+    def at(path: str) -> str:
+        lines = read_lines(path)
+        if not 1 <= line <= len(lines):  # type: ignore[operator]
+            raise InputError(f"no line {line}: the file has {len(lines)} line(s)", path)
+        return lines[line - 1]  # type: ignore[operator]
+
+    if cand is not None and cands_file:
+        raise InputError("give the candidate once: -c TEXT or --cands-file FILE --line N")
+    if cand is None and not cands_file:
+        raise InputError("no candidate: give -c TEXT (or --cands-file FILE --line N)")
+    candidate = cand if cand is not None else at(cands_file)  # type: ignore[arg-type]
+    references = list(refs) + [at(p) for p in refs_files]
+    if not references:
+        raise InputError("no reference: give -r TEXT (or --refs-file FILE --line N)")
+    return candidate, references
 
 
 @main.command()
@@ -39,8 +68,20 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
         --model all-MiniLM-L6-v2 --layer 4 -o docs/show-greedy.png
     """
     candidate, references = pick_texts(refs, cand, refs_file, cands_file, line)
-    fmt = format_for(output, fmt)
+    fmt = format_for(output, fmt, "--format")
     opts = scorer_opts(kwargs)
+    combination = combination_in(opts, FLAGS)
+    if combination is not None:  # --config names a [[parts]] file: each part shown, then the combined score
+        files = [*refs_file, cands_file, str(opts[OPTION.config.name]),
+                 *(f for p in combination.parts for f in p.spec.files())]
+        expls, combined, text = show_combination(combination, candidate, references, output, fmt, ref_index, files)
+        if text is not None:  # each part under its line (weight, standardisation, signature)
+            click.echo(text, nl=False)
+        for i, (part, expl) in enumerate(zip(combination.parts, expls) if output is not None else ()):
+            click.echo(f"wrote {part_path(output, i)}: {part_heading(i, part.weight, part.location, part.scale, expl)}"
+                       f"; signature {expl.signature}", err=True)
+        click.echo(f"scores: combined={combined:.6f}", err=True)
+        return
     spec, provenance = compiled_of(opts, progress=False)
     expl, text = show_pair(spec, candidate, references, output, fmt, ref_index,
                            [*refs_file, cands_file, *option_files(spec, opts)], provenance)

@@ -35,8 +35,8 @@ def build(spec: RunSpec, encoder: Encoder | None = None, check: bool = True,
     >>> build(run_spec({"model": "all-MiniLM-L6-v2"})).resolved().aggregator  # the model's default layer
     SingleLayer(layer=4)
     """
-    scorer = Scorer(encoder if encoder is not None else encoder_of(spec.encoder, spec.runtime.device),
-                    spec.composition, spec.runtime, spec.cache.build() if spec.cache is not None else None)
+    encoder = encoder if encoder is not None else encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)
+    scorer = Scorer(encoder, spec.composition, spec.runtime, spec.cache.build() if spec.cache is not None else None)
     if check:
         check_model(scorer, provenance)
     return scorer

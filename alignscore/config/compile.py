@@ -129,7 +129,10 @@ def merge(sources: Sequence[Source]) -> Merged:
         for name in [k for k in given if table[k].means]:  # shorthands: lang is a model, idf a weighting
             short = given.pop(name)
             target, read = table[name].means  # type: ignore[misc]
-            meant, other = read(short.value), given.get(target)
+            try:
+                meant, other = read(short.value), given.get(target)
+            except ConfigError as exc:  # the shorthand's value, named as written: "--lang 'XX' is not ..."
+                raise ConfigError(f"{short.label} {exc.message}", (name,)) from None
             if other is not None and other.value != meant:
                 raise ConfigError(f"{short.label} means {target} {meant}; it cannot go with {other.label} "
                                   f"{other.value}: give one{_beside(name, target, src.naming)}", (name,))
@@ -327,7 +330,8 @@ def construct(merged: Merged) -> Compiled:
                     for name, (named, settings) in merged.filters.items())
     own = made(lambda: CompositionOptions(**group("composition")))
     composition = made(lambda: own.compose(parts, filters))
-    runtime = made(lambda: Runtime(**group("runtime")))
+    # what running says (out of memory: a smaller batch) names the options as this source names them
+    runtime = made(lambda: Runtime(**group("runtime"), _naming=provenance.naming.name))
     cache = made(lambda: CacheSpec(**group(OPTION.cache.group))) if OPTION.cache.name in values else None
     encoder = made(lambda: EncoderSpec(**group("encoder")))
     # the pairings, then the model's existence: the last check (RunSpec's own)

@@ -8,12 +8,13 @@ Every error of every run is collected before any is raised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..encoders import Encoder, encoder_of
 from ..encoders.layers import model_available
 from ..errors import AlignScoreError, ConfigError, ConfigErrors, ModelLoadError
 from ..scorer import Scorer, by_encoder
+from ..settings import keyword
 from .build import build
 from .compile import Compiled, Provenance, Source, compile_labelled, merge
 from .schema import MODEL_OPTIONS
@@ -22,9 +23,14 @@ from .spec import RunSpec
 MODEL = MODEL_OPTIONS[0]
 
 
-def not_here(model: str) -> str:
-    """Why a run of ``model`` is skipped when the model is not on this machine."""
-    return f"model {model!r} is not on this machine (nothing is downloaded without --download)"
+def not_here(model: str, label: Callable[[str], str] = keyword) -> str:
+    """Why a run of ``model`` is skipped when the model is not on this machine (``label`` names
+    the caller's options).
+
+    >>> not_here("org/model")
+    "model 'org/model' is not on this machine (nothing is downloaded without download=)"
+    """
+    return f"model {model!r} is not on this machine (nothing is downloaded without {label('download')})"
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ class RunPlan:
 
 
 def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: bool = False,
-              download: bool = True, sources: bool = False) -> RunPlan:
+              download: bool = True, sources: bool = False, label: Callable[[str], str] = keyword) -> RunPlan:
     """Build every run, one encoder per encoder spec and device, and check each against its
     model (its configuration and tokenizer, not its weights) before anything is encoded.
 
@@ -105,6 +111,7 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
         anything is loaded.
     sources : the runs score candidates against sources (reference-free), not references: each
         run's composition is checked for that side (:meth:`Composition.check_side`).
+    label : how the caller names ``download`` and ``skip_missing`` (default: as keywords).
 
     Returns
     -------
@@ -123,10 +130,10 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
     >>> from alignscore.config import run_spec
     >>> plan = plan_runs([run_spec({"model": "no-such-org/no-such-model"})], skip_missing=True, download=False)
     >>> plan.runs[0].skipped, plan.scorers()
-    ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without --download)", [])
+    ("model 'no-such-org/no-such-model' is not on this machine (nothing is downloaded without download=)", [])
     """
     encoders: dict[Any, Encoder | AlignScoreError] = {}  # by encoder spec and device: one model loaded
-    planned = [_plan(run, encoders, download, sources) for run in runs]
+    planned = [_plan(run, encoders, download, sources, label) for run in runs]
     unique = list({str(e): e for run, e in planned
                    if e is not None and not (skip_missing and run.skipped is not None)}.values())
     if unique:
@@ -135,7 +142,7 @@ def plan_runs(runs: Sequence[RunSpec | Compiled | RunSources], *, skip_missing: 
 
 
 def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | AlignScoreError], download: bool,
-          sources: bool) -> tuple[PlannedRun, AlignScoreError | None]:
+          sources: bool, label: Callable[[str], str]) -> tuple[PlannedRun, AlignScoreError | None]:
     """One run built, or skipped (the error it is unless missing models are skipped), or failed."""
     missing = (lambda name: False) if download else (lambda name: not model_available(name))
     if isinstance(run, RunSources):
@@ -144,19 +151,20 @@ def _plan(run: RunSpec | Compiled | RunSources, encoders: dict[Any, Encoder | Al
         except ConfigError as exc:
             model = _named_model(run.sources)
             if model is not None and MODEL in exc.options and missing(model):
-                return _missing(model, str(exc))
+                return _missing(model, str(exc), label)
             return PlannedRun(None), exc  # an option error, or a model path that cannot be fetched either
     spec, provenance = run if isinstance(run, Compiled) else (run, Provenance())
     try:
-        spec.composition.check_side(sources)
+        spec.composition.check_side(sources, spec.runtime.name)
     except ConfigError as exc:
         return PlannedRun(None), provenance.relabel(exc)
     if missing(spec.encoder.model):
-        return _missing(spec.encoder.model, f"{provenance.name(MODEL)}: {not_here(spec.encoder.model)}", spec)
+        return _missing(spec.encoder.model, f"{provenance.name(MODEL)}: {not_here(spec.encoder.model, label)}", label,
+                        spec)
     key = (spec.encoder, spec.runtime.device)
     try:
         if key not in encoders:
-            encoders[key] = encoder_of(spec.encoder, spec.runtime.device)  # nothing loaded yet
+            encoders[key] = encoder_of(spec.encoder, spec.runtime.device, spec.runtime.name)  # nothing loaded yet
         encoder = encoders[key]
         if isinstance(encoder, AlignScoreError):
             raise encoder
@@ -177,9 +185,10 @@ def _named_model(sources: Sequence[Source]) -> str | None:
     return str(given.value) if given is not None else None
 
 
-def _missing(model: str, why: str, spec: RunSpec | None = None) -> tuple[PlannedRun, ConfigError]:
-    return PlannedRun(spec, skipped=not_here(model)), ConfigError(
-        f"{why}; --skip-missing skips the runs that need it", (MODEL,))
+def _missing(model: str, why: str, label: Callable[[str], str],
+             spec: RunSpec | None = None) -> tuple[PlannedRun, ConfigError]:
+    return PlannedRun(spec, skipped=not_here(model, label)), ConfigError(
+        f"{why}; {label('skip_missing')} skips the runs that need it", (MODEL,))
 
 
 def build_all(specs: Sequence[RunSpec | Compiled]) -> list[Scorer]:

@@ -236,7 +236,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         raise ConfigError(f"{labels[PRESET]} and {labels[CONFIG]} both give a whole run: give one (a run "
                           "file already fixes every setting; it may name its preset: preset = NAME)")
     base = (preset_source(preset, model=kind not in ("grid", "space")),) if preset is not None else \
-        (file_source(config),) if config is not None else ()
+        (file_source(config, labels[CONFIG]),) if config is not None else ()
     return Source(kind, values, labels, naming, filter_labels, base)
 
 
@@ -327,12 +327,13 @@ def _filters(value: Any, label: Label, path: tuple[Any, ...], text: bool
     return [_part_value("filter", item, label, path + (i,) if len(items) > 1 else path) for i, item in enumerate(items)]
 
 
-def file_source(path: str | Path) -> Source:
+def file_source(path: str | Path, label: str = "config=") -> Source:
     """The source a run file gives (its keys named ``file:line: key``).
 
     Parameters
     ----------
     path : the run file (TOML).
+    label : the option that names it, as written (a combination's file is refused, naming it).
 
     Returns
     -------
@@ -353,7 +354,7 @@ def file_source(path: str | Path) -> Source:
                               "run file (it may name a preset: preset = NAME)")
         if key == "parts":  # a combination's runs (alignscore.combination): not one run
             raise ConfigError(f"{path}:{lines.get((key,)) or lines.get((key, 0), '?')}: a combination of runs (score "
-                              "--config scores it), not one run")
+                              f"{label} scores it), not one run")
         if isinstance(value, dict) and key not in STAGES:
             raise ConfigError(f"{path}:{lines.get((key,), '?')}: [{key}]: a run file's keys are options (write "
                               f"them at the top level, e.g. batch_size = 32), not tables")

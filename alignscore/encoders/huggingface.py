@@ -8,13 +8,13 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, MutableMapping, Sequence
+from typing import Any, Callable, Iterator, MutableMapping, Sequence
 from urllib.parse import urlparse
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
-from ..settings import SettingError
+from ..settings import SettingError, keyword
 from ..tokens import Tokenized, gc_paused
 from .base import Encoder
 from .fingerprint import directory_fingerprint, hub_fingerprint, model_directory
@@ -114,6 +114,7 @@ class HFEncoder(Encoder):
     dtype: str = "float32"
     long_texts: str = "truncate"
     stride: int | None = None
+    naming: Callable[[str], str] = field(default=keyword, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _config: Any = field(default=None, init=False, repr=False)
@@ -301,7 +302,7 @@ class HFEncoder(Encoder):
         if out.truncated:
             warnings.warn(
                 f"{len(out.truncated)} text(s) longer than {self.model_max_length} tokens were truncated to the "
-                f"model's limit (long_texts='window', --long-texts window, encodes them whole)", stacklevel=2)
+                f"model's limit ({self.naming('long_texts')} window encodes them whole)", stacklevel=2)
         return out
 
     def _unpack(self, stripped: Sequence[str], encodings: Sequence[Any], out: Tokenized) -> None:

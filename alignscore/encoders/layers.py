@@ -97,8 +97,8 @@ def model_for_lang(lang: str) -> str:
     ``en``, ``zh``, ``de``; ``en-sci`` for scientific English): :data:`LANG_MODELS`, else the
     multilingual :data:`LANG_FALLBACK`."""
     if not _LANG_CODE.fullmatch(lang):
-        raise ConfigError(f"--lang {lang!r} is not a language code (an ISO 639 code in lower case such as en, zh, "
-                          "de; en-sci for scientific English)")
+        raise ConfigError(f"{lang!r} is not a language code (an ISO 639 code in lower case such as en, zh, de; "
+                          "en-sci for scientific English)")
     return LANG_MODELS.get(lang, LANG_FALLBACK)
 
 

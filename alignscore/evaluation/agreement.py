@@ -17,6 +17,7 @@ from ..errors import InputError
 from .stats import SACREBLEU_SEED, BootstrapMean, bootstrap_mean, correlation, flat, flat_text
 
 if TYPE_CHECKING:
+    from ..combination import CombinedScorer
     from ..scorer import Scorer
     from ..scores import Scores
 
@@ -227,15 +228,17 @@ class Disagreements:
             out.write("\t".join(c.replace("\t", " ") for c in self.row(i)) + "\n")
 
 
-def disagreements(scorer_a: Scorer, scorer_b: Scorer, cands: Sequence[str],
+def disagreements(scorer_a: Scorer | CombinedScorer, scorer_b: Scorer | CombinedScorer, cands: Sequence[str],
                   refs: Sequence[str] | Sequence[Sequence[str]]) -> Disagreements:
     """Score the same pairs with two scorers (one encoding where they share an encoder,
-    :func:`~alignscore.scorer.score_together`) and rank the pairs by each one's primary metric.
+    :func:`~alignscore.scorer.score_together`) and rank the pairs by each one's primary metric
+    (a combination's: its combined score).
 
     Parameters
     ----------
-    scorer_a, scorer_b : Scorer
-        The two compositions (A and B).
+    scorer_a, scorer_b : Scorer or CombinedScorer
+        The two compositions (A and B); a combination's parts are scored with the other side's
+        run in one engine call.
     cands : sequence of str
         The candidates.
     refs : sequence of str, or of sequences of str
@@ -246,12 +249,18 @@ def disagreements(scorer_a: Scorer, scorer_b: Scorer, cands: Sequence[str],
     Disagreements
         Both sides' scores, ranks, and the pairs in the order of how differently they rank them.
     """
+    from ..combination import METRIC, CombinedScorer, scorers_of
     from ..scorer import score_together
 
     from ..scores import check_references
 
     cands, groups = check_references(cands, refs)
-    sa, sb = score_together([scorer_a, scorer_b], cands, groups)
-    metric_a, metric_b = scorer_a.composition.metric, scorer_b.composition.metric
+    sides = [scorers_of(s) for s in (scorer_a, scorer_b)]
+    found = score_together([*sides[0], *sides[1]], cands, groups)
+    parts = [found[:len(sides[0])], found[len(sides[0]):]]
+    sa, sb = (s.scores_of(f) if isinstance(s, CombinedScorer) else f[0]
+              for s, f in zip((scorer_a, scorer_b), parts))
+    metric_a, metric_b = (METRIC if isinstance(s, CombinedScorer) else s.composition.metric
+                          for s in (scorer_a, scorer_b))
     ra, rb, order = rank_pairs(sa[metric_a], sb[metric_b])
     return Disagreements(cands, groups, sa, sb, metric_a, metric_b, ra, rb, order)

@@ -35,7 +35,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -197,25 +197,36 @@ def repeats(items: Sequence[Item]) -> list[tuple[int, int]]:
     return [(k, first) for k, item in enumerate(items) if (first := seen.setdefault(identity(item), k)) != k]
 
 
-def settle_repeats(items: Sequence[Item], dedupe: bool = False) -> tuple[list[Item], int]:
+def settle_repeats(items: Sequence[Item], dedupe: bool = False, label: str = "dedupe=",
+                   say: Callable[[str], None] | None = None) -> tuple[list[Item], int]:
     """The items and how many of them repeat an earlier one: with ``dedupe``, without the
-    repeats (the first of each is kept); without, all of them and a warning that names the
-    count and the first repeat (a repeat counts as often as it appears, in n and accuracy)."""
+    repeats (the first of each is kept; ``say`` is told how many were dropped); without, all of
+    them and a warning that names the count and the first repeat (a repeat counts as often as it
+    appears, in n and accuracy). ``label``: the option ``dedupe`` as the caller names it.
+
+    >>> one = Item(("a",), "b", "c", "x", line=1)
+    >>> settle_repeats([one, replace(one, line=2)], True, say=print)[1]
+    dedupe=: dropped 1 item(s) that repeat an earlier one
+    1
+    """
     found = repeats(items)
     if not found or dedupe:
         dropped = {k for k, _ in found}
+        if found and say is not None:
+            say(f"{label}: dropped {len(found)} item(s) that repeat an earlier one")
         return [item for k, item in enumerate(items) if k not in dropped], len(found)
     k, first = found[0]
     where = (f"line {items[k].line} repeats line {items[first].line}" if items[k].line and items[first].line
              else f"item {k + 1} repeats item {first + 1}")
     warnings.warn(f"{len(found)} item(s) repeat an earlier one ({where}, the id aside): each counts as often as it "
-                  "appears; --dedupe drops the repeats", stacklevel=2)
+                  f"appears; {label} drops the repeats", stacklevel=2)
     return list(items), len(found)
 
 
-def field_values(items: Sequence[Item], name: str, path: str = "<items>") -> list[str]:
+def field_values(items: Sequence[Item], name: str, path: str = "<items>", label: str = "by=") -> list[str]:
     """Each item's value of the extra field ``name``, as text (a string stripped of surrounding
-    spaces, a number or boolean as JSON writes it): what ``--by`` breaks the results down by.
+    spaces, a number or boolean as JSON writes it): what ``by`` (``label``: as the caller names
+    it) breaks the results down by.
 
     Raises:
         InputError: ``name`` is an item's own field or holds a control character; an item has
@@ -223,12 +234,12 @@ def field_values(items: Sequence[Item], name: str, path: str = "<items>") -> lis
             not a non-empty one-line string, a number or a boolean.
     """
     if name in ITEM_FIELDS:
-        raise InputError(f"--by {name}: {name!r} is a field of every item; break down by another field of the "
+        raise InputError(f"{label} {name}: {name!r} is a field of every item; break down by another field of the "
                          "items (e.g. lp)")
     if not name.strip() or unprintable(name) is not None:
-        raise InputError(f"--by {name!r}: a field name is one line of plain text")
+        raise InputError(f"{label} {name!r}: a field name is one line of plain text")
     if name in OUTPUT_NAMES:
-        raise InputError(f"--by {name}: the results have a column of that name; break down by another field")
+        raise InputError(f"{label} {name}: the results have a column of that name; break down by another field")
     out, missing = [], []
     for k, item in enumerate(items):
         value = item.extra(name)
@@ -241,10 +252,10 @@ def field_values(items: Sequence[Item], name: str, path: str = "<items>") -> lis
         elif isinstance(value, str) and value.strip() and unprintable(value.strip()) is None:
             out.append(value.strip())
         else:
-            raise InputError(f"--by {name}: the value {value!r} is not a one-line text, a number or a boolean",
+            raise InputError(f"{label} {name}: the value {value!r} is not a one-line text, a number or a boolean",
                              path, where)
     if missing:
-        raise InputError(f"--by {name}: {len(missing)} item(s) have no {name!r} (the first on line {missing[0]}): "
+        raise InputError(f"{label} {name}: {len(missing)} item(s) have no {name!r} (the first on line {missing[0]}): "
                          "give every item the field", path)
     return out
 
@@ -371,7 +382,7 @@ def side(item: Item, sources: bool = False) -> tuple[str, ...]:
     return (str(item.extra(SOURCE)),) if sources else item.refs
 
 
-def check_sources(items: Sequence[Item], path: str = "<items>", label: str = "--sources") -> None:
+def check_sources(items: Sequence[Item], path: str = "<items>", label: str = "against_sources=") -> None:
     """Refuse items scored against sources without a ``source`` text (the first named by its
     line; ``label``: how the user asked for sources)."""
     for k, item in enumerate(items):

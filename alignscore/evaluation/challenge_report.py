@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..config.schema import OPTION
 from ..config.sources import KEYWORDS, Naming, sources_of
+from ..lm import check_readable
+from ..settings import Options, setting
 from .challenge import (COLUMNS, TIE_TOLERANCE, CompositionResult, check_sizes, check_sources, evaluate_scores,
                         field_values, read_items, settle_repeats)
 from .reference_free import challenge_remaps, check_remaps, remapped_item_scores, split_remap
@@ -73,30 +76,59 @@ def remap_option(opts: Mapping[str, Any], sources: bool, naming: Naming = KEYWOR
     return {k: v for k, v in opts.items() if k != OPTION.remap.name}, split_remap(sources_of(opts, naming))[1]
 
 
-def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt: str = "tsv",
-                   output: str | None = None, bootstrap: int = 1000, seed: int = SACREBLEU_SEED, by: str | None = None,
-                   dedupe: bool = False, files: Sequence[str] = (), log: Callable[[str], None] | None = None,
-                   sources: bool = False, remap: tuple[str, str] | None = None) -> None:
+@dataclass(frozen=True)
+class ChallengeOptions(Options):
+    """``alignscore challenge``'s own options (its flags, :func:`challenge_file`'s ``opts``): how the
+    results are broken down, resampled and written; the runs' options are the scorer's.
+
+    Examples
+    --------
+    >>> ChallengeOptions.given({"bootstrap": 10})
+    Traceback (most recent call last):
+    alignscore.errors.ConfigError: bootstrap=: expected an integer >= 40, not 10
+    """
+
+    format: str = setting("tsv", choices=("tsv", "jsonl"), help=(
+        "tsv: a comment line per signature, then one row per composition and category; jsonl: one JSON object per "
+        "row, with the composition's signature."))
+    bootstrap: int = setting(1000, ge=40, help="Resamples of the 95% bootstrap intervals and of the paired tests.")
+    seed: int = setting(SACREBLEU_SEED, ge=0, le=2**32 - 1, help="Seed of the resampling.")
+    by: str | None = setting(None, metavar="FIELD", help=(
+        "Break the results down by a field of the items (e.g. lp): one row per composition, value of FIELD and "
+        "category, the value in a column named FIELD. Every item must have the field."))
+    dedupe: bool = setting(False, help=(
+        "Drop items that repeat an earlier one (every field the same, the id aside); without it they count as often "
+        "as they appear, with a warning."))
+    against_sources: bool = setting(False, flag="sources", help=(
+        "Score good and bad against each item's field 'source' (--remap: a file, or a folder of <lang>.remap by lp), "
+        "not against the reference: reference-free, as 'alignscore score --sources' does (--remap, --lm apply)."))
+
+
+def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, opts: ChallengeOptions | None = None,
+                   output: str | None = None, files: Sequence[str] = (), log: Callable[[str], None] | None = None,
+                   remap: tuple[str, str] | None = None) -> None:
     """The challenge results (:func:`~alignscore.evaluation.challenge.evaluate_scores` of
     :func:`~alignscore.evaluation.challenge.item_scores`) of the runs ``specs`` (A, then B or B1,
-    B2, ...) on the items of ``challenge_set``, written as ``fmt`` (tsv or jsonl) to ``output``
-    (None: standard output), which may not be the set or one of the ``files`` the runs read;
-    ``log`` says how many repeated items ``dedupe`` dropped; ``sources``: every item scored
-    against its ``source`` (reference-free); ``remap``: the remapping option's value and label (a
-    file, or a folder of ``<lang>.remap`` chosen by each item's ``lp``) for every run without
-    one of its own, resolved per item as ``tune --sources --challenge`` resolves it
-    (:func:`~alignscore.evaluation.reference_free.challenge_remaps`).
-    Items, ``by`` field, remappings and output are checked, and every run built for its model,
-    before anything is scored."""
+    B2, ...) on the items of ``challenge_set``, written as ``opts.format`` (tsv or jsonl) to
+    ``output`` (None: standard output), which may not be the set or one of the ``files`` the runs
+    read; ``log`` says how many repeated items ``opts.dedupe`` dropped; ``opts.against_sources``:
+    every item scored against its ``source`` (reference-free); ``remap``: the remapping option's
+    value and label (a file, or a folder of ``<lang>.remap`` chosen by each item's ``lp``) for
+    every run without one of its own, resolved per item as ``tune --sources --challenge``
+    resolves it (:func:`~alignscore.evaluation.reference_free.challenge_remaps`). Items, ``by``
+    field, remappings and output are checked, and every run built for its model, before anything
+    is scored; errors name ``opts``' options through its labels."""
     from ..config import plan_runs
     from ..textio import check_output, write_output
 
+    opts = opts or ChallengeOptions()
+    by, sources, bootstrap, seed = opts.by, opts.against_sources, opts.bootstrap, opts.seed
     names = ["A"] + (["B"] if len(specs) == 2 else [f"B{i}" for i in range(1, len(specs))])
     items = read_items(challenge_set)
     if sources:
-        check_sources(items, challenge_set)
+        check_sources(items, challenge_set, opts.label("against_sources"))
     if by is not None:  # every item has the field, with a usable value: checked before any work
-        field_values(items, by, challenge_set)
+        field_values(items, by, challenge_set, opts.label("by"))
     # each item's remapping (by its language with a folder), before any model loads
     remaps = challenge_remaps(specs, items, remap, challenge_set)
     if output:  # before any work: the output must be writable and none of the inputs
@@ -108,18 +140,21 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
     if remap is not None and remapped:  # a remapping of another model or layer: refused before anything is scored
         check_remaps([scorers[k].composition for k in remapped], [scorers[k] for k in remapped],
                      remaps[remapped[0]] or (), remap[1])
+    for spec, scorer in zip(specs, scorers):  # texts a run's LM cannot read: before any model loads
+        for side in ("good", "bad") if scorer.composition.lm is not None else ():
+            check_readable(scorer.composition.lm, [getattr(item, side) for item in items],
+                           getattr(spec, "provenance", None), f"{challenge_set} ({side})", scorer.runtime.device,
+                           scorer.runtime.batch_size)
     position = {id(item): k for k, item in enumerate(items)}
-    items, repeated = settle_repeats(items, dedupe)
+    items, _ = settle_repeats(items, opts.dedupe, opts.label("dedupe"), log)
     settled = {id(r): [r[position[id(item)]] for item in items] for r in remaps if r is not None}
     remaps = [None if r is None else settled[id(r)] for r in remaps]  # still one list: its runs scored together
-    if dedupe and repeated and log is not None:
-        log(f"--dedupe: dropped {repeated} item(s) that repeat an earlier one")
-    groups = field_values(items, by, challenge_set) if by is not None else None
+    groups = field_values(items, by, challenge_set, opts.label("by")) if by is not None else None
     check_sizes(items, groups=groups, by=by)
     scores = remapped_item_scores(scorers, items, sources, remaps)
     results = evaluate_scores(items, [(name, *scored) for name, scored in zip(names, scores)], bootstrap, seed,
                               groups=groups)
-    write_output(output, jsonl(results, by) if fmt == "jsonl" else
+    write_output(output, jsonl(results, by) if opts.format == "jsonl" else
                  tsv(results, [f"# {len(items)} items of {challenge_set}{f', by {by}' if by else ''}"
                                f"{' against their sources' if sources else ''}; accuracy: good "
                                f"scores above bad (ties within {TIE_TOLERANCE:g} are misses); 95% bootstrap "
@@ -127,4 +162,4 @@ def challenge_file(specs: Sequence[RunSpec | Compiled], challenge_set: str, fmt:
                                "- A's"], by))
 
 
-__all__ = ["challenge_file", "columns", "jsonl", "remap_option", "rows", "tsv"]
+__all__ = ["ChallengeOptions", "challenge_file", "columns", "jsonl", "remap_option", "rows", "tsv"]

@@ -12,7 +12,9 @@ from ..textio import check_output_folder, make_output_folder, read_aligned, repl
 from .agreement import Disagreements, disagreements
 
 if TYPE_CHECKING:
+    from ..combination import Combination, CombinedScorer
     from ..config import Compiled, RunSpec
+    from ..scorer import Scorer
 
 __all__ = ["check_diff_folder", "diff_table", "write_diff"]
 
@@ -31,7 +33,7 @@ def check_diff_folder(folder: str | Path, inputs: Sequence[str], fmt: str) -> No
     """
     folder = Path(folder)
     check_output_folder(folder, ["diff.tsv"], inputs)
-    pattern = re.compile(rf"line\d+-[ab]\.{_suffix(fmt)}")
+    pattern = re.compile(rf"line\d+-[ab](\.part\d+)?\.{_suffix(fmt)}")
     for path in inputs:
         if pattern.fullmatch(Path(path).name) and Path(path).resolve().parent == folder.resolve():
             raise InputError(f"is an input in the output folder {folder}, where diff writes its alignments; "
@@ -50,23 +52,25 @@ def diff_table(d: Disagreements, lines: Sequence[int]) -> str:
         for r in [columns] + rows)
 
 
-def write_diff(run_a: RunSpec | Compiled, run_b: RunSpec | Compiled, cands: str, refs: Sequence[str], top: int,
-               fmt: str, out_dir: str | None, out: TextIO) -> int:
+def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compiled | Combination, cands: str,
+               refs: Sequence[str], top: int, fmt: str, out_dir: str | None, out: TextIO) -> int:
     """Score the pairs of the files ``cands`` and ``refs`` with both runs and write the ``top``
     most disputed pairs' table to ``out``, then their alignments: as text to ``out`` when
     ``out_dir`` is None, else as ``fmt`` files in ``out_dir`` beside ``diff.tsv`` (every pair).
+    A side that is a combination is ranked by its combined score and shows each part's alignment
+    (``line<N>-a.part<i>.<fmt>``).
 
     Returns
     -------
     int
         How many pairs were shown.
     """
-    from ..config import build_all
+    from ..combination import CombinedScorer, scorers_of
     from ..explain import explain
-    from ..render import text_report, write
+    from ..render import part_path, text_report, write
 
     cand_texts, ref_groups = read_aligned(cands, refs)
-    scorer_a, scorer_b = build_all([run_a, run_b])  # one model when both sides' encoders are the same
+    scorer_a, scorer_b = _built([run_a, run_b])  # one model when the sides' encoders are the same
     d = disagreements(scorer_a, scorer_b, cand_texts, ref_groups)
     shown = d.order[:top].tolist()
     if out_dir is not None:
@@ -76,17 +80,37 @@ def write_diff(run_a: RunSpec | Compiled, run_b: RunSpec | Compiled, cands: str,
     out.write(diff_table(d, shown))
     if not shown:
         return 0
-    expl_a = explain(scorer_a, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])
-    expl_b = explain(scorer_b, [cand_texts[i] for i in shown], [ref_groups[i] for i in shown])
-    for rank, (i, ea, eb) in enumerate(zip(shown, expl_a, expl_b), start=1):
+    texts = [cand_texts[i] for i in shown], [ref_groups[i] for i in shown]
+    sides = [(name, isinstance(scorer, CombinedScorer), [explain(s, *texts) for s in scorers_of(scorer)])
+             for name, scorer in (("a", scorer_a), ("b", scorer_b))]
+    for rank, i in enumerate(shown, start=1):
         if out_dir is None:
             out.write(f"\n=== #{rank}: line {i + 1}: A ranks it {float(d.ranks_a[i]):g}, B ranks it "
                       f"{float(d.ranks_b[i]):g} of {len(cand_texts)} ===\n")
-            out.write("--- A ---\n" + text_report(ea, matrix=False))
-            out.write("--- B ---\n" + text_report(eb, matrix=False))
-            out.flush()
-            continue
-        for name, expl in (("a", ea), ("b", eb)):
-            with replacing(Path(out_dir) / f"line{i + 1}-{name}.{_suffix(fmt)}") as tmp:
-                write(expl, tmp, fmt)
+        for name, combined, parts in sides:
+            for k, expls in enumerate(parts):
+                if out_dir is None:
+                    out.write(f"--- {name.upper()}{f' part {k}' if combined else ''} ---\n"
+                              + text_report(expls[rank - 1], matrix=False))
+                    continue
+                path = Path(out_dir) / f"line{i + 1}-{name}.{_suffix(fmt)}"
+                with replacing(part_path(path, k) if combined else path) as tmp:
+                    write(expls[rank - 1], tmp, fmt)
+        out.flush()
     return len(shown)
+
+
+def _built(runs: Sequence[RunSpec | Compiled | Combination]) -> list[Scorer | CombinedScorer]:
+    """Each run's scorer, a combination's as its parts': every run built together
+    (:func:`~alignscore.config.plan_runs`), so that runs of one model share one encoder."""
+    from ..combination import Combination, CombinedScorer
+    from ..config import Compiled, plan_runs
+
+    flat = [[Compiled(p.spec, p.provenance) for p in run.parts] if isinstance(run, Combination) else [run]
+            for run in runs]
+    scorers = plan_runs([r for side in flat for r in side]).scorers()
+    out: list[Scorer | CombinedScorer] = []
+    for run, side in zip(runs, flat):
+        mine, scorers = scorers[:len(side)], scorers[len(side):]
+        out.append(CombinedScorer(run, mine) if isinstance(run, Combination) else mine[0])
+    return out

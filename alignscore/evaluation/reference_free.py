@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: the file name of a source language's remapping in a folder of them
 REMAP_FILE = "{lang}.remap"
+#: the run file of a fit or search with one source language's remapping, beside best.toml
+BEST_FOR = "best.{lang}.toml"
 #: a challenge item's field that names its language pair (``de-en``), whose source language chooses its remapping
 LANG_PAIR = "lp"
 
@@ -118,7 +120,7 @@ def remaps_for(value: str, label: str, languages: Iterable[str | None]) -> dict[
 
 
 def against_sources(pairs: Sequence[LangPair], remaps: dict[str, Remapping] | None = None,
-                    label: str = "--sources", keep_corpus: bool = False) -> list[LangPair]:
+                    label: str = "against_sources=", keep_corpus: bool = False) -> list[LangPair]:
     """The language pairs with each MT output's source in place of its reference (and the
     pair's source language's remapping, if any), to be scored as ``score --sources`` does.
 
@@ -341,5 +343,5 @@ def remapped_item_scores(scorers: Sequence[Scorer], items: Sequence[Item], sourc
     return out
 
 
-__all__ = ["LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps", "item_languages",
-           "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]
+__all__ = ["BEST_FOR", "LANG_PAIR", "REMAP_FILE", "against_sources", "challenge_remaps", "check_remaps",
+           "item_languages", "item_remaps", "remap_summary", "remaps_for", "remapped_item_scores", "split_remap"]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..evaluation.stats import Interval, bootstrap_indices, pearson_rows, percentile_interval
+from ..evaluation.stats import Interval, leave_one_pair_out
 
 #: Adam's steps and learning rate for the weights (a few parts: the objective is smooth and small)
 STEPS, LR = 300, 0.05
@@ -154,37 +154,38 @@ def choose(blocks: Sequence[np.ndarray], humans: Sequence[np.ndarray], which: Se
 
 def nested(blocks: Sequence[np.ndarray], humans: Sequence[np.ndarray], names: Sequence[str],
            fold_fit: Callable[[list[int]], Weights], resamples: int = 1000, seed: int = 0) -> Folds:
-    """Leave one language pair out: ``fold_fit(training pairs)`` chooses and fits the combination,
-    the best single run is chosen on the same pairs, both are scored on the pair left out.
+    """Leave one language pair out (:func:`~alignscore.evaluation.stats.leave_one_pair_out`, the
+    protocol and paired bootstrap of ``fit`` and ``tune``): ``fold_fit(training pairs)`` chooses
+    and fits the combination, the best single run is chosen on the same pairs, both are scored on
+    the pair left out.
 
     Returns
     -------
     Folds
         ``intervals``: ``combined``, ``single`` and their ``gain``, each the mean held-out |r| over
-        the folds with a 95% interval (each held-out pair's segments resampled, one draw per pair
-        shared by both: paired).
+        the folds with a 95% interval (the same resamples as every other run's estimate with this
+        ``seed``: paired).
     """
     if len(blocks) < 2:
         raise ConfigError("a nested estimate needs two or more language pairs")
-    out = Folds(list(names))
     runs = range(len(blocks[0]))
-    boot = {"combined": np.zeros(resamples), "single": np.zeros(resamples)}
-    for k in range(len(blocks)):
-        train = [i for i in range(len(blocks)) if i != k]
-        weights = fold_fit(train)
-        single = int(np.argmax([mean_r(blocks, humans, train, lambda b, i=i: b[i]) for i in runs]))
-        held = {"combined": weights.scores(blocks[k]), "single": blocks[k][single]}
-        out.chosen.append(weights)
-        out.single.append(single)
-        out.r_combined.append(abs(float(np.corrcoef(held["combined"], humans[k])[0, 1])))
-        out.r_single.append(abs(float(np.corrcoef(held["single"], humans[k])[0, 1])))
-        idx = bootstrap_indices(len(humans[k]), resamples, seed + k)
-        for name, x in held.items():
-            boot[name] += np.abs(pearson_rows(x[idx], humans[k][idx])) / len(blocks)
-    est = {"combined": float(np.mean(out.r_combined)), "single": float(np.mean(out.r_single))}
-    out.intervals = {n: percentile_interval(est[n], boot[n]) for n in est}
-    out.intervals["gain"] = percentile_interval(est["combined"] - est["single"], boot["combined"] - boot["single"])
-    return out
+
+    def choose_folds(trains: list[list[int]]) -> list[dict[str, Weights]]:
+        out = []
+        for train in trains:
+            single = int(np.argmax([mean_r(blocks, humans, train, lambda b, i=i: b[i]) for i in runs]))
+            out.append({"combined": fold_fit(train), "single": Weights((single,), (1.0,), (0.0,), (1.0,))})
+        return out
+
+    def score(k: int, chosen: Mapping[str, Weights]) -> tuple[np.ndarray, np.ndarray]:
+        return np.stack([w.scores(blocks[k]) for w in chosen.values()]), humans[k]
+
+    cv = leave_one_pair_out(list(names), choose_folds, score, resamples, seed)
+    f = cv.folds
+    return Folds([x.held_out for x in f], [x.chosen["combined"] for x in f],
+                 [x.chosen["single"].parts[0] for x in f], [x.abs_r["combined"] for x in f],
+                 [x.abs_r["single"] for x in f],
+                 {**cv.estimates, "gain": cv.gains["single"]})
 
 
 __all__ = ["Folds", "Weights", "choose", "fit_weights", "mean_r", "nested", "standardisation"]

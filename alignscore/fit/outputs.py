@@ -88,7 +88,8 @@ class FitResult:
 
 
 
-def _csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
+def write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    """A CSV file of ``header`` and ``rows``."""
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(header)
@@ -133,7 +134,7 @@ def markdown(result: FitResult) -> str:
     acc = f"accuracy[{result.objective.category}]" if result.objective.uses_challenge else None
     if acc:
         lines += [f"Objective: {result.objective}; each fit kept the values with the best inner objective on the "
-                  f"true {acc} of the --challenge items (its gradient follows a smooth surrogate); the estimate is "
+                  f"true {acc} of the challenge set's items (its gradient follows a smooth surrogate); the estimate is "
                   "still the held-out mean |r|.", ""]
     lines += [f"| run | held-out mean abs r | 95% interval | in-sample | holdout |{f' {acc} |' if acc else ''}",
               "|---|---|---|---|---|" + ("---|" if acc else "")]
@@ -187,9 +188,10 @@ def write_figure(path: Path, result: FitResult) -> None:
 def write_outputs(folder: str | Path, result: FitResult, features: Features) -> dict[str, Path]:
     """Every output into ``folder`` (checked before the fit began)."""
     def scores(p: Path) -> None:
-        _csv(p, ["lang_pair", "segment", "score", "human"],
-             [[name, i, _number(s), _number(h)] for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
-              for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
+        write_rows(p, ["lang_pair", "segment", "score", "human"],
+                   [[name, i, _number(s), _number(h)]
+                    for name, sc, hu in zip(result.lang_pairs, result.scores, result.human)
+                    for i, (s, h) in enumerate(zip(sc.tolist(), hu.tolist()))])
 
     acc = result.objective.uses_challenge
     inner = "inner_objective" if result.objective.weight else "inner_r"  # r + W * accuracy is not an r
@@ -204,16 +206,18 @@ def write_outputs(folder: str | Path, result: FitResult, features: Features) -> 
                  f"{ft.inner_best:.6f}", *(f"{getattr(ft.values, name):.6g}" for name in NUMBERS),
                  "" if result.static else ";".join(f"{w:.4f}" for w in ft.values.weights())]
                 for f, ft in zip(folds_of, fitted_of)]
-        _csv(p, ["held_out", "abs_r_fitted", "abs_r_start", *(("accuracy_fitted", "accuracy_start") if acc else ()),
-                 "steps", f"{inner}_start", f"{inner}_best", *NUMBERS, "layer_weights"], rows)
+        write_rows(p, ["held_out", "abs_r_fitted", "abs_r_start",
+                       *(("accuracy_fitted", "accuracy_start") if acc else ()), "steps", f"{inner}_start",
+                       f"{inner}_best", *NUMBERS, "layer_weights"], rows)
 
     comment = f"alignscore fit on {', '.join(result.lang_pairs)}: {result.mixed()}"
     writers: dict[str, Callable[[Path], None]] = {
         "best.toml": lambda p: p.write_text(result.spec.toml(comment), encoding="utf-8"),
         "scores.csv": scores, "folds.csv": folds,
         "leaderboard.md": lambda p: p.write_text(markdown(result), encoding="utf-8"),
-        "leaderboard.csv": lambda p: _csv(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample", "holdout",
-                                              *([f"accuracy[{result.objective.category}]"] if acc else [])],
-                                          leaderboard_rows(result)),
+        "leaderboard.csv": lambda p: write_rows(p, ["run", "heldout_mean_abs_r", "low", "high", "in_sample",
+                                                    "holdout", *([f"accuracy[{result.objective.category}]"] if acc
+                                                                 else [])],
+                                                leaderboard_rows(result)),
         "layer_weights.png": lambda p: write_figure(p, result)}
     return write_output_set(folder, writers)

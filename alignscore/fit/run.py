@@ -25,6 +25,7 @@ from ..config.schema import OPTION, options as option_table
 from ..errors import ConfigError, InputError
 from ..evaluation.objective import JudgedOptions
 from ..settings import SettingError, comma_list, setting, settings_of
+from ..evaluation.reference_free import against_sources as against_sources_of, check_remaps, remaps_for, split_remap
 from ..evaluation.wmt import LangPair, load_daseg
 from ..textio import check_output_folder
 from ..weighting import WEIGHTINGS
@@ -32,6 +33,7 @@ from ..weighting.classes import TOKEN_CLASSES, TokenClassWeights
 from ..weighting.schemes import IdfL, IdfS, Uniform, _Idf
 from .features import Features, extract
 from .goal import Goal, challenge_texts, read_challenge
+from .lm import LMFit, fit_lm_term, lm_output_names
 from .model import CLASS_SETTINGS, LAYER_START, LEARNABLE, Values, scores_of
 from .optimise import Optimisation, abs_r, fit_values, nested
 from .transport import products_dtype, refused
@@ -71,6 +73,15 @@ def check_start(spec: RunSpec, provenance: Provenance | None = None) -> None:
     if c.baseline is not None:
         raise ConfigError(f"{named(OPTION.baseline.name)}: a rescaled run cannot be fitted (rescaling does not "
                           "change r); leave the baseline out")
+
+
+def check_side(spec: RunSpec, provenance: Provenance, sources: bool) -> None:
+    """Refuse a start that cannot score the fit's side (against references: an LM term or a
+    remapping; against sources: a baseline), naming the option as the user gave it."""
+    try:
+        spec.composition.check_side(sources)
+    except ConfigError as exc:
+        raise provenance.relabel(exc) from None
 
 
 def learned(spec: RunSpec, names: Sequence[str] | None) -> list[str]:
@@ -206,6 +217,11 @@ class FitOptions(JudgedOptions):
     output: str | os.PathLike | None = setting(None, short="-o", metavar="DIR", help=(  # type: ignore[type-arg]
         "Output folder: best.toml, scores.csv, folds.csv, leaderboard.md/.csv, layer_weights.png (the command's "
         "default: fit-out; from Python, none: nothing written)."))
+    against_sources: bool = setting(False, flag="sources", help=(
+        "Score each MT output against its source (DAseg.*.source.*; --remap: a file, or a folder of <lang>.remap "
+        "files) and learn the --lm term's weight, location and scale, the composition and its remapping fixed "
+        "(best.toml, with --remap best.<lang>.toml per source language; lm_weight.png in place of "
+        "layer_weights.png)."))
 
     @classmethod
     def given(cls, values: Mapping[str, Any], labels: Mapping[str, str] | None = None, text: bool = False) -> Any:
@@ -277,6 +293,8 @@ def fit(data: str | Path | FitOptions, *, sources: Sequence[Source] = (), quiet:
             return _combined(opts, keywords, sources, say)
         if opts.pull:
             raise SettingError("pull", f"applies to a combination (two or more {opts.label('start')}) only")
+        if opts.against_sources:
+            return _lm_fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)
         return _fit(opts, [*sources, *sources_of(keywords)], quiet, say, began)
     except SettingError as exc:  # a fit's own option, named as the caller gave it
         raise opts.relabel(exc) if exc.field in FitOptions.names() else exc from None
@@ -300,12 +318,47 @@ def _combined(opts: FitOptions, keywords: dict[str, Any], sources: Sequence[Sour
                            opts.lang_pairs, opts.year, opts.pull, opts.seed, opts.bootstrap, opts.label, say)
 
 
+def _lm_fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],
+            began: float) -> LMFit:
+    """A fit against sources: the LM term's weight, location and scale
+    (:func:`~alignscore.fit.lm.fit_lm_term`), the composition and its remapping fixed; every
+    option and file checked before any model loads."""
+    given = [n for n in ("learn", "layers", "challenge") if getattr(opts, n) is not None]
+    if given or opts.objective != "correlation":
+        raise SettingError((given or ["objective"])[0], f"applies to a fit against references; with "
+                           f"{opts.label('against_sources')} the fit learns the LM term's weight only")
+    start, output = opts.start[0] if opts.start else None, opts.output
+    flags, remap = split_remap(sources)
+    spec, provenance = compile_labelled([*(sources_of({OPTION.config.name: start}) if start else []), *flags])
+    if spec.composition.lm is None:
+        raise ConfigError(f"{opts.label('against_sources')}: the fit against sources learns the weight of the "
+                          f"language-model term: give one ({provenance.name(OPTION.lm.name)})")
+    check_side(spec, provenance, True)
+    pairs = load_daseg(opts.data, opts.lang_pairs, opts.year)
+    check_data(pairs, str(opts.data))
+    held = load_daseg(opts.holdout) if opts.holdout is not None else []
+    check_data(held, str(opts.holdout))
+    side = opts.label("against_sources")
+    remaps = remaps_for(*remap, [lp.src for lp in [*pairs, *held]]) if remap is not None else None
+    pairs, held = against_sources_of(pairs, remaps, side), against_sources_of(held, remaps, side)
+    if output is not None:
+        check_output_folder(output, lm_output_names([lp.src for lp in pairs if lp.remap is not None]),
+                            [start, *spec.files(), *(lp.remap.source for lp in [*pairs, *held] if lp.remap)])
+    scorer = build(spec, provenance=provenance)
+    if remap is not None:
+        check_remaps([scorer.resolved()], [scorer], [lp.remap for lp in [*pairs, *held]], remap[1])
+    result = fit_lm_term(spec, provenance, pairs, held, output, opts.bootstrap, opts.seed, not quiet, say)
+    result.seconds = time.monotonic() - began
+    return result
+
+
 def _fit(opts: FitOptions, sources: Sequence[Source], quiet: bool, say: Callable[[str], None],
          began: float) -> FitResult:
     wanted = opts.wanted
     items = read_challenge(wanted, opts.challenge)
     start, output = opts.start[0] if opts.start else None, opts.output
     spec, provenance = compile_labelled([*(sources_of({OPTION.config.name: start}) if start else []), *sources])
+    check_side(spec, provenance, False)
     check_start(spec, provenance)
     names = learned(spec, opts.learn)
     if opts.layers and spec.encoder.static is not None:

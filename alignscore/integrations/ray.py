@@ -163,7 +163,8 @@ def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources:
     several = _check_schema(ds, cand, ref)
     if sources and several:
         raise InputError(f"column {ref!r} holds lists of texts: a candidate has one source, a text per row")
-    spec.composition.check_side(sources)  # what needs a reference, or maps sources, refused before any task
+    # what needs a reference, or maps sources, refused before any task
+    spec.composition.check_side(sources, spec.runtime.name)
     scorer = build(replace(spec, cache=None))  # the driver's: tokenizer and configuration only
     weighting = scorer.weighting
     counting = weighting if weighting.depends_on_texts() else None
@@ -283,13 +284,14 @@ def _short(value: Any) -> str:
 
 def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, address: str, several: bool,
                 concurrency: int = 1, num_gpus: float = 0, batch_size: int = 1024, progress: bool = True,
-                sources: bool = False) -> Scores:
+                sources: bool = False, label: str = "address=") -> Scores:
     """``alignscore score --ray ADDRESS``: the pairs (candidates and each one's references) as a
     Ray Dataset with a row number, scored by :func:`prepare` and :func:`run` on the cluster at
     ``address`` (``"local"``: a Ray started on this machine, stopped at the end; joined and left
     as it is when this process already runs one), collected back in input order as
     :class:`~alignscore.scores.Scores` (``best_reference`` where ``several``; ``empty`` is not
-    collected and reads False). ``sources``: each candidate's one text of ``groups`` is its source."""
+    collected and reads False). ``sources``: each candidate's one text of ``groups`` is its source;
+    ``label``: the option ``address`` as the caller names it (for errors)."""
     import logging
 
     import torch
@@ -303,7 +305,7 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
             ray.init(address=address, include_dashboard=False, log_to_driver=progress,
                      logging_level=logging.WARNING if progress else logging.ERROR)
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise ConfigError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
+            raise ConfigError(f"{label} {address}: cannot join the Ray cluster: {exc}") from None
     try:
         if not progress:
             logging.getLogger("ray.data").setLevel(logging.ERROR)

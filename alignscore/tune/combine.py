@@ -13,6 +13,7 @@ the leaderboard."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,11 +24,12 @@ from ..combination import Combination, CombinedScorer
 from ..config import Compiled, Provenance
 from ..evaluation.stats import Interval
 from ..evaluation.wmt import LangPair
-from ..fit.combination_weights import Folds, Weights, choose, mean_r, nested
+from ..fit.combination_weights import Folds, Weights, choose, fit_weights, mean_r, nested
 from ..fit.combination_run import blocks_of, combination_of, score_holdout
 from ..textio import replacing
 from ..weighting.schemes import IdfL
 from .book import Entry
+from .cost import Cost
 from .crossval import SearchRun
 from .outputs import ranking
 
@@ -80,6 +82,40 @@ def pool_of(run: SearchRun, size: int = POOL) -> list[int]:
         if len(out) == size:
             break
     return out
+
+
+def fits_of(pairs: int, most: int, pool: int = POOL) -> int:
+    """How many weight fits ``--combine most`` makes over ``pairs`` language pairs: in each fold
+    and on every pair, forward selection fits every pool run beside those chosen, at most
+    ``most - 1`` times (:func:`~alignscore.fit.combination_weights.choose`)."""
+    return (pairs + 1) * sum(max(pool - j, 0) for j in range(1, most))
+
+
+def combine_seconds(cost: Cost, sizes: Sequence[int], held: Sequence[int], most: int,
+                    clock: Callable[[], float] = time.perf_counter) -> float:
+    """The estimated seconds of ``--combine most`` after a search of measured ``cost`` on pairs of
+    ``sizes`` segments (and a holdout of ``held``): every segment encoded once more and scored by
+    the :data:`POOL` dearest runs (the pool is not known before the search), the chosen ones on the
+    holdout, and :func:`fits_of` weight fits, one of which is timed here on made-up scores of the
+    pairs' sizes (it does not depend on their values).
+
+    Examples
+    --------
+    >>> cost = Cost(per_text=0.001, per_score=(0.01, 0.02, 0.03))
+    >>> 0.001 * 2 * 300 + 0.06 * 300 <= combine_seconds(cost, [100, 200], [], 2, clock=lambda: 0.0)
+    True
+    """
+    dear = sorted(cost.per_score, reverse=True)
+    per_call = sorted(cost.per_call, reverse=True) if cost.per_call else [0.0]
+    scoring = (cost.per_text * 2 + sum(dear[:POOL])) * sum(sizes) + sum(per_call[:POOL]) * len(sizes)
+    holdout = (cost.per_text * 2 + sum(dear[:most])) * sum(held)
+    rng = np.random.default_rng(0)
+    blocks = [rng.normal(size=(2, n)) for n in sizes]
+    humans = [rng.normal(size=n) for n in sizes]
+    start = clock()
+    fit_weights(blocks, humans, range(len(sizes)), [0, 1])
+    fit = clock() - start
+    return scoring + holdout + fit * fits_of(len(sizes), most, min(POOL, len(cost.per_score)))
 
 
 def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Sequence[LangPair] = (),
@@ -178,4 +214,4 @@ def write(folder: str | Path, run: SearchRun, proposal: Proposal, most: int) -> 
     return written
 
 
-__all__ = ["APART", "POOL", "Proposal", "apart", "pool_of", "propose", "report", "write"]
+__all__ = ["APART", "POOL", "Proposal", "apart", "combine_seconds", "fits_of", "pool_of", "propose", "report", "write"]

@@ -13,14 +13,13 @@ from ..config.schema import OPTION
 from ..textio import write_output_set
 from ..weighting.schemes import Corpus, IdfL
 from ..evaluation.chart import dot_line_chart
+from ..evaluation.reference_free import BEST_FOR
 
 if TYPE_CHECKING:
     from .crossval import SearchRun
 
 OUTPUT_FILES = {"best": "best.toml", "table": "leaderboard.md", "csv": "leaderboard.csv", "folds": "folds.csv",
                 "chart": "chart.png", "holdout": "holdout.csv", "corpus": "idf-corpus.txt"}
-#: the selected run with one source language's remapping (a search against sources with remappings)
-BEST_FOR = "best.{lang}.toml"
 CHART_TOP = 30  # runs drawn in the chart
 SELECTED = "selected"
 
@@ -208,8 +207,8 @@ def write_best(path: Path, run: SearchRun, corpus: Path | None, lang: str | None
     remapped = remapped_languages(run)
     if lang is not None:
         changes[OPTION.remap.name] = remapped[lang]
-        note = (f"with the remapping of source language {lang}: alignscore score --config "
-                f"{BEST_FOR.format(lang=lang)} --sources SOURCES -c CANDS\n")
+        note = (f"with the remapping of source language {lang}: score candidates against their {lang} sources with "
+                f"this run file ({BEST_FOR.format(lang=lang)})\n")
     else:
         note = (f"the composition without a remapping; the search remapped the sources: for source language X use "
                 f"{BEST_FOR.format(lang='X')} ({', '.join(BEST_FOR.format(lang=k) for k in remapped)})\n"

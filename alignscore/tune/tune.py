@@ -7,14 +7,16 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from ..config import build
+from ..config import Provenance, build
 from ..config.compile import Source, sources_of
 from ..config.sources import input_files
 from ..errors import ConfigError
+from ..lm import check_readable
+from ..scorer import Scorer
 from ..settings import SettingError, setting
 from ..textio import check_output_folder
 from ..weighting.schemes import Corpus, IdfL
@@ -30,7 +32,7 @@ from .crossval import SearchRun, search
 from ..evaluation.objective import JudgedOptions, Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
-from .combine import Proposal, propose, write as write_combination
+from .combine import Proposal, combine_seconds, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
 
@@ -234,7 +236,7 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     for name, (spec, provenance) in runs.items():
         try:
             # a published configuration this model cannot run (no default layer) is left out
-            build(spec, provenance=provenance).composition.check_side(against_sources)
+            build(spec, provenance=provenance).composition.check_side(against_sources, spec.runtime.name)
             published[name] = spec
         except ConfigError as exc:
             left_out.append(f"{name}: left out ({exc})")
@@ -244,6 +246,11 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
     if remap is not None:
         check_remaps([e.composition for e in entries], scorers, [lp.remap for lp in [*pairs, *held]]
                      + list(item_remap or ()), remap[1])
+    given = {id(c.spec): c.provenance for c in candidates} | {id(spec): runs[n][1] for n, spec in published.items()}
+    texts = [(lp.name, lp.candidates) for lp in [*pairs, *held]]
+    if items and against_sources:  # the items' good and bad are mixed with the LM term too
+        texts += [(f"{challenge} ({side})", [getattr(item, side) for item in items]) for side in ("good", "bad")]
+    _check_lm_reads(entries, scorers, given, texts)
     if items:
         say(f"accuracy of {len(entries)} runs on {len(items)} challenge items")
         challenge_accuracy(entries, scorers, items, str(wanted.category), against_sources, item_remap)
@@ -253,8 +260,19 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         probe = measure(entries, scorers, pairs, probe_seconds(budget_s), progress, clock)
         left = budget_s - (clock() - start) - WRITING_SECONDS
         sizes = [len(lp) for lp in pairs]
-        plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"), minutes,
-                           HEADROOM)
+        kept = 0.0
+        if combine is not None:  # the combination comes after the search, within the same budget
+            kept = combine_seconds(probe.cost, sizes, [len(lp) for lp in held], combine, clock) / HEADROOM
+            left -= kept  # as the search's own estimate, with room for running over it
+            say(f"keeping about {kept / 60:.1f} min of the budget for {opts.label('combine')} {combine}")
+        try:
+            plan = plan_search(probe.cost, sizes, left, opts.budget is not None, seed, opts.label("budget"),
+                               minutes, HEADROOM)
+        except ConfigError as exc:
+            if not kept:
+                raise
+            raise ConfigError(f"{exc} (about {kept / 60:.1f} min of it kept for {opts.label('combine')} "
+                              f"{combine})", exc.options) from None
         if plan.note:
             say(plan.note)
         say(f"{parsed.path}: {len(entries) if plan.runs is None else len(plan.runs)} runs x {sum(sizes)} segments; "
@@ -277,6 +295,22 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
             result.written.update(write_combination(output, run, result.proposal, combine))
     result.seconds = clock() - start
     return result
+
+
+def _check_lm_reads(entries: Sequence[Entry], scorers: Sequence[Scorer], provenance: Mapping[int, Provenance],
+                    texts: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Refuse, before any model loads, a run's language model that cannot read the candidates
+    ``texts`` (each with where they come from: a language pair, a challenge set's good or bad),
+    naming the LM as the run gave it (``--lm``, ``space.toml:3: lm[0]``) and where."""
+    seen = set()
+    for entry, scorer in zip(entries, scorers):
+        lm = entry.composition.lm
+        if lm is None or lm.lm in seen:
+            continue
+        seen.add(lm.lm)
+        for where, some in texts:
+            check_readable(lm, some, provenance.get(id(entry.spec)), where, scorer.runtime.device,
+                           scorer.runtime.batch_size)
 
 
 def _check_combine(against_sources: bool, wanted: Objective, label: Callable[[str], str]) -> None:

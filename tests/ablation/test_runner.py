@@ -265,8 +265,8 @@ def _small_grid(grid_file: Path, tmp_path: Path, rows: str = "") -> Path:
 def test_a_model_that_is_not_here_is_an_error_unless_skipped(grid_file, data_dir, tmp_path):
     small = load_grid(_small_grid(grid_file, tmp_path))
     pairs = load_daseg(data_dir, ["de-en"])
-    with pytest.raises(ConfigError, match="^--mnli-model: model 'no-such-org/no-such-model-xyz' is not on this "
-                                          "machine .*--skip-missing"):
+    with pytest.raises(ConfigError, match=r"^models=\['mnli'\]: model 'no-such-org/no-such-model-xyz' is not on this "
+                                          "machine .*skip_missing="):
         run_grid(small, pairs, models={"mnli": "no-such-org/no-such-model-xyz"})
     run = run_grid(small, pairs, models={"mnli": "no-such-org/no-such-model-xyz"}, skip_missing=True)
     vanilla, mnli = run.cells

@@ -149,18 +149,6 @@ def test_the_weights_fill_an_xlm_roberta_model_exactly():
     assert not result.missing_keys and not result.unexpected_keys
 
 
-def test_out_dir_states(tmp_path):
-    assert fetch.out_dir_state(tmp_path / "absent") == "new"
-    (tmp_path / "empty").mkdir()
-    assert fetch.out_dir_state(tmp_path / "empty") == "new"
-    (tmp_path / "ours").mkdir()
-    (tmp_path / "ours" / fetch.MARKER).write_text("{}")
-    assert fetch.out_dir_state(tmp_path / "ours") == "ours"
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "config.json").write_text("{}")
-    assert fetch.out_dir_state(tmp_path / "other") == "foreign"
-
-
 def test_a_foreign_out_dir_is_refused_with_one_line(tmp_path, capsys):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(SystemExit) as exit_:

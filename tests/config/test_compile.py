@@ -394,13 +394,13 @@ def test_case_1_a_preset_and_a_run_file_are_refused_together(files, tmp_path, ti
     assert not out.exists()
 
 
-@pytest.mark.parametrize("command", [
-    ["score", "-c", "{c}", "-r", "{r}", "--confidence"],
-    ["challenge", "{set}"],
-    ["ablate", "{grid}", "--challenge", "{set}"],
-    ["compare", "-c", "{c}", "-r", "{r}", "--human", "{h}", "--a", "--layer 1", "--b", "--layer 2"],
+@pytest.mark.parametrize("command, status", [
+    (["score", "-c", "{c}", "-r", "{r}", "--confidence"], 2),
+    (["challenge", "{set}"], 1),  # its own options are declared (ChallengeOptions): checked as fit's and tune's
+    (["ablate", "{grid}", "--challenge", "{set}"], 2),
+    (["compare", "-c", "{c}", "-r", "{r}", "--human", "{h}", "--a", "--layer 1", "--b", "--layer 2"], 2),
 ])
-def test_case_2_a_negative_seed_is_refused_first(command, files, tmp_path, monkeypatch) -> None:
+def test_case_2_a_negative_seed_is_refused_first(command, status, files, tmp_path, monkeypatch) -> None:
     _no_model_loads(monkeypatch)
     paths = {"c": files("c.txt", CANDS), "r": files("r.txt", REFS), "h": files("h.txt", ["1", "2", "3"]),
              "set": files("s.jsonl", ['{"refs": ["a"], "good": "a", "bad": "b", "category": "x"}']),
@@ -408,7 +408,7 @@ def test_case_2_a_negative_seed_is_refused_first(command, files, tmp_path, monke
                                       'aligner = "greedy"', '[[rows]]', 'name = "v"'])}
     args = [a.format(**paths) for a in command]
     code, out, err = invoke(*args, "--model", NO_MODEL, "--seed", "-1")
-    assert code == 2 and "--seed" in err and out == "", err
+    assert code == status and "--seed" in err and out == "", err
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -618,3 +618,9 @@ def test_config_refuses_to_overwrite_a_file_it_names(files, tiny_bert_dir, tmp_p
     code, _, err = invoke("config", "--model", tiny_bert_dir, "--stopwords", stop, "-o", stop)
     assert_one_error(code, err, "stop.txt")
     assert fingerprint(stop) == before
+
+
+@pytest.mark.parametrize("style, label", [("keyword", "lang="), ("flag", "--lang")])
+def test_a_language_that_is_no_code_is_named_as_written(style: str, label: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{label} 'XX' is not a language code"):
+        compile_run(sources_of({"lang": "XX"}, style))

@@ -44,9 +44,9 @@ def test_a_model_not_on_this_machine_is_skipped_with_the_reason_or_is_an_error(t
     here, missing = plan.runs
     assert here.scorer is not None and here.skipped is None
     assert missing.scorer is None and missing.spec == specs[1]
-    assert missing.skipped == f"model {MISSING!r} is not on this machine (nothing is downloaded without --download)"
+    assert missing.skipped == f"model {MISSING!r} is not on this machine (nothing is downloaded without download=)"
     assert plan.scorers() == [here.scorer] and plan.groups() == [[0]]
-    with pytest.raises(ConfigError, match=f"^model=: model {MISSING!r} is not on this machine .*--skip-missing"):
+    with pytest.raises(ConfigError, match=f"^model=: model {MISSING!r} is not on this machine .*skip_missing="):
         plan_runs(specs, download=False)
 
 
@@ -55,8 +55,8 @@ def test_a_model_path_that_does_not_exist_is_missing_where_the_sources_name_it(t
     run = RunSources(sources_of({"model": path}, FLAGS))
     (skipped,) = plan_runs([run], download=False, skip_missing=True).runs
     assert skipped.spec is None and skipped.skipped == f"model {path!r} is not on this machine " \
-                                                       "(nothing is downloaded without --download)"
-    with pytest.raises(ConfigError, match=f"^--model: no such model folder or file: {path}; --skip-missing"):
+                                                       "(nothing is downloaded without download=)"
+    with pytest.raises(ConfigError, match=f"^--model: no such model folder or file: {path}; skip_missing="):
         plan_runs([run], download=False)
 
 

@@ -100,3 +100,11 @@ def test_the_docs_map_every_bert_score_keyword() -> None:
     table = page[page.index("### Coming from bert_score"):page.index("## Scorers and presets")]
     declared = [k for o in options().values() if o.setting for k in o.setting.decl.bert_score]
     assert len(declared) == 4 and [k for k in [*declared, *BERT_SCORE_ONLY] if k not in table] == []
+
+
+def test_a_combination_given_as_a_run_file_is_named_by_the_option_that_gave_it(tmp_path: Path) -> None:
+    path = write_toml({"parts": [{"config": "a.toml"}]}, tmp_path / "both.toml")
+    with pytest.raises(ConfigError, match=r"a combination of runs \(score config= scores it\), not one run"):
+        run_spec({"config": str(path)})
+    with pytest.raises(ConfigError, match=r"\(score --config scores it\)"):
+        sources_of({"config": str(path)}, style="flag")

@@ -3,16 +3,17 @@
 The convention of the pages (``docs/*.md`` and ``README.md``):
 
 - A block fenced as ```` ```console ```` is run. Each line starting with ``$ `` is a command run by
-  bash from the repository root (a line ending in ``\\`` goes on to the next line); ``alignscore``
-  is ``python -m alignscore`` of the Python running the tests, ``python`` that Python, the models
-  offline (``HF_HUB_OFFLINE=1``). The commands of one block run in one shell, in order (a variable
-  set by one is seen by the next). The lines after a command, up to the next ``$ `` line, are its
-  expected output: compared with whitespace normalised and blank lines left out, with numbers
-  (``0.796073``, ``9.55e-08``) equal to 1e-5 relative or 2e-6 absolute (the last digit printed may
-  differ between CPUs), a line ``...`` matching any number of lines and ``...`` inside a line any
-  text. The output is what the command writes to stdout, or to stdout then stderr. A command
-  exits 0, unless its shown output holds a line ``alignscore: error: ...`` (then it must fail).
-  A command shown without output is run and must exit 0. Commands write only under /tmp or to
+  bash from the repository root (a line ending in ``\\`` goes on to the next line); ``alignscore`` is
+  ``python -m alignscore`` of the Python running the tests (run in a fork of a process that has
+  imported alignscore once, ``tests/warm_server.py``: each command's import is most of its time),
+  ``python`` that Python, the models offline (``HF_HUB_OFFLINE=1``). The commands of one block run in
+  one shell, in order (a variable set by one is seen by the next). The lines after a command, up to
+  the next ``$ `` line, are its expected output: compared with whitespace normalised and blank lines
+  left out, with numbers (``0.796073``, ``9.55e-08``) equal to 1e-5 relative or 2e-6 absolute (the
+  last digit printed may differ between CPUs), a line ``...`` matching any number of lines and ``...``
+  inside a line any text. The output is what the command writes to stdout, or to stdout then stderr. A
+  command exits 0, unless its shown output holds a line ``alignscore: error: ...`` (then it must
+  fail). A command shown without output is run and must exit 0. Commands write only under /tmp or to
   stdout (tested: the repository's folders hold the same files after a block). An ``alignscore``
   command that reads only the repository and its own arguments (:func:`self_contained`) and is shown
   on several pages runs once: each page's output is checked against what it printed.
@@ -30,6 +31,7 @@ import doctest
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -211,10 +213,15 @@ def self_contained(command: str) -> bool:
     return command.startswith("alignscore ") and "\n" not in command and not _STATEFUL.search(command)
 
 
-def run_console_block(block: Block) -> None:
+def run_console_block(block: Block, warm: tuple[list[str], dict[str, str]]) -> None:
+    """Runs a console block's commands in one shell and checks each one's exit status and output; its
+    ``alignscore`` commands run in the ``warm`` server (``tests/warm_server.py``: ``python -m alignscore``
+    in a process that imported it once)."""
     todo = steps(block)
+    command, variables = warm
     with tempfile.TemporaryDirectory(prefix="alignscore-docs-") as tmp:
-        script = ['alignscore() { "$ALIGNSCORE_DOCS_PYTHON" -m alignscore "$@"; }',
+        script = [f'alignscore() {{ {" ".join(map(shlex.quote, command))} "$@"; }}',
+                  *(f"export {k}={shlex.quote(v)}" for k, v in variables.items()),
                   'python() { "$ALIGNSCORE_DOCS_PYTHON" "$@"; }', "set -o pipefail", f"cd {REPO}"]
         for k, step in enumerate(todo):
             if step.command in _RAN:
@@ -250,8 +257,8 @@ def run_console_block(block: Block) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", params(all_blocks("console")))
-def test_console_block_runs_and_prints_what_the_page_shows(block: Block) -> None:
-    run_console_block(block)
+def test_console_block_runs_and_prints_what_the_page_shows(block: Block, warm) -> None:
+    run_console_block(block, warm)
 
 
 # ---------------------------------------------------------------- python blocks: doctest sessions

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 import alignscore
@@ -54,3 +55,14 @@ def test_with_a_cache_a_rerun_hashes_nothing(tiny_bert_dir: str, tmp_path: Path)
     fingerprint._hashed.cache_clear()  # as a new process: only the cache's memo remembers
     again = CachedEncoder(HFEncoder(str(folder)), EmbeddingCache(tmp_path / "cache")).signature()
     assert again == first and fingerprint._hashed.cache_info().misses == 0
+
+
+def test_truncation_names_long_texts_as_the_caller_does(tiny_bert_dir: str) -> None:
+    long = " ".join(["word"] * 200)
+    with pytest.warns(UserWarning, match=r"truncated to the model's limit \(long_texts= window encodes them whole\)"):
+        HFEncoder(tiny_bert_dir).tokenize([long])
+    from alignscore.config import compile_labelled, sources_of
+
+    spec = compile_labelled(sources_of({"model": tiny_bert_dir, "layer": "2"}, style="flag")).spec
+    with pytest.warns(UserWarning, match=r"\(--long-texts window encodes them whole\)"):
+        alignscore.build(spec).encoder.tokenize([long])  # a run from the command line

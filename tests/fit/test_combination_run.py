@@ -92,3 +92,11 @@ def test_a_bad_part_is_named_by_its_place_and_file(data, starts, tiny_bert_dir, 
     code, _, stderr = invoke("fit", "--data", data, "--from", starts[0], "--pull", "0.5", "-o", out)
     assert_one_error(code, stderr, "--pull")
     assert not out.exists()
+
+
+def test_a_part_on_the_other_side_is_refused_by_its_place(data, starts, tiny_bert_dir, tmp_path) -> None:
+    lm = write_toml({"model": tiny_bert_dir, "layer": 2, "lm": tiny_bert_dir}, tmp_path / "lm.toml")
+    out = tmp_path / "out"
+    code, _, stderr = invoke("fit", "--data", data, "--from", starts[0], "--from", lm, "-o", out)
+    assert_one_error(code, stderr, "lm.toml", "lm")
+    assert not out.exists()

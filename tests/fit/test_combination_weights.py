@@ -73,3 +73,19 @@ def test_a_run_that_does_not_vary_has_no_scale() -> None:
     blocks[1][1] = 1.0
     with pytest.raises(ConfigError, match="do not vary"):
         standardisation(blocks, [0, 1])
+
+
+def test_the_nested_estimate_is_fit_and_tunes_protocol_with_the_same_interval() -> None:
+    from alignscore.evaluation.stats import leave_one_pair_out
+
+    blocks, humans = _data()
+    folds = nested(blocks, humans, ["a", "b", "c"], lambda train: fit_weights(blocks, humans, train, [0, 1]),
+                   resamples=200, seed=3)
+
+    def best_alone(trains):
+        return [{"single": int(np.argmax([mean_r(blocks, humans, t, lambda b, i=i: b[i]) for i in range(4)]))}
+                for t in trains]
+
+    cv = leave_one_pair_out(["a", "b", "c"], best_alone, lambda k, c: (blocks[k][[c["single"]]], humans[k]), 200, 3)
+    assert folds.intervals["single"] == cv.estimates["single"]  # one protocol, one bootstrap: the same interval
+    assert folds.single == [f.chosen["single"] for f in cv.folds]

@@ -241,3 +241,18 @@ def test_state_of_blocks_is_the_state_of_all(minilm_dir, pairs):
     parts.merge(count_texts(w, enc, [(cands[11:], groups[11:])]))
     for a, b in ((whole.ref, parts.ref), (whole.cand, parts.cand)):
         assert torch.equal(a.df, b.df) and a.docs == b.docs and a.docs > 0
+
+
+def test_a_cluster_that_cannot_be_joined_is_named_as_python_does(monkeypatch) -> None:
+    class Unreachable:  # Ray that finds no cluster at the address (a real one waits a minute to say so)
+        @staticmethod
+        def is_initialized() -> bool:
+            return False
+
+        @staticmethod
+        def init(**kwargs) -> None:
+            raise ConnectionError("no GCS there")
+
+    monkeypatch.setattr(on_ray, "_ray", lambda: Unreachable)
+    with pytest.raises(alignscore.ConfigError, match="^address= nowhere:1: cannot join the Ray cluster: no GCS there$"):
+        on_ray.score_pairs(["a"], [["b"]], run_spec({"model": "all-MiniLM-L6-v2"}), "nowhere:1", False)

@@ -87,3 +87,25 @@ def test_a_bad_combine_is_one_line_before_anything_loads(tmp_path, value, needle
                           "-o", tmp_path / "out", "-q")
     assert_one_error(code, err, "--combine", needle)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_combine_step_is_estimated_before_the_search() -> None:
+    from alignscore.tune.combine import POOL, combine_seconds, fits_of
+    from alignscore.tune.cost import Cost
+
+    assert fits_of(6, 3) == 7 * ((POOL - 1) + (POOL - 2)) and fits_of(6, 2, pool=3) == 7 * 2
+    cost = Cost(per_text=0.001, per_score=(0.01, 0.02, 0.03))
+    ticks = iter([0.0, 0.5])  # one weight fit timed: half a second
+    seconds = combine_seconds(cost, [100, 200], [50], 2, clock=lambda: next(ticks))
+    encoding, scoring, holdout = 0.001 * 2 * 300, 0.06 * 300, (0.001 * 2 + 0.05) * 50
+    assert seconds == pytest.approx(encoding + scoring + holdout + 0.5 * fits_of(2, 2, pool=3))
+
+
+def test_a_budget_without_room_for_the_combination_is_refused_saying_so(tmp_path, tiny_bert_dir) -> None:
+    data = write_daseg(tmp_path, LPS, 40)
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE, encoding="utf-8")
+    code, _, err = invoke("tune", space, "--data", data, "--model", tiny_bert_dir, "-o", tmp_path / "out", "-q",
+                          "--combine", 2, "--budget", "0.02")
+    assert_one_error(code, err, "--budget", "kept for --combine 2")
+    assert not (tmp_path / "out").exists()

@@ -18,7 +18,8 @@ from alignscore.errors import ConfigError
 from alignscore.tune import tune
 from alignscore.remap import Remapping, model_digest, save_remapping
 from cli_checks import assert_one_error, invoke
-from helpers import SOURCE_LPS as LPS, counted_forward, source_challenge_set, wmt16
+from helpers import (SOURCE_LPS as LPS, counted_forward, daseg_with_candidate, source_challenge_set,
+                     write_daseg)
 
 N = 16
 SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
@@ -26,13 +27,7 @@ SPACE = 'layer = [2]\naligner = ["greedy", { name = "wmd", n_gram = 1 }]\n'
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("daseg-src")
-    for lp in LPS:
-        files = wmt16(lp)
-        for kind in ("reference", "mt-system", "human", "source"):
-            (folder / f"DAseg.newstest2016.{kind}.{lp}").write_text("\n".join(files[kind][:N]) + "\n",
-                                                                   encoding="utf-8")
-    return folder
+    return write_daseg(tmp_path_factory.mktemp("daseg-src"), LPS, N, sources=True)
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +242,24 @@ def test_tune_searches_the_lm_weight_against_sources(data_dir: Path, tiny_bert_d
                            "mean-logprob", "--lm-weight", w)
             assert abs(run.per_pair[e][k] - got) < 1e-6
     assert not np.allclose(run.per_pair[0], run.per_pair[1], atol=1e-4)
+
+
+def test_texts_the_lm_cannot_read_are_refused_before_any_model_loads_every_way_in(
+        tiny_bert_dir: str, word_level_lm_dir: str, tmp_path: Path) -> None:
+    """A candidate the LM's tokenizer cannot read: one line naming the LM as given (``--lm``, ``lm=``,
+    the space's ``file:line: lm[0]``) and the language pair, before any encoding, nothing written."""
+    data = daseg_with_candidate(tmp_path / "data", LPS, N, "ru-en", 4, "zebras gallop")
+    space = tmp_path / "space.toml"
+    space.write_text('layer = [2]\naligner = ["greedy"]\n', encoding="utf-8")
+    needle = "cannot read 1 of the texts (text 4: only unknown tokens)"
+    with counted_forward() as calls:
+        line = _refused(tmp_path, space, "--data", data, "--sources", "--model", tiny_bert_dir, "--lm",
+                        word_level_lm_dir)
+        assert line.startswith("alignscore: error: ru-en: --lm: the language model") and needle in line
+        with pytest.raises(ConfigError, match=r"^ru-en: lm=: the language model") as info:
+            tune(data, space, model=tiny_bert_dir, against_sources=True, lm=word_level_lm_dir, budget=5)
+        assert needle in str(info.value)
+        space.write_text(f'layer = [2]\naligner = ["greedy"]\nlm = ["{word_level_lm_dir}"]\n', encoding="utf-8")
+        line = _refused(tmp_path, space, "--data", data, "--sources", "--model", tiny_bert_dir)
+        assert "ru-en: " in line and "space.toml:3: lm[0]: the language model" in line and needle in line
+    assert calls["n"] == 0
