@@ -324,8 +324,9 @@ def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_p
         raise ConfigError("the chunk size must be at least 1")
     inputs = [cands_path, *refs_paths, *files]
     output = check_output(output, inputs)
+    name = scorers_of(scorer)[0].runtime.name  # how the run names its options (a combination's parts alike)
     if is_stream(output):
-        raise InputError(f"is a pipe or a device: {scorer.runtime.name('stream')} and {scorer.runtime.name('resume')} "
+        raise InputError(f"is a pipe or a device: {name('stream')} and {name('resume')} "
                          "write a file they can reopen and complete; write to a file", str(output))
     check_output(sidecar_path(output), inputs)
     total = check_inputs(cands_path, refs_paths)
@@ -333,7 +334,7 @@ def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_p
         if len(refs_paths) != 1:
             raise InputError(f"scoring against sources reads one file of sources, not {len(refs_paths)}")
         for part in scorers_of(scorer):
-            part.resolved().check_side(True, part.runtime.name)
+            part.resolved().check_side(True, name)
             _check_readable(part, cands_path, chunk_size)  # every candidate, before a row is written
     multi = len(refs_paths) > 1
     frozen = _each_part(scorer, lambda s: with_weighting(s, freeze_weighting(s, cands_path, refs_paths, chunk_size)))
@@ -343,7 +344,7 @@ def score_stream(scorer: Scorer | CombinedScorer, cands_path: str | Path, refs_p
     header = tsv_header(signature, columns, None)
     sources = made_from(scorer, inputs)
     point = _resume_point(output, fmt, signature, columns, "".join(header).encode("utf-8"), sources,
-                          scorer.runtime.name) if resume else None
+                          name) if resume else None
     done = point[0] if point else 0
     if done > total:
         raise InputError(f"has {done} rows but the input only {total} candidates", str(output))

@@ -14,6 +14,7 @@ import alignscore
 from alignscore import engine
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.runtime import AUTO_MEMORY_SHARE, Runtime, auto_token_budget
+from alignscore.cli.options import FLAGS
 from cli_checks import assert_one_error, invoke
 
 
@@ -60,7 +61,7 @@ def test_out_of_memory_on_one_text_is_one_clear_error(pairs, tiny_bert_dir):
 
 def test_a_run_names_its_options_as_they_were_given() -> None:
     from alignscore.config import compile_labelled, sources_of
-    flags = compile_labelled(sources_of({"model": "all-MiniLM-L6-v2", "batch_size": "8"}, style="flag")).spec
+    flags = compile_labelled(sources_of({"model": "all-MiniLM-L6-v2", "batch_size": "8"}, FLAGS)).spec
     assert (flags.runtime.name("batch_size"), flags.runtime.name("dtype")) == ("--batch-size", "--dtype")
     assert alignscore.Runtime().name("batch_size") == "batch_size="
 

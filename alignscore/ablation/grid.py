@@ -125,11 +125,10 @@ def parse_grid(data: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int] | N
         if "aligner" not in column.source.values:
             raise ConfigError(f"{label(('columns', i))}: a column names its `aligner`")
     _presets_keep_columns(rows, columns, label)
-    names = [r.name for r in rows if "{" not in r.name]  # templates ("Layer {layer}") repeat
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: row names must be unique")
-    if len({c.name for c in columns}) != len(columns):
-        raise ConfigError(f"{where}: column names must be unique")
+    # templates ("Layer {layer}") repeat
+    for kind, names in (("row", [r.name for r in rows if "{" not in r.name]), ("column", [c.name for c in columns])):
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}: {kind} names must be unique")
     return Grid(str(data.get("title", Path(where).stem)), roles, columns, rows, defaults, Path(where).stem)
 
 

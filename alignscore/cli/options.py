@@ -6,6 +6,7 @@ side (``--a``/``--b``) names. What the commands share besides: :mod:`alignscore.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from dataclasses import replace
 from typing import Any, Callable, Collection, Iterable, Mapping
@@ -44,9 +45,7 @@ def _click_option(option: Option) -> Callable[[Callable[..., Any]], Callable[...
 
 
 def _decorated(fn: Callable[..., Any], table: Iterable[Option]) -> Callable[..., Any]:
-    for option in reversed(list(table)):
-        fn = _click_option(option)(fn)
-    return fn
+    return functools.reduce(lambda f, option: _click_option(option)(f), reversed(list(table)), fn)
 
 
 def command_table(cls: type[Options]) -> dict[str, Option]:

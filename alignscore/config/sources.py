@@ -33,10 +33,7 @@ Label = Callable[[tuple[Any, ...]], str]
 
 def dotted(path: tuple[Any, ...]) -> str:
     """``("rows", 2, "layer")`` -> ``rows[2].layer``."""
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" if i else str(p) for i, p in enumerate(path))
 
 
 def key_label(path: str, lines: Mapping[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], str]:

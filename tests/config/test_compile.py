@@ -25,6 +25,7 @@ from alignscore.ablation import parse_grid
 from alignscore.cli.options import FLAGS, parse_spec
 from alignscore.config import compile_run, file_source
 from alignscore.config.compile import merge, sources_of
+from alignscore.config.sources import KEYWORDS, Naming
 from alignscore.config.schema import STAGES, options, part_settings
 from alignscore.encoders.huggingface import HFEncoder
 from alignscore.errors import ConfigError
@@ -620,7 +621,7 @@ def test_config_refuses_to_overwrite_a_file_it_names(files, tiny_bert_dir, tmp_p
     assert fingerprint(stop) == before
 
 
-@pytest.mark.parametrize("style, label", [("keyword", "lang="), ("flag", "--lang")])
-def test_a_language_that_is_no_code_is_named_as_written(style: str, label: str) -> None:
+@pytest.mark.parametrize("naming, label", [(KEYWORDS, "lang="), (FLAGS, "--lang")])
+def test_a_language_that_is_no_code_is_named_as_written(naming: Naming, label: str) -> None:
     with pytest.raises(ConfigError, match=f"^{label} 'XX' is not a language code"):
-        compile_run(sources_of({"lang": "XX"}, style))
+        compile_run(sources_of({"lang": "XX"}, naming))

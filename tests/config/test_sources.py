@@ -83,12 +83,12 @@ def test_every_keyword_of_bert_scores_score_is_an_option_or_mapped() -> None:
     import inspect
 
     from alignscore.config import options
-    from alignscore.config.sources import bert_score_name
+    from alignscore.config.sources import KEYWORDS, bert_score_name
     from helpers import needs
 
     bert_score = needs("bert_score")
     keywords = [k for k in inspect.signature(bert_score.score).parameters if k not in ("cands", "refs")]
-    assert [k for k in keywords if k not in options() and bert_score_name(k, "keyword") is None] == []
+    assert [k for k in keywords if k not in options() and bert_score_name(k, KEYWORDS) is None] == []
 
 
 def test_the_docs_map_every_bert_score_keyword() -> None:
@@ -107,4 +107,4 @@ def test_a_combination_given_as_a_run_file_is_named_by_the_option_that_gave_it(t
     with pytest.raises(ConfigError, match=r"a combination of runs \(score config= scores it\), not one run"):
         run_spec({"config": str(path)})
     with pytest.raises(ConfigError, match=r"\(score --config scores it\)"):
-        sources_of({"config": str(path)}, style="flag")
+        sources_of({"config": str(path)}, FLAGS)

@@ -13,6 +13,7 @@ import torch
 import alignscore
 from alignscore.encoders import fingerprint
 from alignscore.encoders.huggingface import HFEncoder
+from alignscore.cli.options import FLAGS
 
 
 def test_a_local_folders_signature_pins_its_weights(tiny_bert_dir: str, tmp_path: Path) -> None:
@@ -63,6 +64,6 @@ def test_truncation_names_long_texts_as_the_caller_does(tiny_bert_dir: str) -> N
         HFEncoder(tiny_bert_dir).tokenize([long])
     from alignscore.config import compile_labelled, sources_of
 
-    spec = compile_labelled(sources_of({"model": tiny_bert_dir, "layer": "2"}, style="flag")).spec
+    spec = compile_labelled(sources_of({"model": tiny_bert_dir, "layer": "2"}, FLAGS)).spec
     with pytest.warns(UserWarning, match=r"\(--long-texts window encodes them whole\)"):
         alignscore.build(spec).encoder.tokenize([long])  # a run from the command line
