@@ -12,7 +12,7 @@ texts later scored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -77,8 +77,9 @@ def learn_lm_weight(aligned: Sequence[np.ndarray], terms: Sequence[np.ndarray], 
 OUTPUTS = ("best.toml", "scores.csv", "folds.csv", "leaderboard.md", "leaderboard.csv", "lm_weight.png")
 #: the runs compared: the fitted term, the start's own term, and the alignment without the LM
 RUNS = ("fitted", "start", "alignment")
-#: the settings of the term a fit learns
-LEARNED = (OPTION.lm_weight.name, OPTION.lm_location.name, OPTION.lm_scale.name)
+#: the settings of the term a fit learns: its numbers (weight, location, scale), not which LM or score;
+#: read from the class, not the option table, which would load every plugin at import
+LEARNED = tuple(f.name for f in fields(LMTerm) if f.type in ("float", float))
 
 
 @dataclass(frozen=True)
