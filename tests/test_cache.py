@@ -153,6 +153,7 @@ def _writer(path: str, seed: int, rounds: int) -> None:
             assert torch.equal(value, items[key])
 
 
+@pytest.mark.slow  # two real processes: CI's tier
 def test_two_processes_writing_concurrently(tmp_path):
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), seed, 60)) for seed in (1, 2)]

@@ -67,6 +67,7 @@ def test_a_damaged_row_is_a_miss_with_one_warning(scored, tmp_path, how):
     assert again == out and warned == []
 
 
+@pytest.mark.slow  # a second process reading while one cuts: CI's tier
 def test_a_file_cut_short_under_a_reading_run_is_an_error_not_a_crash(tiny_bert_dir, tmp_path):
     """SQLite's own reads (no memory map): the process survives a file cut short under an open
     connection, and scores as without the cache (a memory-mapped read past the new end of file

@@ -200,6 +200,7 @@ def test_registry_names_unknown_parts():
     assert "greedy" in alignscore.ALIGNERS and "idf-S" in alignscore.WEIGHTINGS
 
 
+@pytest.mark.slow  # a fresh interpreter: CI's tier
 def test_no_model_loaded_at_import():
     import subprocess
     import sys

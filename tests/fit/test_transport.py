@@ -84,6 +84,7 @@ def test_exact_gradients_are_pots_and_finite_differences() -> None:
         assert torch.allclose(mine - mine.mean(), pot - pot.mean(), atol=1e-10)
 
 
+@pytest.mark.slow  # finite differences through Sinkhorn in float64: CI's tier
 def test_sinkhorn_gradients_match_finite_differences() -> None:
     """The implicit derivative of the converged plan, in the costs, the masses and reg."""
     ref, cand, ref_mass, cand_mass = _problem(2, pad=False)

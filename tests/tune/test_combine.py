@@ -49,6 +49,7 @@ def tuned(tmp_path_factory, tiny_bert_dir) -> tuple[Path, Path, str]:
     return data, out, stdout
 
 
+@pytest.mark.slow  # a whole tune with its combine step: CI's tier
 def test_the_proposal_is_reported_and_written_where_it_belongs(tuned) -> None:
     data, out, stdout = tuned
     assert "combination of" in stdout and "nested estimate" in stdout

@@ -127,6 +127,7 @@ def test_space_product_subspaces_exclusions_and_published_runs(space_file: Path,
     assert set(groups) == {"Plain", "Tiny"} and len(groups["Tiny"].members) == 2 and not groups["Plain"].group
 
 
+@pytest.mark.slow  # parses and expands the packaged space: CI's tier
 def test_the_packaged_space_holds_every_published_configuration(minilm_dir: str) -> None:
     space = load_space()
     base = sources_of({"model": minilm_dir}, FLAGS)
@@ -442,6 +443,7 @@ def tune_out(tmp_path_factory: pytest.TempPathFactory, space_file: Path, data_di
     return out
 
 
+@pytest.mark.slow  # the whole command on a space, once for the module: CI's tier
 def test_tune_writes_its_outputs(tune_out: Path) -> None:
     assert sorted(p.name for p in tune_out.iterdir()) == ["best.toml", "chart.png", "folds.csv", "holdout.csv",
                                                          "leaderboard.csv", "leaderboard.md"]
@@ -462,6 +464,7 @@ def test_tune_writes_its_outputs(tune_out: Path) -> None:
     assert (tune_out / "chart.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # shares the whole command's run: CI's tier
 def test_best_toml_reproduces_the_dev_r(tune_out: Path, data_dir: Path, tiny_bert_dir: str) -> None:
     rows = list(csv.DictReader(open(tune_out / "leaderboard.csv", encoding="utf-8")))
     best = next(r for r in rows if r["selected"] == "true")
