@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .errors import ConfigError, InputError
 from .lm import lm_named
-from .scores import check_idf
+from .scores import Scores, check_idf
 from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
@@ -128,9 +128,7 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         The summary (means, intervals, r, signature); none on a rank that does not write.
     """
     from .config import build
-    from .evaluation.agreement import confidence_text, corpus_intervals, human_r
     from .evaluation.wmt import read_human
-    from .stream import clear_sidecar
 
     human_scores = read_human(human, len(cands)) if human else None
     _check_side(spec, against_sources, provenance)
@@ -151,7 +149,18 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
             scores = scorer.score(cands, refs)
     if shard is not None and shard.rank != 0:
         return []
-    metric = scorer.composition.metric
+    return _write(scores, scorer.composition.metric, output, fmt, several_refs, human_scores, confidence, resamples,
+                  seed)
+
+
+def _write(scores: Scores, metric: str, output: str | None, fmt: str, several_refs: bool,
+           human_scores: Sequence[float] | None, confidence: bool, resamples: int, seed: int) -> list[str]:
+    """Write the score table of ``scores`` to ``output`` (None: standard output), replacing it
+    whole; return the summary: the means, their intervals, the r of ``metric`` with the human
+    scores (both computed before a byte is written), the signature."""
+    from .evaluation.agreement import confidence_text, corpus_intervals, human_r
+    from .stream import clear_sidecar
+
     r = human_r(scores[metric], human_scores, metric) if human_scores is not None else None
     intervals = corpus_intervals(scores, resamples, seed) if confidence else {}
     extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
@@ -162,12 +171,11 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
             clear_sidecar(output)  # before the rename: OUT never sits next to another run's signature
     else:
         write_scores(scores, sys.stdout, fmt, several_refs, extra)
-    means = " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())
-    lines = [f"{len(scores)} candidates: {means}"]
+    lines = [f"{len(scores)} candidates: " + " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())]
     if intervals:
         lines.append(f"confidence: {confidence_text(intervals)}")
     if r is not None:
-        lines.append(f"pearson r({metric}, human) = {r:.12f} (n = {len(human_scores)})")
+        lines.append(f"pearson r({metric}, human) = {r:.12f} (n = {len(human_scores)})")  # type: ignore[arg-type]
     return lines + [f"signature: {scores.signature}"]
 
 
@@ -186,27 +194,10 @@ def score_combination(combination: Combination, cands: list[str], refs: list[lis
         score), the signature.
     """
     from .combination import METRIC
-    from .evaluation.agreement import confidence_text, corpus_intervals, human_r
     from .evaluation.wmt import read_human
-    from .stream import clear_sidecar
 
     human_scores = read_human(human, len(cands)) if human else None
     scorer = combination.build(against_sources)
     with lm_named(None):
         scores = (scorer.score(cands, sources=[g[0] for g in refs]) if against_sources else scorer.score(cands, refs))
-    intervals = corpus_intervals(scores, resamples, seed) if confidence else {}
-    extra = [f"# confidence {confidence_text(intervals)}\n"] if intervals else []
-    if output:
-        with replacing(output) as tmp:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                write_scores(scores, fh, fmt, several_refs, extra)
-            clear_sidecar(output)
-    else:
-        write_scores(scores, sys.stdout, fmt, several_refs, extra)
-    lines = [f"{len(scores)} candidates: " + " ".join(f"{k}={v:.6f}" for k, v in scores.means().items())]
-    if intervals:
-        lines.append(f"confidence: {confidence_text(intervals)}")
-    if human_scores is not None:
-        r = human_r(scores[METRIC], human_scores, METRIC)
-        lines.append(f"pearson r({METRIC}, human) = {r:.12f} (n = {len(human_scores)})")
-    return lines + [f"signature: {scores.signature}"]
+    return _write(scores, METRIC, output, fmt, several_refs, human_scores, confidence, resamples, seed)

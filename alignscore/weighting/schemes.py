@@ -136,7 +136,7 @@ class Uniform(TokenClassWeights, Weighting):
 
 
 @dataclass(frozen=True)
-class Norm(TokenClassWeights, Weighting):
+class Norm(Uniform):
     """Word Rotator's Distance's masses (Yokoi et al., 2020): a token's mass is the norm of its
     vector before the engine scales it to unit length::
 
@@ -190,19 +190,8 @@ class Norm(TokenClassWeights, Weighting):
     [0.5]
     """
 
-    def update(self, state: WeightState, table: TokenTable, ref_counts: torch.Tensor,
-               cand_counts: torch.Tensor) -> None:
-        pass  # nothing to count: the masses come from the vectors
-
-    def depends_on_texts(self) -> bool:
-        return False
-
-    def reads_norms(self) -> bool:
+    def reads_norms(self) -> bool:  # the masses come from the vectors: the ids' weights stay 1
         return True
-
-    def compute(self, state: WeightState, encoder: Encoder) -> tuple[torch.Tensor, torch.Tensor]:
-        ones = torch.ones(len(state.ref.df))
-        return ones, ones
 
     def signature(self) -> str:
         return "norm" + self._class_text()
