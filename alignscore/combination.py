@@ -114,6 +114,10 @@ class Combination:
         if abs(total - 1.0) > SUM_TOLERANCE:
             raise ConfigError(f"the parts' weights sum to {total!r}, not 1 (each >= 0, summing to 1)")
 
+    def files(self) -> list[str]:
+        """The files its parts read (as :meth:`RunSpec.files <alignscore.config.spec.RunSpec.files>`): no output's."""
+        return [f for p in self.parts for f in p.spec.files()]
+
     # -- making one -------------------------------------------------------------------------
     @classmethod
     def of(cls, parts: Sequence[Mapping[str, Any] | RunSpec | Compiled], weights: Sequence[float] | None = None,

@@ -89,9 +89,10 @@ def require_model(ctx: click.Context, why: str) -> None:
         raise click.UsageError(f"Missing option '{OPTION.model.flag}' ({why}).")
 
 
-def option_files(spec: RunSpec, opts: Mapping[str, Any]) -> list[str]:
-    """The files a run reads besides its texts (the run file, those the spec names): no output's."""
-    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + spec.files()
+def option_files(run: RunSpec | Combination, opts: Mapping[str, Any]) -> list[str]:
+    """The files a run (or a combination) reads besides its texts (the run file, those the spec or
+    its parts name): no output's."""
+    return ([str(opts[OPTION.config.name])] if opts.get(OPTION.config.name) else []) + run.files()
 
 
 def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: bool,
@@ -110,8 +111,7 @@ def sides_specs(common: dict[str, Any], sides: list[tuple[str, str]], progress: 
         if combination is not None:  # --config names a [[parts]] file: this side is that combination
             out.append(combination)
             if files is not None:
-                files += [str({**common, **named}[OPTION.config.name]),
-                          *(f for p in combination.parts for f in p.spec.files())]
+                files += option_files(combination, {**common, **named})
             continue
         try:
             out.append(compiled_of({**common, **named}, progress))

@@ -99,7 +99,7 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
            (streamed and not sources.cands,
             "--stream reads -c/-r files; --tsv and --cand-text/--ref-text are scored at once"))
     if combination is not None:  # each part compiled already; built together (one encoding per model)
-        files = [str(opts[OPTION.config.name]), *(f for p in combination.parts for f in p.spec.files())]
+        files = option_files(combination, opts)
         if streamed:
             lines = score_file_stream(combination, sources.cands, sources.sides, output, fmt, resume, chunk_size,
                                       files, against_sources=sources.against_sources)

@@ -7,7 +7,6 @@ from typing import Any, Sequence
 import click
 
 from ..combination import combination_in
-from ..config.schema import OPTION
 from ..errors import InputError
 from ..render import FORMATS, format_for, part_heading, part_path, show as show_pair, show_combination
 from ..textio import read_lines
@@ -72,8 +71,7 @@ def show(refs: tuple[str, ...], cand: str | None, refs_file: tuple[str, ...], ca
     opts = scorer_opts(kwargs)
     combination = combination_in(opts, FLAGS)
     if combination is not None:  # --config names a [[parts]] file: each part shown, then the combined score
-        files = [*refs_file, cands_file, str(opts[OPTION.config.name]),
-                 *(f for p in combination.parts for f in p.spec.files())]
+        files = [*refs_file, cands_file, *option_files(combination, opts)]
         expls, combined, text = show_combination(combination, candidate, references, output, fmt, ref_index, files)
         if text is not None:  # each part under its line (weight, standardisation, signature)
             click.echo(text, nl=False)
