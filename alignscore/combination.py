@@ -281,6 +281,37 @@ def scorers_of(scorer: Scorer | CombinedScorer) -> list[Scorer]:
     return scorer.scorers if isinstance(scorer, CombinedScorer) else [scorer]
 
 
+def build_runs(runs: Sequence[RunSpec | Compiled | Combination]) -> list[Scorer | CombinedScorer]:
+    """Each run's scorer, a combination's of its parts': every run built together
+    (:func:`~alignscore.config.plan_runs`), so that runs of one model share one encoder, for the
+    commands that take either (diff, compare)."""
+    flat = [[Compiled(p.spec, p.provenance) for p in run.parts] if isinstance(run, Combination) else [run]
+            for run in runs]
+    scorers = plan_runs([r for side in flat for r in side]).scorers()
+    out: list[Scorer | CombinedScorer] = []
+    for run, side in zip(runs, flat):
+        mine, scorers = scorers[:len(side)], scorers[len(side):]
+        out.append(CombinedScorer(run, mine) if isinstance(run, Combination) else mine[0])
+    return out
+
+
+def score_runs(scorers: Sequence[Scorer | CombinedScorer], cands: Sequence[str],
+               groups: Sequence[Sequence[str]]) -> list[tuple[Scores, str]]:
+    """Each run's :class:`Scores` of the same pairs and the metric it ranks by (a combination's
+    ``combined``), every run and part scored in one engine call
+    (:func:`~alignscore.scorer.score_together`: each text encoded once per model)."""
+    sides = [scorers_of(s) for s in scorers]
+    found = score_together([p for side in sides for p in side], cands, groups)
+    out = []
+    for scorer, side in zip(scorers, sides):
+        mine, found = found[:len(side)], found[len(side):]
+        if isinstance(scorer, CombinedScorer):
+            out.append((scorer.scores_of(mine), METRIC))
+        else:
+            out.append((mine[0], scorer.composition.metric))
+    return out
+
+
 def is_combination(path: str | Path) -> bool:
     """Whether the run file ``path`` holds a combination (a ``[[parts]]`` array); False when it
     cannot be read (the compiler then says why)."""

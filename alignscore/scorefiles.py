@@ -15,9 +15,10 @@ from .evaluation.stats import SACREBLEU_SEED
 from .textio import check_inputs, check_output, read_lines, replacing, write_scores
 
 if TYPE_CHECKING:
-    from .combination import Combination
+    from .combination import Combination, CombinedScorer
     from .config import Provenance, RunSpec
     from .distributed import Shard
+    from .scorer import Scorer
 
 __all__ = ["score_combination", "score_file_stream", "score_matrix", "score_texts"]
 
@@ -78,7 +79,7 @@ def score_file_stream(spec: RunSpec | Combination, cands: str, refs: Sequence[st
     list of str
         The candidates (and how many were scored now) with the means; the signature.
     """
-    from .combination import Combination
+    from .combination import Combination, CombinedScorer
     from .config import build
     from .stream import score_stream
 
@@ -138,19 +139,26 @@ def score_texts(spec: RunSpec, cands: list[str], refs: list[list[str]], output: 
         raise provenance.relabel(exc) if provenance is not None else exc from None
     scorer = build(replace(spec, runtime=replace(spec.runtime, shard=shard)), provenance=provenance)
     with lm_named(provenance):  # texts the LM cannot read: one line naming it, on Ray or not
-        if ray is not None:
-            from .integrations.ray import score_pairs
-
-            scores = score_pairs(cands, refs, spec, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
-                                 progress=progress, sources=against_sources, label=ray_label)
-        elif against_sources:
-            scores = scorer.score(cands, sources=[group[0] for group in refs])
-        else:
-            scores = scorer.score(cands, refs)
+        scores = _scored(scorer, spec, cands, refs, several_refs, against_sources, ray, progress, ray_label)
     if shard is not None and shard.rank != 0:
         return []
     return _write(scores, scorer.composition.metric, output, fmt, several_refs, human_scores, confidence, resamples,
                   seed)
+
+
+def _scored(scorer: Scorer | CombinedScorer, run: RunSpec | Combination, cands: list[str], refs: list[list[str]],
+            several_refs: bool, against_sources: bool, ray: tuple[str, int, float] | None, progress: bool,
+            ray_label: str) -> Scores:
+    """``scorer``'s scores of the pairs (``refs`` holding each candidate's source where
+    ``against_sources``), or with ``ray`` those of ``run`` on the Ray cluster."""
+    if ray is not None:
+        from .integrations.ray import score_pairs
+
+        return score_pairs(cands, refs, run, ray[0], several_refs, concurrency=ray[1], num_gpus=ray[2],
+                           progress=progress, sources=against_sources, label=ray_label)
+    if against_sources:
+        return scorer.score(cands, sources=[group[0] for group in refs])
+    return scorer.score(cands, refs)
 
 
 def _write(scores: Scores, metric: str, output: str | None, fmt: str, several_refs: bool,
@@ -182,10 +190,11 @@ def _write(scores: Scores, metric: str, output: str | None, fmt: str, several_re
 def score_combination(combination: Combination, cands: list[str], refs: list[list[str]], output: str | None,
                       fmt: str = "tsv", several_refs: bool = False, human: str | None = None,
                       against_sources: bool = False, confidence: bool = False, resamples: int = 1000,
-                      seed: int = SACREBLEU_SEED) -> list[str]:
+                      seed: int = SACREBLEU_SEED, ray: tuple[str, int, float] | None = None, progress: bool = True,
+                      ray_label: str = "ray=") -> list[str]:
     """:func:`score_texts` for a :class:`~alignscore.combination.Combination`: its score
     (``combined``) and each part's own (``part0``, ...) written to ``output`` (None: standard
-    output), replacing it whole.
+    output), replacing it whole; on Ray as :func:`score_texts` with ``ray``.
 
     Returns
     -------
@@ -199,5 +208,5 @@ def score_combination(combination: Combination, cands: list[str], refs: list[lis
     human_scores = read_human(human, len(cands)) if human else None
     scorer = combination.build(against_sources)
     with lm_named(None):
-        scores = (scorer.score(cands, sources=[g[0] for g in refs]) if against_sources else scorer.score(cands, refs))
+        scores = _scored(scorer, combination, cands, refs, several_refs, against_sources, ray, progress, ray_label)
     return _write(scores, METRIC, output, fmt, several_refs, human_scores, confidence, resamples, seed)

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -196,12 +197,20 @@ def test_diff_ranks_a_combination_by_its_combined_score(parts, combo_file, texts
                                                           f"line{line}-b.html"}
 
 
-def test_commands_of_one_run_refuse_a_combination_in_one_line(combo_file, texts) -> None:
+def test_compare_takes_a_combination_by_its_combined_score(parts, combo_file, texts) -> None:
     human = texts[0].parent / "human.txt"
-    human.write_text("".join(f"{i}\n" for i in range(len(CANDS))), encoding="utf-8")
-    code, _, stderr = invoke("compare", "-c", texts[0], "-r", texts[1], "--human", human, "--a",
-                             f"--config {combo_file}", "--b", "--layer 2")
-    assert_one_error(code, stderr, "combo.toml:1", "a combination of runs")
+    judged = [3.0, 1.0, 2.0, 0.0]
+    human.write_text("".join(f"{v}\n" for v in judged), encoding="utf-8")
+    code, stdout, stderr = invoke("compare", "-c", texts[0], "-r", texts[1], "--human", human, "--a",
+                                  f"--config {combo_file}", "--b", f"--model {parts[0]['model']} --layer 2", "-q",
+                                  "--bootstrap", 100, "--permutations", 100)
+    assert code == 0, stderr
+    assert "# A: combination:sum w(s-m)/d of 2|part0:w=0.7" in stdout
+    row = dict(zip(*(line.split("\t") for line in stdout.splitlines()[3:5])))
+    python = combine(parts, [0.7, 0.3], [0.5, 0.2], [0.25, 0.125]).score(CANDS, REFS)
+    alone = alignscore.score(CANDS, REFS, **parts[0])
+    for column, scores in (("A.abs_r", python["combined"]), ("B.abs_r", alone.f1)):
+        assert float(row[column]) == pytest.approx(abs(np.corrcoef(scores.double().numpy(), judged)[0, 1]), abs=1e-5)
 
 
 def test_stream_and_resume_write_what_one_call_writes(combo_file, texts, tmp_path) -> None:
@@ -227,9 +236,8 @@ def test_stream_and_resume_write_what_one_call_writes(combo_file, texts, tmp_pat
     assert out.read_bytes() == before
 
 
-@pytest.mark.parametrize("extra", [["--ray", "local"], ["--pairwise", "-o", "OUT.npy"]])
-def test_what_a_combination_does_not_take_is_one_line(combo_file, texts, tmp_path, extra) -> None:
-    extra = [str(tmp_path / a) if a.startswith("OUT") else a for a in extra]
+def test_what_a_combination_does_not_take_is_one_line(combo_file, texts, tmp_path) -> None:
+    extra = ["--pairwise", "-o", str(tmp_path / "OUT.npy")]
     code, _, stderr = invoke("score", "--config", combo_file, "-c", texts[0], "-r", texts[1], *extra)
     assert_one_error(code, stderr, "a combination")
     assert not any(tmp_path.glob("OUT*"))

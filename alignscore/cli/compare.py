@@ -29,9 +29,9 @@ from .options import scorer_options, scorer_opts
               "e.g. \"--aligner wmd --n-gram 2\" or \"--config best.toml\".")
 @click.option("--b", "spec_b", required=True, help="Composition B, as --a.")
 @scorer_options()
-@click.option("--bootstrap", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--bootstrap", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples of the paired bootstrap of the difference in |r|.")
-@click.option("--permutations", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--permutations", type=click.IntRange(min=40), default=10000, show_default=True,
               help="Permutations of the paired permutation test.")
 @seed_option(SACREBLEU_SEED, "Seed of both resampling tests.")
 @quiet_option()
@@ -42,7 +42,8 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
     their difference, Williams' test for dependent correlations, the paired bootstrap interval
     of the difference and the paired permutation test (all p-values two-sided). One line per
     language pair (TSV on stdout). Options outside --a/--b apply to both sides; when both use
-    the same model each text is encoded once for both.
+    the same model each text is encoded once for both. A side whose --config is a combination
+    ([[parts]]) is compared by its combined score.
 
     \b
     alignscore compare --data ../shared/data/wmt16-da-seg --model all-MiniLM-L6-v2 --layer 4 \\
@@ -53,5 +54,6 @@ def compare(refs: tuple[str, ...], cands: str | None, human: str | None, data: s
            (data is not None and (refs or human), "--data DIR holds the references and human scores: no -r or --human "
             "with it"), error=ConfigError)
     sets = comparison_sets(data, comma_list(lang_pairs), year, cands, refs, human)  # the data before the model
-    runs = sides_specs(scorer_opts(kwargs), [("--a", spec_a), ("--b", spec_b)], progress=not quiet)
+    runs = sides_specs(scorer_opts(kwargs), [("--a", spec_a), ("--b", spec_b)], progress=not quiet,
+                       combinations=True)
     click.echo("\n".join(compare_runs(*runs, sets, bootstrap, permutations, seed)))

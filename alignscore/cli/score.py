@@ -40,7 +40,7 @@ from .options import FLAGS, compiled_of, scorer_options, scorer_opts
 @click.option("--confidence", is_flag=True, help="Also a bootstrap confidence interval of each metric's corpus "
               "mean (sacreBLEU's --confidence: percentile interval of resampled means, the same resamples for "
               "every metric).")
-@click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=40), default=1000, show_default=True,
               help="Resamples for --confidence.")
 @seed_option(SACREBLEU_SEED, "Seed of the --confidence resamples.")
 @click.option("--ray", "ray_address", metavar="ADDRESS|local", default=None,
@@ -69,9 +69,9 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
     opts = scorer_opts(kwargs)
     combination = combination_in(opts, FLAGS)  # --config names a [[parts]] file: its parts, the flags above each
     torchrun = os.environ.get("WORLD_SIZE", "1") != "1"
-    refuse((combination is not None and (ray_address is not None or pairwise or torchrun),
-            "a combination ([[parts]] in --config) is scored in one process: not with --ray, --pairwise or under "
-            "torchrun"),
+    refuse((combination is not None and (pairwise or torchrun),
+            "a combination ([[parts]] in --config) is scored in one process or on Ray: not with --pairwise or "
+            "under torchrun"),
            (ray_address is not None and (pairwise or stream or resume),
             "--ray scores the pairs at once: not with --pairwise, --stream or --resume"))
     if pairwise:
@@ -106,8 +106,9 @@ def score(refs: tuple[str, ...], cands: str | None, cand_texts: tuple[str, ...],
         else:
             if output:
                 check_output(output, [*sources.files, *files, human])
+            ray = (ray_address, ray_actors, ray_gpus) if ray_address is not None else None
             lines = score_combination(combination, *sources.read(), output, fmt, sources.several_refs, human,
-                                      sources.against_sources, confidence, resamples, seed)
+                                      sources.against_sources, confidence, resamples, seed, ray, not quiet, "--ray")
         for line in lines:
             click.echo(line, err=True)
         return

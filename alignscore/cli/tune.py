@@ -49,5 +49,6 @@ def tune(quiet: bool, **kwargs: Any) -> None:
                    f"({p.gain:+.3f}): "
                    + ("kept as best.toml" if p.kept else "not kept (combination.toml)"))
     peak = peak_memory_mib()
-    click.echo(f"wrote {', '.join(str(p) for p in result.written.values())} ({time.perf_counter() - start:.1f} s"
+    written = dict.fromkeys(str(p) for p in result.written.values())  # best.toml once, replaced by the combination
+    click.echo(f"wrote {', '.join(written)} ({time.perf_counter() - start:.1f} s"
                + (f", peak memory {peak:.0f} MiB)" if peak is not None else ")"), err=True)

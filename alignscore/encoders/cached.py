@@ -9,7 +9,7 @@ weights. Everything else (tokenization included) is the wrapped encoder's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import MutableMapping, Sequence
+from typing import Any, MutableMapping, Sequence
 
 import torch
 
@@ -18,6 +18,16 @@ from ..tokens import Tokenized
 from .fingerprint import digest_memo
 from .base import Encoder
 from .huggingface import HFEncoder
+
+
+class _Wrapped:
+    """An attribute read through from the wrapped encoder's attribute of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: "CachedEncoder | None", owner: type | None = None) -> Any:
+        return self if obj is None else getattr(obj.inner, self.name)
 
 
 class CachedEncoder(Encoder):
@@ -49,33 +59,8 @@ class CachedEncoder(Encoder):
         self.cache = cache
         self._fingerprint: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def has_layers(self) -> bool:  # type: ignore[override]
-        return self.inner.has_layers
-
-    @property
-    def num_layers(self) -> int:
-        return self.inner.num_layers
-
-    @property
-    def vocab_size(self) -> int:
-        return self.inner.vocab_size
-
-    @property
-    def pad_id(self) -> int:
-        return self.inner.pad_id
-
-    @property
-    def model_max_length(self) -> int:
-        return self.inner.model_max_length
-
-    @property
-    def device(self) -> torch.device:
-        return self.inner.device
+    # one descriptor each: each reads the wrapped encoder's attribute of its own name
+    name, num_layers, vocab_size, pad_id, model_max_length, device, has_layers = (_Wrapped() for _ in range(7))
 
     def default_layer(self) -> int | None:
         return self.inner.default_layer()

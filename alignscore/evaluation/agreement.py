@@ -249,18 +249,10 @@ def disagreements(scorer_a: Scorer | CombinedScorer, scorer_b: Scorer | Combined
     Disagreements
         Both sides' scores, ranks, and the pairs in the order of how differently they rank them.
     """
-    from ..combination import METRIC, CombinedScorer, scorers_of
-    from ..scorer import score_together
-
+    from ..combination import score_runs
     from ..scores import check_references
 
     cands, groups = check_references(cands, refs)
-    sides = [scorers_of(s) for s in (scorer_a, scorer_b)]
-    found = score_together([*sides[0], *sides[1]], cands, groups)
-    parts = [found[:len(sides[0])], found[len(sides[0]):]]
-    sa, sb = (s.scores_of(f) if isinstance(s, CombinedScorer) else f[0]
-              for s, f in zip((scorer_a, scorer_b), parts))
-    metric_a, metric_b = (METRIC if isinstance(s, CombinedScorer) else s.composition.metric
-                          for s in (scorer_a, scorer_b))
+    (sa, metric_a), (sb, metric_b) = score_runs([scorer_a, scorer_b], cands, groups)
     ra, rb, order = rank_pairs(sa[metric_a], sb[metric_b])
     return Disagreements(cands, groups, sa, sb, metric_a, metric_b, ra, rb, order)

@@ -14,6 +14,7 @@ from .stats import (bootstrap_r_difference, flat, flat_text, pearson_rows, permu
 from .wmt import load_daseg, read_human
 
 if TYPE_CHECKING:
+    from ..combination import Combination
     from ..config import Compiled, RunSpec
 
 __all__ = ["COLUMNS", "Comparison", "compare_runs", "compare_scores", "comparison_sets"]
@@ -84,9 +85,10 @@ def comparison_sets(data: str | None, lang_pairs: Sequence[str] | None = None, y
     return [("all", cand_texts, ref_groups, read_human(human, len(cand_texts)))]
 
 
-def compare_runs(run_a: RunSpec | Compiled, run_b: RunSpec | Compiled, sets: Sequence[Set], bootstrap: int = 1000,
-                 permutations: int = 10000, seed: int = 0) -> list[str]:
-    """Compare two runs on each set (each text encoded once when both use the same model).
+def compare_runs(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compiled | Combination,
+                 sets: Sequence[Set], bootstrap: int = 1000, permutations: int = 10000, seed: int = 0) -> list[str]:
+    """Compare two runs on each set (each text encoded once per model for both; a combination by
+    its combined score).
 
     Returns
     -------
@@ -94,17 +96,15 @@ def compare_runs(run_a: RunSpec | Compiled, run_b: RunSpec | Compiled, sets: Seq
         The report's lines: both signatures and how to read the table as comments, the
         :data:`COLUMNS` header, then one tab-separated row per set.
     """
-    from ..config import plan_runs
-    from ..scorer import score_together
+    from ..combination import build_runs, score_runs
 
-    scorer_a, scorer_b = plan_runs([run_a, run_b]).scorers()  # one model when both sides' encoders are the same
-    sigs = [scorer_a.signature(), scorer_b.signature()]  # both build for their model before any encoding
+    scorers = build_runs([run_a, run_b])  # one model when both sides' encoders are the same
+    sigs = [s.signature() for s in scorers]  # both build for their model before any encoding
     out = [f"# A: {sigs[0]}", f"# B: {sigs[1]}",
            f"# delta = |r_A| - |r_B| (Pearson r with the human scores); p-values two-sided: Williams' test, paired "
            f"bootstrap ({bootstrap} resamples; interval: 95%), paired permutation ({permutations}); seed {seed}",
            "\t".join(COLUMNS)]
     for name, cand_texts, ref_groups, scores_h in sets:  # every row before the first byte: a failure prints none
-        sa, sb = score_together([scorer_a, scorer_b], cand_texts, ref_groups)
-        a, b = (s[c.composition.metric].double().numpy() for s, c in ((sa, scorer_a), (sb, scorer_b)))
+        a, b = (s[metric].double().numpy() for s, metric in score_runs(scorers, cand_texts, ref_groups))
         out.append("\t".join(compare_scores(name, a, b, scores_h, bootstrap, permutations, seed).row()))
     return out

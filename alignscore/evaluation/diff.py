@@ -12,9 +12,8 @@ from ..textio import check_output_folder, make_output_folder, read_aligned, repl
 from .agreement import Disagreements, disagreements
 
 if TYPE_CHECKING:
-    from ..combination import Combination, CombinedScorer
+    from ..combination import Combination
     from ..config import Compiled, RunSpec
-    from ..scorer import Scorer
 
 __all__ = ["check_diff_folder", "diff_table", "write_diff"]
 
@@ -65,12 +64,12 @@ def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compile
     int
         How many pairs were shown.
     """
-    from ..combination import CombinedScorer, scorers_of
+    from ..combination import CombinedScorer, build_runs, scorers_of
     from ..explain import explain
     from ..render import part_path, text_report, write
 
     cand_texts, ref_groups = read_aligned(cands, refs)
-    scorer_a, scorer_b = _built([run_a, run_b])  # one model when the sides' encoders are the same
+    scorer_a, scorer_b = build_runs([run_a, run_b])  # one model when the sides' encoders are the same
     d = disagreements(scorer_a, scorer_b, cand_texts, ref_groups)
     shown = d.order[:top].tolist()
     if out_dir is not None:
@@ -98,19 +97,3 @@ def write_diff(run_a: RunSpec | Compiled | Combination, run_b: RunSpec | Compile
                     write(expls[rank - 1], tmp, fmt)
         out.flush()
     return len(shown)
-
-
-def _built(runs: Sequence[RunSpec | Compiled | Combination]) -> list[Scorer | CombinedScorer]:
-    """Each run's scorer, a combination's as its parts': every run built together
-    (:func:`~alignscore.config.plan_runs`), so that runs of one model share one encoder."""
-    from ..combination import Combination, CombinedScorer
-    from ..config import Compiled, plan_runs
-
-    flat = [[Compiled(p.spec, p.provenance) for p in run.parts] if isinstance(run, Combination) else [run]
-            for run in runs]
-    scorers = plan_runs([r for side in flat for r in side]).scorers()
-    out: list[Scorer | CombinedScorer] = []
-    for run, side in zip(runs, flat):
-        mine, scorers = scorers[:len(side)], scorers[len(side):]
-        out.append(CombinedScorer(run, mine) if isinstance(run, Combination) else mine[0])
-    return out

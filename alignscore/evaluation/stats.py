@@ -306,17 +306,21 @@ def _finite_vectors(*arrays: np.ndarray, minimum: int = 1) -> tuple[np.ndarray, 
     return out
 
 
-def _order_statistic_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+def _order_statistic_interval(values: np.ndarray, confidence: float, drawn: int | None = None,
+                              what: str = "resamples") -> tuple[float, float]:
     """sacreBLEU's interval from ``B`` resampled values: sorted, the entries at
-    ``k = floor(B (1 - c) / 2)`` and ``B - 1 - k`` (for ``c = 0.95``, sacreBLEU's ``B // 40``)."""
+    ``k = floor(B (1 - c) / 2)`` and ``B - 1 - k`` (for ``c = 0.95``, sacreBLEU's ``B // 40``).
+    ``drawn``: how many ``what`` were drawn, where those without a defined value were dropped."""
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1), not {confidence}")
     ordered = np.sort(values)
     k = int(math.floor(len(ordered) * (1 - confidence) / 2 + 1e-9))  # 1e-9: 0.05 / 2 * 40 is 1, not 0.999..
     if k < 1:  # with no resample beyond either end the "interval" is the extremes of a few draws
         need = math.ceil(2 / (1 - confidence) - 1e-9)
-        raise ConfigError(f"a {confidence:.0%} percentile interval needs at least {need} resamples, not "
-                          f"{len(ordered)} (--bootstrap)")
+        dropped = (f" with a defined correlation (of {drawn} drawn)" if drawn is not None and drawn != len(ordered)
+                   else "")
+        raise ConfigError(f"a {confidence:.0%} percentile interval needs at least {need} {what}, not "
+                          f"{len(ordered)}{dropped}", (what,))
     return float(ordered[k]), float(ordered[len(ordered) - 1 - k])
 
 
@@ -418,7 +422,7 @@ def bootstrap_r_difference(a: np.ndarray, b: np.ndarray, human: np.ndarray, resa
     delta = delta[np.isfinite(delta)]
     if len(delta) == 0:
         raise ConfigError("no bootstrap resample has a defined correlation")
-    low, high = _order_statistic_interval(delta, confidence)
+    low, high = _order_statistic_interval(delta, confidence, resamples)
     m = min(int((delta <= 0).sum()), int((delta >= 0).sum()))
     return DifferenceTest(observed, min(1.0, 2 * _count_p(m, len(delta))), low, high, len(delta))
 
@@ -494,7 +498,7 @@ def permutation_r_difference(a: np.ndarray, b: np.ndarray, human: np.ndarray, re
     delta = delta[np.isfinite(delta)]
     if len(delta) == 0:
         raise ConfigError("no permutation has a defined correlation")
-    low, high = _order_statistic_interval(delta, confidence)
+    low, high = _order_statistic_interval(delta, confidence, resamples, "permutations")
     # |delta*| >= |delta| up to rounding: a permutation that reproduces the data (or its mirror
     # image) must count, whatever the last bit of its arithmetic
     extreme = np.abs(delta) >= abs(observed) - 1e-12

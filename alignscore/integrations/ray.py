@@ -32,13 +32,13 @@ import pickle
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterator
 
+from ..combination import Combination, CombinedScorer, combination_in, scorers_of
 from ..errors import ConfigError, InputError, describe
 from ..lm import UnreadableTexts
-from ..config import run_spec
+from ..config import RunSpec, build, run_spec
 from ..scorer import Scorer
 from ..scores import Scores
 from ..signature import Signature
-from ..config import RunSpec, build
 from ..stream import count_texts, frozen_weighting, with_weighting
 from ..weighting.base import Weighting, WeightState
 
@@ -63,13 +63,14 @@ def _ray() -> Any:
 
 @dataclass(frozen=True)
 class Job:
-    """What every actor needs: the run's ``spec``, the ``weighting`` fitted on the whole dataset
-    (its weights, computed once by the driver), the input's column names,
-    whether references come as lists (``several``), the run's ``signature`` and whether the
+    """What every actor needs: ``what`` is scored (a run's spec, or a combination of runs), each part's
+    weighting fitted on the whole dataset (``weightings``: its weights, computed once by the
+    driver; a run has one part), the input's column names, whether references come as lists
+    (``several``), the columns scoring adds (``metrics``), the run's ``signature`` and whether the
     reference column holds each candidate's source (``sources``: scored against it, reference-free)."""
 
-    spec: RunSpec
-    weighting: Weighting
+    what: RunSpec | Combination
+    weightings: tuple[Weighting, ...]
     cand: str
     ref: str
     several: bool
@@ -77,8 +78,26 @@ class Job:
     signature: Signature
     sources: bool = False
 
-    def scorer(self) -> Scorer:
-        return with_weighting(build(self.spec), self.weighting)
+    def scorer(self) -> Scorer | CombinedScorer:
+        return _with_weightings(_driver(self.what, self.sources, cache=True), self.weightings)
+
+
+def _parts(what: RunSpec | Combination) -> list[RunSpec]:
+    return [p.spec for p in what.parts] if isinstance(what, Combination) else [what]
+
+
+def _driver(what: RunSpec | Combination, sources: bool, cache: bool = False) -> Scorer | CombinedScorer:
+    """The run's scorer (a combination's parts sharing one encoder per model); without ``cache``
+    the driver's and the first pass's, which read tokenizers and configurations only."""
+    plain = (lambda spec: spec) if cache else (lambda spec: replace(spec, cache=None))  # noqa: E731
+    if isinstance(what, Combination):
+        return Combination(tuple(replace(p, spec=plain(p.spec)) for p in what.parts)).build(sources)
+    return build(plain(what))
+
+
+def _with_weightings(scorer: Scorer | CombinedScorer, weightings: tuple[Weighting, ...]) -> Scorer | CombinedScorer:
+    parts = [with_weighting(s, w) for s, w in zip(scorers_of(scorer), weightings)]
+    return CombinedScorer(scorer.combination, parts) if isinstance(scorer, CombinedScorer) else parts[0]
 
 
 class ScoreBatches:
@@ -122,12 +141,14 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
         against it as ``alignscore.score(cands, sources=...)`` does (reference-free).
     **options : the options of ``alignscore.score`` (``model=``, ``layer=``, ``idf=True``,
         ``aligner=``, ``preset=``, ``config=``, ``cache=DIR``...). ``cache``: every actor opens
-        that directory on its node (a cache is safe to share between processes).
+        that directory on its node (a cache is safe to share between processes). A ``config=``
+        that holds a combination (``[[parts]]``) scores it: the other options apply to every part.
 
     Returns
     -------
     A lazy ``ray.data.Dataset``: every input row with one column per metric of the composition
-    (``precision``, ``recall``, ``f1`` for greedy; ``score`` for transport), ``best_ref`` where
+    (``precision``, ``recall``, ``f1`` for greedy; ``score`` for transport; a combination's
+    ``combined``, ``part0``, ...), ``best_ref`` where
     ``ref`` holds lists, and the run's ``signature``. Scores equal those of one process over
     every row to float rounding (about 1e-7: batches differ), idf-S and SEP included: the
     weights are fitted on the whole dataset before any actor starts.
@@ -147,37 +168,38 @@ def score_dataset(ds: "ray.data.Dataset", *, cand: str = "cand", ref: str = "ref
             raise ConfigError(f"{name} must be a whole number >= 1, not {describe(value)}")
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float)) or not num_gpus >= 0:
         raise ConfigError(f"num_gpus must be a number >= 0, not {describe(num_gpus)}")
-    job = prepare(ds, run_spec(options), cand, ref, sources)
+    job = prepare(ds, combination_in(options) or run_spec(options), cand, ref, sources)
     return run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
 
 
-def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources: bool = False,
+def prepare(ds: "ray.data.Dataset", what: RunSpec | Combination, cand: str, ref: str, sources: bool = False,
             row: str | None = None) -> Job:
     """Steps 1 and 2 of the module's docstring: the checks of the dataset and the first pass
     (Ray tasks; no actor, no model loaded), giving the :class:`Job` of the actors (``sources``:
-    the ``ref`` column holds sources). Candidates the language model of the run cannot read
-    raise :class:`~alignscore.lm.UnreadableTexts` (a ConfigError about ``lm``, as one process
-    raises it), counted over every block, the first named by its 0-based number in column
-    ``row`` (else by its place in the blocks as the first pass returns them)."""
+    the ``ref`` column holds sources; ``what`` a run or a combination, whose parts each count
+    their own weighting). Candidates the language model of the run cannot read raise
+    :class:`~alignscore.lm.UnreadableTexts` (a ConfigError about ``lm``, as one process raises
+    it), counted over every block, the first named by its 0-based number in column ``row``
+    (else by its place in the blocks as the first pass returns them)."""
     _ray()
     several = _check_schema(ds, cand, ref)
     if sources and several:
         raise InputError(f"column {ref!r} holds lists of texts: a candidate has one source, a text per row")
-    # what needs a reference, or maps sources, refused before any task
-    spec.composition.check_side(sources, spec.runtime.name)
-    scorer = build(replace(spec, cache=None))  # the driver's: tokenizer and configuration only
-    weighting = scorer.weighting
-    counting = weighting if weighting.depends_on_texts() else None
-    metrics = tuple(scorer.aligner.metrics)
+    for spec in _parts(what):  # what needs a reference, or maps sources, refused before any task
+        spec.composition.check_side(sources, spec.runtime.name)
+    driver = _driver(what, sources)  # tokenizers and configurations only
+    scorers = scorers_of(driver)
+    counting = [s.weighting if s.weighting.depends_on_texts() else None for s in scorers]
+    metrics = driver.metrics if isinstance(driver, CombinedScorer) else tuple(driver.aligner.metrics)
     taken = sorted({*metrics, SIGNATURE, *([BEST_REF] if several else [])} & set(ds.schema().names))
     if taken:
         raise InputError(f"the dataset already has the column(s) {', '.join(taken)} that scoring adds: rename "
                          "them first")
-    survey = ds.map_batches(_survey, fn_kwargs={"spec": spec, "weighting": counting, "cand": cand, "ref": ref,
+    survey = ds.map_batches(_survey, fn_kwargs={"what": what, "weightings": counting, "cand": cand, "ref": ref,
                                                 "row": row}, batch_size=None, batch_format="pyarrow",
                             zero_copy_batch=True)
-    encoder = scorer.scoring_encoder()
-    rows, state, unread = 0, WeightState.empty(encoder.vocab_size), []
+    rows, unread = 0, []
+    states = [WeightState.empty(s.scoring_encoder().vocab_size) for s in scorers]
     for block in survey.iter_rows():
         if block["problem"]:
             raise InputError(block["problem"])
@@ -186,15 +208,18 @@ def prepare(ds: "ray.data.Dataset", spec: RunSpec, cand: str, ref: str, sources:
             unread.append((rows + first if at is None else at, count, empty, model))
         rows += block["rows"]
         if block["state"] is not None:
-            state.merge(pickle.loads(block["state"]))
+            for state, counted in zip(states, pickle.loads(block["state"])):
+                if counted is not None:
+                    state.merge(counted)
     if unread:  # as one process reports it: every unreadable candidate counted, the first named
         first, _, empty, model = min(unread)
         raise UnreadableTexts(model, sum(u[1] for u in unread), first, empty)
     if rows == 0:
         raise InputError("the dataset is empty: there is nothing to score")
     # weights computed here, once, as one process computes them (idf-L's corpus counted here too)
-    frozen = frozen_weighting(weighting, state, encoder)
-    return Job(spec, frozen, cand, ref, several, metrics, with_weighting(scorer, frozen).signature(sources), sources)
+    frozen = tuple(frozen_weighting(s.weighting, state, s.scoring_encoder()) for s, state in zip(scorers, states))
+    signature = _with_weightings(driver, frozen).signature(sources)
+    return Job(what, frozen, cand, ref, several, metrics, signature, sources)
 
 
 def run(ds: "ray.data.Dataset", job: Job, actor: type[ScoreBatches], concurrency: int = 1, num_gpus: float = 0,
@@ -239,26 +264,29 @@ def _check_schema(ds: "ray.data.Dataset", cand: str, ref: str) -> bool:
     raise InputError(f"column {ref!r} holds {kind}, not texts (strings) nor lists of texts")
 
 
-def _survey(batch: "pyarrow.Table", spec: RunSpec, weighting: Weighting | None, cand: str,
+def _survey(batch: "pyarrow.Table", what: RunSpec | Combination, weightings: list[Weighting | None], cand: str,
             ref: str, row: str | None = None) -> dict[str, list[Any]]:
     """One block of the first pass (a Ray task): its row count, the first problem with its
-    values (or ""), the candidates the LM cannot read (pickled: model, count, first, empty, the
-    first's ``row`` value) and what ``weighting`` counts over it (pickled), as one row."""
+    values (or ""), the candidates a part's LM cannot read (pickled: model, count, first, empty,
+    the first's ``row`` value) and what each part's weighting of ``weightings`` counts over it
+    (pickled, a list with None for a part that counts nothing), as one row."""
     cands = batch.column(cand).to_pylist()
     refs = batch.column(ref).to_pylist()
     problem = next(_problems(cands, refs, cand, ref), "")
-    lm, unread = spec.composition.lm, None
-    if lm is not None and not problem:  # texts the LM cannot read: found before any actor loads a model
-        try:
+    unread = None
+    for lm in (spec.composition.lm for spec in _parts(what)):
+        if lm is None or problem or unread is not None:
+            continue
+        try:  # texts the LM cannot read: found before any actor loads a model
             lm.model().token_ids(cands)
         except UnreadableTexts as exc:
             at = batch.column(row)[exc.first].as_py() if row is not None and row in batch.column_names else None
             unread = pickle.dumps((exc.model, exc.count, exc.first, exc.empty, at))
     state = None
-    if weighting is not None and not problem and cands:
-        encoder = build(replace(spec, cache=None)).scoring_encoder()
-        state = pickle.dumps(count_texts(weighting, encoder, [(cands, [[r] if isinstance(r, str) else r
-                                                                        for r in refs])]))
+    if any(w is not None for w in weightings) and not problem and cands:
+        pairs = [(cands, [[r] if isinstance(r, str) else r for r in refs])]
+        state = pickle.dumps([count_texts(w, build(replace(spec, cache=None)).scoring_encoder(), pairs)
+                              if w is not None else None for spec, w in zip(_parts(what), weightings)])
     return {"rows": [len(cands)], "problem": [problem], "unread": [unread], "state": [state]}
 
 
@@ -282,7 +310,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, address: str, several: bool,
+def score_pairs(cands: list[str], groups: list[list[str]], what: RunSpec | Combination, address: str, several: bool,
                 concurrency: int = 1, num_gpus: float = 0, batch_size: int = 1024, progress: bool = True,
                 sources: bool = False, label: str = "address=") -> Scores:
     """``alignscore score --ray ADDRESS``: the pairs (candidates and each one's references) as a
@@ -290,7 +318,8 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
     ``address`` (``"local"``: a Ray started on this machine, stopped at the end; joined and left
     as it is when this process already runs one), collected back in input order as
     :class:`~alignscore.scores.Scores` (``best_reference`` where ``several``; ``empty`` is not
-    collected and reads False). ``sources``: each candidate's one text of ``groups`` is its source;
+    collected and reads False); ``what`` a run or a combination. ``sources``: each candidate's one
+    text of ``groups`` is its source;
     ``label``: the option ``address`` as the caller names it (for errors)."""
     import logging
 
@@ -312,17 +341,18 @@ def score_pairs(cands: list[str], groups: list[list[str]], spec: RunSpec, addres
             ray.data.DataContext.get_current().enable_progress_bars = False
         rows = [{"row": i, "cand": c, "ref": g if several else g[0]} for i, (c, g) in enumerate(zip(cands, groups))]
         ds = ray.data.from_items(rows)
-        job = prepare(ds, spec, "cand", "ref", sources, row="row")
+        job = prepare(ds, what, "cand", "ref", sources, row="row")
         scored = run(ds, job, ScoreBatches, concurrency=concurrency, num_gpus=num_gpus, batch_size=batch_size)
         n = len(rows)
-        metrics = {m: torch.zeros(n, dtype=torch.float32) for m in job.metrics}
+        metrics: dict[str, torch.Tensor] = {}  # each in the dtype it was scored in (a combination's: float64)
         best = torch.zeros(n, dtype=torch.long)
         seen = torch.zeros(n, dtype=torch.long)
         for batch in scored.iter_batches(batch_format="pyarrow", batch_size=None):
             where = torch.tensor(batch.column("row").to_numpy())
             seen.index_add_(0, where, torch.ones_like(where))
             for m in job.metrics:
-                metrics[m][where] = torch.tensor(batch.column(m).to_numpy(), dtype=torch.float32)
+                values = torch.from_numpy(batch.column(m).to_numpy().copy())
+                metrics.setdefault(m, torch.zeros(n, dtype=values.dtype))[where] = values
             if several:
                 best[where] = torch.tensor(batch.column(BEST_REF).to_numpy(), dtype=torch.long)
         if not bool((seen == 1).all()):  # never write a row twice or leave one out

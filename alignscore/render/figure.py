@@ -90,18 +90,8 @@ def figure(pair: PairAlignment, title: str, signature: str = "") -> Any:
     ax.set_ylabel("reference: " + short(pair.reference), fontsize=9)
     _grey_unmatchable(ax, pair)
 
-    top.bar(range(n_c), pair.cand_mass.double().numpy(), color="#6b8fb5", width=0.7)
-    top.set_ylabel("mass", fontsize=8)
-    top.tick_params(labelbottom=False, labelsize=7)
-    for j, v in enumerate(pair.cand_mass.tolist() if cell >= 0.3 else []):
-        top.text(j, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6)
-    top.set_ylim(0, max(float(pair.cand_mass.max()) if n_c else 0.0, 1e-9) * 1.35)
-    side.barh(range(n_r), pair.ref_mass.double().numpy(), color="#6b8fb5", height=0.7)
-    side.set_xlabel("mass", fontsize=8)
-    side.tick_params(labelleft=False, labelsize=7)
-    for i, v in enumerate(pair.ref_mass.tolist() if cell >= 0.3 else []):
-        side.text(v, i, f" {v:.2f}", ha="left", va="center", fontsize=6)
-    side.set_xlim(0, max(float(pair.ref_mass.max()) if n_r else 0.0, 1e-9) * 1.6)
+    _mass_bars(top, pair.cand_mass, cell >= 0.3, across=True)
+    _mass_bars(side, pair.ref_mass, cell >= 0.3, across=False)
     for a in (top, side):
         for s in ("top", "right"):
             a.spines[s].set_visible(False)
@@ -139,6 +129,28 @@ def _grey_unmatchable(ax: Any, pair: PairAlignment) -> None:
     for lab, w in zip(ax.get_yticklabels(), pair.ref_mass.tolist()):
         if w <= 0:
             lab.set_color("#999999")
+
+
+def _mass_bars(ax: Any, mass: torch.Tensor, labelled: bool, across: bool) -> None:
+    """One side's unit masses as bars: ``across`` the candidate's above the matrix, else the
+    reference's beside it (horizontal); each bar labelled with its mass where cells are large."""
+    n = len(mass)
+    top = max(float(mass.max()) if n else 0.0, 1e-9)
+    if across:
+        ax.bar(range(n), mass.double().numpy(), color="#6b8fb5", width=0.7)
+        ax.set_ylabel("mass", fontsize=8)
+        ax.tick_params(labelbottom=False, labelsize=7)
+        ax.set_ylim(0, top * 1.35)
+    else:
+        ax.barh(range(n), mass.double().numpy(), color="#6b8fb5", height=0.7)
+        ax.set_xlabel("mass", fontsize=8)
+        ax.tick_params(labelleft=False, labelsize=7)
+        ax.set_xlim(0, top * 1.6)
+    for k, v in enumerate(mass.tolist() if labelled else []):
+        if across:
+            ax.text(k, v, f"{v:.2f}", ha="center", va="bottom", fontsize=6)
+        else:
+            ax.text(v, k, f" {v:.2f}", ha="left", va="center", fontsize=6)
 
 
 def pair_title(expl: Explanation, pair: PairAlignment) -> str:

@@ -336,13 +336,19 @@ def test_alignment_contributions_sum_to_the_score(aligner) -> None:
 PROPS = settings(max_examples=40, deadline=None)
 
 
-@PROPS
-@given(texts(1), texts(1))
-def test_exact_plans_keep_both_marginals(r, c) -> None:
+def _problem(r, c) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The euclidean cost of a drawn reference and candidate, and their normalised masses."""
     (x, mx), (y, my) = r, c
     batch = make_batch([x], [y], [mx], [my])
     a, b = normalise_mass(batch.ref_mass.double()), normalise_mass(batch.cand_mass.double())
-    plan = exact_plans(pairwise_cost(batch.ref, batch.cand, "euclidean"), a, b)
+    return pairwise_cost(batch.ref, batch.cand, "euclidean"), a, b
+
+
+@PROPS
+@given(texts(1), texts(1))
+def test_exact_plans_keep_both_marginals(r, c) -> None:
+    cost, a, b = _problem(r, c)
+    plan = exact_plans(cost, a, b)
     if a.sum() > 0 and b.sum() > 0:
         assert torch.allclose(plan.sum(2), a, atol=1e-12) and torch.allclose(plan.sum(1), b, atol=1e-12)
         assert (plan >= 0).all()
@@ -353,11 +359,8 @@ def test_exact_plans_keep_both_marginals(r, c) -> None:
 @PROPS
 @given(texts(1), texts(1))
 def test_sinkhorn_plans_keep_both_marginals(r, c) -> None:
-    (x, mx), (y, my) = r, c
-    batch = make_batch([x], [y], [mx], [my])
-    a, b = normalise_mass(batch.ref_mass.double()), normalise_mass(batch.cand_mass.double())
-    plan, iters, _, _ = sinkhorn_plans(pairwise_cost(batch.ref, batch.cand, "euclidean"), a, b, reg=0.05,
-                                       tol=1e-9, max_iter=5000)
+    cost, a, b = _problem(r, c)
+    plan, iters, _, _ = sinkhorn_plans(cost, a, b, reg=0.05, tol=1e-9, max_iter=5000)
     if a.sum() > 0 and b.sum() > 0:
         assert torch.allclose(plan.sum(1), b, atol=1e-12)  # exact after each column update
         row_err = (plan.sum(2) - a).abs().sum()

@@ -34,25 +34,26 @@ def jsonl(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
-def test_wmd_writes_the_key_score(io, tiny_bert_dir) -> None:
+def scored(io, *args: str) -> tuple[str, str]:
+    """``score`` of the test's pairs with ``args``, quietly: its stdout and its signature line."""
     refs, cands = io
-    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "3",
-                         "--aligner", "wmd", "--format", "jsonl", "-q")
+    code, out, err = run("score", "-r", refs, "-c", cands, *args, "-q")
     assert code == 0, err
+    return out, signature(err)
+
+
+def test_wmd_writes_the_key_score(io, tiny_bert_dir) -> None:
+    out, sig = scored(io, "--model", tiny_bert_dir, "--layer", "3", "--aligner", "wmd", "--format", "jsonl")
     rows = jsonl(out)
     assert [list(r) for r in rows] == [["score"]] * 3
     assert all(math.isfinite(r["score"]) and r["score"] <= 1 for r in rows)
-    assert "align:wmd(euclidean,1-d,n=1)" in signature(err)
+    assert "align:wmd(euclidean,1-d,n=1)" in sig
 
 
 def test_sinkhorn_sentence_level_and_filters(io, files, tiny_bert_dir) -> None:
-    refs, cands = io
     stop = files("stop.txt", ["the", "on", "a"])
-    code, out, err = run("score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "3",
-                         "--aligner", "sinkhorn", "--n-gram", "sentence", "--filters", "rm", "--stopwords", stop,
-                         "--format", "jsonl", "-q")
-    assert code == 0, err
-    sig = signature(err)
+    out, sig = scored(io, "--model", tiny_bert_dir, "--layer", "3", "--aligner", "sinkhorn", "--n-gram", "sentence",
+                      "--filters", "rm", "--stopwords", stop, "--format", "jsonl")
     assert "align:sinkhorn(euclidean,1-d,n=sentence,reg=0.02" in sig
     assert f"tokens:special=match-only+rm+stop(stop.txt#{content_digest(['a', 'on', 'the'])},n=3)" in sig
     assert len(jsonl(out)) == 3
@@ -69,28 +70,18 @@ def test_filters_reach_greedy(io, files, tiny_bert_dir) -> None:
 
 
 def test_preset_moverscore_v2_matches_the_python_api(io, tiny_bert_dir) -> None:
-    refs, cands = io
-    code, out, err = run("score", "-r", refs, "-c", cands, "--preset", "moverscore-v2", "--model", tiny_bert_dir,
-                         "--format", "jsonl", "-q")
-    assert code == 0, err
-    sig = signature(err)
+    out, sig = scored(io, "--preset", "moverscore-v2", "--model", tiny_bert_dir, "--format", "jsonl")
     assert "tokens:special=keep+ms2-punct" in sig and "w:idf-S+sep" in sig and "wmd(euclidean,1-d,n=1)" in sig
     api = moverscore_v2(model=tiny_bert_dir).score(CANDS, REFS)
     assert [r["score"] for r in jsonl(out)] == pytest.approx(api.score.tolist(), abs=1e-12)
 
 
 def test_preset_moverscore_v1_with_overrides(io, tiny_bert_dir) -> None:
-    refs, cands = io
-    code, out, err = run("score", "-r", refs, "-c", cands, "--preset", "moverscore-v1", "--model", tiny_bert_dir,
-                         "--n-gram", "2", "-q")
-    assert code == 0, err
-    sig = signature(err)
+    _, sig = scored(io, "--preset", "moverscore-v1", "--model", tiny_bert_dir, "--n-gram", "2")
     assert "layers:pmeans(" in sig and "+rm|" in sig and "wmd(sqeuclidean,1-d,n=2)" in sig
     # switching to Sinkhorn keeps the preset's cost, score form and n-gram size
-    code, out, err = run("score", "-r", refs, "-c", cands, "--preset", "moverscore-v1", "--model", tiny_bert_dir,
-                         "--n-gram", "2", "--aligner", "sinkhorn", "-q")
-    assert code == 0, err
-    assert "sinkhorn(sqeuclidean,1-d,n=2," in signature(err)
+    _, sig = scored(io, "--preset", "moverscore-v1", "--model", tiny_bert_dir, "--n-gram", "2", "--aligner", "sinkhorn")
+    assert "sinkhorn(sqeuclidean,1-d,n=2," in sig
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -81,15 +81,20 @@ def test_keyword_value_before_model(case: str) -> None:
     _no_model_error(str(caught.value))
 
 
+def _from_file(tmp_path: Path, text: str) -> Any:
+    """The run of a run file ``run.toml`` holding ``text``."""
+    path = tmp_path / "run.toml"
+    path.write_text(text, encoding="utf-8")
+    return run_spec({"config": str(path)})
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_run_file_value_before_model(case: str, tmp_path: Path) -> None:
     values, name, reason = CASES[case]
-    path = tmp_path / "run.toml"
     text = tomli_w.dumps({"model": MISSING, **values})  # as written: a NaN too (alignscore writes none)
-    path.write_text(text, encoding="utf-8")
     line = 1 + next(i for i, ln in enumerate(text.splitlines()) if ln.startswith(f"{name} ="))
     with pytest.raises(ConfigError) as caught:
-        run_spec({"config": str(path)})
+        _from_file(tmp_path, text)
     assert f"run.toml:{line}: {name}" in str(caught.value) and reason in str(caught.value)
     _no_model_error(str(caught.value))
 
@@ -123,17 +128,13 @@ def test_a_string_is_not_a_switch_keyword(name: str, text: str) -> None:
 
 @pytest.mark.parametrize("name", SWITCHES)
 def test_a_string_is_not_a_switch_file(name: str, tmp_path: Path) -> None:
-    path = tmp_path / "run.toml"
-    path.write_text(f'model = "{MISSING}"\n{name} = "no"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"run.toml:2: {name}: true or false \(a TOML boolean, without quotes\)"):
-        run_spec({"config": str(path)})
+        _from_file(tmp_path, f'model = "{MISSING}"\n{name} = "no"\n')
 
 
 def test_a_switch_in_a_part_table_and_a_number(tmp_path: Path) -> None:
-    path = tmp_path / "run.toml"
-    path.write_text('weighting = { name = "idf-S", sep = "false" }\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"run.toml:1: weighting.sep: true or false"):
-        run_spec({"config": str(path)})
+        _from_file(tmp_path, 'weighting = { name = "idf-S", sep = "false" }\n')
     with pytest.raises(ConfigError, match=r"idf=: True or False, not 0"):
         run_spec({"idf": 0})
     assert run_spec({"idf": False}).composition.weighting.signature() == "none"
@@ -141,18 +142,14 @@ def test_a_switch_in_a_part_table_and_a_number(tmp_path: Path) -> None:
 
 # -- presets as bases -------------------------------------------------------------------------
 def test_preset_as_the_base_of_a_run_file(tmp_path: Path) -> None:
-    path = tmp_path / "run.toml"
-    path.write_text('preset = "moverscore-v2"\nn_gram = 2\nbatch_size = 8\n', encoding="utf-8")
-    from_file = run_spec({"config": str(path)})
+    from_file = _from_file(tmp_path, 'preset = "moverscore-v2"\nn_gram = 2\nbatch_size = 8\n')
     from_flags = compile_run(sources_of({"preset": "moverscore-v2", "n_gram": "2", "batch_size": "8"}, FLAGS))
     assert from_file == from_flags
     assert from_file.encoder.model == "distilbert-base-uncased" and from_file.composition.aligner.n_gram == 2
-    path.write_text('preset = "moverscore-v2"\naligner = "greedy"\n', encoding="utf-8")
-    switched = run_spec({"config": str(path)})  # the preset's wmd settings go with it
+    switched = _from_file(tmp_path, 'preset = "moverscore-v2"\naligner = "greedy"\n')  # its wmd settings go with it
     assert switched.composition.aligner.signature() == run_spec({"aligner": "greedy"}).composition.aligner.signature()
-    path.write_text('preset = "moverscore-v2"\nn_gram = 0\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"run.toml:2: n_gram"):
-        run_spec({"config": str(path)})
+        _from_file(tmp_path, 'preset = "moverscore-v2"\nn_gram = 0\n')
 
 
 def test_preset_as_the_base_of_a_grid_row_keeps_the_role_model() -> None:
@@ -166,12 +163,10 @@ def test_preset_as_the_base_of_a_grid_row_keeps_the_role_model() -> None:
 
 
 def test_preset_and_run_file_together_are_refused(tmp_path: Path) -> None:
-    path = tmp_path / "run.toml"
-    path.write_text('preset = "baryscore"\nconfig = "other.toml"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"run.toml:2: config: a run file holds options"):
-        run_spec({"config": str(path)})
+        _from_file(tmp_path, 'preset = "baryscore"\nconfig = "other.toml"\n')
     with pytest.raises(ConfigError, match=r"preset= and config= both give a whole run"):
-        run_spec({"preset": "baryscore", "config": str(path)})
+        run_spec({"preset": "baryscore", "config": str(tmp_path / "run.toml")})
 
 
 # -- a plugin's setting that a built-in part already declares ---------------------------------

@@ -276,25 +276,9 @@ def test_the_output_may_not_be_the_set(set_path: Path, tiny_bert_dir: str) -> No
 # -- ablate --challenge ----------------------------------------------------------------------------------
 GRID = """
 title = "mini"
-[models.base]
-model = "{model}"
-layer = 2
-[[columns]]
-name = "WMD1"
-aligner = "wmd"
-n_gram = 1
-[[columns]]
-name = "BERTScore F"
-aligner = "greedy"
-metric = "f1"
-[[rows]]
-name = "Vanilla"
-[[rows]]
-name = "IDF-S"
-weighting = "idf-S"
-[[rows]]
-name = "IDF-L"
-weighting = "idf-L"
+models.base = {{model = "{model}", layer = 2}}
+columns = [{{name = "WMD1", aligner = "wmd", n_gram = 1}}, {{name = "BERTScore F", aligner = "greedy", metric = "f1"}}]
+rows = [{{name = "Vanilla"}}, {{name = "IDF-S", weighting = "idf-S"}}, {{name = "IDF-L", weighting = "idf-L"}}]
 """
 
 
@@ -334,8 +318,8 @@ def test_ablate_challenge_stops_at_a_missing_model_unless_told_to_skip(set_path:
                                                                       tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model"
     grid = tmp_path / "grid.toml"
-    grid.write_text(GRID.format(model=tiny_bert_dir) + f'[models.other]\nmodel = "{missing}"\n'
-                    '[[rows]]\nname = "Other"\nmodel = "other"\n', encoding="utf-8")
+    text = GRID.format(model=tiny_bert_dir).replace('"idf-L"}]', '"idf-L"}, {name = "Other", model = "other"}]')
+    grid.write_text(text + f'[models.other]\nmodel = "{missing}"\n', encoding="utf-8")
     out = tmp_path / "out"
     args = ("ablate", grid, "--challenge", set_path, "-o", out, "-q", "--bootstrap", 100)
     code, _, err = invoke(*args)

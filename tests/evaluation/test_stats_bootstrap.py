@@ -209,6 +209,10 @@ def test_difference_tests_reject_bad_input(test):
         test(a[:2], b[:2], h[:2])
     with pytest.raises(ConfigError):
         test(a, b, h, resamples=0)
+    what = "permutations" if test is permutation_r_difference else "resamples"
+    with pytest.raises(ConfigError, match=rf"95% percentile interval needs at least 40 {what}, not 39$") as caught:
+        test(a, b, h, resamples=39)
+    assert caught.value.options == (what,)
 
 
 def test_constant_resamples_are_left_out_never_nan():
@@ -216,4 +220,7 @@ def test_constant_resamples_are_left_out_never_nan():
     a, b = np.array([0.1, 0.3, 0.2, 0.9]), np.array([0.5, 0.1, 0.2, 0.8])
     boot = bootstrap_r_difference(a, b, h, resamples=500)
     assert 0 < boot.resamples < 500
+    with pytest.raises(ConfigError, match=r"needs at least 40 resamples, not \d+ with a defined correlation "
+                                          r"\(of 60 drawn\)"):
+        bootstrap_r_difference(a, b, h, resamples=60)
     assert all(math.isfinite(v) for v in (boot.difference, boot.p_value, boot.low, boot.high))

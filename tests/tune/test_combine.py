@@ -19,20 +19,9 @@ from helpers import write_daseg
 LPS = ("de-en", "ru-en", "cs-en")
 SPACE = """
 layer = [1, 2, 3]
-
-[[subspace]]
-name = "greedy"
-aligner = ["greedy"]
-metric = ["recall", "f1"]
-
-[[subspace]]
-name = "wmd"
-aligner = [{ name = "wmd", n_gram = 2 }]
-special_tokens = ["keep"]
-
-[[published]]
-name = "Plain"
-layer = 3
+subspace = [{ name = "greedy", aligner = ["greedy"], metric = ["recall", "f1"] },
+            { name = "wmd", aligner = [{ name = "wmd", n_gram = 2 }], special_tokens = ["keep"] }]
+published = [{ name = "Plain", layer = 3 }]
 """
 
 
