@@ -55,6 +55,7 @@ class Proposal:
     kept: bool
     in_sample: float
     holdout: dict[str, float]
+    dear: int = 0
 
     @property
     def gain(self) -> float:
@@ -67,21 +68,27 @@ def apart(a: Entry, b: Entry) -> bool:
     return sum(a.values.get(k) != b.values.get(k) for k in keys) >= APART
 
 
-def pool_of(run: SearchRun, size: int = POOL) -> list[int]:
+def pool_of(run: SearchRun, size: int = POOL, fits: Callable[[list[int]], bool] = lambda pool: True
+            ) -> tuple[list[int], int]:
     """The leaderboard's best runs (:func:`~alignscore.tune.outputs.ranking`), each apart from
-    those before it; runs that read an in-memory idf-L corpus are left out (a combination's file
-    would carry the corpus inline)."""
+    those before it, while the pool ``fits`` (the time kept for the step); runs that read an
+    in-memory idf-L corpus are left out (a combination's file would carry the corpus inline).
+    Returns the pool and how many runs were passed over because they did not fit."""
     out: list[int] = []
+    dear = 0
     for e in ranking(run):
         entry = run.entries[e]
         if isinstance(entry.composition.weighting, IdfL) and not isinstance(entry.composition.weighting.idf_corpus,
                                                                             str):
             continue
         if all(apart(entry, run.entries[o]) for o in out):
-            out.append(e)
+            if fits(out + [e]):
+                out.append(e)
+            else:
+                dear += 1
         if len(out) == size:
             break
-    return out
+    return out, dear
 
 
 def fits_of(pairs: int, most: int, pool: int = POOL) -> int:
@@ -91,36 +98,60 @@ def fits_of(pairs: int, most: int, pool: int = POOL) -> int:
     return (pairs + 1) * sum(max(pool - j, 0) for j in range(1, most))
 
 
-def combine_seconds(cost: Cost, sizes: Sequence[int], held: Sequence[int], most: int,
-                    clock: Callable[[], float] = time.perf_counter) -> float:
-    """The estimated seconds of ``--combine most`` after a search of measured ``cost`` on pairs of
-    ``sizes`` segments (and a holdout of ``held``): every segment encoded once more and scored by
-    the :data:`POOL` dearest runs (the pool is not known before the search), the chosen ones on the
-    holdout, and :func:`fits_of` weight fits, one of which is timed here on made-up scores of the
-    pairs' sizes (it does not depend on their values).
+@dataclass(frozen=True)
+class CombineCost:
+    """What ``--combine most`` costs after a search of measured ``cost`` on pairs of ``sizes``
+    segments (and a holdout of ``held``), one weight fit taking ``fit`` seconds (timed on made-up
+    scores of the pairs' sizes by :meth:`measure`: it does not depend on their values).
 
     Examples
     --------
-    >>> cost = Cost(per_text=0.001, per_score=(0.01, 0.02, 0.03))
-    >>> 0.001 * 2 * 300 + 0.06 * 300 <= combine_seconds(cost, [100, 200], [], 2, clock=lambda: 0.0)
+    >>> combining = CombineCost(Cost(per_text=0.001, per_score=(0.01, 0.02, 0.03)), (100, 200), (), 2, fit=0.0)
+    >>> round(combining.seconds([0, 2]), 6) == round(0.001 * 2 * 300 + 0.04 * 300, 6)
+    True
+    >>> combining.worst() == combining.seconds([2, 1, 0])   # the dearest runs, up to POOL of them
     True
     """
-    dear = sorted(cost.per_score, reverse=True)
-    per_call = sorted(cost.per_call, reverse=True) if cost.per_call else [0.0]
-    scoring = (cost.per_text * 2 + sum(dear[:POOL])) * sum(sizes) + sum(per_call[:POOL]) * len(sizes)
-    holdout = (cost.per_text * 2 + sum(dear[:most])) * sum(held)
-    rng = np.random.default_rng(0)
-    blocks = [rng.normal(size=(2, n)) for n in sizes]
-    humans = [rng.normal(size=n) for n in sizes]
-    start = clock()
-    fit_weights(blocks, humans, range(len(sizes)), [0, 1])
-    fit = clock() - start
-    return scoring + holdout + fit * fits_of(len(sizes), most, min(POOL, len(cost.per_score)))
+
+    cost: Cost
+    sizes: tuple[int, ...]
+    held: tuple[int, ...]
+    most: int
+    fit: float
+
+    @classmethod
+    def measure(cls, cost: Cost, sizes: Sequence[int], held: Sequence[int], most: int,
+                clock: Callable[[], float] = time.perf_counter) -> "CombineCost":
+        """The cost with one weight fit timed here."""
+        rng = np.random.default_rng(0)
+        blocks = [rng.normal(size=(2, n)) for n in sizes]
+        humans = [rng.normal(size=n) for n in sizes]
+        start = clock()
+        fit_weights(blocks, humans, range(len(sizes)), [0, 1])
+        return cls(cost, tuple(sizes), tuple(held), most, clock() - start)
+
+    def _scoring(self, e: int) -> float:
+        per_call = self.cost.per_call[e] if self.cost.per_call else 0.0
+        return self.cost.per_score[e] * sum(self.sizes) + per_call * len(self.sizes)
+
+    def seconds(self, pool: Sequence[int]) -> float:
+        """The estimated seconds with the runs ``pool``: every segment encoded once more and scored
+        by each of them, the :attr:`most` dearest on the holdout, and :func:`fits_of` weight fits."""
+        encoding = self.cost.per_text * 2 * (sum(self.sizes) + sum(self.held))
+        dear = sorted((self.cost.per_score[e] for e in pool), reverse=True)[:self.most]
+        return (encoding + sum(self._scoring(e) for e in pool) + sum(dear) * sum(self.held)
+                + self.fit * fits_of(len(self.sizes), self.most, len(pool)))
+
+    def worst(self) -> float:
+        """The seconds with the :data:`POOL` dearest runs (before the search, the pool is not known)."""
+        runs = sorted(range(len(self.cost.per_score)), key=self._scoring, reverse=True)
+        return self.seconds(runs[:POOL])
 
 
 def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Sequence[LangPair] = (),
             pull: float = 0.0, resamples: int = 1000, seed: int = 0,
-            say: Callable[[str], None] = lambda msg: None) -> Proposal:
+            say: Callable[[str], None] = lambda msg: None,
+            fits: Callable[[list[int]], bool] = lambda pool: True) -> Proposal:
     """The best combination of at most ``most`` runs of the search's pool, with its nested
     estimate beside the single selection's (``run.estimates["selected"]``).
 
@@ -132,15 +163,18 @@ def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Seque
     holdout : another year's pairs the combination and the selection are scored on.
     pull : the weights' L2 pull toward equal ones.
     resamples, seed : of the intervals.
+    fits : whether a pool (entry indices) is scored within the time kept for the step
+        (:meth:`CombineCost.seconds`); a run that would not fit is passed over.
 
     Returns
     -------
     Proposal
         ``kept``: its nested estimate is above the selection's.
     """
-    pool = pool_of(run)
+    pool, dear = pool_of(run, fits=fits)
     compiled = [Compiled(run.entries[e].spec, Provenance()) for e in pool]
-    say(f"combining at most {most} of {len(pool)} runs of the leaderboard (each apart from the others)")
+    say(f"combining at most {most} of {len(pool)} runs of the leaderboard (each apart from the others"
+        + (f"; {dear} passed over: they would not fit the time kept for it)" if dear else ")"))
     scorer = Combination.of(compiled, where="the combination").build()
     blocks = blocks_of(scorer, pairs)
     humans = [np.asarray(lp.human, dtype=np.float64) for lp in pairs]
@@ -157,7 +191,7 @@ def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Seque
         labels = [run.entries[pool[i]].id for i in final.parts]
         held = score_holdout(CombinedScorer(combination, [scorer.scorers[i] for i in final.parts]), holdout, labels)
     return Proposal(pool, combination, final, folds, single, kept, abs(mean_r(blocks, humans, everything,
-                                                                            final.scores)), held)
+                                                                            final.scores)), held, dear)
 
 
 def report(run: SearchRun, proposal: Proposal, most: int) -> str:
@@ -170,7 +204,9 @@ def report(run: SearchRun, proposal: Proposal, most: int) -> str:
              f"Chosen from {len(proposal.pool)} runs of the leaderboard (each apart from the others: they differ in "
              f"at least {APART} of the space's settings) by forward selection, weights fitted on the judgments "
              "(standardised parts, weights >= 0 summing to 1); in each fold of the nested cross-validation the "
-             "runs and weights were chosen on the other pairs. The pool itself comes from the search on every pair.",
+             "runs and weights were chosen on the other pairs. The pool itself comes from the search on every pair"
+             + (f"; {proposal.dear} better-ranked runs were passed over: scoring them would not have fitted the time "
+                "kept for the combination." if proposal.dear else "."),
              "", "| part | run | weight | location | scale |", "|---|---|---:|---:|---:|"]
     lines += [f"| {k} | {e.id} ({e.label}) | {x:.4f} | {m:.6f} | {d:.6f} |"
               for k, (e, x, m, d) in enumerate(zip(ids, w.weights, w.location, w.scale))]
@@ -214,4 +250,4 @@ def write(folder: str | Path, run: SearchRun, proposal: Proposal, most: int) -> 
     return written
 
 
-__all__ = ["APART", "POOL", "Proposal", "apart", "combine_seconds", "fits_of", "pool_of", "propose", "report", "write"]
+__all__ = ["APART", "POOL", "CombineCost", "Proposal", "apart", "fits_of", "pool_of", "propose", "report", "write"]

@@ -32,9 +32,12 @@ from .crossval import SearchRun, search
 from ..evaluation.objective import JudgedOptions, Objective
 from .outputs import OUTPUT_FILES, output_paths, summary, write_outputs
 from .prepare import challenge_accuracy, prepare
-from .combine import Proposal, combine_seconds, propose, write as write_combination
+from .combine import CombineCost, Proposal, propose, write as write_combination
 
 WRITING_SECONDS = 5.0  # kept back from the budget for the outputs
+#: the most of the time left after the probe that ``combine`` keeps: its pool is bounded to fit it
+#: rather than the search starved for the dearest runs of the space, which rarely lead the board
+COMBINE_SHARE = 0.25
 
 
 @dataclass
@@ -262,7 +265,8 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         sizes = [len(lp) for lp in pairs]
         kept = 0.0
         if combine is not None:  # the combination comes after the search, within the same budget
-            kept = combine_seconds(probe.cost, sizes, [len(lp) for lp in held], combine, clock) / HEADROOM
+            combining = CombineCost.measure(probe.cost, sizes, [len(lp) for lp in held], combine, clock)
+            kept = min(combining.worst() / HEADROOM, COMBINE_SHARE * left)
             left -= kept  # as the search's own estimate, with room for running over it
             say(f"keeping about {kept / 60:.1f} min of the budget for {opts.label('combine')} {combine}")
         try:
@@ -290,7 +294,8 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         run.seconds["wall"] = clock() - start
         result.written = write_outputs(output, run, str(data), command)
     if combine is not None:
-        result.proposal = propose(run, pairs, combine, held, resamples=opts.bootstrap, seed=seed, say=say)
+        result.proposal = propose(run, pairs, combine, held, resamples=opts.bootstrap, seed=seed, say=say,
+                                  fits=lambda pool: combining.seconds(pool) <= kept * HEADROOM)
         if output is not None:
             result.written.update(write_combination(output, run, result.proposal, combine))
     result.seconds = clock() - start

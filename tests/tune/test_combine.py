@@ -80,15 +80,32 @@ def test_a_bad_combine_is_one_line_before_anything_loads(tmp_path, value, needle
 
 
 def test_the_combine_step_is_estimated_before_the_search() -> None:
-    from alignscore.tune.combine import POOL, combine_seconds, fits_of
+    from alignscore.tune.combine import POOL, CombineCost, fits_of
     from alignscore.tune.cost import Cost
 
     assert fits_of(6, 3) == 7 * ((POOL - 1) + (POOL - 2)) and fits_of(6, 2, pool=3) == 7 * 2
     cost = Cost(per_text=0.001, per_score=(0.01, 0.02, 0.03))
     ticks = iter([0.0, 0.5])  # one weight fit timed: half a second
-    seconds = combine_seconds(cost, [100, 200], [50], 2, clock=lambda: next(ticks))
-    encoding, scoring, holdout = 0.001 * 2 * 300, 0.06 * 300, (0.001 * 2 + 0.05) * 50
-    assert seconds == pytest.approx(encoding + scoring + holdout + 0.5 * fits_of(2, 2, pool=3))
+    combining = CombineCost.measure(cost, [100, 200], [50], 2, clock=lambda: next(ticks))
+    encoding, scoring, holdout = 0.001 * 2 * 350, 0.06 * 300, 0.05 * 50
+    assert combining.worst() == pytest.approx(encoding + scoring + holdout + 0.5 * fits_of(2, 2, pool=3))
+    cheap = encoding + 0.01 * 300 + 0.01 * 50 + 0.5 * fits_of(2, 2, pool=1)
+    assert combining.seconds([0]) == pytest.approx(cheap)
+
+
+def test_the_pool_is_bounded_by_the_time_kept_for_it(monkeypatch) -> None:
+    """A run whose scoring would not fit the time kept for the step is passed over and counted."""
+    from types import SimpleNamespace
+
+    from alignscore.tune import combine
+
+    entries = [SimpleNamespace(values={"layer": k, "aligner": a}, composition=SimpleNamespace(weighting=None))
+               for k, a in ((1, "greedy"), (2, "wmd"), (3, "sinkhorn"), (4, "baryscore"))]  # each apart
+    monkeypatch.setattr(combine, "ranking", lambda run: range(len(run.entries)))  # the board in this order
+    run = SimpleNamespace(entries=entries)
+    assert combine.pool_of(run) == ([0, 1, 2, 3], 0)
+    assert combine.pool_of(run, fits=lambda pool: 1 not in pool) == ([0, 2, 3], 1)
+    assert combine.pool_of(run, size=2) == ([0, 1], 0)
 
 
 def test_a_budget_without_room_for_the_combination_is_refused_saying_so(tmp_path, tiny_bert_dir) -> None:
