@@ -22,6 +22,7 @@ import numpy as np
 
 from ..combination import Combination, CombinedScorer
 from ..config import Compiled, Provenance
+from ..errors import ConfigError
 from ..evaluation.stats import Interval
 from ..evaluation.wmt import LangPair
 from ..fit.combination_weights import Folds, Weights, choose, fit_weights, mean_r, nested
@@ -111,6 +112,8 @@ class CombineCost:
     True
     >>> combining.worst() == combining.seconds([2, 1, 0])   # the dearest runs, up to POOL of them
     True
+    >>> combining.least() == combining.seconds([0, 1])
+    True
     """
 
     cost: Cost
@@ -147,6 +150,10 @@ class CombineCost:
         runs = sorted(range(len(self.cost.per_score)), key=self._scoring, reverse=True)
         return self.seconds(runs[:POOL])
 
+    def least(self) -> float:
+        """The seconds with the two cheapest runs: the least a combination costs."""
+        return self.seconds(sorted(range(len(self.cost.per_score)), key=self._scoring)[:2])
+
 
 def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Sequence[LangPair] = (),
             pull: float = 0.0, resamples: int = 1000, seed: int = 0,
@@ -172,6 +179,9 @@ def propose(run: SearchRun, pairs: Sequence[LangPair], most: int, holdout: Seque
         ``kept``: its nested estimate is above the selection's.
     """
     pool, dear = pool_of(run, fits=fits)
+    if len(pool) < 2:  # the budget kept admitted two runs (tune checks it), but not two of them apart
+        raise ConfigError(f"no two runs of the leaderboard apart from each other fit the time kept for the "
+                          f"combination ({dear} passed over): nothing to combine")
     compiled = [Compiled(run.entries[e].spec, Provenance()) for e in pool]
     say(f"combining at most {most} of {len(pool)} runs of the leaderboard (each apart from the others"
         + (f"; {dear} passed over: they would not fit the time kept for it)" if dear else ")"))

@@ -266,7 +266,13 @@ def _tune(opts: TuneOptions, sources: Sequence[Source], progress: bool, log: Cal
         kept = 0.0
         if combine is not None:  # the combination comes after the search, within the same budget
             combining = CombineCost.measure(probe.cost, sizes, [len(lp) for lp in held], combine, clock)
-            kept = min(combining.worst() / HEADROOM, COMBINE_SHARE * left)
+            kept = max(min(combining.worst() / HEADROOM, COMBINE_SHARE * left), 0.0)
+            if combining.least() > kept * HEADROOM:  # not even the two cheapest runs: refused before the search
+                given = f"{opts.label('budget')} {minutes:g}" + (" (the default)" if opts.budget is None else "")
+                raise ConfigError(f"{given}: too short for a combination on this data "
+                                  f"(scoring two runs again takes about {combining.least() / 60:.1f} min; at most "
+                                  f"{kept / 60:.1f} min of it kept for {opts.label('combine')} {combine})",
+                                  ("budget",))
             left -= kept  # as the search's own estimate, with room for running over it
             say(f"keeping about {kept / 60:.1f} min of the budget for {opts.label('combine')} {combine}")
         try:
