@@ -79,7 +79,7 @@ def score_file_stream(spec: RunSpec | Combination, cands: str, refs: Sequence[st
     list of str
         The candidates (and how many were scored now) with the means; the signature.
     """
-    from .combination import Combination, CombinedScorer
+    from .combination import Combination
     from .config import build
     from .stream import score_stream
 
