@@ -356,6 +356,7 @@ def test_exact_plans_keep_both_marginals(r, c) -> None:
         assert plan.sum() == 0
 
 
+@pytest.mark.slow  # Sinkhorn to 1e-9 on 40 drawn problems: CI's tier
 @PROPS
 @given(texts(1), texts(1))
 def test_sinkhorn_plans_keep_both_marginals(r, c) -> None:

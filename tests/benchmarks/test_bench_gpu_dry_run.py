@@ -31,6 +31,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO)
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch: CI's tier
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_without_cuda_one_line_and_status_2(tmp_path):
     result = run("--out", str(tmp_path / "out"))
@@ -40,6 +41,7 @@ def test_without_cuda_one_line_and_status_2(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch: CI's tier
 def test_missing_assets_one_line(tmp_path):
     result = run("--dry-run", "--assets", str(tmp_path), "--out", str(tmp_path / "out"))
     assert result.returncode == 2

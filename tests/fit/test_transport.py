@@ -103,6 +103,7 @@ def test_sinkhorn_gradients_match_finite_differences() -> None:
     assert not torch.allclose(grad, torch.zeros_like(grad))
 
 
+@pytest.mark.slow  # a fit through every transport aligner: CI's tier
 @pytest.mark.parametrize("options", [
     {"aligner": "wmd", "weighting": "idf-S", "cost": "euclidean"},
     {"aligner": "sinkhorn", "reg": 0.1, "tol": 1e-10, "max_iter": 5000, "cost": "sqeuclidean", "score_form": "1/(1+d)"},

@@ -46,6 +46,7 @@ def _score_r(data_dir: Path, lp: str, tiny_bert_dir: str, *options: object) -> f
     return abs(float(next(ln for ln in err.splitlines() if ln.startswith("pearson r(")).split("= ")[1].split()[0]))
 
 
+@pytest.mark.slow  # three searches against sources: CI's tier
 @pytest.mark.parametrize("remapped, lm", [(False, False), (True, False), (True, True)])
 def test_tune_scores_against_sources_as_score_does(data_dir: Path, space_file: Path, remaps: Path,
                                                    tiny_bert_dir: str, tiny_gpt2_dir: str, tmp_path: Path,
