@@ -230,11 +230,11 @@ def test_cli_ray_refuses_what_it_cannot_do(minilm_dir, files, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_combination_scores_on_ray_as_in_one_process(minilm_dir, pairs, files, tmp_path):
-    """Each part's idf-S fitted on every row by the first pass (batches of 5 would give other
-    weights), the parts sharing one encoder on the actor; from Python (``config=``) and from the
-    CLI (``--config ... --ray``)."""
-    from alignscore.combination import combine
+def test_a_combination_scores_on_ray_as_in_one_process(minilm_dir, pairs, files, tmp_path, monkeypatch):
+    """``score --config combo.toml --ray``: each part's idf-S fitted on every row by the first pass
+    (batches of 5 would give other weights), the parts sharing one encoder on the actor; and
+    ``score_dataset(config=...)`` hands the same combination to the first pass."""
+    from alignscore.combination import Combination, combine
 
     cands, refs = pairs[0][:12], pairs[1][:12]
     parts = [{"model": minilm_dir, "idf": True}, {"model": minilm_dir, "aligner": "wmd", "layer": 3}]
@@ -242,15 +242,23 @@ def test_a_combination_scores_on_ray_as_in_one_process(minilm_dir, pairs, files,
     combo = write_toml({"parts": [{"weight": w, "location": m, "scale": d, **p}
                                   for p, w, m, d in zip(parts, weights, locations, scales)]}, tmp_path / "combo.toml")
     expected = combine(parts, weights, locations, scales).score(cands, refs)
-    out = on_ray.score_dataset(ray.data.from_items(_rows(cands, refs)), config=str(combo), batch_size=5).take_all()
-    _check(out, expected, cands)
-    assert set(out[0]) == {"id", "cand", "ref", "combined", "part0", "part1", "signature"}
+    real_run = on_ray.run
+    monkeypatch.setattr(on_ray, "run", lambda ds, job, actor, **kw: real_run(ds, job, actor, **{**kw, "batch_size": 5}))
     result = CliRunner().invoke(main, ["score", "--config", str(combo), "-c", files("c.txt", cands), "-r",
                                        files("r.txt", refs), "-q", "--format", "jsonl", "-o", str(tmp_path / "out"),
                                        "--ray", "local"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (tmp_path / "out").read_text(encoding="utf-8").splitlines()]
-    assert [r["combined"] for r in rows] == pytest.approx(expected.combined.tolist(), abs=TOL)
+    for name in ("combined", "part0", "part1"):
+        assert [r[name] for r in rows] == pytest.approx(expected[name].tolist(), abs=TOL), name
+
+    def first_pass(ds, what, *args, **kwargs):
+        raise LookupError(what)
+
+    monkeypatch.setattr(on_ray, "prepare", first_pass)
+    with pytest.raises(LookupError) as caught:
+        on_ray.score_dataset(ray.data.from_items(_rows(cands, refs)), config=str(combo))
+    assert isinstance(caught.value.args[0], Combination) and len(caught.value.args[0].parts) == 2
 
 
 def test_state_of_blocks_is_the_state_of_all(minilm_dir, pairs):
