@@ -196,7 +196,7 @@ def prepare(ds: "ray.data.Dataset", what: RunSpec | Combination, cand: str, ref:
         raise InputError(f"the dataset already has the column(s) {', '.join(taken)} that scoring adds: rename "
                          "them first")
     survey = ds.map_batches(_survey, fn_kwargs={"what": what, "weightings": counting, "cand": cand, "ref": ref,
-                                                "row": row}, batch_size=None, batch_format="pyarrow",
+                                                "row": row, "sources": sources}, batch_size=None, batch_format="pyarrow",
                             zero_copy_batch=True)
     rows, unread = 0, []
     states = [WeightState.empty(s.scoring_encoder().vocab_size) for s in scorers]
@@ -265,7 +265,7 @@ def _check_schema(ds: "ray.data.Dataset", cand: str, ref: str) -> bool:
 
 
 def _survey(batch: "pyarrow.Table", what: RunSpec | Combination, weightings: list[Weighting | None], cand: str,
-            ref: str, row: str | None = None) -> dict[str, list[Any]]:
+            ref: str, row: str | None = None, sources: bool = False) -> dict[str, list[Any]]:
     """One block of the first pass (a Ray task): its row count, the first problem with its
     values (or ""), the candidates a part's LM cannot read (pickled: model, count, first, empty,
     the first's ``row`` value) and what each part's weighting of ``weightings`` counts over it
@@ -285,8 +285,9 @@ def _survey(batch: "pyarrow.Table", what: RunSpec | Combination, weightings: lis
     state = None
     if any(w is not None for w in weightings) and not problem and cands:
         pairs = [(cands, [[r] if isinstance(r, str) else r for r in refs])]
-        state = pickle.dumps([count_texts(w, build(replace(spec, cache=None)).scoring_encoder(), pairs)
-                              if w is not None else None for spec, w in zip(_parts(what), weightings)])
+        scorers = scorers_of(_driver(what, sources))  # the parts of one model share its tokenizer
+        state = pickle.dumps([count_texts(w, s.scoring_encoder(), pairs) if w is not None else None
+                              for s, w in zip(scorers, weightings)])
     return {"rows": [len(cands)], "problem": [problem], "unread": [unread], "state": [state]}
 
 
