@@ -207,7 +207,7 @@ def bert_score_baseline(model: str, lang: str) -> Path:
             return path
     shipped = sorted(str(p.relative_to(root / lang))[:-len(".tsv")] for p in (root / lang).rglob("*.tsv"))
     raise ConfigError(f"bert_score has no baseline for {model!r} in {lang!r} (it has: {', '.join(shipped)}); "
-                      "`alignscore baseline --model MODEL --corpus FILE -o FILE` computes one for any model")
+                      "the `alignscore baseline` command computes one for any model")
 
 
 def rescale(values: dict[str, torch.Tensor], baseline: dict[str, float]) -> dict[str, torch.Tensor]:

@@ -4,10 +4,12 @@ process, assert the one-line error, and fingerprint files to show nothing change
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -34,6 +36,25 @@ def spawn(*args: object, **kwargs) -> subprocess.Popen:
     env.pop("ALIGNSCORE_DEBUG", None)
     return subprocess.Popen([sys.executable, "-c", "from alignscore.cli import main; main()", *map(str, args)],
                             env=env, **kwargs)
+
+
+_COMMANDS = """
+import json, sys
+from click.testing import CliRunner
+from alignscore.cli import main
+done = [CliRunner().invoke(main, args) for args in json.loads(sys.argv[1])]
+print(json.dumps([{"returncode": r.exit_code, "stdout": r.stdout, "stderr": r.stderr} for r in done]))
+"""
+
+
+def in_one_process(commands: list[list[object]], env: dict[str, str]) -> list[SimpleNamespace]:
+    """``alignscore ARGS`` for each command, in order, in one real process started with ``env`` (each
+    through click's runner: one process pays the imports once): each one's ``returncode``,
+    ``stdout`` and ``stderr``."""
+    proc = subprocess.run([sys.executable, "-c", _COMMANDS, json.dumps([[str(a) for a in c] for c in commands])],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return [SimpleNamespace(**r) for r in json.loads(proc.stdout)]
 
 
 def assert_one_error(code: int, stderr: str, *needles: str) -> str:

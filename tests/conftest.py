@@ -47,6 +47,48 @@ def _no_debug_tracebacks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ALIGNSCORE_DEBUG", raising=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _models_read_once() -> Iterator[classmethod]:
+    """Each local model folder is read from disk once for the session: ``AutoModel.from_pretrained``
+    then hands out a copy of the model it read (``deepcopy``: the same weights, and a caller that
+    converts or moves its model in place leaves the others' alone). Keyed on the folder's files
+    (their sizes and times) and the arguments; a failed load is not kept. Yields transformers' own
+    ``from_pretrained`` (:func:`real_model_loads`)."""
+    import copy
+
+    from transformers import AutoModel
+
+    original = AutoModel.__dict__["from_pretrained"]
+    load, read = original.__func__, {}
+
+    def key(source: object, args: tuple, kwargs: dict) -> tuple | None:
+        folder = Path(str(source))
+        if not folder.is_dir():
+            return None
+        files = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(folder.iterdir()) if f.is_file())
+        return str(folder.resolve()), files, repr(args), repr(sorted(kwargs.items()))
+
+    def from_pretrained(cls, source, *args, **kwargs):
+        k = key(source, args, kwargs) if cls is AutoModel else None
+        if k is None:
+            return load(cls, source, *args, **kwargs)
+        if k not in read:
+            read[k] = load(cls, source, *args, **kwargs)
+        return copy.deepcopy(read[k])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AutoModel, "from_pretrained", classmethod(from_pretrained))
+        yield original
+
+
+@pytest.fixture
+def real_model_loads(_models_read_once: classmethod, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``AutoModel.from_pretrained`` reads the folder (for a test of what loading prints)."""
+    from transformers import AutoModel
+
+    monkeypatch.setattr(AutoModel, "from_pretrained", _models_read_once)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``cuda`` skip cleanly where torch sees no CUDA device."""
     import torch

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_checks import CODE_ROOT
+from cli_checks import CODE_ROOT, in_one_process
 
 pytestmark = pytest.mark.slow
 
@@ -23,26 +23,40 @@ def _run(args, env):
     return proc
 
 
-@pytest.mark.parametrize("weighting", ["none", "idf-S", "norm"])  # norm: the kept norms go through the gather too
-def test_two_ranks_give_the_single_process_scores(wmt_data, tiny_bert_dir, tmp_path, weighting):
-    files = {}
+WEIGHTINGS = ("none", "idf-S", "norm")  # norm: the kept norms go through the gather too
+#: threads pinned alike in both runs (torchrun gives each rank one thread by default); this checkout's code,
+#: not an installed copy
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(CODE_ROOT)}
+
+
+def _args(files: dict[str, Path], model: str, weighting: str) -> list[str]:
+    return ["score", "-c", str(files["c"]), "-r", str(files["r"]), "-r", str(files["r2"]), "--model", model,
+            "--layer", "3", "--weighting", weighting, "--batch-size", "16", "-q", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def single(wmt_data, tiny_bert_dir, tmp_path_factory) -> tuple[dict[str, Path], dict[str, str]]:
+    """The input files, and each weighting's output of one process (one thread; the three runs in one
+    process, which pays the imports once)."""
+    tmp, files = tmp_path_factory.mktemp("single"), {}
     for name, lines in (("c", wmt_data["de-en"]["mt-system"][:150] + [""]),
                         ("r", wmt_data["de-en"]["reference"][:150] + ["x"]),
                         ("r2", wmt_data["cs-en"]["reference"][:151])):
-        files[name] = tmp_path / f"{name}.txt"
+        files[name] = tmp / f"{name}.txt"
         files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # threads pinned alike in both runs (torchrun gives each rank one thread by default); this
-    # checkout's code, not an installed copy
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(CODE_ROOT)}
-    args = ["score", "-c", str(files["c"]), "-r", str(files["r"]), "-r", str(files["r2"]), "--model",
-            tiny_bert_dir, "--layer", "3", "--weighting", weighting, "--batch-size", "16", "-q", "--device", "cpu"]
-    _run([sys.executable, "-m", "alignscore", *args, "-o", str(tmp_path / "single.tsv")], env)
-    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "-m", "alignscore", *args, "-o",
-                 str(tmp_path / "dist.tsv")], env)
-    single = (tmp_path / "single.tsv").read_text()
+    done = in_one_process([[*_args(files, tiny_bert_dir, w), "-o", tmp / f"{w}.tsv"] for w in WEIGHTINGS], ENV)
+    assert [d.returncode for d in done] == [0] * len(WEIGHTINGS), [d.stderr for d in done]
+    return files, {w: (tmp / f"{w}.tsv").read_text() for w in WEIGHTINGS}
+
+
+@pytest.mark.parametrize("weighting", WEIGHTINGS)
+def test_two_ranks_give_the_single_process_scores(single, tiny_bert_dir, tmp_path, weighting):
+    files, outputs = single
+    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "-m", "alignscore",
+                 *_args(files, tiny_bert_dir, weighting), "-o", str(tmp_path / "dist.tsv")], ENV)
     # byte for byte: the ranks run the single process's batches, one thread each (same shapes, same kernels)
-    assert (tmp_path / "dist.tsv").read_text() == single
-    assert len(single.splitlines()) == 3 + 151
+    assert (tmp_path / "dist.tsv").read_text() == outputs[weighting]
+    assert len(outputs[weighting].splitlines()) == 3 + 151
     assert proc.stderr.count("candidates:") == 1  # rank 0 alone reports
 
 

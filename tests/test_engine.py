@@ -10,8 +10,6 @@ import json
 import math
 import os
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import torch
 from alignscore import (WMD, Composition, HFEncoder, IdfS, Pairs, PowerMeans, Runtime, Scorer, SingleLayer,
                         TokenRoles, score_many)
 from alignscore.config import compile_run, file_source
-from cli_checks import write_toml
+from cli_checks import in_one_process, write_toml
 from alignscore.errors import ConfigError
 from alignscore.filters import RemoveSubwordsPunct
 from alignscore.baseline import compute_baseline
@@ -294,30 +292,13 @@ def plugin_path(tmp_path_factory) -> Path:
     return root
 
 
-def _cli(args: list[str], plugin_path: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(REPO)])}
-    return subprocess.run([sys.executable, "-c", "from alignscore.cli import main; main()", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
-
-
 @pytest.mark.slow
 def test_an_aligner_registered_outside_runs_through_cli_grid_and_file(plugin_path, tiny_bert_dir, tmp_path):
     refs, cands = _pairs(12)
     (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
-    by_option = _cli(["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--model",
-                      tiny_bert_dir, "--layer", "3", "--aligner", "overlap", "--format", "jsonl", "-q"], plugin_path)
-    assert by_option.returncode == 0, by_option.stderr
-    rows = [json.loads(line) for line in by_option.stdout.splitlines()]
-    assert len(rows) == 12 and all(0 <= r["overlap"] <= 1 for r in rows)
-    assert "align:overlap(>0.5)" in by_option.stderr
-
     (tmp_path / "comp.toml").write_text(f'model = "{tiny_bert_dir}"\nlayer = 3\naligner = '
                                         '{ name = "overlap", threshold = 0.5 }\n', encoding="utf-8")
-    by_file = _cli(["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--config",
-                    str(tmp_path / "comp.toml"), "--format", "jsonl", "-q"], plugin_path)
-    assert by_file.returncode == 0, by_file.stderr
-    assert by_file.stdout == by_option.stdout
 
     data = tmp_path / "daseg"
     data.mkdir()
@@ -339,8 +320,20 @@ def test_an_aligner_registered_outside_runs_through_cli_grid_and_file(plugin_pat
         [[rows]]
         name = "Vanilla"
         """), encoding="utf-8")
-    grid = _cli(["ablate", str(tmp_path / "grid.toml"), "--data", str(data), "--bootstrap", "0", "-q",
-                 "-o", str(tmp_path / "out")], plugin_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(REPO)])}  # the plugin found at start-up
+    by_option, by_file, grid = in_one_process([
+        ["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--model", tiny_bert_dir, "--layer",
+         "3", "--aligner", "overlap", "--format", "jsonl", "-q"],
+        ["score", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "c.txt"), "--config", str(tmp_path / "comp.toml"),
+         "--format", "jsonl", "-q"],
+        ["ablate", str(tmp_path / "grid.toml"), "--data", str(data), "--bootstrap", "0", "-q", "-o",
+         str(tmp_path / "out")]], env)
+    assert by_option.returncode == 0, by_option.stderr
+    rows = [json.loads(line) for line in by_option.stdout.splitlines()]
+    assert len(rows) == 12 and all(0 <= r["overlap"] <= 1 for r in rows)
+    assert "align:overlap(>0.5)" in by_option.stderr
+    assert by_file.returncode == 0, by_file.stderr
+    assert by_file.stdout == by_option.stdout
     assert grid.returncode == 0, grid.stderr
     assert "align:overlap(>0.4)" in (tmp_path / "out" / "signatures.tsv").read_text(encoding="utf-8")
     assert "Overlap" in (tmp_path / "out" / "table.md").read_text(encoding="utf-8")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import alignscore
 from alignscore import ALIGNERS, Scorer
 from alignscore.aggregators import SingleLayer
 from alignscore.encoders import HFEncoder
@@ -111,6 +110,7 @@ def test_paper_example_tokens_and_matches(encoder):
     assert matched == {"people": "consumers", "like": "prefer", "foreign": "imported", "cars": "cars"}
 
 
+@pytest.mark.slow  # the real model on several references: out of the edit loop's tier, in CI's
 def test_multi_reference_explanation_names_the_best_reference(encoder, pairs):
     cands, refs = pairs
     groups = [[r, " ".join(c.split()[: max(1, len(c.split()) // 2)]), "completely unrelated words"]

@@ -20,7 +20,7 @@ def test_plan_batches_respects_count_and_budget():
     assert [i for s, e in bounds for i in range(s, e)] == list(range(len(lengths)))
 
 
-@pytest.mark.parametrize("budget", [1, 200, 5000])
+@pytest.mark.parametrize("budget", [pytest.param(1, marks=pytest.mark.slow), 200, 5000])  # 1: a batch per text
 def test_token_budget_never_changes_scores(wmt_data, tiny_bert_dir, budget):
     cands, refs = wmt_data["fi-en"]["mt-system"][:60], wmt_data["fi-en"]["reference"][:60]
     want = alignscore.bertscore(tiny_bert_dir, layer=3).score(cands, refs)

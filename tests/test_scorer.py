@@ -18,7 +18,7 @@ def _pairs(wmt_data, n=120):
     return cands, refs
 
 
-@pytest.mark.parametrize("model", ["tiny", "minilm"])
+@pytest.mark.parametrize("model", ["tiny", pytest.param("minilm", marks=pytest.mark.slow)])  # the real model: CI's
 @pytest.mark.parametrize("idf", [False, True])
 def test_batch_size_and_order(model, idf, wmt_data, tiny_bert_dir, minilm_dir):
     cands, refs = _pairs(wmt_data, 120 if model == "tiny" else 40)

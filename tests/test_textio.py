@@ -255,7 +255,7 @@ def test_an_output_folder_is_made_only_after_every_check(texts: dict[str, Path],
 
 # -- 8. the Python API prints no transformers loading bar ---------------------------------------------------
 def test_the_api_prints_no_loading_bar(tiny_bert_dir: str, capfd: pytest.CaptureFixture,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                       monkeypatch: pytest.MonkeyPatch, real_model_loads: None) -> None:
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 

@@ -199,7 +199,7 @@ def make_source(mapping: Mapping[str, Any], kind: str, label: Label, base_dir: s
         if name is None:
             near = difflib.get_close_matches(key.replace("-", "_"), list(table), n=1)
             raise ConfigError(f"{label((key,))}: no such option{f' (did you mean {near[0]}?)' if near else ''} "
-                              "(the options: alignscore score --help; docs/cli-reference.md)")
+                              "(the options: docs/cli-reference.md)")
         if name in values:
             raise ConfigError(f"{label((key,))} and {labels[name]} both give {name}: give one")
         option = table[name]

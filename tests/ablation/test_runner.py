@@ -351,6 +351,7 @@ def test_pearson_r_of_a_cell_is_its_correlation_with_human(counted_run):
 
 
 # -- the command ---------------------------------------------------------------------------------
+@pytest.mark.slow  # a whole grid: out of the edit loop's tier, in CI's
 def test_ablate_command(grid_file, data_dir, tmp_path, tiny_bert_dir):
     out = tmp_path / "res"
     result = CliRunner().invoke(main, ["ablate", str(grid_file), "--data", str(data_dir), "--lang-pairs", "de-en",

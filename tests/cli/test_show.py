@@ -43,6 +43,7 @@ def stderr_scores(stderr: str) -> dict[str, float]:
 
 
 # -- show --------------------------------------------------------------------------------------------
+@pytest.mark.slow  # the real model: out of the edit loop's tier, in CI's
 def test_show_text_reports_the_score_command_s_numbers(tmp_path, minilm_dir):
     code, out, err = run("show", "-r", PAPER_REF, "-c", PAPER_CAND, *MODEL)
     assert code == 0, err
@@ -60,6 +61,7 @@ def test_show_text_reports_the_score_command_s_numbers(tmp_path, minilm_dir):
         assert shown[k] == pytest.approx(scored[k], abs=2e-6)
 
 
+@pytest.mark.slow  # figures from the real model: out of the edit loop's tier, in CI's
 def test_show_writes_png_svg_html(tmp_path, minilm_dir):
     (tmp_path / "out").mkdir()  # an output's folder must exist (alignscore.textio.require_folder)
     for suffix, magic in (("png", b"\x89PNG"), ("svg", b"<?xml"), ("html", b"<!DOCTYPE html>")):
@@ -73,6 +75,7 @@ def test_show_writes_png_svg_html(tmp_path, minilm_dir):
         assert out == "" and f"wrote {path}" in err
 
 
+@pytest.mark.slow  # figures from the real model: out of the edit loop's tier, in CI's
 def test_show_optimal_transport_figure(tmp_path, minilm_dir):
     path = tmp_path / "wmd.svg"
     code, out, err = run("show", "-r", PAPER_REF, "-c", PAPER_CAND, *MODEL, "--aligner", "wmd", "-o", str(path))

@@ -640,6 +640,7 @@ def _copy(src: str, dest) -> str:
     return str(dest)
 
 
+@pytest.mark.slow  # a copy of the real model: out of the edit loop's tier, in CI's
 def test_a_local_copy_of_a_known_model_gets_its_default_layer(tmp_path, tiny_bert_dir, io) -> None:
     known = "google/bert_uncased_L-4_H-256_A-4"  # 4 layers like the tiny model; default 3
     named = _copy(tiny_bert_dir, tmp_path / "named")

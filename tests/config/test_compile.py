@@ -24,7 +24,7 @@ from alignscore import Composition, Runtime, RunSpec, Scorer, Signature, run_spe
 from alignscore.ablation import parse_grid
 from alignscore.cli.options import FLAGS, parse_spec
 from alignscore.config import compile_run, file_source
-from alignscore.config.compile import merge, sources_of
+from alignscore.config.compile import sources_of
 from alignscore.config.sources import KEYWORDS, Naming
 from alignscore.config.schema import STAGES, options, part_settings
 from alignscore.encoders.huggingface import HFEncoder
@@ -586,6 +586,7 @@ def test_integrations_do_not_import_the_command_line() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow  # a command line built again with a plugin's part: out of the edit loop's tier, in CI's
 def test_an_outside_aligner_gets_its_flags_and_help(tmp_path) -> None:
     plugin = tmp_path / "outside_part.py"
     plugin.write_text(

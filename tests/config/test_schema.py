@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 
 import alignscore
@@ -57,6 +58,13 @@ ALLOWED = {
     ("runtime.py", "dtype"),
 }
 
+@lru_cache(maxsize=None)
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
+    """The package's modules (path under the package, syntax tree), parsed once for the scans below."""
+    return tuple((path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+                 for path in sorted(PACKAGE.rglob("*.py")))
+
+
 def _declared_fields(tree: ast.Module) -> set[str]:
     return {node.target.id for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in cls.body
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
@@ -92,9 +100,7 @@ def literals() -> Counter[tuple[str, str]]:
     table = options()
     not_settings = {name for name, option in table.items() if option.setting is None}
     found: Counter[tuple[str, str]] = Counter()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = path.relative_to(PACKAGE).as_posix()
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for module, tree in _modules():
         own, skip = _declared_fields(tree), _docstrings(tree) | _registry_names(tree) | _field_aliases(tree) | _exported(tree)
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in table):
@@ -120,23 +126,19 @@ def test_the_scan_finds_a_literal(tmp_path: Path) -> None:
 
 
 #: every module but the command line's names an option as the caller gave it (its Options' label, the
-#: run's naming, Runtime.name), so none writes a flag; not yet: config/sources.py spells a switch per source
-#: style (being replaced by labels), stats.py's interval names the resamples' option and rescale.py quotes
-#: the baseline command's line (docs/cli.md), whose options are declared by hand in cli/
-NOT_YET = ("config/sources.py", "evaluation/stats.py", "rescale.py")
+#: run's naming, Runtime.name), so none writes a flag
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
 
-def flags_and_styles(skipped: tuple[str, ...] = ("cli/",)) -> list[tuple[str, int, str]]:
+@lru_cache(maxsize=None)
+def flags_and_styles(skipped: tuple[str, ...] = ("cli/",)) -> tuple[tuple[str, int, str], ...]:
     """``(module, line, what)`` for each flag written in a string (an f-string's text included) and
     each ``style`` parameter or attribute, in the modules but those under ``skipped``; docstrings and
     declared help texts (``setting(help=...)``, ``Option(..., help)``, read by ``--help``) aside."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = path.relative_to(PACKAGE).as_posix()
+    for module, tree in _modules():
         if module.startswith(skipped):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree) | {id(c) for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "help"
                                     for c in ast.walk(kw.value)}
         skip |= {id(c) for call in ast.walk(tree) if isinstance(call, ast.Call)  # an Option's help, its third argument
@@ -148,11 +150,11 @@ def flags_and_styles(skipped: tuple[str, ...] = ("cli/",)) -> list[tuple[str, in
             elif isinstance(node, ast.arg) and node.arg == "style" or isinstance(node, ast.Attribute) and \
                     node.attr == "style":
                 found.append((module, node.lineno, "style"))
-    return found
+    return tuple(found)
 
 
 def test_no_module_outside_the_command_line_writes_a_flag() -> None:
-    found = [f for f in flags_and_styles(("cli/", *NOT_YET)) if f[2] != "style"]
+    found = [f for f in flags_and_styles() if f[2] != "style"]
     assert not found, f"flags written outside cli/ (name the option through its Options' label or provenance): {found}"
 
 

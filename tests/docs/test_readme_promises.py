@@ -108,6 +108,7 @@ def test_options_override_a_config_files_keys(files, tiny_bert_dir, tmp_path):
     assert [json.loads(line)["f1"] for line in out.splitlines()] == pytest.approx(want.f1.tolist(), abs=1e-6)
 
 
+@pytest.mark.slow  # a figure: out of the edit loop's tier, in CI's
 def test_show_ref_index_draws_that_reference(tiny_bert_dir, tmp_path):
     svgs = []
     for index in (0, 1):

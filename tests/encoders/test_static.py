@@ -214,7 +214,9 @@ def test_layer_refused_on_the_command_line(vec_file: str, files) -> None:
     assert out == ""
 
 
-@pytest.mark.parametrize("aligner", ALIGNERS.names())
+# BaryScore's barycentres take seconds even on two pairs: CI's tier
+@pytest.mark.parametrize("aligner", [pytest.param(a, marks=pytest.mark.slow) if a == "baryscore" else a
+                                     for a in ALIGNERS.names()])
 @pytest.mark.parametrize("weighting", WEIGHTINGS.names())
 def test_every_aligner_and_weighting_runs_on_static(tmp_path: Path, vec_file: str, aligner: str,
                                                      weighting: str) -> None:

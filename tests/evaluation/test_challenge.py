@@ -282,6 +282,7 @@ rows = [{{name = "Vanilla"}}, {{name = "IDF-S", weighting = "idf-S"}}, {{name = 
 """
 
 
+@pytest.mark.slow  # a whole grid: out of the edit loop's tier, in CI's
 def test_ablate_challenge_tables_every_cell(set_path: Path, tiny_bert_dir: str, tmp_path: Path) -> None:
     grid = tmp_path / "grid.toml"
     grid.write_text(GRID.format(model=tiny_bert_dir), encoding="utf-8")
@@ -314,6 +315,7 @@ def test_ablate_challenge_tables_every_cell(set_path: Path, tiny_bert_dir: str, 
         {name for name, v in column.items() if float(v.strip("*↑↓")) == best}
 
 
+@pytest.mark.slow  # a whole grid: out of the edit loop's tier, in CI's
 def test_ablate_challenge_stops_at_a_missing_model_unless_told_to_skip(set_path: Path, tiny_bert_dir: str,
                                                                       tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model"

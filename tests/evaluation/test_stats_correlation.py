@@ -121,6 +121,7 @@ def test_bootstrap_of_the_mean_matches_its_known_sampling_distribution():
     assert ci.high == pytest.approx(x.mean() + half, abs=0.03 * half)
 
 
+@pytest.mark.slow  # many resamples: out of the edit loop's tier, in CI's
 def test_bootstrap_of_pearson_is_close_to_the_fisher_interval():
     x, y = _correlated(2000, 0.6, 2)
     r = np.corrcoef(x, y)[0, 1]

@@ -60,6 +60,7 @@ def test_fit_writes_a_combination_that_score_config_reproduces(fitted, data) -> 
         assert sorted(row["held_out"] for row in csv.DictReader(fh)) == list(PAIRS)
 
 
+@pytest.mark.slow  # a whole fit: out of the edit loop's tier, in CI's
 def test_the_python_call_gives_the_cli_weights(fitted, data, starts) -> None:
     from alignscore.fit.combination_run import fit_combination
 

@@ -138,6 +138,7 @@ def test_fit_scores_equal_the_engine(tiny_bert_dir, data, options) -> None:
     assert torch.allclose(exact[0], single.double(), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow  # a whole fit: out of the edit loop's tier, in CI's
 def test_fit_from_wmd_and_score_config_best_toml_reproduces_it(tiny_bert_dir, data, tmp_path) -> None:
     start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "wmd", "weighting": "idf-S",
                         "special_tokens": "keep"}, tmp_path / "wmd.toml")

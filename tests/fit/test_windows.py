@@ -138,7 +138,8 @@ def test_window_cosines_and_masses_gradcheck(n_gram, states) -> None:
 
 
 @pytest.mark.parametrize("aligner", [WMD(n_gram=2), WMD(n_gram=3, ngram_mean="states", cost="sqeuclidean"),
-                                     Sinkhorn(n_gram=2, reg=0.3, tol=1e-14, max_iter=20000),
+                                     pytest.param(Sinkhorn(n_gram=2, reg=0.3, tol=1e-14, max_iter=20000),
+                                                  marks=pytest.mark.slow),  # the dearest: CI's tier
                                      Sinkhorn(n_gram="sentence", reg=0.3, tol=1e-14, max_iter=20000)],
                          ids=lambda a: a.signature())
 def test_window_transport_gradcheck(aligner) -> None:
@@ -172,6 +173,7 @@ def test_tunes_minilm_selection_is_a_start() -> None:
     check_start(run_spec({"model": "m", "aligner": "wmd", "n_gram": 3, "ngram_mean": "states"}))
 
 
+@pytest.mark.slow  # a whole fit: out of the edit loop's tier, in CI's
 def test_fit_from_wmd2_and_score_config_best_toml_reproduces_it(tiny_bert_dir, data, tmp_path) -> None:
     start = write_toml({"model": tiny_bert_dir, "layer": 2, "aligner": "wmd", "n_gram": 2, "cost": "sqeuclidean",
                         "special_tokens": "keep", "weighting": "none"}, tmp_path / "wmd2.toml")

@@ -6,19 +6,23 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import compose, needs, wmt16  # noqa: E402
-evaluate = needs("evaluate")
+from alignscore import WMD, HFEncoder, IdfS, MoverScoreV2Strings, SingleLayer, bertscore
+from alignscore.errors import ConfigError
+from alignscore.integrations.hf_evaluate import EVALUATE_MODULE
+from helpers import compose, needs, wmt16
 
-from alignscore import WMD, HFEncoder, IdfS, MoverScoreV2Strings, Scorer, SingleLayer, bertscore  # noqa: E402
-from alignscore.errors import ConfigError  # noqa: E402
-from alignscore.integrations.hf_evaluate import EVALUATE_MODULE  # noqa: E402
-
+pytestmark = pytest.mark.slow  # importing evaluate (and datasets) takes seconds: CI's tier, imported by the tests only
 
 TOL = 1e-6
 
 
 @pytest.fixture(scope="module")
-def module(tmp_path_factory):
+def evaluate():
+    return needs("evaluate")
+
+
+@pytest.fixture(scope="module")
+def module(evaluate, tmp_path_factory):
     evaluate.config.HF_EVALUATE_OFFLINE = True  # a local folder needs nothing from the hub
     modules = evaluate.config.HF_MODULES_CACHE
     evaluate.config.HF_MODULES_CACHE = str(tmp_path_factory.mktemp("modules"))  # not the user's ~/.cache
@@ -41,7 +45,7 @@ def _same(got: dict, want, names) -> None:
         assert torch.allclose(torch.tensor(got[name], dtype=torch.float64), want[name].double(), atol=TOL, rtol=0)
 
 
-def test_the_folder_loads_as_a_metric(module):
+def test_the_folder_loads_as_a_metric(module, evaluate):
     assert module.name == "alignscore" and isinstance(module, evaluate.Metric)
     assert "BERTScore" in module.citation and "predictions" in module.inputs_description
 

@@ -39,6 +39,7 @@ class _TextCollector(HTMLParser):
         self.words += data.split()
 
 
+@pytest.mark.slow  # figures: out of the edit loop's tier, in CI's
 def test_renders_png_svg_html_and_text(encoder, tmp_path):
     e = _greedy(encoder).explain(PAPER_CAND, [PAPER_REF, "cars are people"])
     words = {"people", "like", "foreign", "cars", "consumers", "prefer", "imported"}
@@ -69,6 +70,7 @@ def test_renders_png_svg_html_and_text(encoder, tmp_path):
     assert f"f1={e.scores['f1']:.4f}" in text
 
 
+@pytest.mark.slow  # a figure from the real model: out of the edit loop's tier, in CI's
 def test_figure_draws_a_chosen_reference(encoder, tmp_path):
     e = _greedy(encoder).explain(PAPER_CAND, [PAPER_REF, "cars are people"])
     assert "are" in svg_texts(save_figure(e, tmp_path / "r1.svg", ref_index=1))

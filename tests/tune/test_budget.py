@@ -145,6 +145,7 @@ def test_a_search_behind_its_plan_promotes_fewer_runs() -> None:
     assert sum(1 for level in late[0].reached.values() if level == 1) == 2
 
 
+@pytest.mark.slow  # a probe that scores: out of the edit loop's tier, in CI's
 def test_the_probe_is_bounded_on_its_clock(tiny_bert_dir: str, tmp_path: Path) -> None:
     pairs = load_daseg(write_daseg(tmp_path, ("de-en", "ru-en"), 30))
     space = parse_space({"layer": [1, 2], "aligner": ["greedy", {"name": "wmd", "n_gram": 1}]})

@@ -108,6 +108,7 @@ def test_the_pool_is_bounded_by_the_time_kept_for_it(monkeypatch) -> None:
     assert combine.pool_of(run, size=2) == ([0, 1], 0)
 
 
+@pytest.mark.slow  # a cost probe that scores: out of the edit loop's tier, in CI's
 def test_a_budget_without_room_for_the_combination_is_refused_saying_so(tmp_path, tiny_bert_dir) -> None:
     data = write_daseg(tmp_path, LPS, 40)
     space = tmp_path / "space.toml"

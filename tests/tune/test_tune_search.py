@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import re
 from types import SimpleNamespace
 from dataclasses import replace
@@ -345,6 +344,7 @@ def test_final_scores_equal_each_run_scored_alone(tuned) -> None:
             assert abs(run.per_pair[e][k] - abs(r)) < 1e-6
 
 
+@pytest.mark.slow  # a whole nested cross-validation: out of the edit loop's tier, in CI's
 def test_nested_cross_validation_and_its_intervals(tuned, prepared) -> None:
     run, pairs, _ = tuned
     entries, scorers = prepared
@@ -405,6 +405,7 @@ def test_an_accuracy_constraint_changes_the_selection_where_it_binds(tmp_path: P
     assert weighted.best == 1 - rm
 
 
+@pytest.mark.slow  # a whole tune: out of the edit loop's tier, in CI's
 def test_the_command_reports_the_objective_on_the_challenge_set(tmp_path: Path, data_dir: Path,
                                                                 tiny_bert_dir: str) -> None:
     space = tmp_path / "two.toml"

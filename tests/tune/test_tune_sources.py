@@ -73,6 +73,7 @@ def test_tune_scores_against_sources_as_score_does(data_dir: Path, space_file: P
     assert not np.allclose(refs.run.per_pair[0], run.per_pair[0], atol=1e-4)
 
 
+@pytest.mark.slow  # a whole tune: out of the edit loop's tier, in CI's
 def test_the_command_scores_against_sources_with_a_remapping_per_language(data_dir: Path, space_file: Path,
                                                                          remaps: Path, tiny_bert_dir: str,
                                                                          tmp_path: Path) -> None:
@@ -183,6 +184,7 @@ def _challenge_correct(path: Path, tiny_bert_dir: str, *options: object) -> dict
     return {r["composition"]: (r["correct"], r["n"]) for r in rows if r["category"] == "all"}
 
 
+@pytest.mark.slow  # whole tunes: out of the edit loop's tier, in CI's
 @pytest.mark.parametrize("remapped", [False, True])
 def test_tune_challenge_accuracy_against_sources_is_the_challenge_commands(data_dir: Path, space_file: Path,
                                                                           remaps: Path, tiny_bert_dir: str,
@@ -226,6 +228,7 @@ def test_tune_and_challenge_share_one_sources_switch() -> None:
     assert "field 'source'" in helps["challenge"] and "DAseg" not in helps["challenge"]
 
 
+@pytest.mark.slow  # a whole tune: out of the edit loop's tier, in CI's
 def test_tune_searches_the_lm_weight_against_sources(data_dir: Path, tiny_bert_dir: str, tiny_gpt2_dir: str,
                                                      tmp_path: Path) -> None:
     space = tmp_path / "lm-space.toml"

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import alignscore
-from alignscore import Composition, Greedy, Norm, PowerMeans, Routing, Scorer, SingleLayer, Sinkhorn, Uniform, WMD
+from alignscore import Composition, Greedy, Norm, PowerMeans, Routing, Scorer, SingleLayer, Sinkhorn, WMD
 from alignscore.aggregators.routing import route
 from alignscore.aggregators.stack import LayerStack
 from alignscore.engine import Pairs, score_many
@@ -207,6 +207,7 @@ def test_wrd_streamed_gives_the_rows_of_a_whole_run(wmt_data, tiny_bert_dir, tmp
     assert len(w) == 60 and (w - s).abs().max() < 1e-6
 
 
+@pytest.mark.slow  # the real model: out of the edit loop's tier, in CI's
 def test_wrd_from_minilm_equals_a_direct_computation_from_its_hidden_states(wmt_data, minilm_dir) -> None:
     """The real model: WRD from all-MiniLM-L6-v2's layer-4 hidden states (each text alone, its
     [CLS] and [SEP] left out), in float64 from the float32 states."""
