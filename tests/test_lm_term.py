@@ -240,23 +240,6 @@ def test_texts_the_lm_cannot_read_are_one_line_naming_the_lm_and_nothing_is_writ
                          lm=word_level_lm_dir)
 
 
-@pytest.mark.slow
-def test_on_ray_texts_the_lm_cannot_read_are_the_same_one_line(tiny_bert_dir, word_level_lm_dir, tmp_path) -> None:
-    """``--ray``: the first pass finds the candidates the LM cannot read and reports them as one
-    process does (one line naming --lm, the same count and text), before a byte is written."""
-    pytest.importorskip("ray")
-    cands, sources, out = tmp_path / "mt.txt", tmp_path / "src.txt", tmp_path / "out.tsv"
-    cands.write_text("the people like cars\nzebras gallop\nthe cars\nzebras gallop\n", encoding="utf-8")
-    sources.write_text("die leute moegen autos\nzebras galoppieren\ndie autos\nzebras galoppieren\n",
-                       encoding="utf-8")
-    common = ["score", "-c", cands, "--sources", sources, "--model", tiny_bert_dir, "--layer", 2, "--lm",
-              word_level_lm_dir, "-o", out, "-q"]
-    alone = assert_one_error(*invoke(*common)[::2], "--lm: the language model",
-                             "cannot read 2 of the texts (text 2: only unknown tokens)")
-    on_ray = assert_one_error(*invoke(*common, "--ray", "local", "--ray-actors", 1)[::2])
-    assert on_ray == alone and not out.exists()
-
-
 # -- the LM score and its fixed scale -------------------------------------------------------------
 def test_the_mean_logprob_score_on_a_fixed_scale(encoder, tiny_gpt2_dir) -> None:
     from alignscore.lm import mean_logprob

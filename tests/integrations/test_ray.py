@@ -1,7 +1,7 @@
 """Scoring a Ray Dataset on a local Ray (two CPUs): the scores of one process (idf-S with SEP and
-several references; uniform, idf-S, idf-L and WMD as a combination's parts), an actor killed mid-job losing and duplicating no row, bad
-input refused before any actor starts, and ``alignscore score --ray`` writing what the run
-without it writes."""
+several references; uniform, idf-S, idf-L and WMD as a combination's parts), an actor killed
+mid-job losing and duplicating no row, bad input (and texts the LM cannot read) refused before
+any actor starts, and ``alignscore score --ray`` writing what the run without it writes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli_checks import write_toml  # noqa: E402
+from cli_checks import assert_one_error, invoke, write_toml  # noqa: E402
 from helpers import WMT16, needs, wmt16  # noqa: E402
 needs("ray")
 
@@ -258,6 +258,21 @@ def test_a_combination_scores_on_ray_as_in_one_process(minilm_dir, pairs, files,
     with pytest.raises(LookupError) as caught:
         on_ray.score_dataset(ray.data.from_items(_rows(cands, refs)), config=str(combo))
     assert isinstance(caught.value.args[0], Combination) and len(caught.value.args[0].parts) == 4
+
+
+def test_on_ray_texts_the_lm_cannot_read_are_the_same_one_line(tiny_bert_dir, word_level_lm_dir, tmp_path) -> None:
+    """``--ray``: the first pass finds the candidates the LM cannot read and reports them as one
+    process does (one line naming --lm, the same count and text), before a byte is written."""
+    cands, sources, out = tmp_path / "mt.txt", tmp_path / "src.txt", tmp_path / "out.tsv"
+    cands.write_text("the people like cars\nzebras gallop\nthe cars\nzebras gallop\n", encoding="utf-8")
+    sources.write_text("die leute moegen autos\nzebras galoppieren\ndie autos\nzebras galoppieren\n",
+                       encoding="utf-8")
+    common = ["score", "-c", cands, "--sources", sources, "--model", tiny_bert_dir, "--layer", 2, "--lm",
+              word_level_lm_dir, "-o", out, "-q"]
+    alone = assert_one_error(*invoke(*common)[::2], "--lm: the language model",
+                             "cannot read 2 of the texts (text 2: only unknown tokens)")
+    on_ray = assert_one_error(*invoke(*common, "--ray", "local", "--ray-actors", 1)[::2])
+    assert on_ray == alone and not out.exists()
 
 
 def test_state_of_blocks_is_the_state_of_all(minilm_dir, pairs):
