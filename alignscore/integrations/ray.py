@@ -10,10 +10,11 @@ the first two on the driver before any actor starts:
    column would overwrite one of the input's;
 2. one pass of Ray tasks over the dataset checks every value (a text, not null; a list with at
    least one reference) and, for a weighting that depends on the texts being scored (idf-S,
-   SEP), counts its document frequencies per batch of blocks (a :class:`~alignscore.weighting.base.WeightState`:
-   sums). The driver adds the batches' counts and turns the total into weights with the code a
-   single process uses (:func:`~alignscore.stream.frozen_weighting`), so the weights are those
-   of one ``alignscore.score`` over every row. Bad input is one :class:`~alignscore.errors.InputError`
+   SEP), counts its document frequencies per batch of blocks (a
+   :class:`~alignscore.weighting.base.WeightState`: sums). The driver adds the batches' counts
+   and turns the total into weights with the code a single process uses
+   (:func:`~alignscore.stream.frozen_weighting`), so the weights are those of one
+   ``alignscore.score`` over every row. Bad input is one :class:`~alignscore.errors.InputError`
    here; an empty dataset too;
 3. ``map_batches`` with a pool of ``concurrency`` actors, each holding one scorer (the model
    loaded once per actor, the weights handed to it), scores batches of ``batch_size`` rows.
@@ -198,8 +199,8 @@ def prepare(ds: "ray.data.Dataset", what: RunSpec | Combination, cand: str, ref:
         raise InputError(f"the dataset already has the column(s) {', '.join(taken)} that scoring adds: rename "
                          "them first")
     survey = ds.map_batches(_survey, fn_kwargs={"what": what, "weightings": counting, "cand": cand, "ref": ref,
-                                                "row": row, "sources": sources}, batch_size=SURVEY_ROWS, batch_format="pyarrow",
-                            zero_copy_batch=True)
+                                                "row": row, "sources": sources}, batch_size=SURVEY_ROWS,
+                            batch_format="pyarrow", zero_copy_batch=True)
     rows, unread = 0, []
     states = [WeightState.empty(s.scoring_encoder().vocab_size) for s in scorers]
     for block in survey.iter_rows():
@@ -269,9 +270,10 @@ def _check_schema(ds: "ray.data.Dataset", cand: str, ref: str) -> bool:
 def _survey(batch: "pyarrow.Table", what: RunSpec | Combination, weightings: list[Weighting | None], cand: str,
             ref: str, row: str | None = None, sources: bool = False) -> dict[str, list[Any]]:
     """One batch of the first pass (a Ray task over up to SURVEY_ROWS rows): its row count, the
-    first problem with its values (or ""), the candidates a part's LM cannot read (pickled: model, count, first, empty,
-    the first's ``row`` value) and what each part's weighting of ``weightings`` counts over it
-    (pickled, a list with None for a part that counts nothing), as one row."""
+    first problem with its values (or ""), the candidates a part's LM cannot read (pickled:
+    model, count, first, empty, the first's ``row`` value) and what each part's weighting of
+    ``weightings`` counts over it (pickled, a list with None for a part that counts nothing), as
+    one row."""
     cands = batch.column(cand).to_pylist()
     refs = batch.column(ref).to_pylist()
     problem = next(_problems(cands, refs, cand, ref), "")
