@@ -69,7 +69,7 @@ def _models_read_once() -> Iterator[classmethod]:
         return str(folder.resolve()), files, repr(args), repr(sorted(kwargs.items()))
 
     def from_pretrained(cls, source, *args, **kwargs):
-        k = key(source, args, kwargs) if cls is AutoModel else None
+        k = key(source, args, kwargs)
         if k is None:
             return load(cls, source, *args, **kwargs)
         if k not in read:
