@@ -131,13 +131,13 @@ FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
 
 @lru_cache(maxsize=None)
-def flags_and_styles(skipped: tuple[str, ...] = ("cli/",)) -> tuple[tuple[str, int, str], ...]:
+def flags_and_styles() -> tuple[tuple[str, int, str], ...]:
     """``(module, line, what)`` for each flag written in a string (an f-string's text included) and
-    each ``style`` parameter or attribute, in the modules but those under ``skipped``; docstrings and
+    each ``style`` parameter or attribute, in the modules outside cli/; docstrings and
     declared help texts (``setting(help=...)``, ``Option(..., help)``, read by ``--help``) aside."""
     found = []
     for module, tree in _modules():
-        if module.startswith(skipped):
+        if module.startswith("cli/"):
             continue
         skip = _docstrings(tree) | {id(c) for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "help"
                                     for c in ast.walk(kw.value)}
