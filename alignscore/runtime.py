@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 import torch
 from tqdm.auto import tqdm
 
+from .distributed import Shard
 from .errors import ConfigError
 from .settings import SettingError, check_settings, keyword, setting
 from .tokens import TokenTable, pad_gather
 
 if TYPE_CHECKING:
-    from .distributed import Shard
     from .encoders.base import Encoder
 
 T = TypeVar("T")

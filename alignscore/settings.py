@@ -21,6 +21,7 @@ import sys
 import typing
 from contextlib import suppress
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from functools import lru_cache
 from numbers import Integral, Real
 from types import UnionType
 from typing import Any, Callable, Mapping, Sequence
@@ -134,11 +135,19 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     return field(default=default, metadata={KEY: Declaration(**declared)}, compare=compare)
 
 
+@lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a class, read once: it compiles every annotation string anew, and
+    a search compiles thousands of runs over the same few classes. A class whose hints do not all
+    resolve raises, and is not remembered."""
+    return typing.get_type_hints(cls)
+
+
 def hints(cls: Any) -> dict[str, Any]:
     """The type hints of a dataclass, each resolved on its own: one that names a type imported
     only for type checking is read as "any value" without losing the others."""
     with suppress(Exception):
-        return typing.get_type_hints(cls)
+        return dict(_type_hints(cls))
     out: dict[str, Any] = {}
     for owner in reversed(getattr(cls, "__mro__", [cls])):
         namespace = vars(sys.modules.get(owner.__module__, typing))
