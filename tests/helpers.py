@@ -18,7 +18,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -92,6 +92,36 @@ def counted_forward() -> Iterator[dict[str, int]]:
         yield calls
     finally:
         HFEncoder.forward = original  # type: ignore[method-assign]
+
+
+def memoise(fn: Callable[..., Any], key: Callable[..., bytes]) -> Callable[..., Any]:
+    """Cache a pure function (a forward pass over one fixed batch) by ``key`` of its arguments; numbers
+    are unchanged."""
+    cache: dict[bytes, Any] = {}
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        k = key(*args, **kwargs)
+        if k not in cache:
+            cache[k] = fn(*args, **kwargs)
+        return cache[k]
+
+    return wrapper
+
+
+def ids_key(*tensors: Any) -> bytes:
+    """The bytes and shapes of the tensors among ``tensors`` (a batch's token ids and mask)."""
+    import torch
+
+    return b"|".join(t.cpu().numpy().tobytes() + str(tuple(t.shape)).encode() for t in tensors
+                     if isinstance(t, torch.Tensor))
+
+
+def memoised_forward(encoder: Any) -> Any:
+    """``encoder`` with its forward pass memoised per batch (token ids, mask and layers): the scorers built
+    on it share the passes over batches they have in common."""
+    forward = encoder.forward
+    encoder.forward = memoise(forward, lambda ids, mask, layers: ids_key(ids, mask) + str(list(layers)).encode())
+    return encoder
 
 
 _REQUIRED = {"oracles": False}

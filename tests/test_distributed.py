@@ -3,7 +3,9 @@ the bit, whichever rank encoded or aligned what."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -49,15 +51,45 @@ def single(wmt_data, tiny_bert_dir, tmp_path_factory) -> tuple[dict[str, Path], 
     return files, {w: (tmp / f"{w}.tsv").read_text() for w in WEIGHTINGS}
 
 
-@pytest.mark.parametrize("weighting", WEIGHTINGS)
-def test_two_ranks_give_the_single_process_scores(single, tiny_bert_dir, tmp_path, weighting):
+_RANKS = """
+import json, os, sys
+from click.testing import CliRunner
+from alignscore.cli import main
+os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"  # each run's group on a store rank 0 holds
+for port, args in json.loads(sys.argv[1]):
+    os.environ["MASTER_PORT"] = str(port)
+    done = CliRunner().invoke(main, args)
+    sys.stderr.write(done.stderr)
+    if done.exit_code:
+        sys.exit(done.exit_code)
+"""
+
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_two_ranks_give_the_single_process_scores(single, tiny_bert_dir, tmp_path):
+    """Each weighting's run on two ranks, one after the other in one ``torchrun`` (one launch instead of
+    three): each run joins a process group and leaves it, as one command does, its store on a port of
+    its own (a group left cannot be joined again through torchrun's agent store)."""
     files, outputs = single
-    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "-m", "alignscore",
-                 *_args(files, tiny_bert_dir, weighting), "-o", str(tmp_path / "dist.tsv")], ENV)
-    # byte for byte: the ranks run the single process's batches, one thread each (same shapes, same kernels)
-    assert (tmp_path / "dist.tsv").read_text() == outputs[weighting]
-    assert len(outputs[weighting].splitlines()) == 3 + 151
-    assert proc.stderr.count("candidates:") == 1  # rank 0 alone reports
+    script = tmp_path / "ranks.py"
+    script.write_text(_RANKS, encoding="utf-8")
+    runs = [[port, [*_args(files, tiny_bert_dir, w), "-o", str(tmp_path / f"{w}.tsv")]]
+            for port, w in zip(_free_ports(len(WEIGHTINGS)), WEIGHTINGS)]
+    proc = _run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", str(script), json.dumps(runs)], ENV)
+    for weighting in WEIGHTINGS:
+        # byte for byte: the ranks run the single process's batches, one thread each (same shapes, same kernels)
+        assert (tmp_path / f"{weighting}.tsv").read_text() == outputs[weighting], weighting
+        assert len(outputs[weighting].splitlines()) == 3 + 151
+    assert proc.stderr.count("candidates:") == len(WEIGHTINGS)  # rank 0 alone reports
 
 
 def _gather_worker(rank: int, world: int, init: str, out: str) -> None:

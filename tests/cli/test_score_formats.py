@@ -204,9 +204,11 @@ def test_a_bad_run_option_is_the_compilers_one_line():
 
 
 @pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
-def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_path):
+def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_path, warm):
     """The default path (no cache) writes nothing in the user's folders (no export folder, no
-    memo of digests); with ``--cache DIR`` only DIR is added (the hub's own cache aside)."""
+    memo of digests), from its start (a fresh interpreter); with ``--cache DIR`` only DIR is added
+    (the hub's own cache aside), by what the run does (a fork of tests/warm_server.py)."""
+    python, variables = warm
     home, exports = tmp_path / "home", tmp_path / "exports"
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
@@ -217,21 +219,23 @@ def test_a_default_run_writes_only_what_was_asked_for(files, tiny_bert_dir, tmp_
     cands = files("cands.txt", ["a cat sat on a mat", "hello there"])
     written = lambda: sorted(str(p.relative_to(home)) for p in home.rglob("*")  # noqa: E731
                              if not p.relative_to(home).parts[:2] == (".cache", "huggingface"))
-    for extra, made in (([], []), (["--cache", str(tmp_path / "cache")], ["cache"])):
+    for command, extra, made in (([sys.executable, "-m", "alignscore"], [], []),
+                                 (python, ["--cache", str(tmp_path / "cache")], ["cache"])):
         before = {p.name for p in tmp_path.iterdir()}
-        proc = subprocess.run([sys.executable, "-m", "alignscore", "score", "-r", refs, "-c", cands, "--model",
-                               tiny_bert_dir, "--layer", "2", "-q", "-o", str(tmp_path / "out.tsv"), *extra],
-                              capture_output=True, text=True, env=env, timeout=600)
+        proc = subprocess.run([*command, "score", "-r", refs, "-c", cands, "--model", tiny_bert_dir, "--layer", "2",
+                               "-q", "-o", str(tmp_path / "out.tsv"), *extra],
+                              capture_output=True, text=True, env={**env, **variables}, timeout=600)
         assert proc.returncode == 0, proc.stderr
         assert not exports.exists() and written() in ([], [".cache"]), written()
         assert sorted({p.name for p in tmp_path.iterdir()} - before - {"out.tsv"}) == made
 
 
 @pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
-def test_alignscore_debug_shows_the_traceback(tmp_path):
+def test_alignscore_debug_shows_the_traceback(tmp_path, warm):
     """The one documented way to see more than the one error line."""
-    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "ALIGNSCORE_DEBUG": "1"}
-    args = [sys.executable, "-m", "alignscore", "score", "-c", str(tmp_path / "none.txt"), "-r", str(tmp_path / "r")]
+    python, variables = warm  # alignscore's __main__ in forks of tests/warm_server.py
+    env = {**os.environ, **variables, "PYTHONPATH": str(CODE_ROOT), "ALIGNSCORE_DEBUG": "1"}
+    args = [*python, "score", "-c", str(tmp_path / "none.txt"), "-r", str(tmp_path / "r")]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0
     assert "Traceback (most recent call last)" in proc.stderr and "InputError" in proc.stderr

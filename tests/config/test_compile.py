@@ -497,23 +497,24 @@ def test_case_8_every_switch_has_its_no_form_and_it_switches_a_file_s_off(files,
 
 
 @pytest.mark.slow  # subprocesses: out of the edit loop's tier, in CI's
-def test_case_10_model_paths(files, tmp_path, tiny_bert_dir) -> None:
+def test_case_10_model_paths(files, tmp_path, tiny_bert_dir, warm) -> None:
     vec = tmp_path / "tiny.vec"
     vec.write_text("2 3\nthe 1 0 0\ncat 0 1 0\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(CODE_ROOT)}
-    made = subprocess.run([sys.executable, "-m", "alignscore", "config", "--model", "tiny.vec", "--lowercase"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    python, variables = warm  # processes started in another folder (forks of tests/warm_server.py)
+    made = subprocess.run([*python, "config", "--model", "tiny.vec", "--lowercase"],
+                          cwd=tmp_path, env={**env, **variables}, capture_output=True, text=True, timeout=120)
     assert made.returncode == 0 and f'model = "{vec}"' in made.stdout, made.stderr
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
     (elsewhere / "run.toml").write_text(made.stdout, encoding="utf-8")
-    scored = subprocess.run([sys.executable, "-m", "alignscore", "score", "--config", "run.toml", "--cand-text",
-                             "the cat", "--ref-text", "the cat", "-q"], cwd=elsewhere, env=env, capture_output=True,
+    scored = subprocess.run([*python, "score", "--config", "run.toml", "--cand-text", "the cat", "--ref-text",
+                             "the cat", "-q"], cwd=elsewhere, env={**env, **variables}, capture_output=True,
                             text=True, timeout=120)
     assert scored.returncode == 0, scored.stderr
     code, _, err = invoke("score", "--model", "./no-such-model", "--cand-text", "a", "--ref-text", "b")
     assert_one_error(code, err, "--model: no such model folder or file: ./no-such-model")
-    quick = {**env, "HF_ENDPOINT": "http://127.0.0.1:9"}  # a hub that does not answer
+    quick = {**env, "HF_ENDPOINT": "http://127.0.0.1:9"}  # a hub that does not answer: read at import
     quick.pop("HF_HUB_OFFLINE", None)
     quick.pop("TRANSFORMERS_OFFLINE", None)
     start = time.perf_counter()

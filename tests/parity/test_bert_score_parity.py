@@ -14,7 +14,7 @@ import torch
 from click.testing import CliRunner
 
 import alignscore
-from helpers import needs
+from helpers import memoised_forward, needs
 from alignscore.cli import main
 
 bert_score = needs("bert_score")
@@ -52,6 +52,19 @@ def _forward_once():
         yield
 
 
+@pytest.fixture(scope="module")
+def minilm(minilm_dir):
+    """Our side's all-MiniLM-L6-v2, one for the module, its forward pass memoised per batch: the
+    tests below score the same texts with and without idf, rescaled and not."""
+    from alignscore.encoders import HFEncoder
+
+    return memoised_forward(HFEncoder(minilm_dir))
+
+
+def our_scorer(minilm, **options):
+    return alignscore.bertscore(encoder=minilm, layer=4, **options)
+
+
 def _reference(cands, refs, minilm_dir, **kwargs):
     p, r, f = bert_score.score(cands, refs, model_type=minilm_dir, num_layers=4, batch_size=64,
                                device="cpu", nthreads=1, **kwargs)
@@ -72,9 +85,9 @@ def pairs(wmt_data):
 
 
 @pytest.mark.parametrize("idf", [False, True], ids=["none", "idf-S"])
-def test_api_matches_bert_score(pairs, minilm_dir, idf):
+def test_api_matches_bert_score(pairs, minilm, minilm_dir, idf):
     cands, refs = pairs
-    scorer = alignscore.bertscore("all-MiniLM-L6-v2", layer=4, idf=idf)
+    scorer = our_scorer(minilm, idf=idf)
     ours = scorer.score(cands, refs)
     _assert_close(ours.metrics, _reference(cands, refs, minilm_dir, idf=idf))
     assert ("w:idf-S" if idf else "w:none") in str(ours.signature)
@@ -105,17 +118,17 @@ def _second_references(cands):
 
 
 @pytest.mark.parametrize("idf", [False, True], ids=["none", "idf-S"])
-def test_two_references_match_bert_score(wmt_data, minilm_dir, idf):
+def test_two_references_match_bert_score(wmt_data, minilm, minilm_dir, idf):
     lp = "de-en"
     cands, refs = wmt_data[lp]["mt-system"], wmt_data[lp]["reference"]
     groups = [[r, s] for r, s in zip(refs, _second_references(cands))]
-    ours = alignscore.bertscore("all-MiniLM-L6-v2", layer=4, idf=idf).score(cands, groups)
+    ours = our_scorer(minilm, idf=idf).score(cands, groups)
     _assert_close(ours.metrics, _reference(cands, groups, minilm_dir, idf=idf))
     if idf:
         return  # idf-S over two reference sets differs from idf over either one alone
     # each metric's maximum is taken independently: some candidates take P from one reference
     # and R from the other, which a "best reference" reduction would get wrong
-    single = [alignscore.bertscore("all-MiniLM-L6-v2", layer=4, idf=idf).score(cands, [g[k] for g in groups])
+    single = [our_scorer(minilm, idf=idf).score(cands, [g[k] for g in groups])
               for k in (0, 1)]
     p_from = torch.stack([s.precision for s in single]).argmax(0)
     r_from = torch.stack([s.recall for s in single]).argmax(0)
@@ -124,7 +137,7 @@ def test_two_references_match_bert_score(wmt_data, minilm_dir, idf):
     assert torch.equal(ours.best_reference, f.argmax(0))
 
 
-def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm_dir, tmp_path, wmt_data):
+def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm, minilm_dir, tmp_path, wmt_data):
     """`alignscore baseline` writes a file that bert_score reads and rescales with identically."""
     corpus = [r for lp in ("cs-en", "fi-en") for r in wmt_data[lp]["reference"]]
     corpus_file = tmp_path / "corpus.txt"
@@ -138,11 +151,11 @@ def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm_dir, 
 
     cands, refs = pairs
     cands, refs = cands[:300], refs[:300]
-    ours = alignscore.bertscore("all-MiniLM-L6-v2", layer=4, baseline=baseline_file).score(cands, refs)
+    ours = our_scorer(minilm, baseline=baseline_file).score(cands, refs)
     theirs = _reference(cands, refs, minilm_dir, rescale_with_baseline=True, lang="en",
                         baseline_path=str(baseline_file))
     _assert_close(ours.metrics, theirs)
-    raw = alignscore.bertscore("all-MiniLM-L6-v2", layer=4).score(cands, refs)
+    raw = our_scorer(minilm).score(cands, refs)
     assert not torch.allclose(raw.f1, ours.f1)  # rescaling did something
 
     # the baseline is what it claims: bert_score's mean P, R, F of the random pairs (drawn as
@@ -163,7 +176,7 @@ def test_rescaling_with_our_baseline_file_matches_bert_score(pairs, minilm_dir, 
     assert 0.2 < written.rows[4]["f1"] < raw.f1.mean().item()
 
 
-def test_rescaling_with_a_file_bert_score_ships_matches_bert_score(pairs, minilm_dir):
+def test_rescaling_with_a_file_bert_score_ships_matches_bert_score(pairs, minilm, minilm_dir):
     """A baseline file bert_score ships, given to alignscore as it is (found by
     ``alignscore.rescale.bert_score_baseline``), rescales as bert_score rescales with it. It has
     no file for MiniLM: roberta-large's stands in (its layer-4 row), a file of the very format."""
@@ -172,7 +185,7 @@ def test_rescaling_with_a_file_bert_score_ships_matches_bert_score(pairs, minilm
     path = bert_score_baseline("roberta-large", "en")
     cands, refs = pairs
     cands, refs = cands[:300], refs[:300]
-    ours = alignscore.bertscore("all-MiniLM-L6-v2", layer=4, baseline=path).score(cands, refs)
+    ours = our_scorer(minilm, baseline=path).score(cands, refs)
     theirs = _reference(cands, refs, minilm_dir, rescale_with_baseline=True, lang="en", baseline_path=str(path))
     _assert_close(ours.metrics, theirs)
     assert ours.signature["rescale"] == f"roberta-large.tsv#{alignscore.Baseline.read(path).digest()}"
