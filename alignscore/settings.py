@@ -135,19 +135,11 @@ def setting(default: Any, *, compare: bool = True, **declared: Any) -> Any:
     return field(default=default, metadata={KEY: Declaration(**declared)}, compare=compare)
 
 
-@lru_cache(maxsize=None)
-def _type_hints(cls: type) -> dict[str, Any]:
-    """``typing.get_type_hints`` of a class, read once: it compiles every annotation string anew, and
-    a search compiles thousands of runs over the same few classes. A class whose hints do not all
-    resolve raises, and is not remembered."""
-    return typing.get_type_hints(cls)
-
-
 def hints(cls: Any) -> dict[str, Any]:
     """The type hints of a dataclass, each resolved on its own: one that names a type imported
     only for type checking is read as "any value" without losing the others."""
     with suppress(Exception):
-        return dict(_type_hints(cls))
+        return typing.get_type_hints(cls)
     out: dict[str, Any] = {}
     for owner in reversed(getattr(cls, "__mro__", [cls])):
         namespace = vars(sys.modules.get(owner.__module__, typing))
@@ -284,16 +276,17 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(x)
 
 
-def settings_of(cls: Any) -> list[Setting]:
+@lru_cache(maxsize=None)
+def settings_of(cls: Any) -> tuple[Setting, ...]:
     """The settings of a part class, an encoder spec or the runtime: its init fields whose names
-    do not start with ``_``, in order."""
+    do not start with ``_``, in order. Read once per class: a search compiles thousands of runs
+    over a few classes, and resolving type hints compiles each annotation anew."""
     if not is_dataclass(cls):
-        return []
-    found = hints(cls)
-    return [Setting(f.name, found.get(f.name, Any), f.default if f.default is not MISSING else
-                    f.default_factory() if f.default_factory is not MISSING else None,  # type: ignore[misc]
-                    f.metadata.get(KEY) or Declaration())
-            for f in fields(cls) if f.init and not f.name.startswith("_")]
+        return ()
+    return tuple(Setting(f.name, found.get(f.name, Any), f.default if f.default is not MISSING else
+                         f.default_factory() if f.default_factory is not MISSING else None,  # type: ignore[misc]
+                         f.metadata.get(KEY) or Declaration())
+                 for found in (hints(cls),) for f in fields(cls) if f.init and not f.name.startswith("_"))
 
 
 def check_settings(obj: Any) -> None:

@@ -1,7 +1,8 @@
 """Parity with the moverscore 1.0.3 package: the ``moverscore-v2`` preset against
 ``moverscore_v2.word_mover_score`` on a whole WMT16 language pair (560 pairs), its model
 redirected to the local all-MiniLM-L6-v2 (see tests/moverscore_ref.py for exactly what is
-patched: model loading, device, numpy 2 / transformers 5 compatibility; nothing that computes).
+patched: model loading, device, numpy 2 / transformers 5 compatibility; nothing that computes). Its
+forward pass runs over length-sorted chunks of each of its batches (:func:`by_length`).
 
 Tolerance: 1e-5 absolute per pair. Both sides encode in float32; alignscore computes costs in
 float64 and solves with POT, moverscore_v2 computes costs in float32 and solves with pyemd.
