@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 from tqdm.auto import tqdm
 
 from .aggregators.single import SingleLayer
-from .rescale import _COLUMNS, Baseline, rescale
+from .rescale import _COLUMNS, Baseline
 from .composition import Composition
 from .encoders.base import Encoder
 from .engine import Pairs, score_many

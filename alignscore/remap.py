@@ -23,7 +23,7 @@ import hashlib
 import json
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -32,7 +32,6 @@ from .settings import check_settings, setting
 
 if TYPE_CHECKING:
     from .encoders.base import Encoder
-    from .runtime import Runtime
 
 METHODS = ("clp", "clp-orthogonal", "umd")
 FORMAT = "alignscore-remapping"
