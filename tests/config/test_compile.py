@@ -514,7 +514,7 @@ def test_case_10_model_paths(files, tmp_path, tiny_bert_dir, warm) -> None:
     assert scored.returncode == 0, scored.stderr
     code, _, err = invoke("score", "--model", "./no-such-model", "--cand-text", "a", "--ref-text", "b")
     assert_one_error(code, err, "--model: no such model folder or file: ./no-such-model")
-    quick = {**env, "HF_ENDPOINT": "http://127.0.0.1:9"}  # a hub that does not answer: read at import
+    quick = {**env, "HF_ENDPOINT": "http://127.0.0.1:9"}  # a hub that does not answer (read at import: a fresh process)
     quick.pop("HF_HUB_OFFLINE", None)
     quick.pop("TRANSFORMERS_OFFLINE", None)
     start = time.perf_counter()
